@@ -1,0 +1,134 @@
+/* The interface every backend implements (reference C, OpenCL). A backend knows buffers, weights
+ * and ops; it never knows what a layer or a model is. The executor builds a plan of op records
+ * once and walks it per batch.
+ *
+ * Tensors are row-major. Activations are f32. Offsets in a clinfer_ref count elements of the
+ * tensor's element type (f32 for activations, int32 for ids, the cache type for KV caches). */
+#ifndef CLINFER_BACKEND_H
+#define CLINFER_BACKEND_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "clinfer.h"
+#include "../src/quant.h"
+
+typedef struct clinfer_buffer clinfer_buffer; /* defined by each backend */
+
+typedef struct {
+    clinfer_buffer *buf; /* NULL: absent (optional operands) */
+    size_t offset;       /* in elements */
+} clinfer_ref;
+
+typedef enum {
+    CLINFER_OP_MATMUL,    /* y[n][m] (+)= x[n][k] . W[m][k]^T + bias[m] */
+    CLINFER_OP_EMBED,     /* y[n][k] = W[ids[i]][:], dequantized */
+    CLINFER_OP_RMSNORM,   /* y[n][d] = x / sqrt(mean(x^2) + eps) * w */
+    CLINFER_OP_LAYERNORM, /* y[n][d] = (x - mean) / sqrt(var + eps) * w + b */
+    CLINFER_OP_ROPE,      /* x[n][heads][head_dim] rotated in place at positions pos0 + i */
+    CLINFER_OP_STORE,     /* dst[i] = (dst type) src[i], i < count: KV cache writes */
+    CLINFER_OP_ATTENTION, /* causal grouped-query attention over a KV cache */
+    CLINFER_OP_SOFTMAX,   /* row-wise softmax(x * scale) with an optional causal mask */
+    CLINFER_OP_ADD,       /* y[i] = a[i] + b[i % b_count] */
+    CLINFER_OP_MUL,       /* y[i] = a[i] * b[i % b_count] */
+    CLINFER_OP_SCALE,     /* y[i] = a[i] * scale */
+    CLINFER_OP_SILU,      /* y = x * sigmoid(x) */
+    CLINFER_OP_GELU,      /* tanh approximation */
+    CLINFER_OP_GELU_ERF,  /* exact erf form */
+    CLINFER_OP_SWIGLU,    /* y[i] = silu(a[i]) * b[i] */
+    CLINFER_OP_ARGMAX,    /* ids[r] = first index of the max of x[r][0..d) */
+    CLINFER_OP_COUNT
+} clinfer_op_kind;
+
+typedef struct clinfer_op {
+    clinfer_op_kind kind;
+    union {
+        struct {
+            clinfer_buffer *w; /* from weight_create: m rows of k elements */
+            clinfer_ref x, y, bias;
+            int m, k, n;
+            bool accumulate; /* y += instead of y = (fuses a residual add) */
+        } matmul;
+        struct {
+            clinfer_buffer *w;
+            clinfer_ref ids, y; /* ids: int32 */
+            int m, k, n;        /* m = rows of W, for bounds checks */
+        } embed;
+        struct {
+            clinfer_ref x, w, b, y; /* b only for layernorm */
+            int n, d;
+            float eps;
+        } norm;
+        struct {
+            clinfer_ref x;
+            int n, n_heads, head_dim, n_rot; /* first n_rot dims of each head rotate */
+            int pos0;
+            float freq_base, freq_scale;
+            bool neox; /* pairs (j, j + n_rot/2) instead of (2j, 2j+1) */
+        } rope;
+        struct {
+            clinfer_ref src; /* f32 */
+            clinfer_ref dst; /* f32 or f16 */
+            clinfer_dtype dst_type;
+            size_t count;
+        } store;
+        struct {
+            clinfer_ref q, k, v, out; /* q, out: [n][n_head][head_dim]; k, v: caches */
+            clinfer_dtype kv_type;    /* f32 or f16; caches are [pos][n_kv_head][head_dim] */
+            int n, n_head, n_kv_head, head_dim;
+            int pos0; /* tokens already in the cache: token i attends to 0 .. pos0 + i */
+            float scale;
+        } attention;
+        struct {
+            clinfer_ref x, y;
+            int rows, cols;
+            float scale;
+            int mask_offset; /* >= 0: in row r, columns c > r + mask_offset are -inf */
+        } softmax;
+        struct {
+            clinfer_ref a, b, y;
+            size_t count, b_count;
+            float scale; /* OP_SCALE */
+        } eltwise;
+        struct {
+            clinfer_ref x, ids;
+            int n, d;
+        } argmax;
+    };
+} clinfer_op;
+
+typedef struct clinfer_backend_i {
+    int api_version; /* CLINFER_BACKEND_API */
+    const char *(*name)(void *ctx);
+    /* Describes the device and kernel path in one line, for logs and bench output. */
+    const char *(*describe)(void *ctx);
+    clinfer_status (*buffer_alloc)(void *ctx, size_t bytes, clinfer_buffer **out);
+    void (*buffer_free)(void *ctx, clinfer_buffer *buf);
+    clinfer_status (*buffer_write)(void *ctx, clinfer_buffer *buf, size_t offset, size_t bytes,
+                                   const void *src);
+    clinfer_status (*buffer_read)(void *ctx, clinfer_buffer *buf, size_t offset, size_t bytes,
+                                  void *dst);
+    /* A weight matrix of m rows x k elements in a GGUF type; the backend may re-lay it out
+     * or split it across allocations. Freed with buffer_free. */
+    clinfer_status (*weight_create)(void *ctx, clinfer_dtype type, int m, int k, const void *data,
+                                    clinfer_buffer **out);
+    /* Enqueues one op; may run asynchronously until sync. */
+    clinfer_status (*op)(void *ctx, const clinfer_op *op);
+    clinfer_status (*sync)(void *ctx);
+    void (*destroy)(void *ctx);
+} clinfer_backend_i;
+
+#define CLINFER_BACKEND_API 1
+
+typedef struct clinfer_backend {
+    const clinfer_backend_i *i;
+    void *ctx;
+} clinfer_backend;
+
+clinfer_status clinfer_backend_reference_create(clinfer_backend **out);
+/* device_index as in clinfer_device_get_info. */
+clinfer_status clinfer_backend_opencl_create(size_t device_index, clinfer_backend **out);
+void clinfer_backend_free(clinfer_backend *backend);
+
+#endif

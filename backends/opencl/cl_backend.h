@@ -1,0 +1,45 @@
+/* Internals of the OpenCL backend, shared by its files:
+ *   backend_cl.c  context, queue, buffers, op dispatch, the non-matmul ops
+ *   matmul_cl.c   weight upload/re-layout (split above CL_DEVICE_MAX_MEM_ALLOC_SIZE),
+ *                 matvec/GEMM over every weight type, CLBlast, embedding gather
+ *   device.c      enumeration, capabilities, kernel path, selection
+ *   program.c     program builds from the embedded cl/ sources, binary cache */
+#ifndef CLINFER_CL_BACKEND_H
+#define CLINFER_CL_BACKEND_H
+
+#define CL_TARGET_OPENCL_VERSION 120
+#include <CL/cl.h>
+
+#include "backend.h"
+
+struct cl_matmul_state; /* owned by matmul_cl.c */
+struct cl_ops_state;    /* owned by backend_cl.c */
+struct cl_weight;       /* owned by matmul_cl.c */
+
+typedef struct cl_backend_ctx {
+    cl_platform_id platform;
+    cl_device_id device;
+    cl_context context;
+    cl_command_queue queue;
+    clinfer_device_info info; /* info.kernel_path: the variant in use */
+    char description[256];
+    struct cl_matmul_state *mm;
+    struct cl_ops_state *ops;
+} cl_backend_ctx;
+
+struct clinfer_buffer {
+    cl_mem mem;              /* plain buffers */
+    size_t bytes;
+    struct cl_weight *weight; /* non-NULL for weights made by weight_create */
+};
+
+/* matmul_cl.c */
+clinfer_status cl_matmul_init(cl_backend_ctx *b);
+void cl_matmul_free(cl_backend_ctx *b);
+clinfer_status cl_weight_create(cl_backend_ctx *b, clinfer_dtype type, int m, int k,
+                                const void *data, clinfer_buffer **out);
+void cl_weight_free(struct cl_weight *w);
+clinfer_status cl_matmul(cl_backend_ctx *b, const clinfer_op *op);
+clinfer_status cl_embed(cl_backend_ctx *b, const clinfer_op *op);
+
+#endif

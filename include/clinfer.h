@@ -1,0 +1,234 @@
+/* clinfer: run transformer language models through OpenCL on any vendor's device.
+ *
+ * Conventions: every call returns a clinfer_status (CLINFER_OK == 0); on failure
+ * clinfer_last_error() holds a message saying what failed and with which values. The library
+ * never exits or aborts. Handles are opaque; each *_create/*_load has a matching *_free.
+ * Thread safety: the error message is per thread; a model may be shared between threads, a
+ * context may be used by one thread at a time.
+ */
+#ifndef CLINFER_H
+#define CLINFER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define CLINFER_VERSION_MAJOR 0
+#define CLINFER_VERSION_MINOR 1
+#define CLINFER_VERSION_PATCH 0
+#define CLINFER_VERSION_STRING "0.1.0"
+
+/* ---- status ---------------------------------------------------------------------------- */
+
+/* 0 is success. OpenCL error codes (-1 .. -1999) pass through unchanged; the library's own
+ * codes live in the range below -2000. */
+typedef int32_t clinfer_status;
+
+enum {
+    CLINFER_OK = 0,
+    CLINFER_ERR_INVALID_ARGUMENT = -2001, /* a caller passed a bad value */
+    CLINFER_ERR_OUT_OF_MEMORY = -2002,    /* host allocation failed */
+    CLINFER_ERR_IO = -2003,               /* a file could not be opened, read or written */
+    CLINFER_ERR_FORMAT = -2004,           /* malformed input file (GGUF, cache entry, ...) */
+    CLINFER_ERR_UNSUPPORTED = -2005,      /* valid but not supported (type, architecture) */
+    CLINFER_ERR_NO_PLATFORM = -2006,      /* no OpenCL platform or device */
+    CLINFER_ERR_BUILD = -2007,            /* an OpenCL program failed to build */
+    CLINFER_ERR_DEVICE_LOST = -2008,      /* the device failed; the context is unusable */
+    CLINFER_ERR_NOT_FOUND = -2009,        /* a named key, tensor or device does not exist */
+    CLINFER_ERR_CONTEXT_FULL = -2010,     /* the tokens do not fit the context length */
+    CLINFER_ERR_BUFFER_TOO_SMALL = -2011, /* the caller's output array is too small */
+};
+
+/* A short name for a status: "CL_OUT_OF_RESOURCES", "CLINFER_ERR_FORMAT", ... */
+const char *clinfer_status_str(clinfer_status status);
+
+/* The message of the last failure on this thread ("" when none). */
+const char *clinfer_last_error(void);
+
+/* ---- devices --------------------------------------------------------------------------- */
+
+typedef enum {
+    CLINFER_VENDOR_OTHER = 0,
+    CLINFER_VENDOR_NVIDIA,
+    CLINFER_VENDOR_AMD,
+    CLINFER_VENDOR_INTEL,
+    CLINFER_VENDOR_APPLE,
+    CLINFER_VENDOR_ARM,
+    CLINFER_VENDOR_QUALCOMM,
+    CLINFER_VENDOR_POCL,
+} clinfer_vendor;
+
+typedef enum {
+    CLINFER_DEVICE_CPU = 1,
+    CLINFER_DEVICE_GPU = 2,
+    CLINFER_DEVICE_ACCELERATOR = 4,
+    CLINFER_DEVICE_OTHER = 8,
+} clinfer_device_type;
+
+typedef struct clinfer_device_info {
+    char platform[128];
+    char name[128];
+    char vendor_name[128];
+    char driver_version[64];
+    char device_version[64];
+    char opencl_c_version[64];
+    char platform_version[128];
+    clinfer_vendor vendor;
+    clinfer_device_type type;
+    uint32_t compute_units;
+    uint32_t clock_mhz;
+    uint64_t global_mem;
+    uint64_t local_mem;
+    uint64_t max_alloc;
+    size_t max_work_group_size;
+    uint32_t preferred_vector_width_float;
+    uint32_t preferred_vector_width_half;
+    bool fp16;         /* cl_khr_fp16 */
+    bool fp64;         /* cl_khr_fp64 */
+    bool subgroups;    /* cl_khr_subgroups or cl_intel_subgroups */
+    bool int_dot;      /* cl_khr_integer_dot_product */
+    char kernel_path[32]; /* variant chosen from the capabilities: "cpu-rows", ... */
+} clinfer_device_info;
+
+/* Enumerates every OpenCL device of every platform. No platform is not an error: *count is 0
+ * (clinfer_last_error() then says why). */
+clinfer_status clinfer_device_count(size_t *count);
+clinfer_status clinfer_device_get_info(size_t index, clinfer_device_info *info);
+
+/* Picks a device from spec: NULL or "" means the CLINFER_DEVICE environment variable, else the
+ * strongest device. A spec is an index ("1"), a type ("gpu", "cpu") or a name substring.
+ * reason (optional) receives a sentence saying why this device was chosen. */
+clinfer_status clinfer_device_select(const char *spec, size_t *index, char *reason,
+                                     size_t reason_size);
+
+/* ---- models -------------------------------------------------------------------------- */
+
+typedef struct clinfer_model clinfer_model;
+typedef struct clinfer_context clinfer_context;
+
+typedef enum {
+    CLINFER_BACKEND_OPENCL = 0,    /* any OpenCL device */
+    CLINFER_BACKEND_REFERENCE = 1, /* plain C on the host: the oracle */
+} clinfer_backend_kind;
+
+typedef struct {
+    clinfer_backend_kind backend;
+    const char *device; /* OpenCL device spec (see clinfer_device_select); NULL: default */
+    bool verbose;       /* log load steps to stderr */
+} clinfer_model_params;
+
+void clinfer_model_params_default(clinfer_model_params *params);
+clinfer_status clinfer_model_load(const char *path, const clinfer_model_params *params,
+                                  clinfer_model **out);
+void clinfer_model_free(clinfer_model *model);
+
+typedef struct {
+    char architecture[32]; /* general.architecture: "llama", "qwen2", "gpt2", ... */
+    char name[128];        /* general.name, if any */
+    uint32_t n_vocab, n_ctx_train, n_embd, n_layer, n_head, n_head_kv, n_ff;
+    uint64_t n_params;     /* weights' element count */
+    uint64_t weight_bytes; /* as stored on the device */
+    char backend[256];     /* the backend and device in use */
+} clinfer_model_info;
+
+clinfer_status clinfer_model_get_info(const clinfer_model *model, clinfer_model_info *info);
+
+/* ---- tokens -------------------------------------------------------------------------- */
+
+/* Writes up to capacity ids; *n_tokens receives the count needed, and the call returns
+ * CLINFER_ERR_BUFFER_TOO_SMALL when it exceeds capacity. parse_special: text like
+ * "<|im_start|>" becomes its special token. Invalid UTF-8 is tokenized byte-wise. */
+clinfer_status clinfer_tokenize(const clinfer_model *model, const char *text, size_t len,
+                                bool add_bos, bool parse_special, int32_t *tokens,
+                                size_t capacity, size_t *n_tokens);
+/* The bytes a token stands for (not NUL-terminated; may be part of a UTF-8 sequence). */
+clinfer_status clinfer_token_to_piece(const clinfer_model *model, int32_t token, char *buf,
+                                      size_t size, size_t *len);
+int32_t clinfer_token_bos(const clinfer_model *model); /* -1 if none */
+int32_t clinfer_token_eos(const clinfer_model *model);
+bool clinfer_token_is_eog(const clinfer_model *model, int32_t token); /* ends generation */
+
+/* ---- contexts: a KV cache and the state of one sequence -------------------------------- */
+
+typedef struct {
+    uint32_t n_ctx;   /* 0: the model's training context */
+    uint32_t n_batch; /* prefill chunk; 0: 256 */
+    bool kv_f32;      /* KV cache in f32 instead of f16 */
+} clinfer_context_params;
+
+void clinfer_context_params_default(clinfer_context_params *params);
+clinfer_status clinfer_context_create(clinfer_model *model, const clinfer_context_params *params,
+                                      clinfer_context **out);
+void clinfer_context_free(clinfer_context *ctx);
+void clinfer_context_reset(clinfer_context *ctx); /* forget all tokens */
+uint32_t clinfer_context_n_past(const clinfer_context *ctx);
+uint32_t clinfer_context_n_ctx(const clinfer_context *ctx);
+
+/* Appends tokens to the sequence; afterwards the logits of the last one are available.
+ * CLINFER_ERR_CONTEXT_FULL if they do not fit (nothing is evaluated then). */
+clinfer_status clinfer_eval(clinfer_context *ctx, const int32_t *tokens, size_t n);
+clinfer_status clinfer_get_logits(clinfer_context *ctx, const float **logits, size_t *n_vocab);
+
+/* ---- sampling ------------------------------------------------------------------------ */
+
+typedef struct {
+    float temperature;    /* <= 0: greedy */
+    int32_t top_k;        /* <= 0: off */
+    float top_p;          /* >= 1: off */
+    float min_p;          /* <= 0: off */
+    float repeat_penalty; /* 1: off */
+    int32_t repeat_last_n;
+    uint64_t seed;
+} clinfer_sampler_params;
+
+typedef struct clinfer_sampler clinfer_sampler;
+
+void clinfer_sampler_params_default(clinfer_sampler_params *params);
+clinfer_status clinfer_sampler_create(const clinfer_sampler_params *params,
+                                      clinfer_sampler **out);
+void clinfer_sampler_free(clinfer_sampler *sampler);
+clinfer_status clinfer_sampler_sample(clinfer_sampler *sampler, const float *logits,
+                                      size_t n_vocab, int32_t *token);
+/* Records a token in the history the repetition penalty looks at. */
+void clinfer_sampler_accept(clinfer_sampler *sampler, int32_t token);
+
+/* ---- chat ---------------------------------------------------------------------------- */
+
+typedef struct {
+    const char *role; /* "system", "user", "assistant" */
+    const char *content;
+} clinfer_chat_message;
+
+/* Renders messages with the model's tokenizer.chat_template (or template_name: "chatml",
+ * "llama3", "llama2", "gemma"); add_assistant appends the assistant turn's opening.
+ * *out is allocated; release it with clinfer_free. */
+clinfer_status clinfer_chat_apply_template(const clinfer_model *model, const char *template_name,
+                                           const clinfer_chat_message *messages, size_t n,
+                                           bool add_assistant, char **out);
+void clinfer_free(void *p);
+
+/* ---- generation ---------------------------------------------------------------------- */
+
+/* Receives text as it is generated, always whole UTF-8 characters; return false to stop. */
+typedef bool (*clinfer_text_callback)(const char *text, size_t len, void *user);
+
+typedef struct {
+    size_t n_prompt, n_generated;
+    double prefill_ms, decode_ms;
+} clinfer_generate_stats;
+
+/* Evaluates prompt tokens (after what the context holds), then samples up to n_predict tokens,
+ * stopping early at an end-of-generation token. stats may be NULL. */
+clinfer_status clinfer_generate(clinfer_context *ctx, const int32_t *prompt, size_t n_prompt,
+                                int32_t n_predict, clinfer_sampler *sampler,
+                                clinfer_text_callback callback, void *user,
+                                clinfer_generate_stats *stats);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

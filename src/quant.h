@@ -1,0 +1,70 @@
+/* Element types of tensors and the GGUF block formats, with the layouts of the GGUF spec.
+ * Numbering follows GGUF's tensor type ids so a file's type field maps directly. */
+#ifndef CLINFER_QUANT_H
+#define CLINFER_QUANT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum {
+    CLINFER_DT_F32 = 0,
+    CLINFER_DT_F16 = 1,
+    CLINFER_DT_Q4_0 = 2,
+    CLINFER_DT_Q4_1 = 3,
+    CLINFER_DT_Q8_0 = 8,
+    CLINFER_DT_Q4_K = 12,
+    CLINFER_DT_Q6_K = 14,
+} clinfer_dtype;
+
+#define QK4_0 32
+#define QK4_1 32
+#define QK8_0 32
+#define QK_K 256
+#define K_SCALE_SIZE 12
+
+/* Block layouts; f16 fields are raw IEEE half bits. */
+typedef struct {
+    uint16_t d;          /* scale */
+    uint8_t qs[QK4_0 / 2]; /* x[i] = (nibble - 8) * d; low nibbles hold 0..15, high 16..31 */
+} block_q4_0;
+
+typedef struct {
+    uint16_t d, m;       /* x = nibble * d + m */
+    uint8_t qs[QK4_1 / 2];
+} block_q4_1;
+
+typedef struct {
+    uint16_t d;
+    int8_t qs[QK8_0];    /* x = q * d */
+} block_q8_0;
+
+typedef struct {
+    uint16_t d, dmin;            /* super-block scales for the 6-bit scales and mins */
+    uint8_t scales[K_SCALE_SIZE]; /* 8 sub-blocks of 32: 6-bit scale and 6-bit min each */
+    uint8_t qs[QK_K / 2];
+} block_q4_K;
+
+typedef struct {
+    uint8_t ql[QK_K / 2];     /* low 4 bits */
+    uint8_t qh[QK_K / 4];     /* high 2 bits */
+    int8_t scales[QK_K / 16]; /* 16 sub-blocks of 16, 8-bit scales */
+    uint16_t d;
+} block_q6_K;
+
+/* Known type? Unknown ids from files are rejected through this. */
+int clinfer_dtype_valid(uint32_t type);
+const char *clinfer_dtype_name(clinfer_dtype type);
+/* Elements per block (1 for f32/f16) and bytes per block. */
+size_t clinfer_dtype_block_elems(clinfer_dtype type);
+size_t clinfer_dtype_block_bytes(clinfer_dtype type);
+/* Bytes of a row of n elements; n must be a multiple of the block size. */
+size_t clinfer_dtype_row_bytes(clinfer_dtype type, size_t n);
+
+float clinfer_f16_to_f32(uint16_t h);
+uint16_t clinfer_f32_to_f16(float f); /* round to nearest even */
+
+/* Row conversions; n is a multiple of the block size. */
+void clinfer_dequantize_row(clinfer_dtype type, const void *src, float *dst, size_t n);
+void clinfer_quantize_row(clinfer_dtype type, const float *src, void *dst, size_t n);
+
+#endif

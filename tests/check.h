@@ -1,0 +1,48 @@
+/* Minimal test helpers: CHECK_TRUE/CHECK_OK record failures and keep going; finish() prints
+ * the summary and returns the exit code (0 pass, 1 fail). */
+#ifndef CLINFER_TEST_CHECK_H
+#define CLINFER_TEST_CHECK_H
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "clinfer.h"
+
+static int check_failures, check_count;
+
+#define EXPECT(cond, ...)                                                                          \
+    do {                                                                                           \
+        check_count++;                                                                             \
+        if (!(cond)) {                                                                             \
+            check_failures++;                                                                      \
+            fprintf(stderr, "%s:%d: FAILED %s: ", __FILE__, __LINE__, #cond);                      \
+            fprintf(stderr, __VA_ARGS__);                                                          \
+            fputc('\n', stderr);                                                                   \
+        }                                                                                          \
+    } while (0)
+
+#define EXPECT_OK(call)                                                                            \
+    do {                                                                                           \
+        clinfer_status st_ = (call);                                                               \
+        EXPECT(st_ == CLINFER_OK, "%s returned %s: %s", #call, clinfer_status_str(st_),            \
+               clinfer_last_error());                                                              \
+    } while (0)
+
+/* Normalised mean squared error: sum((a-b)^2) / sum(b^2), b the reference. */
+static inline double nmse(const float *a, const float *ref, size_t n) {
+    double num = 0, den = 0;
+    for (size_t i = 0; i < n; i++) {
+        double d = (double)a[i] - ref[i];
+        num += d * d;
+        den += (double)ref[i] * ref[i];
+    }
+    return den > 0 ? num / den : num;
+}
+
+static inline int finish(const char *name) {
+    printf("%s: %d checks, %d failed\n", name, check_count, check_failures);
+    return check_failures ? 1 : 0;
+}
+
+#endif
