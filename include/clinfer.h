@@ -2,7 +2,7 @@
  *
  * Conventions: every call returns a clinfer_status (CLINFER_OK == 0); on failure
  * clinfer_last_error() holds a message saying what failed and with which values. The library
- * never exits or aborts. Handles are opaque; each *_create/*_load has a matching *_free.
+ * never exits or aborts. Handles are opaque; each *_create or *_load has a matching *_free.
  * Thread safety: the error message is per thread; a model may be shared between threads, a
  * context may be used by one thread at a time.
  */
@@ -87,10 +87,10 @@ typedef struct clinfer_device_info {
     size_t max_work_group_size;
     uint32_t preferred_vector_width_float;
     uint32_t preferred_vector_width_half;
-    bool fp16;         /* cl_khr_fp16 */
-    bool fp64;         /* cl_khr_fp64 */
-    bool subgroups;    /* cl_khr_subgroups or cl_intel_subgroups */
-    bool int_dot;      /* cl_khr_integer_dot_product */
+    bool fp16;            /* cl_khr_fp16 */
+    bool fp64;            /* cl_khr_fp64 */
+    bool subgroups;       /* cl_khr_subgroups or cl_intel_subgroups */
+    bool int_dot;         /* cl_khr_integer_dot_product */
     char kernel_path[32]; /* variant chosen from the capabilities: "cpu-rows", ... */
 } clinfer_device_info;
 
@@ -143,8 +143,8 @@ clinfer_status clinfer_model_get_info(const clinfer_model *model, clinfer_model_
  * CLINFER_ERR_BUFFER_TOO_SMALL when it exceeds capacity. parse_special: text like
  * "<|im_start|>" becomes its special token. Invalid UTF-8 is tokenized byte-wise. */
 clinfer_status clinfer_tokenize(const clinfer_model *model, const char *text, size_t len,
-                                bool add_bos, bool parse_special, int32_t *tokens,
-                                size_t capacity, size_t *n_tokens);
+                                bool add_bos, bool parse_special, int32_t *tokens, size_t capacity,
+                                size_t *n_tokens);
 /* The bytes a token stands for (not NUL-terminated; may be part of a UTF-8 sequence). */
 clinfer_status clinfer_token_to_piece(const clinfer_model *model, int32_t token, char *buf,
                                       size_t size, size_t *len);
@@ -188,11 +188,10 @@ typedef struct {
 typedef struct clinfer_sampler clinfer_sampler;
 
 void clinfer_sampler_params_default(clinfer_sampler_params *params);
-clinfer_status clinfer_sampler_create(const clinfer_sampler_params *params,
-                                      clinfer_sampler **out);
+clinfer_status clinfer_sampler_create(const clinfer_sampler_params *params, clinfer_sampler **out);
 void clinfer_sampler_free(clinfer_sampler *sampler);
-clinfer_status clinfer_sampler_sample(clinfer_sampler *sampler, const float *logits,
-                                      size_t n_vocab, int32_t *token);
+clinfer_status clinfer_sampler_sample(clinfer_sampler *sampler, const float *logits, size_t n_vocab,
+                                      int32_t *token);
 /* Records a token in the history the repetition penalty looks at. */
 void clinfer_sampler_accept(clinfer_sampler *sampler, int32_t token);
 
@@ -222,7 +221,10 @@ typedef struct {
 } clinfer_generate_stats;
 
 /* Evaluates prompt tokens (after what the context holds), then samples up to n_predict tokens,
- * stopping early at an end-of-generation token. stats may be NULL. */
+ * stopping early at an end-of-generation token. stats may be NULL. n_predict < 0: until end of
+ * generation or a full context; otherwise CLINFER_ERR_CONTEXT_FULL up front when prompt plus
+ * n_predict do not fit. sampler NULL: greedy. Generated tokens (not the end-of-generation one)
+ * are evaluated into the context, so a conversation can go on from there. */
 clinfer_status clinfer_generate(clinfer_context *ctx, const int32_t *prompt, size_t n_prompt,
                                 int32_t n_predict, clinfer_sampler *sampler,
                                 clinfer_text_callback callback, void *user,

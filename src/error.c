@@ -21,10 +21,19 @@ void clinfer_error_prefix(const char *fmt, ...) {
     va_start(ap, fmt);
     int n = vsnprintf(last_error, sizeof last_error, fmt, ap);
     va_end(ap);
-    if (n >= 0 && (size_t)n < sizeof last_error)
-        snprintf(last_error + n, sizeof last_error - (size_t)n, ": %s", old);
+    /* Append ": <old message>" by hand, truncating at the buffer's end. */
+    size_t at = n < 0 ? 0 : (size_t)n;
+    const char *parts[2] = {": ", old};
+    for (int p = 0; p < 2; p++)
+        for (const char *c = parts[p]; *c && at + 1 < sizeof last_error; c++)
+            last_error[at++] = *c;
+    if (at < sizeof last_error) last_error[at] = '\0';
 }
 
-void clinfer_error_clear(void) { last_error[0] = '\0'; }
+void clinfer_error_clear(void) {
+    last_error[0] = '\0';
+}
 
-const char *clinfer_last_error(void) { return last_error; }
+const char *clinfer_last_error(void) {
+    return last_error;
+}

@@ -17,8 +17,7 @@ void clinfer_error_clear(void);
 #define CHECK(expr)                                                                                \
     do {                                                                                           \
         st = (expr);                                                                               \
-        if (st != CLINFER_OK)                                                                      \
-            goto cleanup;                                                                          \
+        if (st != CLINFER_OK) goto cleanup;                                                        \
     } while (0)
 
 #endif

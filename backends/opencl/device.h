@@ -1,0 +1,15 @@
+/* The OpenCL handles behind the public device indices (device.c). Enumeration happens once per
+ * process; the handles stay valid for its lifetime (root devices need no release). */
+#ifndef CLINFER_CL_DEVICE_H
+#define CLINFER_CL_DEVICE_H
+
+#define CL_TARGET_OPENCL_VERSION 120
+#include <CL/cl.h>
+
+#include "clinfer.h"
+
+/* index as in clinfer_device_get_info. CLINFER_ERR_NOT_FOUND past the last device,
+ * CLINFER_ERR_NO_PLATFORM when there is none. */
+clinfer_status cl_device_handles(size_t index, cl_platform_id *platform, cl_device_id *device);
+
+#endif

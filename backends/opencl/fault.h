@@ -1,0 +1,17 @@
+/* OpenCL fault injection for tests of the failure paths (issue 6).
+ *
+ * CLINFER_FAULT="kind:N:ERR[,kind:N:ERR...]" makes the Nth call site of that kind (counted from 1
+ * since the variable last changed) fail with OpenCL error ERR. Kinds used by the backend:
+ *   alloc    every clCreateBuffer
+ *   build    every program build
+ *   enqueue  every kernel enqueue */
+#ifndef CLINFER_CL_FAULT_H
+#define CLINFER_CL_FAULT_H
+
+#define CL_TARGET_OPENCL_VERSION 120
+#include <CL/cl.h>
+
+/* Counts one call of this kind; returns the error to inject, or CL_SUCCESS. */
+cl_int cl_fault(const char *kind);
+
+#endif

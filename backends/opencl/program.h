@@ -1,0 +1,47 @@
+/* Runtime builds of the OpenCL C sources under cl/ (embedded at build time) with per-device
+ * -D options, backed by an on-disk binary cache (program.c). */
+#ifndef CLINFER_CL_PROGRAM_H
+#define CLINFER_CL_PROGRAM_H
+
+#define CL_TARGET_OPENCL_VERSION 120
+#include <CL/cl.h>
+
+#include "clinfer.h"
+
+/* One row of the per-device parameter table: the most specific matching row wins
+ * (device name > architecture > vendor > the default row). The values reach the kernels as
+ * -D options (see cl_program_params) and the host reads them here to size launches. */
+typedef struct cl_device_params {
+    clinfer_vendor vendor; /* CLINFER_VENDOR_OTHER with arch and device NULL: the default */
+    const char *arch;      /* substring of the device name naming its architecture; NULL: any */
+    const char *device;    /* exact device name; NULL: any */
+    unsigned rows_per_wi;  /* -DROWS_PER_WI: matrix rows one work-item reduces (cpu-rows) */
+    unsigned local_size;   /* -DLOCAL_SIZE: work-group size of row-parallel kernels */
+} cl_device_params;
+
+const cl_device_params *cl_device_params_for(const clinfer_device_info *info);
+
+/* The -D options every program for this device gets: the kernel path
+ * (-DCLINFER_PATH_CPU_ROWS=1, -DCLINFER_PATH_GPU_SUBGROUP=1 or -DCLINFER_PATH_GPU_LOCAL_REDUCE=1),
+ * -DCLINFER_FP16=0/1 (cl_khr_fp16), -DROWS_PER_WI and -DLOCAL_SIZE. Valid until this thread's
+ * next call. */
+const char *cl_program_params(const clinfer_device_info *info);
+
+/* Builds the source named source_name ("matvec.cl"): the embedded copy, or the file of that
+ * name in $CLINFER_CL_DIR when set (development). Options: cl_program_params(info), then
+ * extra_options (may be NULL), then -cl-std=CL1.2. A failed compile returns CLINFER_ERR_BUILD
+ * with the build log in clinfer_last_error(). *out is released by the caller. */
+clinfer_status cl_program_build(cl_context ctx, cl_device_id dev, const clinfer_device_info *info,
+                                const char *source_name, const char *extra_options,
+                                cl_program *out);
+
+/* The same for source text the caller holds; name only labels messages and logs. */
+clinfer_status cl_program_build_source(cl_context ctx, cl_device_id dev,
+                                       const clinfer_device_info *info, const char *name,
+                                       const char *source, const char *extra_options,
+                                       cl_program *out);
+
+/* Process-wide counts of cache hits and of builds from source (misses), for tests and logs. */
+void cl_program_cache_stats(unsigned *hits, unsigned *misses);
+
+#endif

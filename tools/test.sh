@@ -1,0 +1,15 @@
+#!/bin/bash
+# The test command of the README and of CI: a warnings-as-errors build running the quick tests,
+# then the same tests built with AddressSanitizer + UndefinedBehaviorSanitizer. The last line
+# printed is CTest's summary.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+jobs=${CLINFER_JOBS:-2}
+
+cmake -S . -B build -DCLINFER_WERROR=ON
+cmake --build build -j"$jobs"
+ctest --test-dir build -L quick --output-on-failure
+
+cmake -S . -B build-asan -DCLINFER_WERROR=ON -DCLINFER_SANITIZE=ON
+cmake --build build-asan -j"$jobs"
+ctest --test-dir build-asan -L quick --output-on-failure
