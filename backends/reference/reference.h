@@ -1,0 +1,50 @@
+/* Internals of the reference backend, shared by its files:
+ *   reference.c       backend object, host buffers, weights, op validation and dispatch
+ *   reference_ops.c   the arithmetic of every op on plain host pointers
+ *
+ * The reference backend is the numeric oracle of the project: plain single-threaded C on the
+ * host, written to be obviously correct first and reasonably quick second. The functions in
+ * reference_ops.c trust their arguments; reference.c has validated every pointer and size. */
+#ifndef CLINFER_REFERENCE_H
+#define CLINFER_REFERENCE_H
+
+#include "backend.h"
+
+struct clinfer_buffer {
+    void *data;
+    size_t bytes;
+    bool is_weight;     /* made by weight_create: raw GGUF rows, not an activation buffer */
+    clinfer_dtype type; /* weights: element type of the rows */
+    int m, k;           /* weights: m rows of k elements */
+    size_t row_bytes;   /* weights: bytes of one row */
+};
+
+/* ---- reference_ops.c: y, x... are host pointers already offset to the operand's start ---- */
+
+/* sum of a[i] * b[i], f32 with several accumulators */
+float ref_dot(const float *a, const float *b, size_t n);
+
+/* y[n][m] (+)= x[n][k] . W[m][k]^T + bias[m]; row: scratch for k floats */
+void ref_matmul(const clinfer_buffer *w, const float *x, float *y, const float *bias, int n,
+                bool accumulate, float *row);
+/* y[n][k] = W[ids[i]]; ids already checked against W's rows */
+void ref_embed(const clinfer_buffer *w, const int32_t *ids, float *y, int n);
+
+void ref_rmsnorm(const float *x, const float *w, float *y, int n, int d, float eps);
+/* b may be NULL: no bias */
+void ref_layernorm(const float *x, const float *w, const float *b, float *y, int n, int d,
+                   float eps);
+void ref_rope(float *x, int n, int n_heads, int head_dim, int n_rot, int pos0, float freq_base,
+              float freq_scale, bool neox);
+void ref_store(const float *src, void *dst, clinfer_dtype dst_type, size_t count);
+/* k_cache, v_cache in kv_type; scratch: pos0 + n + 2 * head_dim floats */
+void ref_attention(const float *q, const void *k_cache, const void *v_cache, float *out,
+                   clinfer_dtype kv_type, int n, int n_head, int n_kv_head, int head_dim, int pos0,
+                   float scale, float *scratch);
+void ref_softmax(const float *x, float *y, int rows, int cols, float scale, int mask_offset);
+/* OP_ADD, OP_MUL, OP_SCALE and the activations; b is used by ADD, MUL and SWIGLU */
+void ref_eltwise(clinfer_op_kind kind, const float *a, const float *b, float *y, size_t count,
+                 size_t b_count, float scale);
+void ref_argmax(const float *x, int32_t *ids, int n, int d);
+
+#endif

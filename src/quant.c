@@ -1,0 +1,471 @@
+/* Element types: names and sizes, IEEE half conversion, and the GGUF block formats
+ * (dequantization follows the block layouts of the GGUF spec / ggml bit for bit; quantization is
+ * plain round-to-nearest, good enough to build test weights and fixtures).
+ *
+ * Blocks are copied into a local struct before use: source rows may sit at any address (a mapped
+ * file, a byte buffer), and a memcpy of a fixed small size costs nothing after optimisation. */
+#include "quant.h"
+
+#include <math.h>
+#include <string.h>
+
+_Static_assert(sizeof(block_q4_0) == 2 + QK4_0 / 2, "block_q4_0 must have no padding");
+_Static_assert(sizeof(block_q4_1) == 4 + QK4_1 / 2, "block_q4_1 must have no padding");
+_Static_assert(sizeof(block_q8_0) == 2 + QK8_0, "block_q8_0 must have no padding");
+_Static_assert(sizeof(block_q4_K) == 4 + K_SCALE_SIZE + QK_K / 2, "block_q4_K size");
+_Static_assert(sizeof(block_q6_K) == QK_K / 2 + QK_K / 4 + QK_K / 16 + 2, "block_q6_K size");
+
+int clinfer_dtype_valid(uint32_t type) {
+    switch (type) {
+    case CLINFER_DT_F32:
+    case CLINFER_DT_F16:
+    case CLINFER_DT_Q4_0:
+    case CLINFER_DT_Q4_1:
+    case CLINFER_DT_Q8_0:
+    case CLINFER_DT_Q4_K:
+    case CLINFER_DT_Q6_K:
+        return 1;
+    }
+    return 0;
+}
+
+const char *clinfer_dtype_name(clinfer_dtype type) {
+    switch (type) {
+    case CLINFER_DT_F32:
+        return "F32";
+    case CLINFER_DT_F16:
+        return "F16";
+    case CLINFER_DT_Q4_0:
+        return "Q4_0";
+    case CLINFER_DT_Q4_1:
+        return "Q4_1";
+    case CLINFER_DT_Q8_0:
+        return "Q8_0";
+    case CLINFER_DT_Q4_K:
+        return "Q4_K";
+    case CLINFER_DT_Q6_K:
+        return "Q6_K";
+    }
+    return "unknown";
+}
+
+size_t clinfer_dtype_block_elems(clinfer_dtype type) {
+    switch (type) {
+    case CLINFER_DT_F32:
+    case CLINFER_DT_F16:
+        return 1;
+    case CLINFER_DT_Q4_0:
+        return QK4_0;
+    case CLINFER_DT_Q4_1:
+        return QK4_1;
+    case CLINFER_DT_Q8_0:
+        return QK8_0;
+    case CLINFER_DT_Q4_K:
+    case CLINFER_DT_Q6_K:
+        return QK_K;
+    }
+    return 0;
+}
+
+size_t clinfer_dtype_block_bytes(clinfer_dtype type) {
+    switch (type) {
+    case CLINFER_DT_F32:
+        return sizeof(float);
+    case CLINFER_DT_F16:
+        return sizeof(uint16_t);
+    case CLINFER_DT_Q4_0:
+        return sizeof(block_q4_0);
+    case CLINFER_DT_Q4_1:
+        return sizeof(block_q4_1);
+    case CLINFER_DT_Q8_0:
+        return sizeof(block_q8_0);
+    case CLINFER_DT_Q4_K:
+        return sizeof(block_q4_K);
+    case CLINFER_DT_Q6_K:
+        return sizeof(block_q6_K);
+    }
+    return 0;
+}
+
+size_t clinfer_dtype_row_bytes(clinfer_dtype type, size_t n) {
+    size_t be = clinfer_dtype_block_elems(type);
+    return be ? n / be * clinfer_dtype_block_bytes(type) : 0;
+}
+
+/* ---- IEEE 754 binary16 ------------------------------------------------------------------- */
+
+static float f32_from_bits(uint32_t u) {
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+static uint32_t f32_bits(float f) {
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return u;
+}
+
+/* A half's 15 exponent+mantissa bits shifted left by 13 line its mantissa up with an f32's; read
+ * as an f32, that is the same value scaled by 2^-112 (the exponent biases are 15 and 127), so
+ * multiplying by 2^112 restores it exactly, for normals and (through f32 subnormals) for half
+ * subnormals alike. Only inf/nan (half exponent 31) need their own f32 exponent. */
+static inline float half_to_float(uint16_t h) {
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+    uint32_t em = h & 0x7fffu;
+    uint32_t finite = f32_bits(f32_from_bits(em << 13) * 0x1p112f);
+    uint32_t inf_nan = 0x7f800000u | ((em & 0x3ffu) << 13); /* nan keeps its payload */
+    return f32_from_bits(sign | (em >= 0x7c00u ? inf_nan : finite));
+}
+
+float clinfer_f16_to_f32(uint16_t h) {
+    return half_to_float(h);
+}
+
+/* Rounds value >> shift to nearest, ties to even. shift is 1..31. */
+static uint32_t shift_round_even(uint32_t value, unsigned shift) {
+    uint32_t kept = value >> shift;
+    uint32_t rest = value & ((1u << shift) - 1);
+    uint32_t half = 1u << (shift - 1);
+    if (rest > half || (rest == half && (kept & 1))) kept++;
+    return kept;
+}
+
+uint16_t clinfer_f32_to_f16(float f) {
+    uint32_t x = f32_bits(f);
+    uint16_t sign = (uint16_t)((x >> 16) & 0x8000u);
+    uint32_t abs = x & 0x7fffffffu;
+    if (abs > 0x7f800000u) /* nan: stays a quiet nan, top of the payload kept */
+        return (uint16_t)(sign | 0x7e00u | ((abs >> 13) & 0x3ffu));
+    if (abs >= 0x477ff000u) /* >= 65520 rounds past the largest half (65504): inf */
+        return (uint16_t)(sign | 0x7c00u);
+    uint32_t exp = abs >> 23;
+    if (exp >= 113) /* normal half: rebias, round the 13 dropped bits; a carry bumps the exponent */
+        return (uint16_t)(sign | shift_round_even(((exp - 112) << 23) | (abs & 0x7fffffu), 13));
+    /* Subnormal half (or zero): the value in units of 2^-24 is mant * 2^(exp - 126). */
+    unsigned shift = 126 - exp;
+    if (shift > 24) /* below 2^-25: rounds to zero (also f32 zeros and subnormals) */
+        return sign;
+    return (uint16_t)(sign | shift_round_even((abs & 0x7fffffu) | 0x800000u, shift));
+}
+
+/* ---- dequantization ---------------------------------------------------------------------- */
+
+static void dequant_q4_0(const uint8_t *src, float *y, size_t nb) {
+    for (size_t i = 0; i < nb; i++, y += QK4_0) {
+        block_q4_0 b;
+        memcpy(&b, src + i * sizeof b, sizeof b);
+        float d = clinfer_f16_to_f32(b.d);
+        for (int j = 0; j < QK4_0 / 2; j++) {
+            y[j] = (float)((b.qs[j] & 0x0f) - 8) * d;
+            y[j + QK4_0 / 2] = (float)((b.qs[j] >> 4) - 8) * d;
+        }
+    }
+}
+
+static void dequant_q4_1(const uint8_t *src, float *y, size_t nb) {
+    for (size_t i = 0; i < nb; i++, y += QK4_1) {
+        block_q4_1 b;
+        memcpy(&b, src + i * sizeof b, sizeof b);
+        float d = clinfer_f16_to_f32(b.d), m = clinfer_f16_to_f32(b.m);
+        for (int j = 0; j < QK4_1 / 2; j++) {
+            y[j] = (float)(b.qs[j] & 0x0f) * d + m;
+            y[j + QK4_1 / 2] = (float)(b.qs[j] >> 4) * d + m;
+        }
+    }
+}
+
+static void dequant_q8_0(const uint8_t *src, float *y, size_t nb) {
+    for (size_t i = 0; i < nb; i++, y += QK8_0) {
+        block_q8_0 b;
+        memcpy(&b, src + i * sizeof b, sizeof b);
+        float d = clinfer_f16_to_f32(b.d);
+        for (int j = 0; j < QK8_0; j++)
+            y[j] = (float)b.qs[j] * d;
+    }
+}
+
+/* Q4_K packs 8 six-bit scales and 8 six-bit mins into 12 bytes: sub-blocks 0-3 keep theirs in
+ * the low 6 bits of bytes 0-3 (scales) and 4-7 (mins); sub-blocks 4-7 keep the low 4 bits in the
+ * nibbles of bytes 8-11 and the high 2 bits in the top bits of bytes 0-3 / 4-7. */
+static void q4_K_scale_min(const uint8_t *s, int j, uint8_t *scale, uint8_t *min) {
+    if (j < 4) {
+        *scale = s[j] & 63;
+        *min = s[j + 4] & 63;
+    } else {
+        *scale = (uint8_t)((s[j + 4] & 0x0f) | ((s[j - 4] >> 6) << 4));
+        *min = (uint8_t)((s[j + 4] >> 4) | ((s[j] >> 6) << 4));
+    }
+}
+
+/* Each 64 elements share 32 bytes of qs: low nibbles are sub-block 2c, high nibbles 2c + 1.
+ * x = d * scale * q - dmin * min. */
+static void dequant_q4_K(const uint8_t *src, float *y, size_t nb) {
+    for (size_t i = 0; i < nb; i++) {
+        block_q4_K b;
+        memcpy(&b, src + i * sizeof b, sizeof b);
+        float d = clinfer_f16_to_f32(b.d), dmin = clinfer_f16_to_f32(b.dmin);
+        for (int c = 0; c < QK_K / 64; c++) {
+            const uint8_t *q = b.qs + 32 * c;
+            for (int half = 0; half < 2; half++) {
+                uint8_t sc, mn;
+                q4_K_scale_min(b.scales, 2 * c + half, &sc, &mn);
+                float d1 = d * (float)sc, m1 = dmin * (float)mn;
+                for (int l = 0; l < 32; l++) {
+                    int nibble = half ? q[l] >> 4 : q[l] & 0x0f;
+                    *y++ = d1 * (float)nibble - m1;
+                }
+            }
+        }
+    }
+}
+
+/* Q6_K: 6-bit values q in 0..63 (x = d * scale[e / 16] * (q - 32)). Each 128 elements use 64
+ * bytes of ql and 32 of qh; element 32 * g + l (g = 0..3, l = 0..31) takes its low 4 bits from
+ * ql[l + 32 * (g & 1)] (low nibble for g < 2, high for g >= 2) and its high 2 bits from bits
+ * 2g, 2g+1 of qh[l]. */
+static int q6_K_value(const uint8_t *ql, const uint8_t *qh, int g, int l) {
+    uint8_t lo = ql[l + 32 * (g & 1)];
+    int low4 = g < 2 ? lo & 0x0f : lo >> 4;
+    int high2 = (qh[l] >> (2 * g)) & 3;
+    return (low4 | (high2 << 4)) - 32;
+}
+
+static void dequant_q6_K(const uint8_t *src, float *y, size_t nb) {
+    for (size_t i = 0; i < nb; i++) {
+        block_q6_K b;
+        memcpy(&b, src + i * sizeof b, sizeof b);
+        float d = clinfer_f16_to_f32(b.d);
+        for (int h = 0; h < QK_K / 128; h++) {
+            const uint8_t *ql = b.ql + 64 * h, *qh = b.qh + 32 * h;
+            const int8_t *sc = b.scales + 8 * h;
+            for (int g = 0; g < 4; g++)
+                for (int l = 0; l < 32; l++)
+                    *y++ = d * (float)sc[2 * g + l / 16] * (float)q6_K_value(ql, qh, g, l);
+        }
+    }
+}
+
+void clinfer_dequantize_row(clinfer_dtype type, const void *src, float *dst, size_t n) {
+    const uint8_t *s = src;
+    size_t be = clinfer_dtype_block_elems(type);
+    if (be == 0) /* unknown type: callers validate types first, nothing to do */
+        return;
+    size_t nb = n / be;
+    switch (type) {
+    case CLINFER_DT_F32:
+        memcpy(dst, src, n * sizeof(float));
+        break;
+    case CLINFER_DT_F16:
+        for (size_t i = 0; i < n; i++) {
+            uint16_t h;
+            memcpy(&h, s + 2 * i, sizeof h);
+            dst[i] = half_to_float(h);
+        }
+        break;
+    case CLINFER_DT_Q4_0:
+        dequant_q4_0(s, dst, nb);
+        break;
+    case CLINFER_DT_Q4_1:
+        dequant_q4_1(s, dst, nb);
+        break;
+    case CLINFER_DT_Q8_0:
+        dequant_q8_0(s, dst, nb);
+        break;
+    case CLINFER_DT_Q4_K:
+        dequant_q4_K(s, dst, nb);
+        break;
+    case CLINFER_DT_Q6_K:
+        dequant_q6_K(s, dst, nb);
+        break;
+    }
+}
+
+/* ---- quantization (round to nearest) ----------------------------------------------------- */
+
+static int clamp_int(int v, int lo, int hi) {
+    return v < lo ? lo : v > hi ? hi : v;
+}
+
+/* The reciprocal of a scale, 0 for a zero scale (an all-zero block quantizes to zeros). */
+static float inverse(float d) {
+    return d != 0.0f ? 1.0f / d : 0.0f;
+}
+
+static void quant_q8_0(const float *x, uint8_t *dst, size_t nb) {
+    for (size_t i = 0; i < nb; i++, x += QK8_0) {
+        float amax = 0.0f;
+        for (int j = 0; j < QK8_0; j++)
+            amax = fmaxf(amax, fabsf(x[j]));
+        block_q8_0 b;
+        b.d = clinfer_f32_to_f16(amax / 127.0f);
+        float id = inverse(clinfer_f16_to_f32(b.d));
+        for (int j = 0; j < QK8_0; j++)
+            b.qs[j] = (int8_t)clamp_int((int)lrintf(x[j] * id), -127, 127);
+        memcpy(dst + i * sizeof b, &b, sizeof b);
+    }
+}
+
+/* Q4_0 values are -8..7: the element of largest magnitude maps to -8 (scale = it / -8), which
+ * uses the full asymmetric range on its side. */
+static void quant_q4_0(const float *x, uint8_t *dst, size_t nb) {
+    for (size_t i = 0; i < nb; i++, x += QK4_0) {
+        float extreme = 0.0f;
+        for (int j = 0; j < QK4_0; j++)
+            if (fabsf(x[j]) > fabsf(extreme)) extreme = x[j];
+        block_q4_0 b;
+        b.d = clinfer_f32_to_f16(extreme / -8.0f);
+        float id = inverse(clinfer_f16_to_f32(b.d));
+        for (int j = 0; j < QK4_0 / 2; j++) {
+            int lo = clamp_int((int)lrintf(x[j] * id) + 8, 0, 15);
+            int hi = clamp_int((int)lrintf(x[j + QK4_0 / 2] * id) + 8, 0, 15);
+            b.qs[j] = (uint8_t)(lo | (hi << 4));
+        }
+        memcpy(dst + i * sizeof b, &b, sizeof b);
+    }
+}
+
+static void quant_q4_1(const float *x, uint8_t *dst, size_t nb) {
+    for (size_t i = 0; i < nb; i++, x += QK4_1) {
+        float lo = x[0], hi = x[0];
+        for (int j = 1; j < QK4_1; j++) {
+            lo = fminf(lo, x[j]);
+            hi = fmaxf(hi, x[j]);
+        }
+        block_q4_1 b;
+        b.d = clinfer_f32_to_f16((hi - lo) / 15.0f);
+        b.m = clinfer_f32_to_f16(lo);
+        float id = inverse(clinfer_f16_to_f32(b.d)), m = clinfer_f16_to_f32(b.m);
+        for (int j = 0; j < QK4_1 / 2; j++) {
+            int q0 = clamp_int((int)lrintf((x[j] - m) * id), 0, 15);
+            int q1 = clamp_int((int)lrintf((x[j + QK4_1 / 2] - m) * id), 0, 15);
+            b.qs[j] = (uint8_t)(q0 | (q1 << 4));
+        }
+        memcpy(dst + i * sizeof b, &b, sizeof b);
+    }
+}
+
+/* Inverse of q4_K_scale_min: packs 8 six-bit scales and mins into 12 bytes. */
+static void q4_K_pack_scales(uint8_t *s, const uint8_t *scale, const uint8_t *min) {
+    memset(s, 0, K_SCALE_SIZE);
+    for (int j = 0; j < 8; j++) {
+        if (j < 4) {
+            s[j] |= scale[j];
+            s[j + 4] |= min[j];
+        } else {
+            s[j + 4] = (uint8_t)((scale[j] & 0x0f) | ((min[j] & 0x0f) << 4));
+            s[j - 4] |= (uint8_t)((scale[j] >> 4) << 6);
+            s[j] |= (uint8_t)((min[j] >> 4) << 6);
+        }
+    }
+}
+
+/* Per sub-block of 32: x ~ scale * q - min with q in 0..15 and min >= 0 (the sub-block's minimum
+ * clipped at 0, so a positive minimum still fits). Scales and mins are then quantized to 6 bits
+ * against the super-block's d and dmin, and q is recomputed with the quantized values. */
+static void quant_q4_K(const float *x, uint8_t *dst, size_t nb) {
+    for (size_t i = 0; i < nb; i++, x += QK_K) {
+        float scale[8], min[8], max_scale = 0.0f, max_min = 0.0f;
+        for (int j = 0; j < 8; j++) {
+            float lo = 0.0f, hi = x[32 * j];
+            for (int l = 0; l < 32; l++) {
+                lo = fminf(lo, x[32 * j + l]);
+                hi = fmaxf(hi, x[32 * j + l]);
+            }
+            scale[j] = (hi - lo) / 15.0f;
+            min[j] = -lo;
+            max_scale = fmaxf(max_scale, scale[j]);
+            max_min = fmaxf(max_min, min[j]);
+        }
+        block_q4_K b;
+        b.d = clinfer_f32_to_f16(max_scale / 63.0f);
+        b.dmin = clinfer_f32_to_f16(max_min / 63.0f);
+        float d = clinfer_f16_to_f32(b.d), dmin = clinfer_f16_to_f32(b.dmin);
+        uint8_t qscale[8], qmin[8];
+        for (int j = 0; j < 8; j++) {
+            qscale[j] = (uint8_t)clamp_int((int)lrintf(scale[j] * inverse(d)), 0, 63);
+            qmin[j] = (uint8_t)clamp_int((int)lrintf(min[j] * inverse(dmin)), 0, 63);
+        }
+        q4_K_pack_scales(b.scales, qscale, qmin);
+        uint8_t q[QK_K];
+        for (int j = 0; j < 8; j++) {
+            float id = inverse(d * (float)qscale[j]), m = dmin * (float)qmin[j];
+            for (int l = 0; l < 32; l++)
+                q[32 * j + l] = (uint8_t)clamp_int((int)lrintf((x[32 * j + l] + m) * id), 0, 15);
+        }
+        for (int c = 0; c < QK_K / 64; c++)
+            for (int l = 0; l < 32; l++)
+                b.qs[32 * c + l] = (uint8_t)(q[64 * c + l] | (q[64 * c + 32 + l] << 4));
+        memcpy(dst + i * sizeof b, &b, sizeof b);
+    }
+}
+
+/* Per sub-block of 16: a symmetric scale (q in -32..31, the extreme element mapping to -32 as in
+ * Q4_0); the scales are then quantized to int8 against d = max |scale| / 127. */
+static void quant_q6_K(const float *x, uint8_t *dst, size_t nb) {
+    for (size_t i = 0; i < nb; i++, x += QK_K) {
+        float scale[QK_K / 16], max_abs_scale = 0.0f;
+        for (int s = 0; s < QK_K / 16; s++) {
+            float extreme = 0.0f;
+            for (int l = 0; l < 16; l++)
+                if (fabsf(x[16 * s + l]) > fabsf(extreme)) extreme = x[16 * s + l];
+            scale[s] = extreme / -32.0f;
+            max_abs_scale = fmaxf(max_abs_scale, fabsf(scale[s]));
+        }
+        block_q6_K b;
+        b.d = clinfer_f32_to_f16(max_abs_scale / 127.0f);
+        float d = clinfer_f16_to_f32(b.d);
+        uint8_t q[QK_K]; /* stored form, q + 32 in 0..63 */
+        for (int s = 0; s < QK_K / 16; s++) {
+            b.scales[s] = (int8_t)clamp_int((int)lrintf(scale[s] * inverse(d)), -127, 127);
+            float id = inverse(d * (float)b.scales[s]);
+            for (int l = 0; l < 16; l++)
+                q[16 * s + l] = (uint8_t)(clamp_int((int)lrintf(x[16 * s + l] * id), -32, 31) + 32);
+        }
+        for (int h = 0; h < QK_K / 128; h++) {
+            const uint8_t *qq = q + 128 * h;
+            uint8_t *ql = b.ql + 64 * h, *qh = b.qh + 32 * h;
+            for (int l = 0; l < 32; l++) {
+                ql[l] = (uint8_t)((qq[l] & 0x0f) | ((qq[l + 64] & 0x0f) << 4));
+                ql[l + 32] = (uint8_t)((qq[l + 32] & 0x0f) | ((qq[l + 96] & 0x0f) << 4));
+                qh[l] = (uint8_t)((qq[l] >> 4) | ((qq[l + 32] >> 4) << 2) |
+                                  ((qq[l + 64] >> 4) << 4) | ((qq[l + 96] >> 4) << 6));
+            }
+        }
+        memcpy(dst + i * sizeof b, &b, sizeof b);
+    }
+}
+
+void clinfer_quantize_row(clinfer_dtype type, const float *src, void *dst, size_t n) {
+    uint8_t *d = dst;
+    size_t be = clinfer_dtype_block_elems(type);
+    if (be == 0) /* unknown type: callers validate types first, nothing to do */
+        return;
+    size_t nb = n / be;
+    switch (type) {
+    case CLINFER_DT_F32:
+        memcpy(dst, src, n * sizeof(float));
+        break;
+    case CLINFER_DT_F16:
+        for (size_t i = 0; i < n; i++) {
+            uint16_t h = clinfer_f32_to_f16(src[i]);
+            memcpy(d + 2 * i, &h, sizeof h);
+        }
+        break;
+    case CLINFER_DT_Q4_0:
+        quant_q4_0(src, d, nb);
+        break;
+    case CLINFER_DT_Q4_1:
+        quant_q4_1(src, d, nb);
+        break;
+    case CLINFER_DT_Q8_0:
+        quant_q8_0(src, d, nb);
+        break;
+    case CLINFER_DT_Q4_K:
+        quant_q4_K(src, d, nb);
+        break;
+    case CLINFER_DT_Q6_K:
+        quant_q6_K(src, d, nb);
+        break;
+    }
+}

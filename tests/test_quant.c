@@ -1,0 +1,334 @@
+/* src/quant.c: dtype table, IEEE half conversion, GGUF block dequantization and quantization.
+ *
+ * Dequantization is checked on blocks built by hand, with expected values worked out from the
+ * GGUF block layouts (the comments show the arithmetic); the conversion to half is checked
+ * against its definition (nearest representable value, ties to even) using the exact decoder;
+ * quantizers are checked by round trips with an NMSE bound per type. */
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "check.h"
+#include "quant.h"
+#include "random.h"
+
+static void test_dtype_table(void) {
+    static const struct {
+        clinfer_dtype type;
+        const char *name;
+        size_t elems, bytes;
+    } table[] = {
+        {CLINFER_DT_F32, "F32", 1, 4},       {CLINFER_DT_F16, "F16", 1, 2},
+        {CLINFER_DT_Q4_0, "Q4_0", 32, 18},   {CLINFER_DT_Q4_1, "Q4_1", 32, 20},
+        {CLINFER_DT_Q8_0, "Q8_0", 32, 34},   {CLINFER_DT_Q4_K, "Q4_K", 256, 144},
+        {CLINFER_DT_Q6_K, "Q6_K", 256, 210},
+    };
+    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
+        clinfer_dtype t = table[i].type;
+        EXPECT(clinfer_dtype_valid((uint32_t)t), "type %d", (int)t);
+        EXPECT(!strcmp(clinfer_dtype_name(t), table[i].name), "%s", clinfer_dtype_name(t));
+        EXPECT(clinfer_dtype_block_elems(t) == table[i].elems, "%s", table[i].name);
+        EXPECT(clinfer_dtype_block_bytes(t) == table[i].bytes, "%s", table[i].name);
+        EXPECT(clinfer_dtype_row_bytes(t, table[i].elems * 3) == table[i].bytes * 3, "%s",
+               table[i].name);
+    }
+    /* GGUF ids that exist in the format but not here, and nonsense ids */
+    static const uint32_t invalid[] = {4, 5, 6, 7, 9, 10, 11, 13, 15, 30, 1000, UINT32_MAX};
+    for (size_t i = 0; i < sizeof invalid / sizeof invalid[0]; i++)
+        EXPECT(!clinfer_dtype_valid(invalid[i]), "type %u", invalid[i]);
+}
+
+static uint32_t bits(float f) {
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return u;
+}
+
+/* Conversions to half worked out by hand; `exact` marks values a half represents exactly, which
+ * must also decode back to the same float bits. */
+static void test_f16_known_values(void) {
+    static const struct {
+        float f;
+        uint16_t h;
+        bool exact;
+    } cases[] = {
+        {0.0f, 0x0000, true},
+        {-0.0f, 0x8000, true},
+        {1.0f, 0x3c00, true},
+        {-2.0f, 0xc000, true},
+        {0.5f, 0x3800, true},
+        {65504.0f, 0x7bff, true},             /* largest half */
+        {0x1p-14f, 0x0400, true},             /* smallest normal */
+        {0x1p-24f, 0x0001, true},             /* smallest subnormal */
+        {-1023 * 0x1p-24f, 0x83ff, true},     /* largest subnormal, negative */
+        {65519.0f, 0x7bff, false},            /* below the midpoint to 65536: stays finite */
+        {65520.0f, 0x7c00, false},            /* the midpoint rounds to even: infinity */
+        {1e9f, 0x7c00, false},                /* overflow */
+        {-1e9f, 0xfc00, false},               /* overflow, negative */
+        {0x1p-25f, 0x0000, false},            /* half the smallest subnormal: tie, even is 0 */
+        {1.5f * 0x1p-25f, 0x0001, false},     /* above that tie */
+        {3 * 0x1p-25f, 0x0002, false},        /* tie between 1 and 2 ulps: even is 2 */
+        {1.0f + 0x1p-11f, 0x3c00, false},     /* tie between 1 and 1 + 2^-10: even is 1 */
+        {1.0f + 3 * 0x1p-11f, 0x3c02, false}, /* tie between 0x3c01 and 0x3c02 */
+        {1.0f + 0x1p-11f + 0x1p-20f, 0x3c01, false}, /* just above the tie */
+        {2047.5f, 0x6800, false},                    /* ulp 1 here: tie of 2047 (odd) and 2048 */
+        {0x1p-14f - 0x1p-26f, 0x0400, false},        /* rounds up from subnormal into normal */
+        {1e-10f, 0x0000, false},                     /* underflow */
+        {0x1p-149f, 0x0000, false},                  /* f32 subnormal */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        uint16_t h = clinfer_f32_to_f16(cases[i].f);
+        EXPECT(h == cases[i].h, "f32_to_f16(%a) = 0x%04x, want 0x%04x", (double)cases[i].f, h,
+               cases[i].h);
+        if (cases[i].exact) {
+            float back = clinfer_f16_to_f32(cases[i].h);
+            EXPECT(bits(back) == bits(cases[i].f), "f16_to_f32(0x%04x) = %a, want %a", cases[i].h,
+                   (double)back, (double)cases[i].f);
+        }
+    }
+    EXPECT(clinfer_f16_to_f32(0x3c00) == 1.0f, "1.0");
+    EXPECT(clinfer_f16_to_f32(0x0001) == 0x1p-24f, "smallest subnormal");
+    EXPECT(clinfer_f16_to_f32(0x7bff) == 65504.0f, "max");
+    EXPECT(isinf(clinfer_f16_to_f32(0x7c00)) && clinfer_f16_to_f32(0x7c00) > 0, "+inf");
+    EXPECT(isinf(clinfer_f16_to_f32(0xfc00)) && clinfer_f16_to_f32(0xfc00) < 0, "-inf");
+    EXPECT(isnan(clinfer_f16_to_f32(0x7e00)) && isnan(clinfer_f16_to_f32(0xfc01)), "nan");
+    EXPECT(clinfer_f32_to_f16(INFINITY) == 0x7c00, "inf");
+    EXPECT(clinfer_f32_to_f16(-INFINITY) == 0xfc00, "-inf");
+    uint16_t hn = clinfer_f32_to_f16(NAN);
+    EXPECT((hn & 0x7c00) == 0x7c00 && (hn & 0x3ff) != 0, "nan -> 0x%04x", hn);
+}
+
+/* Every half decodes to a value that encodes back to itself, and positive finite halves decode
+ * to strictly increasing values (the decoder is the ruler for the rounding test below). */
+static void test_f16_all_values(void) {
+    int bad_round_trip = 0, bad_order = 0;
+    float prev = -1.0f;
+    for (uint32_t h = 0; h < 0x10000; h++) {
+        float f = clinfer_f16_to_f32((uint16_t)h);
+        bool nan = (h & 0x7c00) == 0x7c00 && (h & 0x3ff);
+        if (nan ? !isnan(f) : clinfer_f32_to_f16(f) != h) bad_round_trip++;
+        if (h <= 0x7c00) {
+            if (!(f > prev)) bad_order++;
+            prev = f;
+        }
+    }
+    EXPECT(bad_round_trip == 0, "%d halves do not round-trip", bad_round_trip);
+    EXPECT(bad_order == 0, "%d halves out of order", bad_order);
+}
+
+/* Random floats across the half range: the chosen half h is at least as close as its
+ * neighbours, and strictly closer unless it is a tie, which must pick the even one. */
+static void test_f16_rounding(void) {
+    rng_seed(11);
+    int bad = 0;
+    for (int i = 0; i < 200000; i++) {
+        float mag = ldexpf(rng_uniform(1.0f, 2.0f), (int)rng_uniform(-26.0f, 16.0f));
+        float f = i & 1 ? -mag : mag;
+        uint16_t h = clinfer_f32_to_f16(f);
+        bool inf = (h & 0x7fff) == 0x7c00;
+        if (inf != (fabsf(f) >= 65520.0f)) /* infinity exactly from the top midpoint up */
+            bad++;
+        if (inf) continue;
+        double err = fabs((double)clinfer_f16_to_f32(h) - f);
+        for (int step = -1; step <= 1; step += 2) {
+            uint16_t nb = (uint16_t)(h + step);
+            if ((h & 0x7fff) == 0 && step < 0)
+                continue; /* no neighbour below zero within this sign */
+            double nerr = fabs((double)clinfer_f16_to_f32(nb) - f);
+            if (nerr < err || (nerr == err && (h & 1))) bad++;
+        }
+    }
+    EXPECT(bad == 0, "%d of 200000 conversions are not round-to-nearest-even", bad);
+}
+
+static void put_f16(uint16_t *field, float v) {
+    *field = clinfer_f32_to_f16(v);
+}
+
+static void test_q8_0_block(void) {
+    block_q8_0 b;
+    put_f16(&b.d, 0.5f);
+    for (int j = 0; j < QK8_0; j++)
+        b.qs[j] = (int8_t)(j - 16);
+    b.qs[5] = -128;
+    b.qs[6] = 127;
+    float y[QK8_0];
+    clinfer_dequantize_row(CLINFER_DT_Q8_0, &b, y, QK8_0);
+    EXPECT(y[0] == -8.0f, "%g", y[0]);  /* -16 * 0.5 */
+    EXPECT(y[5] == -64.0f, "%g", y[5]); /* -128 * 0.5 */
+    EXPECT(y[6] == 63.5f, "%g", y[6]);  /* 127 * 0.5 */
+    EXPECT(y[16] == 0.0f, "%g", y[16]); /* 0 * 0.5 */
+    EXPECT(y[31] == 7.5f, "%g", y[31]); /* 15 * 0.5 */
+}
+
+static void test_q4_0_block(void) {
+    block_q4_0 b;
+    put_f16(&b.d, 2.0f);
+    memset(b.qs, 0x88, sizeof b.qs); /* nibble 8 is zero */
+    b.qs[0] = 0x1f;                  /* x[0] = (15 - 8) * 2 = 14, x[16] = (1 - 8) * 2 = -14 */
+    b.qs[15] = 0x80;                 /* x[15] = (0 - 8) * 2 = -16, x[31] = 0 */
+    float y[QK4_0];
+    clinfer_dequantize_row(CLINFER_DT_Q4_0, &b, y, QK4_0);
+    EXPECT(y[0] == 14.0f && y[16] == -14.0f, "%g %g", y[0], y[16]);
+    EXPECT(y[15] == -16.0f && y[31] == 0.0f, "%g %g", y[15], y[31]);
+    EXPECT(y[7] == 0.0f && y[20] == 0.0f, "%g %g", y[7], y[20]);
+}
+
+static void test_q4_1_block(void) {
+    block_q4_1 b;
+    put_f16(&b.d, 0.25f);
+    put_f16(&b.m, -1.0f);
+    memset(b.qs, 0, sizeof b.qs);
+    b.qs[3] = 0xa5; /* x[3] = 5 * 0.25 - 1 = 0.25, x[19] = 10 * 0.25 - 1 = 1.5 */
+    float y[QK4_1];
+    clinfer_dequantize_row(CLINFER_DT_Q4_1, &b, y, QK4_1);
+    EXPECT(y[3] == 0.25f && y[19] == 1.5f, "%g %g", y[3], y[19]);
+    EXPECT(y[0] == -1.0f && y[31] == -1.0f, "%g %g", y[0], y[31]); /* nibble 0: the min */
+}
+
+/* Q4_K: 8 sub-blocks of 32 with 6-bit scale sc and min mn; x = d * sc * q - dmin * mn.
+ * Sub-blocks 0-3 keep sc in scales[j] & 63 and mn in scales[j + 4] & 63; sub-blocks 4-7 keep the
+ * low 4 bits in scales[j + 4] (sc low nibble, mn high nibble) and the top 2 bits in bits 6-7 of
+ * scales[j - 4] (sc) and scales[j] (mn). Elements 64c .. 64c + 31 are the low nibbles of
+ * qs[32c ..], elements 64c + 32 .. 64c + 63 the high nibbles. */
+static void test_q4_K_block(void) {
+    block_q4_K b;
+    memset(&b, 0, sizeof b);
+    put_f16(&b.d, 1.0f);
+    put_f16(&b.dmin, 0.5f);
+    b.scales[0] = 3; /* sub-block 0: sc 3 */
+    b.scales[4] = 2; /* sub-block 0: mn 2 */
+    b.scales[1] = 4; /* sub-block 1: sc 4 */
+    b.scales[5] = 1; /* sub-block 1: mn 1 */
+    /* sub-block 5: sc 37 = 0b10'0101, mn 50 = 0b11'0010 */
+    b.scales[9] = 0x25;    /* low nibbles: sc 5, mn 2 */
+    b.scales[1] |= 2 << 6; /* sc top bits 0b10 */
+    b.scales[5] |= 3 << 6; /* mn top bits 0b11 */
+    b.qs[0] = 0x72;        /* x[0] = 3 * 2 - 0.5 * 2 = 5; x[32] = 4 * 7 - 0.5 * 1 = 27.5 */
+    b.qs[64 + 7] = 0x90;   /* x[128 + 32 + 7 = 167] = 37 * 9 - 0.5 * 50 = 308 */
+    float y[QK_K];
+    clinfer_dequantize_row(CLINFER_DT_Q4_K, &b, y, QK_K);
+    EXPECT(y[0] == 5.0f, "%g", y[0]);
+    EXPECT(y[1] == -1.0f, "%g", y[1]); /* q 0: -0.5 * 2 */
+    EXPECT(y[32] == 27.5f, "%g", y[32]);
+    EXPECT(y[33] == -0.5f, "%g", y[33]); /* q 0: -0.5 * 1 */
+    EXPECT(y[167] == 308.0f, "%g", y[167]);
+    EXPECT(y[160] == -25.0f, "%g", y[160]); /* q 0 in sub-block 5: -0.5 * 50 */
+    EXPECT(y[255] == 0.0f, "%g", y[255]);   /* sub-block 7: sc 0, mn 0 */
+}
+
+/* Q6_K: x = d * scales[e / 16] * (q - 32) with q 6 bits. In each half of 128 elements (ql
+ * advancing by 64, qh by 32), element 32g + l takes its low 4 bits from ql[l] (g = 0: low
+ * nibble, g = 2: high nibble) or ql[l + 32] (g = 1 low, g = 3 high), and its top 2 bits from
+ * bits 2g, 2g + 1 of qh[l]. */
+static void test_q6_K_block(void) {
+    block_q6_K b;
+    memset(&b, 0, sizeof b);
+    put_f16(&b.d, 0.5f);
+    b.ql[0] = 0x3a;  /* element 0: low 10; element 64: low 3 */
+    b.ql[32] = 0xf0; /* element 32: low 0; element 96: low 15 */
+    b.qh[0] = 0xe4;  /* 0b11'10'01'00: top bits 0 (e 0), 1 (e 32), 2 (e 64), 3 (e 96) */
+    b.scales[0] = 2;
+    b.scales[2] = -3;
+    b.scales[4] = 5;
+    b.scales[6] = -128;
+    b.ql[64] = 0x01; /* element 128: low 1 */
+    b.qh[32] = 0x02; /* element 128: top 2 -> q = 33 */
+    b.scales[8] = 7;
+    float y[QK_K];
+    clinfer_dequantize_row(CLINFER_DT_Q6_K, &b, y, QK_K);
+    EXPECT(y[0] == -22.0f, "%g", y[0]);     /* 0.5 * 2 * (10 - 32) */
+    EXPECT(y[1] == -32.0f, "%g", y[1]);     /* 0.5 * 2 * (0 - 32) */
+    EXPECT(y[32] == 24.0f, "%g", y[32]);    /* 0.5 * -3 * (16 - 32) */
+    EXPECT(y[64] == 7.5f, "%g", y[64]);     /* 0.5 * 5 * (35 - 32) */
+    EXPECT(y[96] == -1984.0f, "%g", y[96]); /* 0.5 * -128 * (63 - 32) */
+    EXPECT(y[128] == 3.5f, "%g", y[128]);   /* 0.5 * 7 * (33 - 32) */
+    EXPECT(y[16] == 0.0f, "%g", y[16]);     /* sub-block 1 has scale 0 */
+}
+
+static void test_f16_row(void) {
+    uint16_t h[5] = {0x3c00, 0xc000, 0x0001, 0x7bff, 0x8000};
+    float y[5];
+    clinfer_dequantize_row(CLINFER_DT_F16, h, y, 5);
+    EXPECT(y[0] == 1.0f && y[1] == -2.0f && y[2] == 0x1p-24f && y[3] == 65504.0f, "f16 row");
+    EXPECT(y[4] == 0.0f && signbit(y[4]), "-0");
+    uint16_t back[5];
+    clinfer_quantize_row(CLINFER_DT_F16, y, back, 5);
+    EXPECT(!memcmp(back, h, sizeof h), "f16 row round trip");
+}
+
+/* Rows are read from any address (GGUF data inside a byte buffer): an odd start must work. */
+static void test_unaligned_row(void) {
+    enum { N = 2 * QK8_0 };
+    float x[N], y[N], y2[N];
+    rng_seed(5);
+    rng_fill(x, N, -1, 1);
+    uint8_t row[2 * sizeof(block_q8_0)], shifted[sizeof row + 1];
+    clinfer_quantize_row(CLINFER_DT_Q8_0, x, row, N);
+    memcpy(shifted + 1, row, sizeof row);
+    clinfer_dequantize_row(CLINFER_DT_Q8_0, row, y, N);
+    clinfer_dequantize_row(CLINFER_DT_Q8_0, shifted + 1, y2, N);
+    EXPECT(!memcmp(y, y2, sizeof y), "unaligned row differs");
+}
+
+/* Round trips on random rows: uniform around 0, shifted away from 0 (exercises Q4_1 and Q4_K
+ * mins), and sums of uniforms with outliers. Worst measured NMSE per type: F16 4e-8, Q8_0 6.5e-5,
+ * Q4_0 1.8e-2, Q4_1 8.3e-3, Q4_K 8.3e-3, Q6_K 6.6e-4 (Q8_0/Q4_0/Q4_1 equal gguf-py's reference
+ * quantizers on the same data); the bounds leave about a factor 2. */
+static void test_round_trips(void) {
+    static const struct {
+        clinfer_dtype type;
+        double bound;
+    } types[] = {
+        {CLINFER_DT_F32, 0.0},     {CLINFER_DT_F16, 1e-7},    {CLINFER_DT_Q8_0, 1.5e-4},
+        {CLINFER_DT_Q4_0, 3.5e-2}, {CLINFER_DT_Q4_1, 1.6e-2}, {CLINFER_DT_Q4_K, 1.6e-2},
+        {CLINFER_DT_Q6_K, 1.5e-3},
+    };
+    enum { N = 4 * QK_K };
+    static float x[N], y[N];
+    static uint8_t q[N * sizeof(float)];
+    for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) {
+        clinfer_dtype type = types[t].type;
+        for (int shape = 0; shape < 3; shape++) {
+            rng_seed(100 + (uint64_t)shape);
+            for (int i = 0; i < N; i++) {
+                if (shape == 0)
+                    x[i] = rng_uniform(-1, 1);
+                else if (shape == 1)
+                    x[i] = rng_uniform(0.5f, 2.0f);
+                else
+                    x[i] = rng_uniform(-1, 1) + rng_uniform(-1, 1) + rng_uniform(-1, 1) +
+                           (i % 97 == 0 ? 8.0f : 0.0f);
+            }
+            clinfer_quantize_row(type, x, q, N);
+            clinfer_dequantize_row(type, q, y, N);
+            double e = nmse(y, x, N);
+            EXPECT(e <= types[t].bound, "%s shape %d: nmse %.3g > %.3g", clinfer_dtype_name(type),
+                   shape, e, types[t].bound);
+        }
+        /* an all-zero row quantizes to blocks that dequantize to exact zeros (no 0/0) */
+        memset(x, 0, sizeof x);
+        clinfer_quantize_row(type, x, q, N);
+        clinfer_dequantize_row(type, q, y, N);
+        int nonzero = 0;
+        for (int i = 0; i < N; i++)
+            nonzero += y[i] != 0.0f;
+        EXPECT(nonzero == 0, "%s: zero row gives %d non-zeros", clinfer_dtype_name(type), nonzero);
+    }
+}
+
+int main(void) {
+    test_dtype_table();
+    test_f16_known_values();
+    test_f16_all_values();
+    test_f16_rounding();
+    test_q8_0_block();
+    test_q4_0_block();
+    test_q4_1_block();
+    test_q4_K_block();
+    test_q6_K_block();
+    test_f16_row();
+    test_unaligned_row();
+    test_round_trips();
+    return finish("test_quant");
+}
