@@ -34,9 +34,9 @@ typedef struct {
 
 typedef struct gguf_kv {
     gguf_str key;
-    gguf_type type;     /* GGUF_TYPE_ARRAY for arrays */
-    gguf_type arr_type; /* element type of an array */
-    uint64_t arr_n;     /* element count of an array */
+    gguf_type type;      /* GGUF_TYPE_ARRAY for arrays */
+    gguf_type arr_type;  /* element type of an array */
+    uint64_t arr_n;      /* element count of an array */
     const uint8_t *data; /* the raw little-endian value (array: first element), maybe unaligned */
     const uint64_t *str_offsets; /* string arrays: byte offset of each element from data */
 } gguf_kv;
@@ -44,11 +44,11 @@ typedef struct gguf_kv {
 typedef struct gguf_tensor {
     gguf_str name;
     uint32_t n_dims;
-    int64_t ne[4];      /* ne[0] is the contiguous (row) dimension; unused dims are 1 */
+    int64_t ne[4]; /* ne[0] is the contiguous (row) dimension; unused dims are 1 */
     clinfer_dtype type;
-    uint64_t offset;    /* from the start of the data section */
-    uint64_t size;      /* bytes */
-    const void *data;   /* inside the mapping */
+    uint64_t offset;  /* from the start of the data section */
+    uint64_t size;    /* bytes */
+    const void *data; /* inside the mapping */
 } gguf_tensor;
 
 typedef struct gguf_file gguf_file;
@@ -87,5 +87,7 @@ const gguf_tensor *gguf_tensor_at(const gguf_file *f, size_t i);
 const gguf_tensor *gguf_find_tensor(const gguf_file *f, const char *name); /* NULL if absent */
 
 bool gguf_str_eq(gguf_str s, const char *c);
+/* Bytes of one value of a scalar type; 0 for strings, arrays and unknown types. */
+size_t gguf_type_size(gguf_type type);
 
 #endif

@@ -1,0 +1,817 @@
+/* The GGUF reader. The file is read through a bounded cursor: every read checks the bytes left
+ * and every count is checked against those bytes before anything is allocated, so a hostile
+ * file can cost at most memory proportional to its own size. Lookups go through sorted
+ * indexes, which also find duplicate keys and tensor names in O(n log n). */
+#include "gguf.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "error.h"
+
+#define GGUF_MAGIC "GGUF"
+#define GGUF_DEFAULT_ALIGNMENT 32u
+/* Larger alignments only serve to make padding arithmetic overflow; real files use 32. */
+#define GGUF_MAX_ALIGNMENT (1u << 16)
+#define GGUF_MAX_DIMS 4u
+#define GGUF_MAX_NAME 64u /* tensor names: ggml's GGML_MAX_NAME */
+#define GGUF_MAX_KEY 65535u
+/* Smallest encodings, used to bound counts by the bytes left: a kv is a key length, a key of
+ * at least one byte, a type and a one-byte value; a tensor info is a name length, a name of at
+ * least one byte, n_dims, one dimension, a type and an offset. */
+#define GGUF_MIN_KV_BYTES (8u + 1u + 4u + 1u)
+#define GGUF_MIN_TENSOR_BYTES (8u + 1u + 4u + 8u + 4u + 8u)
+#define GGUF_SHOW 64 /* at most this many bytes of a key or name go into a message */
+
+struct gguf_file {
+    const uint8_t *base;
+    size_t size;
+    void *map; /* non-NULL when gguf_open mapped the file */
+    uint32_t version;
+    uint64_t alignment;
+    uint64_t data_start;
+    size_t n_kv, kv_cap; /* keys read so far, and allocated */
+    gguf_kv *kvs;
+    const gguf_kv **kv_index; /* sorted by key */
+    size_t n_tensors;
+    gguf_tensor *tensors;
+    const gguf_tensor **tensor_index; /* sorted by name */
+};
+
+typedef struct {
+    const uint8_t *base;
+    size_t pos, size;
+} cursor;
+
+static int show_len(gguf_str s) {
+    return (int)(s.len < GGUF_SHOW ? s.len : GGUF_SHOW);
+}
+
+static const char *type_name(uint32_t t) {
+    static const char *const names[] = {"u8",   "i8",     "u16",   "i16", "u32", "i32", "f32",
+                                        "bool", "string", "array", "u64", "i64", "f64"};
+    return t < sizeof names / sizeof names[0] ? names[t] : "unknown";
+}
+
+size_t gguf_type_size(gguf_type t) {
+    switch (t) {
+    case GGUF_TYPE_UINT8:
+    case GGUF_TYPE_INT8:
+    case GGUF_TYPE_BOOL:
+        return 1;
+    case GGUF_TYPE_UINT16:
+    case GGUF_TYPE_INT16:
+        return 2;
+    case GGUF_TYPE_UINT32:
+    case GGUF_TYPE_INT32:
+    case GGUF_TYPE_FLOAT32:
+        return 4;
+    case GGUF_TYPE_UINT64:
+    case GGUF_TYPE_INT64:
+    case GGUF_TYPE_FLOAT64:
+        return 8;
+    default:
+        return 0;
+    }
+}
+
+/* "u32", "array of string", ... */
+static const char *describe_type(char buf[32], gguf_type t, gguf_type elem) {
+    if (t != GGUF_TYPE_ARRAY) return type_name(t);
+    snprintf(buf, 32, "array of %s", type_name(elem));
+    return buf;
+}
+
+/* what: the subject of the message ("value", "gguf: key 'x'"). */
+static clinfer_status type_mismatch(const char *what, const gguf_kv *kv, gguf_type want,
+                                    gguf_type want_elem) {
+    char have_buf[32], want_buf[32];
+    return clinfer_fail(CLINFER_ERR_FORMAT, "%s has type %s, expected %s", what,
+                        describe_type(have_buf, kv->type, kv->arr_type),
+                        describe_type(want_buf, want, want_elem));
+}
+
+/* Values are assembled byte by byte: the file is little-endian whatever the host is, and
+ * fields are not aligned. */
+static uint64_t le_u64(const uint8_t *p) {
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--)
+        v = v << 8 | p[i];
+    return v;
+}
+
+static uint32_t le_u32(const uint8_t *p) {
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static clinfer_status take(cursor *c, uint64_t n, const char *what, const uint8_t **out) {
+    if (n > c->size - c->pos)
+        return clinfer_fail(CLINFER_ERR_FORMAT,
+                            "%s at offset %zu needs %llu bytes, only %zu left (file size %zu)",
+                            what, c->pos, (unsigned long long)n, c->size - c->pos, c->size);
+    *out = c->base + c->pos;
+    c->pos += (size_t)n;
+    return CLINFER_OK;
+}
+
+static clinfer_status read_u32(cursor *c, const char *what, uint32_t *v) {
+    const uint8_t *p = NULL;
+    clinfer_status st = take(c, 4, what, &p);
+    if (st == CLINFER_OK) *v = le_u32(p);
+    return st;
+}
+
+static clinfer_status read_u64(cursor *c, const char *what, uint64_t *v) {
+    const uint8_t *p = NULL;
+    clinfer_status st = take(c, 8, what, &p);
+    if (st == CLINFER_OK) *v = le_u64(p);
+    return st;
+}
+
+static clinfer_status read_str(cursor *c, const char *what, gguf_str *s) {
+    uint64_t len = 0;
+    const uint8_t *p = NULL;
+    clinfer_status st = read_u64(c, what, &len);
+    if (st == CLINFER_OK && len > c->size - c->pos)
+        st = clinfer_fail(CLINFER_ERR_FORMAT,
+                          "%s: length %llu at offset %zu is past end of file (size %zu)", what,
+                          (unsigned long long)len, c->pos - 8, c->size);
+    if (st == CLINFER_OK) st = take(c, len, what, &p);
+    if (st == CLINFER_OK) {
+        s->ptr = (const char *)p;
+        s->len = len;
+    }
+    return st;
+}
+
+static int str_cmp(gguf_str a, gguf_str b) {
+    int r = memcmp(a.ptr, b.ptr, a.len < b.len ? a.len : b.len);
+    if (r != 0) return r;
+    return (a.len > b.len) - (a.len < b.len);
+}
+
+bool gguf_str_eq(gguf_str s, const char *c) {
+    size_t n = strlen(c);
+    return s.len == n && memcmp(s.ptr, c, n) == 0;
+}
+
+/* Keys and names are compared with C strings and printed, so they may not hold NUL bytes. */
+static clinfer_status check_name(gguf_str s, const char *what, uint64_t max) {
+    if (s.len == 0) return clinfer_fail(CLINFER_ERR_FORMAT, "%s is empty", what);
+    if (s.len > max)
+        return clinfer_fail(CLINFER_ERR_FORMAT, "%s of %llu bytes is longer than %llu", what,
+                            (unsigned long long)s.len, (unsigned long long)max);
+    if (memchr(s.ptr, 0, s.len))
+        return clinfer_fail(CLINFER_ERR_FORMAT, "%s '%.*s' holds a NUL byte", what, show_len(s),
+                            s.ptr);
+    return CLINFER_OK;
+}
+
+/* ---- metadata ------------------------------------------------------------------------------ */
+
+/* Reads an array value: element type, count, then the elements; string arrays get an offset
+ * table so element i is found without rescanning. */
+static clinfer_status read_array(cursor *c, gguf_kv *kv) {
+    clinfer_status st;
+    uint32_t elem = 0;
+    uint64_t n = 0;
+    const uint8_t *p = NULL;
+    CHECK(read_u32(c, "array element type", &elem));
+    CHECK(read_u64(c, "array length", &n));
+    kv->arr_type = (gguf_type)elem;
+    kv->arr_n = n;
+    kv->data = c->base + c->pos;
+    size_t left = c->size - c->pos;
+    if (elem == GGUF_TYPE_ARRAY) {
+        st = clinfer_fail(CLINFER_ERR_FORMAT, "nested arrays are not allowed");
+    } else if (elem == GGUF_TYPE_STRING) {
+        /* Each element has at least its 8-byte length: this bounds the offset table. */
+        if (n > left / 8) {
+            st = clinfer_fail(CLINFER_ERR_FORMAT,
+                              "array length %llu of strings needs at least %llu bytes, only "
+                              "%zu left (file size %zu)",
+                              (unsigned long long)n, (unsigned long long)n * 8, left, c->size);
+            goto cleanup;
+        }
+        uint64_t *offs = malloc(n ? (size_t)n * sizeof *offs : 1);
+        if (!offs) {
+            st = clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "no memory for %llu string offsets",
+                              (unsigned long long)n);
+            goto cleanup;
+        }
+        kv->str_offsets = offs;
+        for (uint64_t i = 0; i < n; i++) {
+            gguf_str s;
+            offs[i] = (uint64_t)(c->base + c->pos - kv->data);
+            CHECK(read_str(c, "array string element", &s));
+        }
+    } else {
+        size_t es = gguf_type_size((gguf_type)elem);
+        if (es == 0) {
+            st = clinfer_fail(CLINFER_ERR_FORMAT, "unknown array element type %u", elem);
+        } else if (n > left / es) {
+            st = clinfer_fail(CLINFER_ERR_FORMAT,
+                              "array length %llu of %s (%zu bytes each) is past end of file: "
+                              "%zu bytes left (file size %zu)",
+                              (unsigned long long)n, type_name(elem), es, left, c->size);
+        } else {
+            st = take(c, n * es, "array data", &p);
+            for (uint64_t i = 0; st == CLINFER_OK && elem == GGUF_TYPE_BOOL && i < n; i++)
+                if (p[i] > 1)
+                    st = clinfer_fail(CLINFER_ERR_FORMAT,
+                                      "bool array element %llu has value %u (not 0 or 1)",
+                                      (unsigned long long)i, p[i]);
+        }
+    }
+cleanup:
+    return st;
+}
+
+static clinfer_status read_value(cursor *c, gguf_kv *kv) {
+    const uint8_t *p = NULL;
+    gguf_str s;
+    clinfer_status st;
+    kv->data = c->base + c->pos;
+    if (kv->type == GGUF_TYPE_ARRAY) return read_array(c, kv);
+    if (kv->type == GGUF_TYPE_STRING) return read_str(c, "string value", &s);
+    size_t es = gguf_type_size(kv->type);
+    if (es == 0)
+        return clinfer_fail(CLINFER_ERR_FORMAT, "unknown value type %u", (unsigned)kv->type);
+    st = take(c, es, "value", &p);
+    if (st == CLINFER_OK && kv->type == GGUF_TYPE_BOOL && p[0] > 1)
+        st = clinfer_fail(CLINFER_ERR_FORMAT, "bool value %u is not 0 or 1", p[0]);
+    return st;
+}
+
+/* Keys whose type the rest of clinfer relies on. */
+static const struct {
+    const char *key;
+    gguf_type type, arr_type;
+} known_keys[] = {
+    {"general.alignment", GGUF_TYPE_UINT32, 0},
+    {"general.architecture", GGUF_TYPE_STRING, 0},
+    {"tokenizer.ggml.model", GGUF_TYPE_STRING, 0},
+    {"tokenizer.ggml.pre", GGUF_TYPE_STRING, 0},
+    {"tokenizer.chat_template", GGUF_TYPE_STRING, 0},
+    {"tokenizer.ggml.tokens", GGUF_TYPE_ARRAY, GGUF_TYPE_STRING},
+    {"tokenizer.ggml.scores", GGUF_TYPE_ARRAY, GGUF_TYPE_FLOAT32},
+    {"tokenizer.ggml.token_type", GGUF_TYPE_ARRAY, GGUF_TYPE_INT32},
+    {"tokenizer.ggml.merges", GGUF_TYPE_ARRAY, GGUF_TYPE_STRING},
+};
+
+static clinfer_status check_known_type(const gguf_kv *kv) {
+    for (size_t i = 0; i < sizeof known_keys / sizeof known_keys[0]; i++) {
+        if (!gguf_str_eq(kv->key, known_keys[i].key)) continue;
+        if (kv->type != known_keys[i].type ||
+            (kv->type == GGUF_TYPE_ARRAY && kv->arr_type != known_keys[i].arr_type))
+            return type_mismatch("value", kv, known_keys[i].type, known_keys[i].arr_type);
+    }
+    return CLINFER_OK;
+}
+
+static clinfer_status read_kv(cursor *c, size_t i, gguf_kv *kv) {
+    clinfer_status st;
+    uint32_t type = 0;
+    CHECK(read_str(c, "key", &kv->key));
+    CHECK(check_name(kv->key, "key", GGUF_MAX_KEY));
+    CHECK(read_u32(c, "value type", &type));
+    kv->type = (gguf_type)type;
+    CHECK(read_value(c, kv));
+    CHECK(check_known_type(kv));
+cleanup:
+    if (st != CLINFER_OK) {
+        if (kv->key.ptr && kv->key.len)
+            clinfer_error_prefix("kv %zu '%.*s'", i, show_len(kv->key), kv->key.ptr);
+        else
+            clinfer_error_prefix("kv %zu", i);
+    }
+    return st;
+}
+
+static int kv_ptr_cmp(const void *a, const void *b) {
+    return str_cmp((*(const gguf_kv *const *)a)->key, (*(const gguf_kv *const *)b)->key);
+}
+
+static const gguf_kv *kv_lookup(const gguf_file *f, const char *key) {
+    gguf_str k = {key, strlen(key)};
+    size_t lo = 0, hi = f->n_kv;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int r = str_cmp(f->kv_index[mid]->key, k);
+        if (r == 0) return f->kv_index[mid];
+        if (r < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return NULL;
+}
+
+/* After all keys are read: unique keys, the alignment and the tokenizer array lengths. */
+static clinfer_status check_metadata(gguf_file *f) {
+    for (size_t i = 0; i < f->n_kv; i++)
+        f->kv_index[i] = &f->kvs[i];
+    if (f->n_kv > 1) qsort(f->kv_index, f->n_kv, sizeof *f->kv_index, kv_ptr_cmp);
+    for (size_t i = 1; i < f->n_kv; i++)
+        if (str_cmp(f->kv_index[i - 1]->key, f->kv_index[i]->key) == 0)
+            return clinfer_fail(CLINFER_ERR_FORMAT, "duplicate key '%.*s'",
+                                show_len(f->kv_index[i]->key), f->kv_index[i]->key.ptr);
+
+    f->alignment = GGUF_DEFAULT_ALIGNMENT;
+    const gguf_kv *al = kv_lookup(f, "general.alignment");
+    if (al) {
+        uint32_t a = le_u32(al->data);
+        if (a == 0 || (a & (a - 1)) != 0 || a > GGUF_MAX_ALIGNMENT)
+            return clinfer_fail(CLINFER_ERR_FORMAT,
+                                "key 'general.alignment' is %u, expected a power of two "
+                                "from 1 to %u",
+                                a, GGUF_MAX_ALIGNMENT);
+        f->alignment = a;
+    }
+
+    const gguf_kv *tokens = kv_lookup(f, "tokenizer.ggml.tokens");
+    const char *per_token[] = {"tokenizer.ggml.scores", "tokenizer.ggml.token_type"};
+    for (size_t i = 0; tokens && i < sizeof per_token / sizeof per_token[0]; i++) {
+        const gguf_kv *kv = kv_lookup(f, per_token[i]);
+        if (kv && kv->arr_n != tokens->arr_n)
+            return clinfer_fail(CLINFER_ERR_FORMAT,
+                                "key '%s' has %llu elements but 'tokenizer.ggml.tokens' "
+                                "has %llu",
+                                per_token[i], (unsigned long long)kv->arr_n,
+                                (unsigned long long)tokens->arr_n);
+    }
+    return CLINFER_OK;
+}
+
+/* ---- tensors ------------------------------------------------------------------------------- */
+
+/* ggml's type names, so a file with a real type clinfer lacks gets a message naming it; NULL
+ * marks ids ggml has retired. */
+static const char *ggml_type_name(uint32_t t) {
+    static const char *const names[] = {
+        "F32",     "F16",    "Q4_0",    "Q4_1",  NULL,     NULL,    "Q5_0",  "Q5_1",
+        "Q8_0",    "Q8_1",   "Q2_K",    "Q3_K",  "Q4_K",   "Q5_K",  "Q6_K",  "Q8_K",
+        "IQ2_XXS", "IQ2_XS", "IQ3_XXS", "IQ1_S", "IQ4_NL", "IQ3_S", "IQ2_S", "IQ4_XS",
+        "I8",      "I16",    "I32",     "I64",   "F64",    "IQ1_M", "BF16",  NULL,
+        NULL,      NULL,     "TQ1_0",   "TQ2_0", NULL,     NULL,    NULL,    "MXFP4"};
+    return t < sizeof names / sizeof names[0] ? names[t] : NULL;
+}
+
+static clinfer_status read_tensor_info(cursor *c, gguf_tensor *t) {
+    clinfer_status st;
+    uint32_t type = 0;
+    CHECK(read_str(c, "tensor name", &t->name));
+    CHECK(check_name(t->name, "tensor name", GGUF_MAX_NAME));
+    CHECK(read_u32(c, "n_dims", &t->n_dims));
+    if (t->n_dims < 1 || t->n_dims > GGUF_MAX_DIMS) {
+        st =
+            clinfer_fail(CLINFER_ERR_FORMAT, "n_dims %u is not in 1..%u", t->n_dims, GGUF_MAX_DIMS);
+        goto cleanup;
+    }
+    uint64_t n_elems = 1;
+    for (uint32_t d = 0; d < GGUF_MAX_DIMS; d++) {
+        uint64_t ne = 1;
+        if (d < t->n_dims) CHECK(read_u64(c, "dimension", &ne));
+        if (ne < 1 || ne > INT64_MAX) {
+            st = clinfer_fail(CLINFER_ERR_FORMAT, "dimension ne[%u] = %lld is not positive", d,
+                              (long long)ne);
+            goto cleanup;
+        }
+        if (n_elems > INT64_MAX / ne) {
+            st = clinfer_fail(CLINFER_ERR_FORMAT,
+                              "element count overflows at dimension ne[%u] = %llu", d,
+                              (unsigned long long)ne);
+            goto cleanup;
+        }
+        n_elems *= ne;
+        t->ne[d] = (int64_t)ne;
+    }
+    CHECK(read_u32(c, "tensor type", &type));
+    if (!clinfer_dtype_valid(type)) {
+        const char *name = ggml_type_name(type);
+        st = name ? clinfer_fail(CLINFER_ERR_UNSUPPORTED,
+                                 "tensor type %s (%u) is not supported by clinfer", name, type)
+                  : clinfer_fail(CLINFER_ERR_FORMAT, "unknown tensor type %u", type);
+        goto cleanup;
+    }
+    t->type = (clinfer_dtype)type;
+    uint64_t blk = clinfer_dtype_block_elems(t->type);
+    uint64_t blk_bytes = clinfer_dtype_block_bytes(t->type);
+    if ((uint64_t)t->ne[0] % blk != 0) {
+        st =
+            clinfer_fail(CLINFER_ERR_FORMAT,
+                         "dimension ne[0] = %lld is not a multiple of the %s block size %llu",
+                         (long long)t->ne[0], clinfer_dtype_name(t->type), (unsigned long long)blk);
+        goto cleanup;
+    }
+    /* n_elems is a multiple of blk because ne[0] is. */
+    if (n_elems / blk > UINT64_MAX / blk_bytes) {
+        st = clinfer_fail(CLINFER_ERR_FORMAT, "byte size of %llu %s elements overflows",
+                          (unsigned long long)n_elems, clinfer_dtype_name(t->type));
+        goto cleanup;
+    }
+    t->size = n_elems / blk * blk_bytes;
+    CHECK(read_u64(c, "tensor offset", &t->offset));
+cleanup:
+    return st;
+}
+
+static int tensor_name_cmp(const void *a, const void *b) {
+    return str_cmp((*(const gguf_tensor *const *)a)->name, (*(const gguf_tensor *const *)b)->name);
+}
+
+static int tensor_offset_cmp(const void *a, const void *b) {
+    uint64_t x = (*(const gguf_tensor *const *)a)->offset;
+    uint64_t y = (*(const gguf_tensor *const *)b)->offset;
+    return (x > y) - (x < y);
+}
+
+/* Each tensor's range lies inside the data section, aligned, and no two ranges overlap. */
+static clinfer_status check_tensor_data(gguf_file *f) {
+    const gguf_tensor **idx = f->tensor_index;
+    uint64_t data_size = f->size - f->data_start;
+    for (size_t i = 0; i < f->n_tensors; i++) {
+        gguf_tensor *t = &f->tensors[i];
+        if (t->offset % f->alignment != 0)
+            return clinfer_fail(CLINFER_ERR_FORMAT,
+                                "tensor '%.*s': offset %llu is not a multiple of the "
+                                "alignment %llu",
+                                show_len(t->name), t->name.ptr, (unsigned long long)t->offset,
+                                (unsigned long long)f->alignment);
+        if (t->offset > data_size || t->size > data_size - t->offset)
+            return clinfer_fail(CLINFER_ERR_FORMAT,
+                                "tensor '%.*s': offset %llu + size %llu is past end of file "
+                                "(data section of %llu bytes at offset %llu, file size %zu)",
+                                show_len(t->name), t->name.ptr, (unsigned long long)t->offset,
+                                (unsigned long long)t->size, (unsigned long long)data_size,
+                                (unsigned long long)f->data_start, f->size);
+        t->data = f->base + f->data_start + t->offset;
+        idx[i] = t;
+    }
+    if (f->n_tensors > 1) qsort(idx, f->n_tensors, sizeof *idx, tensor_offset_cmp);
+    for (size_t i = 1; i < f->n_tensors; i++)
+        if (idx[i - 1]->offset + idx[i - 1]->size > idx[i]->offset)
+            return clinfer_fail(
+                CLINFER_ERR_FORMAT,
+                "tensor '%.*s' (offset %llu, size %llu) overlaps tensor '%.*s' (offset %llu)",
+                show_len(idx[i - 1]->name), idx[i - 1]->name.ptr,
+                (unsigned long long)idx[i - 1]->offset, (unsigned long long)idx[i - 1]->size,
+                show_len(idx[i]->name), idx[i]->name.ptr, (unsigned long long)idx[i]->offset);
+
+    /* The index is left sorted by name for gguf_find_tensor. */
+    if (f->n_tensors > 1) qsort(idx, f->n_tensors, sizeof *idx, tensor_name_cmp);
+    for (size_t i = 1; i < f->n_tensors; i++)
+        if (str_cmp(idx[i - 1]->name, idx[i]->name) == 0)
+            return clinfer_fail(CLINFER_ERR_FORMAT, "duplicate tensor name '%.*s'",
+                                show_len(idx[i]->name), idx[i]->name.ptr);
+    return CLINFER_OK;
+}
+
+/* ---- the file ------------------------------------------------------------------------------ */
+
+static clinfer_status parse(gguf_file *f) {
+    clinfer_status st;
+    cursor c = {f->base, 0, f->size};
+    const uint8_t *magic = NULL;
+    uint64_t n_tensors = 0, n_kv = 0;
+    CHECK(take(&c, 4, "magic", &magic));
+    if (memcmp(magic, GGUF_MAGIC, 4) != 0) {
+        st = clinfer_fail(CLINFER_ERR_FORMAT,
+                          "magic is %02x %02x %02x %02x, expected \"GGUF\" (not a GGUF file)",
+                          magic[0], magic[1], magic[2], magic[3]);
+        goto cleanup;
+    }
+    CHECK(read_u32(&c, "version", &f->version));
+    if (f->version != 2 && f->version != 3) {
+        /* A big-endian file shows its version byte-swapped. */
+        bool swapped = (f->version & 0xffffu) == 0 && f->version != 0;
+        st = clinfer_fail(CLINFER_ERR_FORMAT, "version %u is not supported (2 and 3 are)%s",
+                          f->version, swapped ? "; big-endian files are not supported" : "");
+        goto cleanup;
+    }
+    CHECK(read_u64(&c, "n_tensors", &n_tensors));
+    CHECK(read_u64(&c, "n_kv", &n_kv));
+    size_t left = c.size - c.pos;
+    if (n_kv > left / GGUF_MIN_KV_BYTES) {
+        st = clinfer_fail(CLINFER_ERR_FORMAT,
+                          "n_kv %llu needs at least %u bytes each, only %zu bytes left",
+                          (unsigned long long)n_kv, GGUF_MIN_KV_BYTES, left);
+        goto cleanup;
+    }
+    if (n_tensors > (left - n_kv * GGUF_MIN_KV_BYTES) / GGUF_MIN_TENSOR_BYTES) {
+        st = clinfer_fail(
+            CLINFER_ERR_FORMAT,
+            "n_tensors %llu needs at least %u bytes each, only %llu bytes left after n_kv",
+            (unsigned long long)n_tensors, GGUF_MIN_TENSOR_BYTES,
+            (unsigned long long)(left - n_kv * GGUF_MIN_KV_BYTES));
+        goto cleanup;
+    }
+    f->kv_cap = (size_t)n_kv;
+    f->kvs = calloc(n_kv ? (size_t)n_kv : 1, sizeof *f->kvs);
+    f->kv_index = calloc(n_kv ? (size_t)n_kv : 1, sizeof *f->kv_index);
+    f->tensors = calloc(n_tensors ? (size_t)n_tensors : 1, sizeof *f->tensors);
+    f->tensor_index = calloc(n_tensors ? (size_t)n_tensors : 1, sizeof *f->tensor_index);
+    if (!f->kvs || !f->kv_index || !f->tensors || !f->tensor_index) {
+        st = clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "no memory for %llu kvs, %llu tensors",
+                          (unsigned long long)n_kv, (unsigned long long)n_tensors);
+        goto cleanup;
+    }
+
+    for (; f->n_kv < n_kv; f->n_kv++)
+        CHECK(read_kv(&c, f->n_kv, &f->kvs[f->n_kv]));
+    CHECK(check_metadata(f));
+
+    for (; f->n_tensors < n_tensors; f->n_tensors++) {
+        gguf_tensor *t = &f->tensors[f->n_tensors];
+        st = read_tensor_info(&c, t);
+        if (st != CLINFER_OK) {
+            if (t->name.len && t->name.len <= GGUF_MAX_NAME)
+                clinfer_error_prefix("tensor %zu '%.*s'", f->n_tensors, show_len(t->name),
+                                     t->name.ptr);
+            else
+                clinfer_error_prefix("tensor %zu", f->n_tensors);
+            goto cleanup;
+        }
+    }
+
+    /* The data section starts at the next multiple of the alignment. A file without tensors
+     * may end right after its tensor infos. */
+    f->data_start = c.pos + (f->alignment - c.pos % f->alignment) % f->alignment;
+    if (f->n_tensors > 0 && f->data_start > f->size) {
+        st = clinfer_fail(CLINFER_ERR_FORMAT,
+                          "data section at offset %llu (alignment %llu) is past end of file "
+                          "(size %zu)",
+                          (unsigned long long)f->data_start, (unsigned long long)f->alignment,
+                          f->size);
+        goto cleanup;
+    }
+    if (f->data_start > f->size) f->data_start = f->size;
+    CHECK(check_tensor_data(f));
+cleanup:
+    return st;
+}
+
+/* Takes ownership of map (unmapped on failure too). */
+static clinfer_status open_buffer(const void *data, size_t size, void *map, gguf_file **out) {
+    clinfer_status st;
+    gguf_file *f = calloc(1, sizeof *f);
+    if (!f) {
+        if (map) munmap(map, size);
+        return clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "no memory for the file handle");
+    }
+    f->base = data;
+    f->size = size;
+    f->map = map;
+    CHECK(parse(f));
+    *out = f;
+cleanup:
+    if (st != CLINFER_OK) gguf_close(f);
+    return st;
+}
+
+clinfer_status gguf_open_memory(const void *data, size_t size, gguf_file **out) {
+    if (!out || (!data && size > 0))
+        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "gguf_open_memory: NULL argument");
+    *out = NULL;
+    /* An empty buffer fails the magic check like an empty file. */
+    clinfer_status st = open_buffer(data ? data : "", size, NULL, out);
+    if (st != CLINFER_OK) clinfer_error_prefix("gguf");
+    return st;
+}
+
+clinfer_status gguf_open(const char *path, gguf_file **out) {
+    clinfer_status st;
+    struct stat sb;
+    void *map = NULL;
+    if (!path || !out)
+        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "gguf_open: NULL argument");
+    *out = NULL;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return clinfer_fail(CLINFER_ERR_IO, "gguf: cannot open '%s': %s", path, strerror(errno));
+    if (fstat(fd, &sb) != 0) {
+        st = clinfer_fail(CLINFER_ERR_IO, "gguf: cannot stat '%s': %s", path, strerror(errno));
+        goto cleanup;
+    }
+    if (!S_ISREG(sb.st_mode)) {
+        st = clinfer_fail(CLINFER_ERR_IO, "gguf: '%s' is not a regular file", path);
+        goto cleanup;
+    }
+    if ((uint64_t)sb.st_size > SIZE_MAX) {
+        st = clinfer_fail(CLINFER_ERR_IO, "gguf: '%s' is too large to map (%lld bytes)", path,
+                          (long long)sb.st_size);
+        goto cleanup;
+    }
+    size_t size = (size_t)sb.st_size;
+    if (size > 0) {
+        map = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (map == MAP_FAILED) {
+            st = clinfer_fail(CLINFER_ERR_IO, "gguf: cannot map '%s' (%zu bytes): %s", path, size,
+                              strerror(errno));
+            goto cleanup;
+        }
+    }
+    st = open_buffer(map ? map : "", size, map, out);
+    if (st != CLINFER_OK) clinfer_error_prefix("gguf: %s", path);
+cleanup:
+    close(fd);
+    return st;
+}
+
+void gguf_close(gguf_file *f) {
+    if (!f) return;
+    for (size_t i = 0; f->kvs && i < f->kv_cap; i++)
+        free((void *)f->kvs[i].str_offsets);
+    free(f->kvs);
+    free(f->kv_index);
+    free(f->tensors);
+    free(f->tensor_index);
+    if (f->map) munmap(f->map, f->size);
+    free(f);
+}
+
+uint32_t gguf_version(const gguf_file *f) {
+    return f->version;
+}
+uint64_t gguf_file_size(const gguf_file *f) {
+    return f->size;
+}
+size_t gguf_kv_count(const gguf_file *f) {
+    return f->n_kv;
+}
+size_t gguf_tensor_count(const gguf_file *f) {
+    return f->n_tensors;
+}
+
+const gguf_kv *gguf_kv_at(const gguf_file *f, size_t i) {
+    return i < f->n_kv ? &f->kvs[i] : NULL;
+}
+
+const gguf_tensor *gguf_tensor_at(const gguf_file *f, size_t i) {
+    return i < f->n_tensors ? &f->tensors[i] : NULL;
+}
+
+const gguf_kv *gguf_find_kv(const gguf_file *f, const char *key) {
+    return kv_lookup(f, key);
+}
+
+const gguf_tensor *gguf_find_tensor(const gguf_file *f, const char *name) {
+    gguf_str k = {name, strlen(name)};
+    size_t lo = 0, hi = f->n_tensors;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int r = str_cmp(f->tensor_index[mid]->name, k);
+        if (r == 0) return f->tensor_index[mid];
+        if (r < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return NULL;
+}
+
+/* ---- typed getters ------------------------------------------------------------------------- */
+
+static clinfer_status find_key(const gguf_file *f, const char *key, const gguf_kv **kv) {
+    *kv = kv_lookup(f, key);
+    if (!*kv) return clinfer_fail(CLINFER_ERR_NOT_FOUND, "gguf: key '%s' not found", key);
+    return CLINFER_OK;
+}
+
+/* The getters' type errors, with the prefix the parser's messages get from gguf_open. */
+static clinfer_status wrong_type(const gguf_kv *kv, gguf_type want, gguf_type want_elem) {
+    char what[GGUF_SHOW + 16];
+    snprintf(what, sizeof what, "gguf: key '%.*s'", show_len(kv->key), kv->key.ptr);
+    return type_mismatch(what, kv, want, want_elem);
+}
+
+/* An integer kv whose value lies in lo..hi; want names the expected type in messages. */
+static clinfer_status get_int(const gguf_file *f, const char *key, int64_t lo, int64_t hi,
+                              gguf_type want, int64_t *out) {
+    const gguf_kv *kv;
+    clinfer_status st = find_key(f, key, &kv);
+    if (st != CLINFER_OK) return st;
+    const uint8_t *p = kv->data;
+    int64_t v;
+    switch (kv->type) {
+    case GGUF_TYPE_UINT8:
+        v = p[0];
+        break;
+    case GGUF_TYPE_INT8:
+        v = (int8_t)p[0];
+        break;
+    case GGUF_TYPE_UINT16:
+        v = (uint16_t)(p[0] | p[1] << 8);
+        break;
+    case GGUF_TYPE_INT16:
+        v = (int16_t)(uint16_t)(p[0] | p[1] << 8);
+        break;
+    case GGUF_TYPE_UINT32:
+        v = le_u32(p);
+        break;
+    case GGUF_TYPE_INT32:
+        v = (int32_t)le_u32(p);
+        break;
+    case GGUF_TYPE_UINT64:
+        if (le_u64(p) > INT64_MAX)
+            return clinfer_fail(CLINFER_ERR_FORMAT, "gguf: key '%s' = %llu does not fit %s", key,
+                                (unsigned long long)le_u64(p), type_name(want));
+        v = (int64_t)le_u64(p);
+        break;
+    case GGUF_TYPE_INT64:
+        v = (int64_t)le_u64(p);
+        break;
+    default:
+        return wrong_type(kv, want, 0);
+    }
+    if (v < lo || v > hi)
+        return clinfer_fail(CLINFER_ERR_FORMAT, "gguf: key '%s' = %lld does not fit %s", key,
+                            (long long)v, type_name(want));
+    *out = v;
+    return CLINFER_OK;
+}
+
+clinfer_status gguf_get_u32(const gguf_file *f, const char *key, uint32_t *out) {
+    int64_t v;
+    clinfer_status st = get_int(f, key, 0, UINT32_MAX, GGUF_TYPE_UINT32, &v);
+    if (st == CLINFER_OK) *out = (uint32_t)v;
+    return st;
+}
+
+clinfer_status gguf_get_i32(const gguf_file *f, const char *key, int32_t *out) {
+    int64_t v;
+    clinfer_status st = get_int(f, key, INT32_MIN, INT32_MAX, GGUF_TYPE_INT32, &v);
+    if (st == CLINFER_OK) *out = (int32_t)v;
+    return st;
+}
+
+clinfer_status gguf_get_f32(const gguf_file *f, const char *key, float *out) {
+    const gguf_kv *kv;
+    clinfer_status st = find_key(f, key, &kv);
+    if (st != CLINFER_OK) return st;
+    if (kv->type == GGUF_TYPE_FLOAT32) {
+        uint32_t bits = le_u32(kv->data);
+        memcpy(out, &bits, sizeof *out);
+    } else if (kv->type == GGUF_TYPE_FLOAT64) {
+        uint64_t bits = le_u64(kv->data);
+        double d;
+        memcpy(&d, &bits, sizeof d);
+        *out = (float)d;
+    } else {
+        return wrong_type(kv, GGUF_TYPE_FLOAT32, 0);
+    }
+    return CLINFER_OK;
+}
+
+clinfer_status gguf_get_bool(const gguf_file *f, const char *key, bool *out) {
+    const gguf_kv *kv;
+    clinfer_status st = find_key(f, key, &kv);
+    if (st != CLINFER_OK) return st;
+    if (kv->type != GGUF_TYPE_BOOL) return wrong_type(kv, GGUF_TYPE_BOOL, 0);
+    *out = kv->data[0] != 0;
+    return CLINFER_OK;
+}
+
+clinfer_status gguf_get_str(const gguf_file *f, const char *key, gguf_str *out) {
+    const gguf_kv *kv;
+    clinfer_status st = find_key(f, key, &kv);
+    if (st != CLINFER_OK) return st;
+    if (kv->type != GGUF_TYPE_STRING) return wrong_type(kv, GGUF_TYPE_STRING, 0);
+    out->len = le_u64(kv->data);
+    out->ptr = (const char *)kv->data + 8;
+    return CLINFER_OK;
+}
+
+clinfer_status gguf_get_arr(const gguf_file *f, const char *key, gguf_type elem,
+                            const gguf_kv **out) {
+    const gguf_kv *kv;
+    clinfer_status st = find_key(f, key, &kv);
+    if (st != CLINFER_OK) return st;
+    if (kv->type != GGUF_TYPE_ARRAY || kv->arr_type != elem)
+        return wrong_type(kv, GGUF_TYPE_ARRAY, elem);
+    *out = kv;
+    return CLINFER_OK;
+}
+
+gguf_str gguf_arr_str(const gguf_kv *kv, uint64_t i) {
+    const uint8_t *p = kv->data + kv->str_offsets[i];
+    gguf_str s = {(const char *)p + 8, le_u64(p)};
+    return s;
+}
+
+float gguf_arr_f32(const gguf_kv *kv, uint64_t i) {
+    uint32_t bits = le_u32(kv->data + 4 * i);
+    float v;
+    memcpy(&v, &bits, sizeof v);
+    return v;
+}
+
+int32_t gguf_arr_i32(const gguf_kv *kv, uint64_t i) {
+    return (int32_t)le_u32(kv->data + 4 * i);
+}
