@@ -1,0 +1,98 @@
+/* Byte-level BPE (GPT-2 and its descendants): the pre-tokenizer splits text into words, each
+ * word's bytes become printable stand-in characters (GPT-2's bytes_to_unicode: printable Latin-1
+ * bytes stand for themselves, the others for U+0100 onwards), then merges apply by rank. */
+#include <stdlib.h>
+#include <string.h>
+#include <utf8proc.h>
+
+#include "error.h"
+#include "tok_internal.h"
+
+static bool printable_latin1(int b) {
+    return (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF);
+}
+
+clinfer_status tok_bpe_init(clinfer_vocab *v, const char *pre, size_t pre_len) {
+    int next = 256;
+    for (int i = 0; i < 512; i++)
+        v->char_byte[i] = -1;
+    for (int b = 0; b < 256; b++) {
+        int cp = printable_latin1(b) ? b : next++;
+        utf8proc_ssize_t n = utf8proc_encode_char(cp, (utf8proc_uint8_t *)v->byte_char[b]);
+        v->byte_char[b][n] = '\0';
+        v->char_byte[cp] = (int16_t)b;
+    }
+    return tok_pretok_create(pre, pre_len, &v->pretok, &v->ignore_merges);
+}
+
+static bool merge_priority(const clinfer_vocab *v, const char *left, size_t left_len,
+                           size_t right_len, char *scratch, double *priority) {
+    memcpy(scratch, left, left_len);
+    scratch[left_len] = ' ';
+    memcpy(scratch + left_len + 1, left + left_len, right_len);
+    int32_t rank = tok_strmap_get(&v->merge_rank, scratch, left_len + 1 + right_len);
+    *priority = -(double)rank; /* the lowest rank merges first */
+    return rank >= 0;
+}
+
+/* A symbol no token covers (a vocabulary missing some byte characters): one token per
+ * character, or the unknown token. */
+static clinfer_status push_chars(const clinfer_vocab *v, const char *s, size_t n, tok_ids *out) {
+    clinfer_status st = CLINFER_OK;
+    for (size_t off = 0; off < n;) {
+        size_t cl = tok_char_len(s + off, n - off);
+        int32_t id = tok_strmap_get(&v->by_text, s + off, cl);
+        if (id < 0) id = v->unk;
+        if (id >= 0) CHECK(tok_ids_push(out, id));
+        off += cl;
+    }
+cleanup:
+    return st;
+}
+
+static clinfer_status encode_word(const clinfer_vocab *v, const char *word, size_t len,
+                                  tok_ids *out) {
+    clinfer_status st = CLINFER_OK;
+    tok_span *syms = NULL;
+    size_t n_syms = 0;
+    int32_t whole = v->ignore_merges ? tok_strmap_get(&v->by_text, word, len) : -1;
+    if (whole >= 0) return tok_ids_push(out, whole);
+    CHECK(tok_merge(v, word, len, merge_priority, &syms, &n_syms));
+    for (size_t i = 0; i < n_syms; i++) {
+        int32_t id = tok_strmap_get(&v->by_text, word + syms[i].off, syms[i].len);
+        if (id >= 0)
+            CHECK(tok_ids_push(out, id));
+        else
+            CHECK(push_chars(v, word + syms[i].off, syms[i].len, out));
+    }
+cleanup:
+    free(syms);
+    return st;
+}
+
+clinfer_status tok_bpe_encode(const clinfer_vocab *v, const char *text, size_t len, tok_ids *out) {
+    clinfer_status st = CLINFER_OK;
+    tok_span *words = NULL;
+    size_t n_words = 0;
+    char *mapped = NULL;
+    CHECK(tok_pretok_split(v->pretok, text, len, &words, &n_words));
+    mapped = malloc(2 * len + 1); /* every stand-in character is at most 2 bytes of UTF-8 */
+    if (!mapped) {
+        st = clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "tokenizer: %zu bytes of text", len);
+        goto cleanup;
+    }
+    for (size_t w = 0; w < n_words; w++) {
+        size_t n = 0;
+        for (size_t i = 0; i < words[w].len; i++) {
+            const char *c = v->byte_char[(unsigned char)text[words[w].off + i]];
+            size_t cl = strlen(c);
+            memcpy(mapped + n, c, cl);
+            n += cl;
+        }
+        CHECK(encode_word(v, mapped, n, out));
+    }
+cleanup:
+    free(mapped);
+    free(words);
+    return st;
+}

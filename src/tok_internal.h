@@ -1,0 +1,105 @@
+/* The vocabulary's layout, shared by the tokenizer files (tokenizer.c loads it and dispatches;
+ * tok_bpe.c, tok_spm.c, tok_wpm.c hold the algorithms; tok_merge.c the shared pair merging;
+ * tok_pretok.c the regex pre-tokenizers). Not for use outside the tokenizer. */
+#ifndef CLINFER_TOK_INTERNAL_H
+#define CLINFER_TOK_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tok_strmap.h"
+#include "tokenizer.h"
+
+typedef enum { TOK_BPE, TOK_SPM, TOK_WPM } tok_model;
+
+/* tokenizer.ggml.token_type values (llama.cpp's llama_token_type). */
+enum {
+    TOK_TYPE_UNDEFINED = 0,
+    TOK_TYPE_NORMAL = 1,
+    TOK_TYPE_UNKNOWN = 2,
+    TOK_TYPE_CONTROL = 3,
+    TOK_TYPE_USER_DEFINED = 4,
+    TOK_TYPE_UNUSED = 5,
+    TOK_TYPE_BYTE = 6,
+};
+
+typedef struct {
+    const char *text; /* in the vocabulary's arena, NUL-terminated for convenience */
+    uint32_t len;
+    int32_t type;
+    float score;
+} tok_entry;
+
+typedef struct tok_pretok tok_pretok;
+
+#define TOK_MAX_EOG 16
+
+struct clinfer_vocab {
+    tok_model model;
+    size_t n_tokens;
+    tok_entry *tokens;
+    char *arena; /* every token and merge text */
+    tok_strmap by_text;
+    tok_strmap merge_rank; /* "left right" -> rank (byte-level BPE) */
+    size_t max_token_len;  /* bytes, bounds WordPiece's longest-match search */
+
+    /* Tokens matched in the text before the model runs: control, user-defined and unknown ones,
+     * ordered by first byte, then longest first; first_special[b] .. first_special[b+1] is the
+     * range starting with byte b. */
+    int32_t *specials;
+    uint32_t first_special[257];
+
+    int32_t bos, eos, eot, eom, unk, sep;
+    int32_t eog[TOK_MAX_EOG];
+    size_t n_eog;
+    bool add_bos;
+    bool add_space_prefix; /* SentencePiece: a space before the text, as SentencePiece adds */
+    bool ignore_merges;    /* byte-level BPE (llama3): a word that is a token is taken whole */
+
+    tok_pretok *pretok;      /* byte-level BPE */
+    char byte_char[256][3];  /* byte-level BPE: the UTF-8 of each byte's stand-in character */
+    int16_t char_byte[512];  /* ... and back: code point -> byte, -1 where none */
+    int32_t byte_token[256]; /* SentencePiece: the id of <0xXX>, -1 where absent */
+};
+
+/* A growing list of ids. */
+typedef struct {
+    int32_t *ids;
+    size_t n, cap;
+} tok_ids;
+
+clinfer_status tok_ids_push(tok_ids *out, int32_t id);
+
+/* The length of the UTF-8 character at s (at most n bytes), 1 for an invalid byte. */
+size_t tok_char_len(const char *s, size_t n);
+
+/* Each tokenizer appends the ids of one run of plain text (special tokens already taken out). */
+clinfer_status tok_bpe_init(clinfer_vocab *v, const char *pre, size_t pre_len);
+clinfer_status tok_bpe_encode(const clinfer_vocab *v, const char *text, size_t len, tok_ids *out);
+clinfer_status tok_spm_encode(const clinfer_vocab *v, const char *text, size_t len, tok_ids *out);
+clinfer_status tok_wpm_encode(const clinfer_vocab *v, const char *text, size_t len, tok_ids *out);
+
+/* Repeated pair merging, shared by byte-level BPE and SentencePiece. The text starts as one
+ * symbol per UTF-8 character; while some adjacent pair has a priority, the pair with the highest
+ * (leftmost on ties) becomes one symbol. pair_priority sees the pair as left_len + right_len
+ * bytes at left, may use scratch (room for both plus 2 bytes), and returns false when the pair
+ * cannot merge. */
+typedef bool (*tok_pair_priority)(const clinfer_vocab *v, const char *left, size_t left_len,
+                                  size_t right_len, char *scratch, double *priority);
+typedef struct {
+    uint32_t off, len;
+} tok_span;
+/* *spans (allocated, free() it) receives the final symbols in order. */
+clinfer_status tok_merge(const clinfer_vocab *v, const char *text, size_t len,
+                         tok_pair_priority pair_priority, tok_span **spans, size_t *n_spans);
+
+/* Pre-tokenizers: regexes that split text into words before byte-level BPE. */
+clinfer_status tok_pretok_create(const char *name, size_t name_len, tok_pretok **out,
+                                 bool *ignore_merges);
+void tok_pretok_free(tok_pretok *p);
+/* *spans (allocated, free() it) receives the words, covering every byte of the text. */
+clinfer_status tok_pretok_split(const tok_pretok *p, const char *text, size_t len, tok_span **spans,
+                                size_t *n_spans);
+
+#endif

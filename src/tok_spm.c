@@ -1,0 +1,62 @@
+/* SentencePiece BPE (Llama 1/2, Mistral, TinyLlama): spaces become U+2581, a leading one is
+ * added to each run of text (special tokens split runs) as SentencePiece does, adjacent pieces
+ * merge while the merged piece is a token (the highest score first), and characters no token covers
+ * fall back to <0xXX> byte tokens. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "error.h"
+#include "tok_internal.h"
+
+static const char space_mark[] = "\xe2\x96\x81"; /* U+2581 LOWER ONE EIGHTH BLOCK */
+
+static bool score_priority(const clinfer_vocab *v, const char *left, size_t left_len,
+                           size_t right_len, char *scratch, double *priority) {
+    (void)scratch; /* the pair is contiguous in the text: no copy needed */
+    int32_t id = tok_strmap_get(&v->by_text, left, left_len + right_len);
+    if (id < 0) return false;
+    *priority = v->tokens[id].score;
+    return true;
+}
+
+clinfer_status tok_spm_encode(const clinfer_vocab *v, const char *text, size_t len, tok_ids *out) {
+    clinfer_status st = CLINFER_OK;
+    tok_span *syms = NULL;
+    size_t n_syms = 0, n = 0;
+    char *escaped = NULL;
+    if (len > (SIZE_MAX - 3) / 3)
+        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "tokenizer: text of %zu bytes", len);
+    escaped = malloc(3 * len + 3);
+    if (!escaped)
+        return clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "tokenizer: %zu bytes of text", len);
+    if (v->add_space_prefix) {
+        memcpy(escaped, space_mark, 3);
+        n = 3;
+    }
+    for (size_t i = 0; i < len; i++) {
+        if (text[i] == ' ') {
+            memcpy(escaped + n, space_mark, 3);
+            n += 3;
+        } else {
+            escaped[n++] = text[i];
+        }
+    }
+    CHECK(tok_merge(v, escaped, n, score_priority, &syms, &n_syms));
+    for (size_t i = 0; i < n_syms; i++) {
+        const char *s = escaped + syms[i].off;
+        int32_t id = tok_strmap_get(&v->by_text, s, syms[i].len);
+        if (id >= 0) {
+            CHECK(tok_ids_push(out, id));
+            continue;
+        }
+        for (size_t b = 0; b < syms[i].len; b++) {
+            id = v->byte_token[(unsigned char)s[b]];
+            if (id < 0) id = v->unk;
+            if (id >= 0) CHECK(tok_ids_push(out, id));
+        }
+    }
+cleanup:
+    free(syms);
+    free(escaped);
+    return st;
+}

@@ -1,0 +1,143 @@
+/* WordPiece (BERT): the BERT normaliser and pre-tokenizer (drop control characters, split at
+ * whitespace, isolate punctuation and CJK ideographs, NFD without accents, lower case), then the
+ * longest vocabulary match from the start of each word; a word that cannot be covered becomes
+ * [UNK]. llama.cpp's converter stores word-initial pieces with a U+2581 prefix and
+ * continuations ("##x" in BERT's vocab.txt) bare, so words are matched with U+2581 in front. */
+#include <stdlib.h>
+#include <string.h>
+#include <utf8proc.h>
+
+#include "error.h"
+#include "tok_internal.h"
+
+#define MAX_WORD_CHARS 100 /* BERT's max_input_chars_per_word: longer words are [UNK] */
+
+/* The CJK Unified Ideograph blocks BERT isolates (tokenize_chinese_chars): a property of the
+ * BERT algorithm itself, not a Unicode table utf8proc could provide. */
+static bool is_cjk(int32_t c) {
+    return (c >= 0x4E00 && c <= 0x9FFF) || (c >= 0x3400 && c <= 0x4DBF) ||
+           (c >= 0x20000 && c <= 0x2A6DF) || (c >= 0x2A700 && c <= 0x2B73F) ||
+           (c >= 0x2B740 && c <= 0x2B81F) || (c >= 0x2B820 && c <= 0x2CEAF) ||
+           (c >= 0xF900 && c <= 0xFAFF) || (c >= 0x2F800 && c <= 0x2FA1F);
+}
+
+/* BERT counts \t \n \r as whitespace, not control characters. */
+static bool is_control(int32_t c, utf8proc_category_t cat) {
+    if (c == '\t' || c == '\n' || c == '\r') return false;
+    return cat == UTF8PROC_CATEGORY_CC || cat == UTF8PROC_CATEGORY_CF ||
+           cat == UTF8PROC_CATEGORY_CS || cat == UTF8PROC_CATEGORY_CO ||
+           cat == UTF8PROC_CATEGORY_CN;
+}
+
+static bool is_space(int32_t c, utf8proc_category_t cat) {
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || cat == UTF8PROC_CATEGORY_ZS ||
+           cat == UTF8PROC_CATEGORY_ZL || cat == UTF8PROC_CATEGORY_ZP;
+}
+
+/* Unicode punctuation, plus every ASCII non-alphanumeric symbol ($ + < = > ^ ` | ~). */
+static bool is_punct(int32_t c) {
+    if ((c >= 33 && c <= 47) || (c >= 58 && c <= 64) || (c >= 91 && c <= 96) ||
+        (c >= 123 && c <= 126))
+        return true;
+    utf8proc_category_t cat = utf8proc_category(c);
+    return cat >= UTF8PROC_CATEGORY_PC && cat <= UTF8PROC_CATEGORY_PO;
+}
+
+typedef struct {
+    char *buf; /* U+2581 then the word's UTF-8 */
+    size_t len, cap, n_chars;
+} word;
+
+static clinfer_status word_append(word *w, int32_t c) {
+    if (w->len + 4 > w->cap) {
+        size_t cap = 2 * w->cap + 64;
+        char *buf = realloc(w->buf, cap);
+        if (!buf)
+            return clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "tokenizer: word of %zu bytes", cap);
+        w->buf = buf;
+        w->cap = cap;
+    }
+    w->len += (size_t)utf8proc_encode_char(c, (utf8proc_uint8_t *)w->buf + w->len);
+    w->n_chars++;
+    return CLINFER_OK;
+}
+
+/* Tokenizes the word collected so far and starts a new one. */
+static clinfer_status flush(const clinfer_vocab *v, word *w, tok_ids *out) {
+    clinfer_status st = CLINFER_OK;
+    if (w->n_chars == 0) return CLINFER_OK;
+    size_t first = out->n;
+    bool covered = w->n_chars <= MAX_WORD_CHARS;
+    for (size_t i = 0; covered && i < w->len;) {
+        size_t j = w->len - i > v->max_token_len ? i + v->max_token_len : w->len;
+        int32_t id = -1;
+        for (; j > i && (id = tok_strmap_get(&v->by_text, w->buf + i, j - i)) < 0; j--)
+            ;
+        if (id < 0)
+            covered = false;
+        else
+            CHECK(tok_ids_push(out, id));
+        i = j;
+    }
+    if (!covered) {
+        out->n = first;
+        if (v->unk >= 0) CHECK(tok_ids_push(out, v->unk));
+    }
+cleanup:
+    w->len = 3; /* keep the U+2581 */
+    w->n_chars = 0;
+    return st;
+}
+
+/* Appends c to the current word, or as a word of its own when it is punctuation. */
+static clinfer_status add_char(const clinfer_vocab *v, word *w, int32_t c, tok_ids *out) {
+    clinfer_status st = CLINFER_OK;
+    if (utf8proc_category(c) == UTF8PROC_CATEGORY_MN) return CLINFER_OK; /* an accent after NFD */
+    c = utf8proc_tolower(c);
+    bool alone = is_punct(c);
+    if (alone) CHECK(flush(v, w, out));
+    CHECK(word_append(w, c));
+    if (alone) CHECK(flush(v, w, out));
+cleanup:
+    return st;
+}
+
+clinfer_status tok_wpm_encode(const clinfer_vocab *v, const char *text, size_t len, tok_ids *out) {
+    clinfer_status st = CLINFER_OK;
+    word w = {0};
+    CHECK(word_append(&w, 0x2581));
+    w.n_chars = 0;
+    for (size_t off = 0; off < len;) {
+        utf8proc_int32_t c;
+        utf8proc_ssize_t n = utf8proc_iterate((const utf8proc_uint8_t *)text + off,
+                                              (utf8proc_ssize_t)(len - off), &c);
+        if (n <= 0) { /* an invalid byte: BERT's cleaning drops U+FFFD */
+            off++;
+            continue;
+        }
+        off += (size_t)n;
+        utf8proc_category_t cat = utf8proc_category(c);
+        if (c == 0 || c == 0xFFFD || is_control(c, cat)) continue;
+        if (is_space(c, cat)) {
+            CHECK(flush(v, &w, out));
+            continue;
+        }
+        bool cjk = is_cjk(c);
+        if (cjk) CHECK(flush(v, &w, out));
+        utf8proc_int32_t nfd[16];
+        int last_bound = 0;
+        utf8proc_ssize_t n_nfd =
+            utf8proc_decompose_char(c, nfd, 16, UTF8PROC_DECOMPOSE, &last_bound);
+        if (n_nfd <= 0 || n_nfd > 16) {
+            nfd[0] = c;
+            n_nfd = 1;
+        }
+        for (utf8proc_ssize_t i = 0; i < n_nfd; i++)
+            CHECK(add_char(v, &w, nfd[i], out));
+        if (cjk) CHECK(flush(v, &w, out));
+    }
+    CHECK(flush(v, &w, out));
+cleanup:
+    free(w.buf);
+    return st;
+}

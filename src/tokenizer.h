@@ -1,0 +1,59 @@
+/* Tokenizers loaded from a GGUF file's tokenizer.ggml.* metadata:
+ *   "gpt2"  byte-level BPE: pre-tokenizer regexes chosen by tokenizer.ggml.pre, merge ranks;
+ *   "llama" SentencePiece BPE: score-driven merges, U+2581 for spaces, <0xXX> byte fallback;
+ *   "bert"  WordPiece: BERT normalisation, greedy longest match, [UNK] for unknown words.
+ * A loaded vocabulary is read-only, so one may be shared by threads. */
+#ifndef CLINFER_TOKENIZER_H
+#define CLINFER_TOKENIZER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "clinfer.h"
+#include "gguf.h"
+
+typedef struct clinfer_vocab clinfer_vocab;
+
+/* Validates the metadata (tokens, scores length >= n_vocab when present, token types, merges,
+ * special ids in range) and copies what it needs: the file may be closed afterwards. */
+clinfer_status clinfer_vocab_load(const gguf_file *f, clinfer_vocab **out);
+void clinfer_vocab_free(clinfer_vocab *v);
+
+size_t clinfer_vocab_n_tokens(const clinfer_vocab *v);
+/* Special ids, -1 when the vocabulary has none. For WordPiece, BOS is [CLS]. */
+int32_t clinfer_vocab_bos(const clinfer_vocab *v);
+int32_t clinfer_vocab_eos(const clinfer_vocab *v);
+int32_t clinfer_vocab_eot(const clinfer_vocab *v);
+int32_t clinfer_vocab_eom(const clinfer_vocab *v);
+/* Whether prompts start with BOS: tokenizer.ggml.add_bos_token, else the model type's default
+ * (SentencePiece and WordPiece yes, byte-level BPE no). */
+bool clinfer_vocab_add_bos(const clinfer_vocab *v);
+/* End of generation: EOS, EOT, EOM and control tokens such as <|im_end|> or <|eot_id|>. */
+bool clinfer_vocab_is_eog(const clinfer_vocab *v, int32_t id);
+
+/* Tokenizes len bytes of text. add_bos prepends BOS (WordPiece: [CLS] ... [SEP]);
+ * parse_special matches control tokens' text ("<|im_start|>"); user-defined tokens always match.
+ * Writes up to cap ids; *n_out receives the count needed, and the call returns
+ * CLINFER_ERR_BUFFER_TOO_SMALL when it exceeds cap. Invalid UTF-8 never fails: bad bytes are
+ * single-byte characters (WordPiece drops them, as BERT's cleaning drops U+FFFD). */
+clinfer_status clinfer_vocab_tokenize(const clinfer_vocab *v, const char *text, size_t len,
+                                      bool add_bos, bool parse_special, int32_t *out, size_t cap,
+                                      size_t *n_out);
+
+/* The bytes token id stands for (not NUL-terminated, maybe part of a UTF-8 character): byte-level
+ * BPE maps its characters back to bytes, SentencePiece turns U+2581 into a space and <0xXX> into
+ * the byte, WordPiece turns the word-start U+2581 (the GGUF form of a piece without "##") into a
+ * space. Control and user-defined tokens give their text. *len receives the size needed;
+ * CLINFER_ERR_BUFFER_TOO_SMALL when it exceeds cap. */
+clinfer_status clinfer_vocab_piece(const clinfer_vocab *v, int32_t id, char *buf, size_t cap,
+                                   size_t *len);
+
+/* The id of the token whose text is exactly these bytes, or -1. */
+int32_t clinfer_vocab_find(const clinfer_vocab *v, const char *text, size_t len);
+
+/* For streaming output: how many leading bytes of buf can be emitted now without splitting a
+ * UTF-8 character, holding back only an incomplete but so far valid sequence at the end. */
+size_t clinfer_utf8_complete(const char *buf, size_t len);
+
+#endif
