@@ -24,22 +24,22 @@ typedef enum {
 
 /* Block layouts; f16 fields are raw IEEE half bits. */
 typedef struct {
-    uint16_t d;          /* scale */
+    uint16_t d;            /* scale */
     uint8_t qs[QK4_0 / 2]; /* x[i] = (nibble - 8) * d; low nibbles hold 0..15, high 16..31 */
 } block_q4_0;
 
 typedef struct {
-    uint16_t d, m;       /* x = nibble * d + m */
+    uint16_t d, m; /* x = nibble * d + m */
     uint8_t qs[QK4_1 / 2];
 } block_q4_1;
 
 typedef struct {
     uint16_t d;
-    int8_t qs[QK8_0];    /* x = q * d */
+    int8_t qs[QK8_0]; /* x = q * d */
 } block_q8_0;
 
 typedef struct {
-    uint16_t d, dmin;            /* super-block scales for the 6-bit scales and mins */
+    uint16_t d, dmin;             /* super-block scales for the 6-bit scales and mins */
     uint8_t scales[K_SCALE_SIZE]; /* 8 sub-blocks of 32: 6-bit scale and 6-bit min each */
     uint8_t qs[QK_K / 2];
 } block_q4_K;

@@ -28,7 +28,7 @@ typedef struct cl_backend_ctx {
 } cl_backend_ctx;
 
 struct clinfer_buffer {
-    cl_mem mem;              /* plain buffers */
+    cl_mem mem; /* plain buffers */
     size_t bytes;
     struct cl_weight *weight; /* non-NULL for weights made by weight_create */
 };
@@ -41,5 +41,7 @@ clinfer_status cl_weight_create(cl_backend_ctx *b, clinfer_dtype type, int m, in
 void cl_weight_free(struct cl_weight *w);
 clinfer_status cl_matmul(cl_backend_ctx *b, const clinfer_op *op);
 clinfer_status cl_embed(cl_backend_ctx *b, const clinfer_op *op);
+/* 1 when f32 GEMM goes through CLBlast on this context (for bench-ops' side-by-side). */
+int cl_matmul_clblast(const cl_backend_ctx *b);
 
 #endif

@@ -1,0 +1,829 @@
+/* The OpenCL backend: context and queue, buffers, op dispatch and the non-matmul ops
+ * (cl/norm.cl, rope.cl, attention.cl, softmax.cl, elementwise.cl, argmax.cl). Matmul, embedding
+ * and weights live in matmul_cl.c.
+ *
+ * Every op is validated against its buffers' sizes before it is enqueued, so a bad op record is
+ * an error status and never an out-of-bounds kernel. Kernels are enqueued on one in-order queue
+ * without waiting; sync is the only clFinish. OpenCL errors pass through as the status; after
+ * CL_OUT_OF_RESOURCES or CL_INVALID_COMMAND_QUEUE the context is marked lost and every later call
+ * returns CLINFER_ERR_DEVICE_LOST. */
+#include "cl_backend.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "error.h"
+#include "opencl/device.h"
+#include "opencl/fault.h"
+#include "opencl/program.h"
+
+/* Elementwise kernels run in fixed work-groups of this size: PoCL compiles one work-group
+ * function per local size, so a fixed size compiles once. Each work-item handles ELT_VEC
+ * elements (VEC in cl/elementwise.cl). */
+#define ELT_LOCAL 64
+#define ELT_VEC 8
+/* Attention keeps a head's query and accumulators in private (cpu-rows) or local memory. */
+#define MAX_HEAD_DIM 256
+
+typedef enum {
+    PROG_NORM,
+    PROG_ROPE,
+    PROG_ATTN_F32,
+    PROG_ATTN_F16,
+    PROG_SOFTMAX,
+    PROG_ELTWISE,
+    PROG_ARGMAX,
+    PROG_COUNT
+} prog_id;
+
+static const struct {
+    const char *file;
+    const char *options; /* beyond the shared ones */
+} programs[PROG_COUNT] = {
+    [PROG_NORM] = {"norm.cl", ""},          [PROG_ROPE] = {"rope.cl", ""},
+    [PROG_ATTN_F32] = {"attention.cl", ""}, [PROG_ATTN_F16] = {"attention.cl", " -DKV_F16"},
+    [PROG_SOFTMAX] = {"softmax.cl", ""},    [PROG_ELTWISE] = {"elementwise.cl", ""},
+    [PROG_ARGMAX] = {"argmax.cl", ""},
+};
+
+typedef enum {
+    K_RMSNORM,
+    K_LAYERNORM,
+    K_ROPE,
+    K_ATTN_F32,
+    K_ATTN_F16,
+    K_ATTN_MERGE,
+    K_SOFTMAX,
+    K_ADD,
+    K_MUL,
+    K_SCALE,
+    K_SILU,
+    K_GELU,
+    K_GELU_ERF,
+    K_SWIGLU,
+    K_STORE_F32,
+    K_STORE_F16,
+    K_ARGMAX,
+    K_COUNT
+} kernel_id;
+
+/* per_path: the name gets "_rows" (cpu-rows) or "_wg" (the GPU paths) appended. */
+static const struct {
+    prog_id prog;
+    const char *name;
+    bool per_path;
+} kernels[K_COUNT] = {
+    [K_RMSNORM] = {PROG_NORM, "rmsnorm", true},
+    [K_LAYERNORM] = {PROG_NORM, "layernorm", true},
+    [K_ROPE] = {PROG_ROPE, "rope", false},
+    [K_ATTN_F32] = {PROG_ATTN_F32, "attention", true},
+    [K_ATTN_F16] = {PROG_ATTN_F16, "attention", true},
+    [K_ATTN_MERGE] = {PROG_ATTN_F32, "attention_merge", false},
+    [K_SOFTMAX] = {PROG_SOFTMAX, "softmax", true},
+    [K_ADD] = {PROG_ELTWISE, "add", false},
+    [K_MUL] = {PROG_ELTWISE, "mul", false},
+    [K_SCALE] = {PROG_ELTWISE, "scale", false},
+    [K_SILU] = {PROG_ELTWISE, "silu", false},
+    [K_GELU] = {PROG_ELTWISE, "gelu", false},
+    [K_GELU_ERF] = {PROG_ELTWISE, "gelu_erf", false},
+    [K_SWIGLU] = {PROG_ELTWISE, "swiglu", false},
+    [K_STORE_F32] = {PROG_ELTWISE, "store_f32", false},
+    [K_STORE_F16] = {PROG_ELTWISE, "store_f16", false},
+    [K_ARGMAX] = {PROG_ARGMAX, "argmax", true},
+};
+
+struct cl_ops_state {
+    cl_program programs[PROG_COUNT];
+    cl_kernel kernels[K_COUNT];
+    char kernel_names[K_COUNT][32];
+    bool work_group_per_row; /* the GPU paths: one work-group of wg items per row */
+    size_t wg;
+    cl_mem scratch; /* attention's per-chunk partial results */
+    size_t scratch_bytes;
+    bool lost;
+    char lost_reason[160];
+};
+
+/* ---- errors ---------------------------------------------------------------------------- */
+
+/* Statuses that mean the device or its queue is gone mark the context lost, keeping the
+ * message of the failure for later calls. */
+static void note_lost(cl_backend_ctx *b, clinfer_status st) {
+    if ((st == CL_OUT_OF_RESOURCES || st == CL_INVALID_COMMAND_QUEUE) && b->ops && !b->ops->lost) {
+        b->ops->lost = true;
+        snprintf(b->ops->lost_reason, sizeof b->ops->lost_reason, "%s", clinfer_last_error());
+    }
+}
+
+/* Turns an OpenCL error into the status, with a message naming the call. */
+static clinfer_status cl_check(cl_backend_ctx *b, cl_int err, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static clinfer_status cl_check(cl_backend_ctx *b, cl_int err, const char *fmt, ...) {
+    if (err == CL_SUCCESS) return CLINFER_OK;
+    char what[192];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    clinfer_fail(err, "OpenCL: %s failed: %s (%d)", what, clinfer_status_str(err), err);
+    note_lost(b, err);
+    return err;
+}
+
+static clinfer_status check_alive(const cl_backend_ctx *b) {
+    if (b->ops && b->ops->lost)
+        return clinfer_fail(CLINFER_ERR_DEVICE_LOST,
+                            "OpenCL: the device failed earlier (%s); create a new backend",
+                            b->ops->lost_reason);
+    return CLINFER_OK;
+}
+
+/* ---- buffers --------------------------------------------------------------------------- */
+
+static clinfer_status cl_buffer_alloc(void *ctx, size_t bytes, clinfer_buffer **out) {
+    cl_backend_ctx *b = ctx;
+    clinfer_buffer *buf = NULL;
+    clinfer_status st = check_alive(b);
+    if (st != CLINFER_OK) return st;
+    *out = NULL;
+    if (bytes == 0)
+        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "OpenCL: buffer of 0 bytes requested");
+    if (bytes > b->info.max_alloc)
+        return clinfer_fail(CL_INVALID_BUFFER_SIZE,
+                            "OpenCL: buffer of %zu bytes exceeds CL_DEVICE_MAX_MEM_ALLOC_SIZE "
+                            "(%llu bytes) of %s",
+                            bytes, (unsigned long long)b->info.max_alloc, b->info.name);
+    buf = calloc(1, sizeof *buf);
+    if (!buf) return clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "OpenCL: buffer record");
+    cl_int err = cl_fault("alloc");
+    if (err == CL_SUCCESS)
+        buf->mem = clCreateBuffer(b->context, CL_MEM_READ_WRITE, bytes, NULL, &err);
+    CHECK(cl_check(b, err, "clCreateBuffer(%zu bytes)", bytes));
+    buf->bytes = bytes;
+    *out = buf;
+    buf = NULL;
+cleanup:
+    free(buf);
+    return st;
+}
+
+static void cl_buffer_free(void *ctx, clinfer_buffer *buf) {
+    (void)ctx;
+    if (!buf) return;
+    if (buf->weight) cl_weight_free(buf->weight);
+    if (buf->mem) clReleaseMemObject(buf->mem);
+    free(buf);
+}
+
+/* A host transfer of bytes at offset must stay inside a plain (non-weight) buffer. */
+static clinfer_status check_transfer(const char *what, const clinfer_buffer *buf, size_t offset,
+                                     size_t bytes, const void *host) {
+    if (!buf || !buf->mem || buf->weight || !host)
+        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
+                            "OpenCL: %s needs a plain buffer and a host pointer", what);
+    if (offset > buf->bytes || bytes > buf->bytes - offset)
+        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
+                            "OpenCL: %s of %zu bytes at offset %zu is past the end of a buffer of "
+                            "%zu bytes",
+                            what, bytes, offset, buf->bytes);
+    return CLINFER_OK;
+}
+
+static clinfer_status cl_buffer_write(void *ctx, clinfer_buffer *buf, size_t offset, size_t bytes,
+                                      const void *src) {
+    cl_backend_ctx *b = ctx;
+    clinfer_status st = check_alive(b);
+    if (st == CLINFER_OK) st = check_transfer("buffer write", buf, offset, bytes, src);
+    if (st != CLINFER_OK || bytes == 0) return st;
+    return cl_check(
+        b, clEnqueueWriteBuffer(b->queue, buf->mem, CL_TRUE, offset, bytes, src, 0, NULL, NULL),
+        "clEnqueueWriteBuffer(%zu bytes at %zu)", bytes, offset);
+}
+
+static clinfer_status cl_buffer_read(void *ctx, clinfer_buffer *buf, size_t offset, size_t bytes,
+                                     void *dst) {
+    cl_backend_ctx *b = ctx;
+    clinfer_status st = check_alive(b);
+    if (st == CLINFER_OK) st = check_transfer("buffer read", buf, offset, bytes, dst);
+    if (st != CLINFER_OK || bytes == 0) return st;
+    return cl_check(
+        b, clEnqueueReadBuffer(b->queue, buf->mem, CL_TRUE, offset, bytes, dst, 0, NULL, NULL),
+        "clEnqueueReadBuffer(%zu bytes at %zu)", bytes, offset);
+}
+
+static clinfer_status cl_weight_create_i(void *ctx, clinfer_dtype type, int m, int k,
+                                         const void *data, clinfer_buffer **out) {
+    cl_backend_ctx *b = ctx;
+    clinfer_status st = check_alive(b);
+    if (st != CLINFER_OK) return st;
+    st = cl_weight_create(b, type, m, k, data, out);
+    note_lost(b, st);
+    return st;
+}
+
+/* ---- argument checks ------------------------------------------------------------------- */
+
+/* An operand of an op: count elements of elem bytes from ref.offset must lie inside a plain
+ * buffer. */
+static clinfer_status check_ref(const char *op, const char *name, clinfer_ref ref, size_t count,
+                                size_t elem) {
+    if (!ref.buf)
+        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "OpenCL %s: operand %s is missing", op,
+                            name);
+    if (!ref.buf->mem || ref.buf->weight)
+        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
+                            "OpenCL %s: operand %s is a weight, not an activation buffer", op,
+                            name);
+    size_t capacity = ref.buf->bytes / elem;
+    if (ref.offset > capacity || count > capacity - ref.offset)
+        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
+                            "OpenCL %s: operand %s needs elements [%zu, %zu + %zu) but its buffer "
+                            "holds %zu",
+                            op, name, ref.offset, ref.offset, count, capacity);
+    return CLINFER_OK;
+}
+
+static clinfer_status check_optional_ref(const char *op, const char *name, clinfer_ref ref,
+                                         size_t count, size_t elem) {
+    return ref.buf ? check_ref(op, name, ref, count, elem) : CLINFER_OK;
+}
+
+/* Shape dimensions are positive; their product must fit size_t. */
+static clinfer_status check_dims(const char *op, size_t *product, int n_dims, ...) {
+    va_list ap;
+    va_start(ap, n_dims);
+    size_t p = 1;
+    clinfer_status st = CLINFER_OK;
+    for (int i = 0; i < n_dims && st == CLINFER_OK; i++) {
+        int d = va_arg(ap, int);
+        if (d <= 0 || __builtin_mul_overflow(p, (size_t)d, &p))
+            st = clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
+                              "OpenCL %s: dimension %d is %d (must be positive, product must fit)",
+                              op, i, d);
+    }
+    va_end(ap);
+    *product = p;
+    return st;
+}
+
+/* ---- launches -------------------------------------------------------------------------- */
+
+typedef struct {
+    size_t size;
+    const void *value;
+} kernel_arg;
+
+#define ARG(v) ((kernel_arg){sizeof(v), &(v)})
+
+static clinfer_status launch(cl_backend_ctx *b, kernel_id id, size_t n_args, const kernel_arg *args,
+                             cl_uint dims, const size_t *global, const size_t *local) {
+    cl_kernel k = b->ops->kernels[id];
+    const char *name = b->ops->kernel_names[id];
+    clinfer_status st = CLINFER_OK;
+    for (size_t i = 0; i < n_args; i++)
+        CHECK(cl_check(b, clSetKernelArg(k, (cl_uint)i, args[i].size, args[i].value),
+                       "clSetKernelArg(%s, %zu)", name, i));
+    cl_int err = cl_fault("enqueue");
+    if (err == CL_SUCCESS)
+        err = clEnqueueNDRangeKernel(b->queue, k, dims, NULL, global, local, 0, NULL, NULL);
+    CHECK(cl_check(b, err, "clEnqueueNDRangeKernel(%s)", name));
+cleanup:
+    return st;
+}
+
+static size_t round_up(size_t x, size_t to) {
+    return (x + to - 1) / to * to;
+}
+
+/* Global size of the element-wise kernels: one work-item per ELT_VEC elements (cl/elementwise.cl),
+ * rounded up to the fixed local size. */
+static size_t elementwise_global(size_t count) {
+    return round_up((count + ELT_VEC - 1) / ELT_VEC, ELT_LOCAL);
+}
+
+/* One row per work-item (cpu-rows) or per work-group of wg items (GPU paths). */
+static clinfer_status launch_rows(cl_backend_ctx *b, kernel_id id, size_t n_args,
+                                  const kernel_arg *args, size_t rows) {
+    size_t local = b->ops->work_group_per_row ? b->ops->wg : 1;
+    size_t global = rows * local;
+    if (!b->ops->work_group_per_row) { /* several rows per work-group where there are many */
+        local = rows >= 4 * b->info.compute_units ? 4 : 1;
+        global = round_up(rows, local);
+    }
+    return launch(b, id, n_args, args, 1, &global, &local);
+}
+
+/* ---- ops ------------------------------------------------------------------------------- */
+
+static clinfer_status op_norm(cl_backend_ctx *b, const clinfer_op *op) {
+    bool layer = op->kind == CLINFER_OP_LAYERNORM;
+    const char *name = layer ? "layernorm" : "rmsnorm";
+    size_t total;
+    clinfer_status st;
+    CHECK(check_dims(name, &total, 2, op->norm.n, op->norm.d));
+    CHECK(check_ref(name, "x", op->norm.x, total, sizeof(float)));
+    CHECK(check_ref(name, "y", op->norm.y, total, sizeof(float)));
+    CHECK(check_optional_ref(name, "w", op->norm.w, (size_t)op->norm.d, sizeof(float)));
+    if (layer) CHECK(check_optional_ref(name, "b", op->norm.b, (size_t)op->norm.d, sizeof(float)));
+    /* An absent operand binds x's buffer, which the kernel then never reads. */
+    cl_mem w = op->norm.w.buf ? op->norm.w.buf->mem : op->norm.x.buf->mem;
+    cl_mem bias = layer && op->norm.b.buf ? op->norm.b.buf->mem : op->norm.x.buf->mem;
+    cl_ulong x_off = op->norm.x.offset, w_off = op->norm.w.offset, b_off = op->norm.b.offset,
+             y_off = op->norm.y.offset;
+    cl_int has_w = op->norm.w.buf != NULL, has_b = op->norm.b.buf != NULL;
+    if (layer) {
+        kernel_arg args[] = {ARG(op->norm.x.buf->mem),
+                             ARG(x_off),
+                             ARG(w),
+                             ARG(w_off),
+                             ARG(has_w),
+                             ARG(bias),
+                             ARG(b_off),
+                             ARG(has_b),
+                             ARG(op->norm.y.buf->mem),
+                             ARG(y_off),
+                             ARG(op->norm.n),
+                             ARG(op->norm.d),
+                             ARG(op->norm.eps)};
+        CHECK(launch_rows(b, K_LAYERNORM, sizeof args / sizeof *args, args, (size_t)op->norm.n));
+    } else {
+        kernel_arg args[] = {ARG(op->norm.x.buf->mem),
+                             ARG(x_off),
+                             ARG(w),
+                             ARG(w_off),
+                             ARG(has_w),
+                             ARG(op->norm.y.buf->mem),
+                             ARG(y_off),
+                             ARG(op->norm.n),
+                             ARG(op->norm.d),
+                             ARG(op->norm.eps)};
+        CHECK(launch_rows(b, K_RMSNORM, sizeof args / sizeof *args, args, (size_t)op->norm.n));
+    }
+cleanup:
+    return st;
+}
+
+static clinfer_status op_rope(cl_backend_ctx *b, const clinfer_op *op) {
+    size_t total;
+    clinfer_status st;
+    CHECK(check_dims("rope", &total, 3, op->rope.n, op->rope.n_heads, op->rope.head_dim));
+    CHECK(check_ref("rope", "x", op->rope.x, total, sizeof(float)));
+    if (op->rope.n_rot <= 0 || op->rope.n_rot % 2 || op->rope.n_rot > op->rope.head_dim ||
+        op->rope.pos0 < 0 || op->rope.pos0 > INT32_MAX - op->rope.n)
+        CHECK(clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
+                           "OpenCL rope: n_rot %d must be even and in (0, head_dim %d], pos0 %d "
+                           "must be >= 0",
+                           op->rope.n_rot, op->rope.head_dim, op->rope.pos0));
+    cl_ulong x_off = op->rope.x.offset;
+    cl_int neox = op->rope.neox;
+    kernel_arg args[] = {ARG(op->rope.x.buf->mem), ARG(x_off),
+                         ARG(op->rope.n),          ARG(op->rope.n_heads),
+                         ARG(op->rope.head_dim),   ARG(op->rope.n_rot),
+                         ARG(op->rope.pos0),       ARG(op->rope.freq_base),
+                         ARG(op->rope.freq_scale), ARG(neox)};
+    size_t local = ELT_LOCAL;
+    size_t global = round_up((size_t)op->rope.n * (size_t)(op->rope.n_rot / 2), local);
+    CHECK(launch(b, K_ROPE, sizeof args / sizeof *args, args, 1, &global, &local));
+cleanup:
+    return st;
+}
+
+static clinfer_status op_store(cl_backend_ctx *b, const clinfer_op *op) {
+    size_t count = op->store.count;
+    clinfer_status st = CLINFER_OK;
+    bool f16 = op->store.dst_type == CLINFER_DT_F16;
+    if (!f16 && op->store.dst_type != CLINFER_DT_F32)
+        CHECK(clinfer_fail(CLINFER_ERR_UNSUPPORTED,
+                           "OpenCL store: destination type %s (want f32 or f16)",
+                           clinfer_dtype_name(op->store.dst_type)));
+    CHECK(check_ref("store", "src", op->store.src, count, sizeof(float)));
+    CHECK(check_ref("store", "dst", op->store.dst, count, f16 ? sizeof(uint16_t) : sizeof(float)));
+    if (count == 0) goto cleanup;
+    cl_ulong src_off = op->store.src.offset, dst_off = op->store.dst.offset, n = count;
+    kernel_arg args[] = {ARG(op->store.src.buf->mem), ARG(src_off), ARG(op->store.dst.buf->mem),
+                         ARG(dst_off), ARG(n)};
+    size_t local = ELT_LOCAL, global = elementwise_global(count);
+    CHECK(launch(b, f16 ? K_STORE_F16 : K_STORE_F32, 5, args, 1, &global, &local));
+cleanup:
+    return st;
+}
+
+/* Grows the scratch buffer to at least bytes. Kernels still queued on the old one keep it
+ * alive: OpenCL frees a released buffer only after the commands using it. */
+static clinfer_status ensure_scratch(cl_backend_ctx *b, size_t bytes) {
+    struct cl_ops_state *ops = b->ops;
+    if (ops->scratch_bytes >= bytes) return CLINFER_OK;
+    if (ops->scratch) clReleaseMemObject(ops->scratch);
+    ops->scratch = NULL;
+    ops->scratch_bytes = 0;
+    cl_int err = cl_fault("alloc");
+    if (err == CL_SUCCESS)
+        ops->scratch = clCreateBuffer(b->context, CL_MEM_READ_WRITE, bytes, NULL, &err);
+    if (err == CL_SUCCESS) ops->scratch_bytes = bytes;
+    return cl_check(b, err, "clCreateBuffer(attention scratch, %zu bytes)", bytes);
+}
+
+/* Attention splits the positions into chunks so that decode (n_head x 1 rows) still gives every
+ * compute unit several work-items (cpu-rows) or work-groups (GPU paths); attention_merge then
+ * combines the chunks' partial results. */
+static clinfer_status attention_launch(cl_backend_ctx *b, kernel_id kernel, const kernel_arg *args,
+                                       size_t n_args, const clinfer_op *op) {
+    bool groups = b->ops->work_group_per_row;
+    int n = op->attention.n, n_head = op->attention.n_head, head_dim = op->attention.head_dim;
+    size_t rows = (size_t)n_head * (size_t)n, positions = (size_t)op->attention.pos0 + (size_t)n;
+    size_t units = b->info.compute_units ? b->info.compute_units : 1;
+    size_t target = units * (groups ? 4 : 16), min_chunk = groups ? b->ops->wg : 64;
+    size_t want = rows >= target ? 1 : (target + rows - 1) / rows;
+    size_t chunk = (positions + want - 1) / want;
+    if (chunk < min_chunk) chunk = min_chunk;
+    size_t n_chunks = (positions + chunk - 1) / chunk;
+    clinfer_status st = CLINFER_OK;
+    cl_int chunk_arg = (cl_int)chunk;
+    cl_mem part = op->attention.out.buf->mem; /* not read when there is one chunk */
+    if (n_chunks > 1) {
+        CHECK(ensure_scratch(b, rows * n_chunks * ((size_t)head_dim + 2) * sizeof(float)));
+        part = b->ops->scratch;
+    }
+    kernel_arg all[20];
+    memcpy(all, args, n_args * sizeof *args);
+    all[n_args] = ARG(chunk_arg);
+    all[n_args + 1] = ARG(part);
+    size_t local[3] = {groups ? b->ops->wg : 1, 1, 1};
+    size_t global[3] = {(size_t)n_head * local[0], (size_t)n, n_chunks};
+    CHECK(launch(b, kernel, n_args + 2, all, 3, global, local));
+    if (n_chunks > 1) {
+        cl_int chunks_arg = (cl_int)n_chunks;
+        cl_ulong o_off = op->attention.out.offset;
+        kernel_arg merge[] = {ARG(part),
+                              ARG(chunks_arg),
+                              ARG(op->attention.out.buf->mem),
+                              ARG(o_off),
+                              ARG(op->attention.n),
+                              ARG(op->attention.n_head),
+                              ARG(op->attention.head_dim)};
+        size_t merge_local[2] = {1, 1}, merge_global[2] = {(size_t)n_head, (size_t)n};
+        CHECK(launch(b, K_ATTN_MERGE, sizeof merge / sizeof *merge, merge, 2, merge_global,
+                     merge_local));
+    }
+cleanup:
+    return st;
+}
+
+static clinfer_status op_attention(cl_backend_ctx *b, const clinfer_op *op) {
+    const char *name = "attention";
+    int n = op->attention.n, n_head = op->attention.n_head, n_kv = op->attention.n_kv_head;
+    int head_dim = op->attention.head_dim, pos0 = op->attention.pos0;
+    bool f16 = op->attention.kv_type == CLINFER_DT_F16;
+    size_t q_total, kv_total;
+    clinfer_status st = CLINFER_OK;
+    if (!f16 && op->attention.kv_type != CLINFER_DT_F32)
+        CHECK(clinfer_fail(CLINFER_ERR_UNSUPPORTED,
+                           "OpenCL attention: KV cache type %s (want f32 or f16)",
+                           clinfer_dtype_name(op->attention.kv_type)));
+    CHECK(check_dims(name, &q_total, 3, n, n_head, head_dim));
+    if (pos0 < 0 || pos0 > INT32_MAX - n || n_kv <= 0 || n_head % n_kv)
+        CHECK(clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
+                           "OpenCL attention: pos0 %d must be >= 0 and n_kv_head %d must divide "
+                           "n_head %d",
+                           pos0, n_kv, n_head));
+    if (head_dim % 8 || head_dim > MAX_HEAD_DIM)
+        CHECK(clinfer_fail(CLINFER_ERR_UNSUPPORTED,
+                           "OpenCL attention: head_dim %d must be a multiple of 8 and at most %d",
+                           head_dim, MAX_HEAD_DIM));
+    CHECK(check_dims(name, &kv_total, 3, pos0 + n, n_kv, head_dim));
+    size_t kv_elem = f16 ? sizeof(uint16_t) : sizeof(float);
+    CHECK(check_ref(name, "q", op->attention.q, q_total, sizeof(float)));
+    CHECK(check_ref(name, "k", op->attention.k, kv_total, kv_elem));
+    CHECK(check_ref(name, "v", op->attention.v, kv_total, kv_elem));
+    CHECK(check_ref(name, "out", op->attention.out, q_total, sizeof(float)));
+    cl_ulong q_off = op->attention.q.offset, k_off = op->attention.k.offset,
+             v_off = op->attention.v.offset, o_off = op->attention.out.offset;
+    kernel_arg args[] = {ARG(op->attention.q.buf->mem),
+                         ARG(q_off),
+                         ARG(op->attention.k.buf->mem),
+                         ARG(k_off),
+                         ARG(op->attention.v.buf->mem),
+                         ARG(v_off),
+                         ARG(op->attention.out.buf->mem),
+                         ARG(o_off),
+                         ARG(op->attention.n),
+                         ARG(op->attention.n_head),
+                         ARG(op->attention.n_kv_head),
+                         ARG(op->attention.head_dim),
+                         ARG(op->attention.pos0),
+                         ARG(op->attention.scale)};
+    CHECK(attention_launch(b, f16 ? K_ATTN_F16 : K_ATTN_F32, args, sizeof args / sizeof *args, op));
+cleanup:
+    return st;
+}
+
+static clinfer_status op_softmax(cl_backend_ctx *b, const clinfer_op *op) {
+    size_t total;
+    clinfer_status st;
+    CHECK(check_dims("softmax", &total, 2, op->softmax.rows, op->softmax.cols));
+    CHECK(check_ref("softmax", "x", op->softmax.x, total, sizeof(float)));
+    CHECK(check_ref("softmax", "y", op->softmax.y, total, sizeof(float)));
+    cl_ulong x_off = op->softmax.x.offset, y_off = op->softmax.y.offset;
+    kernel_arg args[] = {ARG(op->softmax.x.buf->mem), ARG(x_off),
+                         ARG(op->softmax.y.buf->mem), ARG(y_off),
+                         ARG(op->softmax.rows),       ARG(op->softmax.cols),
+                         ARG(op->softmax.scale),      ARG(op->softmax.mask_offset)};
+    CHECK(launch_rows(b, K_SOFTMAX, sizeof args / sizeof *args, args, (size_t)op->softmax.rows));
+cleanup:
+    return st;
+}
+
+static clinfer_status op_argmax(cl_backend_ctx *b, const clinfer_op *op) {
+    size_t total;
+    clinfer_status st;
+    CHECK(check_dims("argmax", &total, 2, op->argmax.n, op->argmax.d));
+    CHECK(check_ref("argmax", "x", op->argmax.x, total, sizeof(float)));
+    CHECK(check_ref("argmax", "ids", op->argmax.ids, (size_t)op->argmax.n, sizeof(int32_t)));
+    cl_ulong x_off = op->argmax.x.offset, ids_off = op->argmax.ids.offset;
+    kernel_arg args[] = {
+        ARG(op->argmax.x.buf->mem), ARG(x_off),       ARG(op->argmax.ids.buf->mem), ARG(ids_off),
+        ARG(op->argmax.n),          ARG(op->argmax.d)};
+    CHECK(launch_rows(b, K_ARGMAX, sizeof args / sizeof *args, args, (size_t)op->argmax.n));
+cleanup:
+    return st;
+}
+
+/* add, mul, scale, silu, gelu, gelu_erf, swiglu: a and y hold count elements; b holds b_count
+ * (add, mul: broadcast) or count (swiglu). */
+static clinfer_status op_eltwise(cl_backend_ctx *b, const clinfer_op *op) {
+    static const struct {
+        kernel_id kernel;
+        const char *name;
+        int operands; /* 1: a only, 2: a and b broadcast, 3: a and b of equal size */
+    } table[] = {
+        [CLINFER_OP_ADD] = {K_ADD, "add", 2},
+        [CLINFER_OP_MUL] = {K_MUL, "mul", 2},
+        [CLINFER_OP_SCALE] = {K_SCALE, "scale", 1},
+        [CLINFER_OP_SILU] = {K_SILU, "silu", 1},
+        [CLINFER_OP_GELU] = {K_GELU, "gelu", 1},
+        [CLINFER_OP_GELU_ERF] = {K_GELU_ERF, "gelu_erf", 1},
+        [CLINFER_OP_SWIGLU] = {K_SWIGLU, "swiglu", 3},
+    };
+    const char *name = table[op->kind].name;
+    size_t count = op->eltwise.count;
+    size_t b_count = table[op->kind].operands == 3 ? count : op->eltwise.b_count;
+    clinfer_status st = CLINFER_OK;
+    CHECK(check_ref(name, "a", op->eltwise.a, count, sizeof(float)));
+    CHECK(check_ref(name, "y", op->eltwise.y, count, sizeof(float)));
+    if (table[op->kind].operands > 1) {
+        if (b_count == 0 && count > 0)
+            CHECK(clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "OpenCL %s: b_count is 0", name));
+        CHECK(check_ref(name, "b", op->eltwise.b, b_count, sizeof(float)));
+    }
+    if (count == 0) goto cleanup;
+    cl_mem a = op->eltwise.a.buf->mem, y = op->eltwise.y.buf->mem;
+    cl_ulong a_off = op->eltwise.a.offset, b_off = op->eltwise.b.offset,
+             y_off = op->eltwise.y.offset, n = count, nb = b_count;
+    size_t local = ELT_LOCAL, global = elementwise_global(count);
+    kernel_id k = table[op->kind].kernel;
+    if (table[op->kind].operands == 1) {
+        /* Only scale reads the last argument. */
+        kernel_arg args[] = {ARG(a),     ARG(a_off), ARG(y),
+                             ARG(y_off), ARG(n),     ARG(op->eltwise.scale)};
+        CHECK(launch(b, k, 6, args, 1, &global, &local));
+    } else if (table[op->kind].operands == 2) {
+        kernel_arg args[] = {ARG(a),     ARG(a_off), ARG(op->eltwise.b.buf->mem),
+                             ARG(b_off), ARG(nb),    ARG(y),
+                             ARG(y_off), ARG(n)};
+        CHECK(launch(b, k, 8, args, 1, &global, &local));
+    } else {
+        kernel_arg args[] = {ARG(a),     ARG(a_off), ARG(op->eltwise.b.buf->mem),
+                             ARG(b_off), ARG(y),     ARG(y_off),
+                             ARG(n)};
+        CHECK(launch(b, k, 7, args, 1, &global, &local));
+    }
+cleanup:
+    return st;
+}
+
+static clinfer_status cl_op(void *ctx, const clinfer_op *op) {
+    cl_backend_ctx *b = ctx;
+    clinfer_status st = check_alive(b);
+    if (st != CLINFER_OK) return st;
+    if (!op) return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "OpenCL: NULL op");
+    switch (op->kind) {
+    case CLINFER_OP_MATMUL:
+        st = cl_matmul(b, op);
+        break;
+    case CLINFER_OP_EMBED:
+        st = cl_embed(b, op);
+        break;
+    case CLINFER_OP_RMSNORM:
+    case CLINFER_OP_LAYERNORM:
+        st = op_norm(b, op);
+        break;
+    case CLINFER_OP_ROPE:
+        st = op_rope(b, op);
+        break;
+    case CLINFER_OP_STORE:
+        st = op_store(b, op);
+        break;
+    case CLINFER_OP_ATTENTION:
+        st = op_attention(b, op);
+        break;
+    case CLINFER_OP_SOFTMAX:
+        st = op_softmax(b, op);
+        break;
+    case CLINFER_OP_ADD:
+    case CLINFER_OP_MUL:
+    case CLINFER_OP_SCALE:
+    case CLINFER_OP_SILU:
+    case CLINFER_OP_GELU:
+    case CLINFER_OP_GELU_ERF:
+    case CLINFER_OP_SWIGLU:
+        st = op_eltwise(b, op);
+        break;
+    case CLINFER_OP_ARGMAX:
+        st = op_argmax(b, op);
+        break;
+    default:
+        st =
+            clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "OpenCL: unknown op kind %d", (int)op->kind);
+    }
+    note_lost(b, st);
+    return st;
+}
+
+static clinfer_status cl_sync(void *ctx) {
+    cl_backend_ctx *b = ctx;
+    clinfer_status st = check_alive(b);
+    if (st != CLINFER_OK) return st;
+    return cl_check(b, clFinish(b->queue), "clFinish");
+}
+
+/* ---- lifetime -------------------------------------------------------------------------- */
+
+static void ops_release_kernels(struct cl_ops_state *ops) {
+    for (int i = 0; i < K_COUNT; i++) {
+        if (ops->kernels[i]) clReleaseKernel(ops->kernels[i]);
+        ops->kernels[i] = NULL;
+    }
+    for (int i = 0; i < PROG_COUNT; i++) {
+        if (ops->programs[i]) clReleaseProgram(ops->programs[i]);
+        ops->programs[i] = NULL;
+    }
+}
+
+static void ops_free(struct cl_ops_state *ops) {
+    if (!ops) return;
+    ops_release_kernels(ops);
+    if (ops->scratch) clReleaseMemObject(ops->scratch);
+    free(ops);
+}
+
+/* The largest power of two not above limit. */
+static size_t floor_pow2(size_t limit) {
+    size_t p = 1;
+    while (p * 2 <= limit)
+        p *= 2;
+    return p;
+}
+
+/* Builds every program with the work-group size ops->wg and creates the path's kernels. */
+static clinfer_status ops_build(cl_backend_ctx *b) {
+    struct cl_ops_state *ops = b->ops;
+    clinfer_status st = CLINFER_OK;
+    for (int i = 0; i < PROG_COUNT; i++) {
+        char options[128];
+        snprintf(options, sizeof options, "-DOPS_WG=%zu -DMAX_HEAD_DIM=%d%s", ops->wg, MAX_HEAD_DIM,
+                 programs[i].options);
+        CHECK(cl_program_build(b->context, b->device, &b->info, programs[i].file, options,
+                               &ops->programs[i]));
+    }
+    for (int i = 0; i < K_COUNT; i++) {
+        snprintf(ops->kernel_names[i], sizeof ops->kernel_names[i], "%s%s", kernels[i].name,
+                 !kernels[i].per_path      ? ""
+                 : ops->work_group_per_row ? "_wg"
+                                           : "_rows");
+        cl_int err;
+        ops->kernels[i] =
+            clCreateKernel(ops->programs[kernels[i].prog], ops->kernel_names[i], &err);
+        CHECK(cl_check(b, err, "clCreateKernel(%s)", ops->kernel_names[i]));
+    }
+cleanup:
+    return st;
+}
+
+/* The smallest work-group size the device accepts for the work-group-per-row kernels (register
+ * use can push it below CL_DEVICE_MAX_WORK_GROUP_SIZE on GPUs). */
+static clinfer_status ops_kernel_limit(cl_backend_ctx *b, size_t *limit) {
+    clinfer_status st = CLINFER_OK;
+    *limit = b->ops->wg;
+    for (int i = 0; i < K_COUNT; i++) {
+        if (!kernels[i].per_path) continue;
+        size_t max_wg = 0;
+        CHECK(cl_check(b,
+                       clGetKernelWorkGroupInfo(b->ops->kernels[i], b->device,
+                                                CL_KERNEL_WORK_GROUP_SIZE, sizeof max_wg, &max_wg,
+                                                NULL),
+                       "clGetKernelWorkGroupInfo(%s)", b->ops->kernel_names[i]));
+        if (max_wg < *limit) *limit = max_wg;
+    }
+cleanup:
+    return st;
+}
+
+static clinfer_status ops_init(cl_backend_ctx *b) {
+    clinfer_status st = CLINFER_OK;
+    struct cl_ops_state *ops = calloc(1, sizeof *ops);
+    if (!ops) return clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "OpenCL: op state");
+    b->ops = ops;
+    if (strcmp(b->info.kernel_path, "cpu-rows") == 0)
+        ops->work_group_per_row = false;
+    else if (strcmp(b->info.kernel_path, "gpu-local-reduce") == 0 ||
+             strcmp(b->info.kernel_path, "gpu-subgroup") == 0)
+        ops->work_group_per_row = true; /* these ops have no subgroup variant: local memory */
+    else
+        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "OpenCL: unknown kernel path '%s'",
+                            b->info.kernel_path);
+    /* A power of two for the tree reductions: at most 256 on GPUs and 64 elsewhere (PoCL runs
+     * the GPU paths only when they are forced, for tests). */
+    size_t cap = b->info.type == CLINFER_DEVICE_GPU ? 256 : 64;
+    ops->wg = floor_pow2(b->info.max_work_group_size < cap ? b->info.max_work_group_size : cap);
+    CHECK(ops_build(b));
+    if (ops->work_group_per_row) {
+        size_t limit;
+        CHECK(ops_kernel_limit(b, &limit));
+        if (limit < ops->wg) { /* rebuild once with a size every kernel accepts */
+            ops_release_kernels(ops);
+            ops->wg = floor_pow2(limit);
+            CHECK(ops_build(b));
+        }
+    }
+cleanup:
+    return st;
+}
+
+static const char *cl_name(void *ctx) {
+    (void)ctx;
+    return "opencl";
+}
+
+static const char *cl_describe(void *ctx) {
+    cl_backend_ctx *b = ctx;
+    return b->description;
+}
+
+static void cl_destroy(void *ctx) {
+    cl_backend_ctx *b = ctx;
+    if (!b) return;
+    if (b->queue) clFinish(b->queue);
+    if (b->mm) cl_matmul_free(b);
+    ops_free(b->ops);
+    if (b->queue) clReleaseCommandQueue(b->queue);
+    if (b->context) clReleaseContext(b->context);
+    free(b);
+}
+
+static const clinfer_backend_i cl_interface = {
+    .api_version = CLINFER_BACKEND_API,
+    .name = cl_name,
+    .describe = cl_describe,
+    .buffer_alloc = cl_buffer_alloc,
+    .buffer_free = cl_buffer_free,
+    .buffer_write = cl_buffer_write,
+    .buffer_read = cl_buffer_read,
+    .weight_create = cl_weight_create_i,
+    .op = cl_op,
+    .sync = cl_sync,
+    .destroy = cl_destroy,
+};
+
+clinfer_status clinfer_backend_opencl_create(size_t device_index, clinfer_backend **out) {
+    clinfer_status st = CLINFER_OK;
+    clinfer_backend *backend = NULL;
+    cl_backend_ctx *b = NULL;
+    cl_int err;
+    if (!out) return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "OpenCL: NULL output handle");
+    *out = NULL;
+    backend = calloc(1, sizeof *backend);
+    b = calloc(1, sizeof *b);
+    if (!backend || !b) CHECK(clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "OpenCL: backend context"));
+    CHECK(cl_device_handles(device_index, &b->platform, &b->device));
+    CHECK(clinfer_device_get_info(device_index, &b->info));
+    b->context = clCreateContext(NULL, 1, &b->device, NULL, NULL, &err);
+    CHECK(cl_check(b, err, "clCreateContext(%s)", b->info.name));
+    b->queue = clCreateCommandQueue(b->context, b->device, 0, &err);
+    CHECK(cl_check(b, err, "clCreateCommandQueue(%s)", b->info.name));
+    snprintf(b->description, sizeof b->description, "OpenCL: %s (%s, %s)", b->info.name,
+             b->info.vendor == CLINFER_VENDOR_POCL ? "PoCL" : b->info.platform,
+             b->info.kernel_path);
+    CHECK(ops_init(b));
+    CHECK(cl_matmul_init(b));
+    backend->i = &cl_interface;
+    backend->ctx = b;
+    *out = backend;
+    return CLINFER_OK;
+cleanup:
+    cl_destroy(b);
+    free(backend);
+    return st;
+}

@@ -1,0 +1,590 @@
+/* Matrix products over weights of every storage type (cl/matvec.cl, cl/gemm.cl):
+ *   - weight upload: quantized blocks are split into two arrays (quants, scales) so kernels load
+ *     the quants of a row with wide aligned loads; rows are split over several cl_mem when one
+ *     array would exceed the device's (or CLINFER_MAX_ALLOC's) allocation limit;
+ *   - matvec for n <= MATVEC_MAX_N columns (decode), one kernel per kernel path;
+ *   - GEMM for more columns (prefill): f32 weights directly, other types staged to f32 in row
+ *     chunks by dequant_rows; CLBlast SGEMM instead of our kernel where the table says it wins;
+ *   - embedding gather through dequant_rows. */
+#include <limits.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cl_backend.h"
+#include "error.h"
+#include "fault.h"
+#include "program.h"
+
+#ifdef CLINFER_WITH_CLBLAST
+#include <clblast_c.h>
+#endif
+
+enum {
+    MATVEC_MAX_N = 8, /* more columns go to GEMM */
+    CPU_LOCAL = 8,    /* work-group size of the cpu-rows kernels: fixed, so PoCL compiles once */
+    GPU_WG = 64,      /* items per row in matvec_wg (power of two), at most */
+    GEMM_GM = 6,      /* rows x columns per item in gemm_rows */
+    GEMM_GN = 2,
+    STAGE_BYTES = 16 << 20, /* f32 staging of one chunk of a non-f32 weight for GEMM */
+    N_TYPES = 7,
+};
+
+#define F_ACCUMULATE 1
+#define F_BIAS 2
+
+/* How a GGUF block is split at upload: bytes [q_off, q_off + q_len) go to the quant array, the
+ * scale segments (in order) to the scale array, padded to s_bytes. A segment marked f16 holds
+ * half-precision scales that are widened to f32 (exactly): PoCL compiles a lone vload_half to
+ * branchy scalar code, which cost more per 32 weights than the 2 extra bytes. f32/f16 weights:
+ * blk 1, no scales. */
+typedef struct {
+    size_t off, len;
+    int f16; /* len bytes of f16 values, stored as 2 * len bytes of f32 */
+} scale_segment;
+
+typedef struct {
+    clinfer_dtype type;
+    const char *define;
+    size_t blk, bytes; /* the GGUF block */
+    size_t kblk;       /* elements per block of the kernels (BLK in matvec.cl) */
+    size_t q_off, q_len;
+    scale_segment s[2];
+    size_t s_bytes;
+} type_layout;
+
+static const type_layout layouts[N_TYPES] = {
+    /* type, define, blk, bytes, kblk, q_off, q_len, scale segments, s_bytes */
+    {CLINFER_DT_F32, "-DWT_F32", 1, 4, 16, 0, 4, {{0, 0, 0}, {0, 0, 0}}, 0},
+    {CLINFER_DT_F16, "-DWT_F16", 1, 2, 16, 0, 2, {{0, 0, 0}, {0, 0, 0}}, 0},
+    /* f32 d */
+    {CLINFER_DT_Q8_0, "-DWT_Q8_0", QK8_0, sizeof(block_q8_0), 32, 2, 32, {{0, 2, 1}, {0}}, 4},
+    {CLINFER_DT_Q4_0, "-DWT_Q4_0", QK4_0, sizeof(block_q4_0), 32, 2, 16, {{0, 2, 1}, {0}}, 4},
+    /* f32 d, m */
+    {CLINFER_DT_Q4_1, "-DWT_Q4_1", QK4_1, sizeof(block_q4_1), 32, 4, 16, {{0, 4, 1}, {0}}, 8},
+    /* f32 d, dmin, then scales[12] */
+    {CLINFER_DT_Q4_K,
+     "-DWT_Q4_K",
+     QK_K,
+     sizeof(block_q4_K),
+     64,
+     16,
+     128,
+     {{0, 4, 1}, {4, 12, 0}},
+     20},
+    /* ql and qh together; scales[16] then f32 d */
+    {CLINFER_DT_Q6_K,
+     "-DWT_Q6_K",
+     QK_K,
+     sizeof(block_q6_K),
+     128,
+     0,
+     192,
+     {{192, 16, 0}, {208, 2, 1}},
+     20},
+};
+
+typedef struct {
+    cl_program program; /* matvec.cl built for one weight type; NULL until first used */
+    cl_kernel matvec, matvec_n, dequant; /* matvec_n: cpu-rows only, 2 .. MATVEC_MAX_N columns */
+} type_kernels;
+
+struct cl_matmul_state {
+    int cpu;      /* cpu-rows kernels; else the work-group kernels of the GPU paths */
+    size_t mv_wg; /* matvec_wg's work-group: GPU_WG or the device's largest power of two */
+    size_t gemm_ts;
+    type_kernels types[N_TYPES];
+    cl_program gemm_program;
+    cl_kernel gemm, bias_fill;
+    cl_mem stage;
+    size_t stage_bytes;
+    int use_clblast; /* f32 GEMM through CLBlast (tuning table: GPUs only) */
+};
+
+typedef struct {
+    cl_mem q, s; /* s is NULL for f32/f16 */
+    int row0, rows;
+} weight_part;
+
+struct cl_weight {
+    const type_layout *layout;
+    int m, k;
+    int n_parts;
+    weight_part parts[];
+};
+
+static const type_layout *layout_of(clinfer_dtype type) {
+    for (int i = 0; i < N_TYPES; i++)
+        if (layouts[i].type == type) return &layouts[i];
+    return NULL;
+}
+
+static clinfer_status cl_error(cl_int err, const char *what) {
+    if (err == CL_SUCCESS) return CLINFER_OK;
+    return clinfer_fail(err, "OpenCL matmul: %s failed: %s (%d)", what, clinfer_status_str(err),
+                        err);
+}
+
+static clinfer_status create_buffer(cl_backend_ctx *b, cl_mem_flags flags, size_t bytes, void *host,
+                                    cl_mem *out) {
+    cl_int err = cl_fault("alloc");
+    if (err == CL_SUCCESS) *out = clCreateBuffer(b->context, flags, bytes, host, &err);
+    if (err != CL_SUCCESS)
+        return clinfer_fail(err, "OpenCL matmul: clCreateBuffer(%zu bytes) failed: %s (%d)", bytes,
+                            clinfer_status_str(err), err);
+    return CLINFER_OK;
+}
+
+typedef struct {
+    size_t size;
+    const void *value;
+} karg;
+
+static clinfer_status launch(cl_backend_ctx *b, cl_kernel kernel, const char *name,
+                             const karg *args, cl_uint n_args, const size_t global[2],
+                             const size_t local[2]) {
+    for (cl_uint i = 0; i < n_args; i++) {
+        cl_int err = clSetKernelArg(kernel, i, args[i].size, args[i].value);
+        if (err != CL_SUCCESS)
+            return clinfer_fail(err, "OpenCL matmul: clSetKernelArg(%s, %u) failed: %s", name, i,
+                                clinfer_status_str(err));
+    }
+    cl_int err = cl_fault("enqueue");
+    if (err == CL_SUCCESS)
+        err = clEnqueueNDRangeKernel(b->queue, kernel, 2, NULL, global, local, 0, NULL, NULL);
+    if (err != CL_SUCCESS)
+        return clinfer_fail(err,
+                            "OpenCL matmul: clEnqueueNDRangeKernel(%s, global %zu x %zu) failed: "
+                            "%s (%d)",
+                            name, global[0], global[1], clinfer_status_str(err), err);
+    return CLINFER_OK;
+}
+
+static size_t round_up(size_t v, size_t to) {
+    return (v + to - 1) / to * to;
+}
+
+/* ---- programs -------------------------------------------------------------------------- */
+
+static clinfer_status build_type(cl_backend_ctx *b, const type_layout *l) {
+    type_kernels *t = &b->mm->types[l - layouts];
+    if (t->program) return CLINFER_OK;
+    char options[64];
+    snprintf(options, sizeof options, "%s -DMV_WG=%zu -DMV_MAX_N=%d", l->define, b->mm->mv_wg,
+             MATVEC_MAX_N);
+    clinfer_status st =
+        cl_program_build(b->context, b->device, &b->info, "matvec.cl", options, &t->program);
+    cl_int err = CL_SUCCESS;
+    if (st == CLINFER_OK)
+        t->matvec = clCreateKernel(t->program, b->mm->cpu ? "matvec_rows" : "matvec_wg", &err);
+    if (st == CLINFER_OK && err == CL_SUCCESS && b->mm->cpu)
+        t->matvec_n = clCreateKernel(t->program, "matvec_rows_n", &err);
+    if (st == CLINFER_OK && err == CL_SUCCESS)
+        t->dequant = clCreateKernel(t->program, "dequant_rows", &err);
+    if (st == CLINFER_OK) st = cl_error(err, "clCreateKernel(matvec.cl)");
+    if (st != CLINFER_OK) { /* leave nothing half-built: the next call tries again */
+        clinfer_error_prefix("building matvec.cl for %s", clinfer_dtype_name(l->type));
+        if (t->matvec) clReleaseKernel(t->matvec);
+        if (t->matvec_n) clReleaseKernel(t->matvec_n);
+        if (t->program) clReleaseProgram(t->program);
+        *t = (type_kernels){NULL, NULL, NULL, NULL};
+    }
+    return st;
+}
+
+clinfer_status cl_matmul_init(cl_backend_ctx *b) {
+    clinfer_status st = CLINFER_OK;
+    cl_int err = CL_SUCCESS;
+    b->mm = calloc(1, sizeof *b->mm);
+    if (!b->mm) return clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "OpenCL matmul: state");
+    struct cl_matmul_state *s = b->mm;
+    s->cpu = strcmp(b->info.kernel_path, "cpu-rows") == 0;
+    s->gemm_ts = b->info.max_work_group_size >= 256 ? 16 : 8;
+    for (s->mv_wg = GPU_WG; s->mv_wg > 1 && s->mv_wg > b->info.max_work_group_size;)
+        s->mv_wg /= 2;
+#ifdef CLINFER_WITH_CLBLAST
+    /* Tuning table: on CPU OpenCL CLBlast's SGEMM is untuned and loses to gemm_rows (measured on
+     * PoCL, docs/PERFORMANCE.md); on GPUs its tuned kernels are taken over our plain local-memory
+     * gemm_tiled (not measured yet). CLINFER_CLBLAST=0/1 overrides; bench-ops compares both. */
+    const char *force = getenv("CLINFER_CLBLAST");
+    s->use_clblast = force && *force ? atoi(force) != 0 : !s->cpu;
+#endif
+    char options[64];
+    snprintf(options, sizeof options, "-DGM=%d -DGN=%d -DTS=%zu", GEMM_GM, GEMM_GN, s->gemm_ts);
+    CHECK(cl_program_build(b->context, b->device, &b->info, "gemm.cl", options, &s->gemm_program));
+    s->gemm = clCreateKernel(s->gemm_program, s->cpu ? "gemm_rows" : "gemm_tiled", &err);
+    CHECK(cl_error(err, "clCreateKernel(gemm)"));
+    s->bias_fill = clCreateKernel(s->gemm_program, "bias_fill", &err);
+    CHECK(cl_error(err, "clCreateKernel(bias_fill)"));
+    /* matvec.cl for f32 now, so a device that cannot build it fails at context creation. */
+    CHECK(build_type(b, layout_of(CLINFER_DT_F32)));
+cleanup:
+    return st;
+}
+
+int cl_matmul_clblast(const cl_backend_ctx *b) {
+    return b->mm && b->mm->use_clblast;
+}
+
+void cl_matmul_free(cl_backend_ctx *b) {
+    struct cl_matmul_state *s = b->mm;
+    if (!s) return;
+    for (int i = 0; i < N_TYPES; i++) {
+        if (s->types[i].matvec) clReleaseKernel(s->types[i].matvec);
+        if (s->types[i].matvec_n) clReleaseKernel(s->types[i].matvec_n);
+        if (s->types[i].dequant) clReleaseKernel(s->types[i].dequant);
+        if (s->types[i].program) clReleaseProgram(s->types[i].program);
+    }
+    if (s->gemm) clReleaseKernel(s->gemm);
+    if (s->bias_fill) clReleaseKernel(s->bias_fill);
+    if (s->gemm_program) clReleaseProgram(s->gemm_program);
+    if (s->stage) clReleaseMemObject(s->stage);
+    free(s);
+    b->mm = NULL;
+}
+
+/* ---- weights --------------------------------------------------------------------------- */
+
+/* The allocation limit for one array: the device's, or CLINFER_MAX_ALLOC when smaller. */
+static uint64_t alloc_limit(const cl_backend_ctx *b) {
+    uint64_t limit = b->info.max_alloc ? b->info.max_alloc : UINT64_MAX;
+    const char *env = getenv("CLINFER_MAX_ALLOC");
+    if (env && *env) {
+        unsigned long long v = strtoull(env, NULL, 10);
+        if (v > 0 && v < limit) limit = v;
+    }
+    return limit;
+}
+
+/* Splits rows [row0, row0 + rows) of GGUF data into the quant and scale arrays. */
+static void split_blocks(const type_layout *l, const uint8_t *data, size_t row_bytes, int row0,
+                         int rows, int k, uint8_t *q, uint8_t *s) {
+    size_t nb = (size_t)rows * (size_t)(k / (int)l->blk);
+    const uint8_t *src = data + (size_t)row0 * row_bytes;
+    for (size_t i = 0; i < nb; i++, src += l->bytes) {
+        memcpy(q + i * l->q_len, src + l->q_off, l->q_len);
+        uint8_t *dst = s + i * l->s_bytes;
+        memset(dst, 0, l->s_bytes);
+        for (int j = 0; j < 2 && l->s[j].len; j++) {
+            const scale_segment *g = &l->s[j];
+            for (size_t h = 0; g->f16 && h < g->len / 2; h++, dst += sizeof(float)) {
+                uint16_t bits;
+                memcpy(&bits, src + g->off + 2 * h, sizeof bits);
+                float f = clinfer_f16_to_f32(bits);
+                memcpy(dst, &f, sizeof f);
+            }
+            if (!g->f16) {
+                memcpy(dst, src + g->off, g->len);
+                dst += g->len;
+            }
+        }
+    }
+}
+
+static clinfer_status upload_part(cl_backend_ctx *b, const type_layout *l, const uint8_t *data,
+                                  int k, weight_part *p) {
+    clinfer_status st = CLINFER_OK;
+    size_t nb_row = (size_t)k / l->blk, row_bytes = nb_row * l->bytes;
+    uint8_t *q = NULL, *s = NULL;
+    const cl_mem_flags ro = CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR;
+    if (!l->s_bytes) { /* f32/f16: the GGUF rows are the layout */
+        void *src = (void *)(uintptr_t)(data + (size_t)p->row0 * row_bytes);
+        return create_buffer(b, ro, (size_t)p->rows * row_bytes, src, &p->q);
+    }
+    size_t q_bytes = (size_t)p->rows * nb_row * l->q_len;
+    size_t s_bytes = (size_t)p->rows * nb_row * l->s_bytes;
+    q = malloc(q_bytes);
+    s = malloc(s_bytes);
+    if (!q || !s)
+        CHECK(clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY,
+                           "OpenCL matmul: %zu + %zu bytes to re-lay out %d rows of %s", q_bytes,
+                           s_bytes, p->rows, clinfer_dtype_name(l->type)));
+    split_blocks(l, data, row_bytes, p->row0, p->rows, k, q, s);
+    CHECK(create_buffer(b, ro, q_bytes, q, &p->q));
+    CHECK(create_buffer(b, ro, s_bytes, s, &p->s));
+cleanup:
+    free(q);
+    free(s);
+    return st;
+}
+
+clinfer_status cl_weight_create(cl_backend_ctx *b, clinfer_dtype type, int m, int k,
+                                const void *data, clinfer_buffer **out) {
+    clinfer_status st = CLINFER_OK;
+    struct cl_weight *w = NULL;
+    clinfer_buffer *buf = NULL;
+    const type_layout *l = layout_of(type);
+    if (!out || !data || m <= 0 || k <= 0)
+        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
+                            "OpenCL weight_create: m %d, k %d, data %p, out %p", m, k, data,
+                            (void *)out);
+    *out = NULL;
+    if (!l)
+        return clinfer_fail(CLINFER_ERR_UNSUPPORTED, "OpenCL weight_create: type %d", (int)type);
+    if (k % (int)l->blk)
+        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
+                            "OpenCL weight_create: k %d is not a multiple of the %s block (%zu)", k,
+                            clinfer_dtype_name(type), l->blk);
+    if ((uint64_t)m * (uint64_t)k > INT_MAX)
+        return clinfer_fail(CLINFER_ERR_UNSUPPORTED,
+                            "OpenCL weight_create: %d x %d elements exceed the kernels' int "
+                            "indexing",
+                            m, k);
+    CHECK(build_type(b, l));
+    size_t nb_row = (size_t)k / l->blk;
+    size_t widest = nb_row * (l->s_bytes ? l->q_len : l->bytes);
+    if (nb_row * l->s_bytes > widest) widest = nb_row * l->s_bytes;
+    uint64_t rows_per_part = alloc_limit(b) / widest;
+    if (rows_per_part == 0)
+        CHECK(clinfer_fail(CLINFER_ERR_UNSUPPORTED,
+                           "OpenCL weight_create: one %s row of %d elements (%zu bytes) exceeds "
+                           "the allocation limit of %llu bytes",
+                           clinfer_dtype_name(type), k, widest,
+                           (unsigned long long)alloc_limit(b)));
+    if (rows_per_part > (uint64_t)m) rows_per_part = (uint64_t)m;
+    int n_parts = (int)(((uint64_t)m + rows_per_part - 1) / rows_per_part);
+    w = calloc(1, sizeof *w + (size_t)n_parts * sizeof w->parts[0]);
+    buf = calloc(1, sizeof *buf);
+    if (!w || !buf)
+        CHECK(clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "OpenCL weight_create: %d parts", n_parts));
+    w->layout = l;
+    w->m = m;
+    w->k = k;
+    for (int i = 0; i < n_parts; i++) {
+        weight_part *p = &w->parts[i];
+        p->row0 = (int)((uint64_t)i * rows_per_part);
+        p->rows = m - p->row0 < (int)rows_per_part ? m - p->row0 : (int)rows_per_part;
+        w->n_parts = i + 1; /* counts parts holding buffers, for cleanup */
+        CHECK(upload_part(b, l, data, k, p));
+    }
+    buf->weight = w;
+    /* as stored: the re-laid-out arrays with their f32 scales (what kernels read) */
+    buf->bytes = (size_t)m * nb_row * (l->s_bytes ? l->q_len + l->s_bytes : l->bytes);
+    *out = buf;
+    return CLINFER_OK;
+cleanup:
+    clinfer_error_prefix("OpenCL weight_create(%s, %d x %d)", clinfer_dtype_name(type), m, k);
+    cl_weight_free(w);
+    free(buf);
+    return st;
+}
+
+void cl_weight_free(struct cl_weight *w) {
+    if (!w) return;
+    for (int i = 0; i < w->n_parts; i++) {
+        if (w->parts[i].q) clReleaseMemObject(w->parts[i].q);
+        if (w->parts[i].s) clReleaseMemObject(w->parts[i].s);
+    }
+    free(w);
+}
+
+/* ---- operand checks -------------------------------------------------------------------- */
+
+/* count elements of elem bytes from ref.offset inside a plain buffer, reachable by the kernels'
+ * int offsets. */
+static clinfer_status check_operand(const char *op, const char *name, clinfer_ref ref, size_t count,
+                                    size_t elem) {
+    if (!ref.buf || !ref.buf->mem || ref.buf->weight)
+        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
+                            "OpenCL %s: operand %s is missing or not an activation buffer", op,
+                            name);
+    size_t capacity = ref.buf->bytes / elem;
+    if (ref.offset > capacity || count > capacity - ref.offset)
+        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
+                            "OpenCL %s: operand %s needs elements [%zu, %zu + %zu) of a buffer of "
+                            "%zu",
+                            op, name, ref.offset, ref.offset, count, capacity);
+    if (ref.offset + count > INT_MAX)
+        return clinfer_fail(CLINFER_ERR_UNSUPPORTED,
+                            "OpenCL %s: operand %s ends at element %zu, past int indexing", op,
+                            name, ref.offset + count);
+    return CLINFER_OK;
+}
+
+static clinfer_status check_weight(const char *op, const clinfer_buffer *wb, int m, int k, int n) {
+    if (!wb || !wb->weight)
+        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "OpenCL %s: w is not a weight", op);
+    if (wb->weight->m != m || wb->weight->k != k || n <= 0)
+        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
+                            "OpenCL %s: m %d, k %d, n %d against a weight of %d x %d", op, m, k, n,
+                            wb->weight->m, wb->weight->k);
+    return CLINFER_OK;
+}
+
+/* ---- matmul ---------------------------------------------------------------------------- */
+
+/* What one matmul launch needs besides the weight rows. */
+typedef struct {
+    cl_mem x, y, bias;
+    int x_off, y_off, bias_off; /* y_off and bias_off already include the part's first row */
+    int k, n, ldy, flags;
+} mm_args;
+
+static clinfer_status run_matvec(cl_backend_ctx *b, const type_kernels *t, const weight_part *p,
+                                 const mm_args *a) {
+    cl_mem ws = p->s ? p->s : p->q; /* f32/f16 kernels never read ws */
+    int rows = p->rows;
+    karg args[] = {
+        {sizeof(cl_mem), &p->q},  {sizeof(cl_mem), &ws},      {sizeof(int), &a->k},
+        {sizeof(int), &rows},     {sizeof(cl_mem), &a->x},    {sizeof(int), &a->x_off},
+        {sizeof(int), &a->k},     {sizeof(cl_mem), &a->y},    {sizeof(int), &a->y_off},
+        {sizeof(int), &a->ldy},   {sizeof(cl_mem), &a->bias}, {sizeof(int), &a->bias_off},
+        {sizeof(int), &a->flags}, {sizeof(int), &a->n}};
+    cl_uint n_args = sizeof args / sizeof args[0] - 1; /* n only for matvec_rows_n */
+    cl_kernel kernel = t->matvec;
+    size_t global[2] = {(size_t)rows * b->mm->mv_wg, (size_t)a->n}, local[2] = {b->mm->mv_wg, 1};
+    if (b->mm->cpu) {
+        global[0] = round_up((size_t)rows, CPU_LOCAL);
+        local[0] = CPU_LOCAL;
+        if (a->n > 1) { /* all columns in one pass over W */
+            kernel = t->matvec_n;
+            n_args++;
+            global[1] = 1;
+        }
+    }
+    return launch(b, kernel, "matvec", args, n_args, global, local);
+}
+
+/* GEMM over `rows` f32 weight rows starting at element w_off of w: CLBlast or gemm.cl. */
+static clinfer_status run_gemm(cl_backend_ctx *b, cl_mem w, int w_off, int rows, const mm_args *a) {
+    struct cl_matmul_state *s = b->mm;
+#ifdef CLINFER_WITH_CLBLAST
+    if (s->use_clblast) {
+        clinfer_status st = CLINFER_OK;
+        if (a->flags & F_BIAS) {
+            size_t global[2] = {(size_t)rows, (size_t)a->n};
+            karg fill[] = {{sizeof(cl_mem), &a->y},    {sizeof(int), &a->y_off},
+                           {sizeof(int), &a->ldy},     {sizeof(int), &rows},
+                           {sizeof(cl_mem), &a->bias}, {sizeof(int), &a->bias_off},
+                           {sizeof(int), &a->flags}};
+            st = launch(b, s->bias_fill, "bias_fill", fill, sizeof fill / sizeof fill[0], global,
+                        NULL);
+            if (st != CLINFER_OK) return st;
+        }
+        /* Row-major y[n][rows] = x[n][k] . w[rows][k]^T; beta 1 keeps the y to accumulate onto
+         * or what bias_fill wrote. */
+        CLBlastStatusCode cs =
+            CLBlastSgemm(CLBlastLayoutRowMajor, CLBlastTransposeNo, CLBlastTransposeYes,
+                         (size_t)a->n, (size_t)rows, (size_t)a->k, 1.0f, a->x, (size_t)a->x_off,
+                         (size_t)a->k, w, (size_t)w_off, (size_t)a->k, a->flags ? 1.0f : 0.0f, a->y,
+                         (size_t)a->y_off, (size_t)a->ldy, &b->queue, NULL);
+        if (cs != CLBlastSuccess)
+            /* OpenCL errors pass through; CLBlast's own codes (<= -1000) are not device faults */
+            return clinfer_fail(cs < 0 && cs > -1000 ? cs : CLINFER_ERR_UNSUPPORTED,
+                                "OpenCL matmul: CLBlastSgemm(%d x %d x %d) failed with %d", a->n,
+                                rows, a->k, (int)cs);
+        return CLINFER_OK;
+    }
+#endif
+    karg args[] = {{sizeof(cl_mem), &w},        {sizeof(int), &w_off},   {sizeof(int), &a->k},
+                   {sizeof(int), &rows},        {sizeof(int), &a->n},    {sizeof(cl_mem), &a->x},
+                   {sizeof(int), &a->x_off},    {sizeof(int), &a->k},    {sizeof(cl_mem), &a->y},
+                   {sizeof(int), &a->y_off},    {sizeof(int), &a->ldy},  {sizeof(cl_mem), &a->bias},
+                   {sizeof(int), &a->bias_off}, {sizeof(int), &a->flags}};
+    size_t global[2], local[2];
+    if (s->cpu) {
+        /* A work-group walks the column tiles of one row tile: its GM weight rows stay cached. */
+        size_t col_tiles = ((size_t)a->n + GEMM_GN - 1) / GEMM_GN;
+        local[0] = col_tiles < 16 ? col_tiles : 16;
+        local[1] = 1;
+        global[0] = round_up(col_tiles, local[0]);
+        global[1] = ((size_t)rows + GEMM_GM - 1) / GEMM_GM;
+    } else {
+        local[0] = local[1] = s->gemm_ts;
+        global[0] = round_up((size_t)rows, s->gemm_ts);
+        global[1] = round_up((size_t)a->n, s->gemm_ts);
+    }
+    return launch(b, s->gemm, "gemm", args, sizeof args / sizeof args[0], global, local);
+}
+
+static clinfer_status ensure_stage(cl_backend_ctx *b, size_t bytes) {
+    struct cl_matmul_state *s = b->mm;
+    if (s->stage_bytes >= bytes) return CLINFER_OK;
+    if (s->stage) clReleaseMemObject(s->stage);
+    s->stage = NULL;
+    s->stage_bytes = 0;
+    clinfer_status st = create_buffer(b, CL_MEM_READ_WRITE, bytes, NULL, &s->stage);
+    if (st == CLINFER_OK) s->stage_bytes = bytes;
+    return st;
+}
+
+/* Dequantizes rows [first, first + count) of part p (weight-global numbering) into out. */
+static clinfer_status run_dequant(cl_backend_ctx *b, const struct cl_weight *w,
+                                  const weight_part *p, cl_mem ids, int ids_off, int has_ids,
+                                  int first, int count, cl_mem out, int out_off) {
+    const type_kernels *t = &b->mm->types[w->layout - layouts];
+    cl_mem ws = p->s ? p->s : p->q;
+    cl_mem ids_arg = has_ids ? ids : out; /* never read without has_ids */
+    /* one item per kernel block; for f32/f16 one more per row writes the tail */
+    size_t nb = (size_t)w->k / w->layout->kblk + ((size_t)w->k % w->layout->kblk != 0);
+    size_t global[2] = {nb, (size_t)count};
+    karg args[] = {{sizeof(cl_mem), &p->q},    {sizeof(cl_mem), &ws},   {sizeof(int), &w->k},
+                   {sizeof(int), &p->row0},    {sizeof(int), &p->rows}, {sizeof(int), &w->m},
+                   {sizeof(cl_mem), &ids_arg}, {sizeof(int), &ids_off}, {sizeof(int), &has_ids},
+                   {sizeof(int), &first},      {sizeof(cl_mem), &out},  {sizeof(int), &out_off}};
+    return launch(b, t->dequant, "dequant_rows", args, sizeof args / sizeof args[0], global, NULL);
+}
+
+clinfer_status cl_matmul(cl_backend_ctx *b, const clinfer_op *op) {
+    clinfer_status st = CLINFER_OK;
+    int m = op->matmul.m, k = op->matmul.k, n = op->matmul.n;
+    CHECK(check_weight("matmul", op->matmul.w, m, k, n));
+    CHECK(check_operand("matmul", "x", op->matmul.x, (size_t)n * k, sizeof(float)));
+    CHECK(check_operand("matmul", "y", op->matmul.y, (size_t)n * m, sizeof(float)));
+    int has_bias = op->matmul.bias.buf != NULL;
+    if (has_bias) CHECK(check_operand("matmul", "bias", op->matmul.bias, (size_t)m, sizeof(float)));
+    const struct cl_weight *w = op->matmul.w->weight;
+    const type_layout *l = w->layout;
+    mm_args a = {
+        .x = op->matmul.x.buf->mem,
+        .y = op->matmul.y.buf->mem,
+        .bias = has_bias ? op->matmul.bias.buf->mem : op->matmul.y.buf->mem,
+        .x_off = (int)op->matmul.x.offset,
+        .k = k,
+        .n = n,
+        .ldy = m,
+        .flags = (op->matmul.accumulate ? F_ACCUMULATE : 0) | (has_bias ? F_BIAS : 0),
+    };
+    for (int i = 0; i < w->n_parts; i++) {
+        const weight_part *p = &w->parts[i];
+        a.y_off = (int)op->matmul.y.offset + p->row0;
+        a.bias_off = (has_bias ? (int)op->matmul.bias.offset : 0) + p->row0;
+        if (n <= MATVEC_MAX_N) {
+            CHECK(run_matvec(b, &b->mm->types[l - layouts], p, &a));
+        } else if (l->type == CLINFER_DT_F32) {
+            CHECK(run_gemm(b, p->q, 0, p->rows, &a));
+        } else {
+            uint64_t stage = alloc_limit(b) < STAGE_BYTES ? alloc_limit(b) : STAGE_BYTES;
+            int chunk = (int)(stage / ((uint64_t)k * sizeof(float)));
+            chunk = chunk < 1 ? 1 : chunk < p->rows ? chunk : p->rows;
+            CHECK(ensure_stage(b, (size_t)chunk * k * sizeof(float)));
+            int part_y = a.y_off, part_bias = a.bias_off;
+            for (int r = 0; r < p->rows; r += chunk) {
+                int count = p->rows - r < chunk ? p->rows - r : chunk;
+                CHECK(run_dequant(b, w, p, NULL, 0, 0, p->row0 + r, count, b->mm->stage, 0));
+                a.y_off = part_y + r;
+                a.bias_off = part_bias + r;
+                CHECK(run_gemm(b, b->mm->stage, 0, count, &a));
+            }
+        }
+    }
+cleanup:
+    return st;
+}
+
+clinfer_status cl_embed(cl_backend_ctx *b, const clinfer_op *op) {
+    clinfer_status st = CLINFER_OK;
+    int m = op->embed.m, k = op->embed.k, n = op->embed.n;
+    CHECK(check_weight("embed", op->embed.w, m, k, n));
+    CHECK(check_operand("embed", "ids", op->embed.ids, (size_t)n, sizeof(int32_t)));
+    CHECK(check_operand("embed", "y", op->embed.y, (size_t)n * k, sizeof(float)));
+    const struct cl_weight *w = op->embed.w->weight;
+    /* Every part looks at every id and writes the rows it holds; ids outside [0, m) give zero
+     * rows (written by the first part) instead of reading out of bounds. */
+    for (int i = 0; i < w->n_parts; i++)
+        CHECK(run_dequant(b, w, &w->parts[i], op->embed.ids.buf->mem, (int)op->embed.ids.offset, 1,
+                          0, n, op->embed.y.buf->mem, (int)op->embed.y.offset));
+cleanup:
+    return st;
+}

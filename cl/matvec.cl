@@ -1,0 +1,358 @@
+/* Weight access for every storage type, the matvec kernels (decode: y = W x for a few columns)
+ * and row dequantisation (embedding gather, f32 staging of quantized weights for GEMM).
+ *
+ * The program is built once per weight type with exactly one of -DWT_F32, -DWT_F16, -DWT_Q8_0,
+ * -DWT_Q4_0, -DWT_Q4_1, -DWT_Q4_K, -DWT_Q6_K. The host stores each weight part as two arrays
+ * (structure of arrays, see matmul_cl.c), rows contiguous:
+ *   wq  the values: f32 / f16 elements, or the block quants without their scales
+ *   ws  the per-block scales: f32 d (Q8_0, Q4_0), f32 d,m (Q4_1), a 20-byte header per
+ *       super-block: f32 d,dmin + scales[12] (Q4_K), int8 scales[16] + f32 d (Q6_K); unused for
+ *       f32/f16. The host widens the f16 scales to f32: PoCL converts a lone vload_half in
+ *       scalar code with a branch, once per 32 elements.
+ * A kernel block of BLK elements (16 for f32/f16, the GGUF block for Q8_0/Q4_0/Q4_1, a quarter
+ * super-block for Q4_K, half a super-block for Q6_K) is decoded as NCH chunks of 16 values q with
+ * one affine map per chunk, value = q * scale (+ offset where HAS_OFFSET); SPS consecutive chunks
+ * share it, so the dot product scales once per SPS chunks and never materialises dequantized
+ * weights. f16 is read with vload_half16 (no cl_khr_fp16 needed).
+ *
+ * Kernels (x[c][k] at x + x_off + c*ldx, y[c][r] at y + y_off + c*ldy + r; c = get_global_id(1)):
+ *   matvec_rows    one work-item per row, two float16 accumulators, no local memory or barriers
+ *                  (cpu-rows: PoCL vectorises the float16 arithmetic)
+ *   matvec_rows_n  the same for 2 .. MV_MAX_N columns at once (x[c] for c < n, one launch
+ *                  with global size (rows, 1)), so W is read once
+ *   matvec_wg      one work-group of MV_WG items per row, blocks strided over the items,
+ *                  local-memory tree reduction (gpu-local-reduce, gpu-subgroup)
+ *   dequant_rows   out[i][0..k) = W[row(i)] for row(i) = ids[i] (embedding) or first + i;
+ *                  rows outside this part are left alone, ids outside [0, m) give zeros
+ * flags: bit 0 accumulate (y +=), bit 1 add bias[r]. */
+
+#ifndef MV_WG
+#define MV_WG 64
+#endif
+#ifndef MV_MAX_N
+#define MV_MAX_N 8
+#endif
+
+/* Helpers must inline: PoCL otherwise calls blk_dot out of line for the K types and passes
+ * every float16 through the stack (measured 2x slower). */
+#define INLINE static inline __attribute__((always_inline))
+
+#define F_ACCUMULATE 1
+#define F_BIAS 2
+
+typedef __global const uchar *wq_t;
+typedef __global const uchar *ws_t;
+
+#if defined(WT_F32) || defined(WT_F16)
+#define BLK 16
+#define NCH 1
+#define SPS 1
+#define UNIT_SCALE 1
+#define HAS_OFFSET 0
+#define HAS_TAIL 1
+
+#ifdef WT_F32
+#define ELEM(wq, r, k, i) (((__global const float *)(wq))[(size_t)(r) * (k) + (i)])
+#define CHUNK16(wq, r, k, i) vload16(0, (__global const float *)(wq) + (size_t)(r) * (k) + (i))
+#else
+#define ELEM(wq, r, k, i) vload_half((size_t)(r) * (k) + (i), (__global const half *)(wq))
+#define CHUNK16(wq, r, k, i) vload_half16(0, (__global const half *)(wq) + (size_t)(r) * (k) + (i))
+#endif
+
+INLINE void blk_values(wq_t wq, ws_t ws, int r, int k, int b, float16 *q, float *sc, float *of) {
+    (void)ws;
+    q[0] = CHUNK16(wq, r, k, b * 16);
+    sc[0] = 1.0f;
+    of[0] = 0.0f;
+}
+
+#elif defined(WT_Q8_0)
+#define BLK 32
+#define NCH 2
+#define SPS 2
+#define UNIT_SCALE 0
+#define HAS_OFFSET 0
+#define HAS_TAIL 0
+
+INLINE void blk_values(wq_t wq, ws_t ws, int r, int k, int b, float16 *q, float *sc, float *of) {
+    size_t blk = (size_t)r * (k / BLK) + b;
+    __global const char *p = (__global const char *)wq + blk * 32;
+    float d = ((__global const float *)ws)[blk];
+#pragma unroll
+    for (int j = 0; j < 2; j++) {
+        q[j] = convert_float16(vload16(j, p));
+        sc[j] = d;
+        of[j] = 0.0f;
+    }
+}
+
+#elif defined(WT_Q4_0) || defined(WT_Q4_1)
+#define BLK 32
+#define NCH 2
+#define SPS 2
+#define UNIT_SCALE 0
+#define HAS_TAIL 0
+#ifdef WT_Q4_1
+#define HAS_OFFSET 1
+#else
+#define HAS_OFFSET 0
+#endif
+
+/* Low nibbles hold elements 0..15, high nibbles 16..31. */
+INLINE void blk_values(wq_t wq, ws_t ws, int r, int k, int b, float16 *q, float *sc, float *of) {
+    size_t blk = (size_t)r * (k / BLK) + b;
+    uchar16 u = vload16(blk, wq);
+#ifdef WT_Q4_0
+    float d = ((__global const float *)ws)[blk], m = 0.0f;
+    char zero = 8;
+#else
+    float2 dm = vload2(blk, (__global const float *)ws);
+    float d = dm.x, m = dm.y;
+    char zero = 0;
+#endif
+    q[0] = convert_float16(as_char16(u & (uchar)0xF) - zero);
+    q[1] = convert_float16(as_char16(u >> (uchar)4) - zero);
+    sc[0] = sc[1] = d;
+    of[0] = of[1] = m;
+}
+
+#elif defined(WT_Q4_K)
+/* The kernels' block is a quarter super-block (64 elements, two 32-element sub-blocks): small
+ * enough to stay in registers, and a quarter's 32 quant bytes are contiguous. */
+#define BLK 64
+#define NCH 4
+#define SPS 2
+#define UNIT_SCALE 0
+#define HAS_OFFSET 1
+#define HAS_TAIL 0
+
+/* 6-bit scale and min of sub-block j (of 8) from the 12 packed bytes. */
+INLINE void scale_min_k4(int j, __global const uchar *s, float *scale, float *min) {
+    if (j < 4) {
+        *scale = (float)(s[j] & 63);
+        *min = (float)(s[j + 4] & 63);
+    } else {
+        *scale = (float)((s[j + 4] & 0xF) | ((s[j - 4] >> 6) << 4));
+        *min = (float)((s[j + 4] >> 4) | ((s[j] >> 6) << 4));
+    }
+}
+
+/* Quarter g of a super-block: sub-block 2g is the low nibbles of its 32 bytes, 2g+1 the high
+ * ones. The header per super-block is f32 d, f32 dmin, then the 12 packed scale bytes. */
+INLINE void blk_values(wq_t wq, ws_t ws, int r, int k, int b, float16 *q, float *sc, float *of) {
+    size_t quarter = (size_t)r * (k / BLK) + b;
+    int g = (int)(quarter % 4);
+    __global const uchar *p = wq + quarter * 32;
+    __global const uchar *h = ws + quarter / 4 * 20;
+    float2 dd = vload2(0, (__global const float *)h);
+    uchar16 u0 = vload16(0, p), u1 = vload16(1, p);
+    float s_lo, m_lo, s_hi, m_hi;
+    scale_min_k4(2 * g, h + 8, &s_lo, &m_lo);
+    scale_min_k4(2 * g + 1, h + 8, &s_hi, &m_hi);
+    q[0] = convert_float16(u0 & (uchar)0xF);
+    q[1] = convert_float16(u1 & (uchar)0xF);
+    q[2] = convert_float16(u0 >> (uchar)4);
+    q[3] = convert_float16(u1 >> (uchar)4);
+    sc[0] = sc[1] = dd.x * s_lo;
+    sc[2] = sc[3] = dd.x * s_hi;
+    of[0] = of[1] = -(dd.y * m_lo);
+    of[2] = of[3] = -(dd.y * m_hi);
+}
+
+#elif defined(WT_Q6_K)
+/* The kernels' block is half a super-block (128 elements): each loaded ql byte then yields both
+ * of its nibbles (measured 30% faster than quarters). */
+#define BLK 128
+#define NCH 8
+#define SPS 1 /* 16-element sub-blocks */
+#define UNIT_SCALE 0
+#define HAS_OFFSET 0
+#define HAS_TAIL 0
+
+/* A half is ql[64] (low 4 bits) and qh[32] (2 high bits); its element 32t + 16g + l
+ * (t < 4, g < 2, l < 16) is the low (t < 2) or high (t >= 2) nibble of ql[32 (t & 1) + 16g + l]
+ * with bits 2t, 2t+1 of qh[16g + l], scaled by scales[8 half + 2t + g]. */
+INLINE void blk_values(wq_t wq, ws_t ws, int r, int k, int b, float16 *q, float *sc, float *of) {
+    size_t half_idx = (size_t)r * (k / BLK) + b, sb = half_idx / 2;
+    int hh = (int)(half_idx % 2);
+    __global const uchar *ql = wq + sb * 192 + 64 * hh, *qh = wq + sb * 192 + 128 + 32 * hh;
+    __global const uchar *h = ws + sb * 20;
+    __global const char *scales = (__global const char *)h + 8 * hh;
+    float d = ((__global const float *)h)[4];
+#pragma unroll
+    for (int g = 0; g < 2; g++) {
+        uchar16 a = vload16(g, ql), c = vload16(2 + g, ql), hb = vload16(g, qh);
+        uchar16 v[4] = {(a & (uchar)0xF) | ((hb & (uchar)3) << (uchar)4),
+                        (c & (uchar)0xF) | (((hb >> (uchar)2) & (uchar)3) << (uchar)4),
+                        (a >> (uchar)4) | (((hb >> (uchar)4) & (uchar)3) << (uchar)4),
+                        (c >> (uchar)4) | ((hb >> (uchar)6) << (uchar)4)};
+#pragma unroll
+        for (int t = 0; t < 4; t++) { /* chunk 2t + g == its scale's index in the half */
+            q[2 * t + g] = convert_float16(as_char16(v[t]) - (char)32);
+            sc[2 * t + g] = d * (float)scales[2 * t + g];
+            of[2 * t + g] = 0.0f;
+        }
+    }
+}
+
+#else
+#error "matvec.cl needs one of WT_F32, WT_F16, WT_Q8_0, WT_Q4_0, WT_Q4_1, WT_Q4_K, WT_Q6_K"
+#endif
+
+/* acc += the decoded block (q, sc, of) times xb[0 .. BLK), lane-wise (reduced once by the
+ * caller). Chunks that share a scale (SPS of them) are summed first and scaled once. */
+INLINE float16 values_dot(const float16 *q, const float *sc, const float *of,
+                          __global const float *xb, float16 acc) {
+    (void)sc, (void)of;
+#if UNIT_SCALE
+    acc = fma(q[0], vload16(0, xb), acc);
+#else
+#pragma unroll
+    for (int j = 0; j < NCH; j += SPS) {
+        float16 xv = vload16(j, xb), s = q[j] * xv;
+#if HAS_OFFSET
+        float16 xs = xv;
+#endif
+#pragma unroll
+        for (int t = 1; t < SPS; t++) {
+            float16 xt = vload16(j + t, xb);
+            s = fma(q[j + t], xt, s);
+#if HAS_OFFSET
+            xs += xt;
+#endif
+        }
+        acc = fma((float16)sc[j], s, acc);
+#if HAS_OFFSET
+        acc = fma((float16)of[j], xs, acc);
+#endif
+    }
+#endif
+    return acc;
+}
+
+INLINE float16 blk_dot(wq_t wq, ws_t ws, int r, int k, int b, __global const float *x,
+                       float16 acc) {
+    float16 q[NCH];
+    float sc[NCH], of[NCH];
+    blk_values(wq, ws, r, k, b, q, sc, of);
+    return values_dot(q, sc, of, x + (size_t)b * BLK, acc);
+}
+
+INLINE float hsum16(float16 v) {
+    float8 a = v.lo + v.hi;
+    float4 b = a.lo + a.hi;
+    float2 c = b.lo + b.hi;
+    return c.x + c.y;
+}
+
+/* Elements past the last whole 16-chunk of an f32/f16 row. */
+INLINE float tail_dot(wq_t wq, int r, int k, int from, int step, __global const float *x) {
+    float s = 0.0f;
+#if HAS_TAIL
+    for (int i = (k / BLK) * BLK + from; i < k; i += step)
+        s = fma(ELEM(wq, r, k, i), x[i], s);
+#else
+    (void)wq, (void)r, (void)k, (void)from, (void)step, (void)x;
+#endif
+    return s;
+}
+
+INLINE void store_y(__global float *y, int r, float s, __global const float *bias, int bias_off,
+                    int flags) {
+    if (flags & F_BIAS) s += bias[bias_off + r];
+    if (flags & F_ACCUMULATE) s += y[r];
+    y[r] = s;
+}
+
+__kernel void matvec_rows(wq_t wq, ws_t ws, int k, int rows, __global const float *x, int x_off,
+                          int ldx, __global float *y, int y_off, int ldy,
+                          __global const float *bias, int bias_off, int flags) {
+    int r = get_global_id(0), c = get_global_id(1);
+    if (r >= rows) return;
+    __global const float *xc = x + x_off + (size_t)c * ldx;
+    int nb = k / BLK, b = 0;
+    float16 a0 = 0.0f, a1 = 0.0f;
+    for (; b + 1 < nb; b += 2) {
+        a0 = blk_dot(wq, ws, r, k, b, xc, a0);
+        a1 = blk_dot(wq, ws, r, k, b + 1, xc, a1);
+    }
+    if (b < nb) a0 = blk_dot(wq, ws, r, k, b, xc, a0);
+    float s = hsum16(a0 + a1) + tail_dot(wq, r, k, 0, 1, xc);
+    store_y(y + y_off + (size_t)c * ldy, r, s, bias, bias_off, flags);
+}
+
+/* 2 .. MV_MAX_N columns: each weight block is decoded once for all of them; the per-column
+ * accumulators live in a private array (L1 on CPUs) instead of re-reading W per column. */
+__kernel void matvec_rows_n(wq_t wq, ws_t ws, int k, int rows, __global const float *x, int x_off,
+                            int ldx, __global float *y, int y_off, int ldy,
+                            __global const float *bias, int bias_off, int flags, int n) {
+    int r = get_global_id(0);
+    if (r >= rows) return;
+    float16 acc[MV_MAX_N];
+    for (int c = 0; c < n; c++)
+        acc[c] = 0.0f;
+    __global const float *x0 = x + x_off;
+    for (int b = 0; b < k / BLK; b++) {
+        float16 q[NCH];
+        float sc[NCH], of[NCH];
+        blk_values(wq, ws, r, k, b, q, sc, of);
+        for (int c = 0; c < n; c++)
+            acc[c] = values_dot(q, sc, of, x0 + (size_t)c * ldx + (size_t)b * BLK, acc[c]);
+    }
+    for (int c = 0; c < n; c++) {
+        float s = hsum16(acc[c]) + tail_dot(wq, r, k, 0, 1, x0 + (size_t)c * ldx);
+        store_y(y + y_off + (size_t)c * ldy, r, s, bias, bias_off, flags);
+    }
+}
+
+__kernel void matvec_wg(wq_t wq, ws_t ws, int k, int rows, __global const float *x, int x_off,
+                        int ldx, __global float *y, int y_off, int ldy, __global const float *bias,
+                        int bias_off, int flags) {
+    __local float red[MV_WG];
+    int r = get_group_id(0), c = get_global_id(1), lid = get_local_id(0);
+    __global const float *xc = x + x_off + (size_t)c * ldx;
+    float16 acc = 0.0f;
+    for (int b = lid; b < k / BLK; b += MV_WG)
+        acc = blk_dot(wq, ws, r, k, b, xc, acc);
+    red[lid] = hsum16(acc) + tail_dot(wq, r, k, lid, MV_WG, xc);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int s = MV_WG / 2; s > 0; s >>= 1) {
+        if (lid < s) red[lid] += red[lid + s];
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    if (lid == 0 && r < rows)
+        store_y(y + y_off + (size_t)c * ldy, r, red[0], bias, bias_off, flags);
+}
+
+/* Global size (k/BLK + tail, n): item (b, i) writes block b of output row i; the item with
+ * b == k/BLK writes the f32/f16 tail. This part holds rows row0 .. row0+rows-1 of the m-row
+ * weight; output row i is weight row ids[ids_off + i] (has_ids) or first + i. */
+__kernel void dequant_rows(wq_t wq, ws_t ws, int k, int row0, int rows, int m,
+                           __global const int *ids, int ids_off, int has_ids, int first,
+                           __global float *out, int out_off) {
+    int b = get_global_id(0), i = get_global_id(1);
+    int row = has_ids ? ids[ids_off + i] : first + i;
+    __global float *o = out + out_off + (size_t)i * k;
+    int nb = k / BLK, lo = b * BLK, hi = b < nb ? lo + BLK : k;
+    if (row < 0 || row >= m) { /* only the first part writes the zeros */
+        if (row0 == 0)
+            for (int e = lo; e < hi; e++)
+                o[e] = 0.0f;
+        return;
+    }
+    if (row < row0 || row >= row0 + rows) return;
+    int r = row - row0;
+    if (b < nb) {
+        float16 q[NCH];
+        float sc[NCH], of[NCH];
+        blk_values(wq, ws, r, k, b, q, sc, of);
+#pragma unroll
+        for (int j = 0; j < NCH; j++)
+            vstore16(q[j] * sc[j] + of[j], 0, o + lo + 16 * j);
+    }
+#if HAS_TAIL
+    else
+        for (int e = lo; e < hi; e++)
+            o[e] = ELEM(wq, r, k, e);
+#endif
+}

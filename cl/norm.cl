@@ -1,0 +1,117 @@
+/* Row normalisations over x[n][d] -> y[n][d] (in place allowed).
+ *   rmsnorm    y = x / sqrt(mean(x^2) + eps) * w
+ *   layernorm  y = (x - mean) / sqrt(var + eps) * w + b   (variance from a second pass)
+ * w and b are optional: has_w / has_b say whether their buffer argument means anything.
+ * Variants, chosen by kernel path:
+ *   *_rows  one work-item per row, four accumulators, no barriers (CPU devices)
+ *   *_wg    one work-group of OPS_WG items per row, local-memory tree reduction (GPUs)
+ * OPS_WG is a power of two set by the host. Both variants take the same arguments; the _wg ones
+ * run exactly n groups, so they never test n (PoCL miscompiles an early return before a barrier,
+ * even a uniform one). */
+
+#ifndef OPS_WG
+#define OPS_WG 64
+#endif
+
+static float finish_row(float v, int c, __global const float *w, int has_w, __global const float *b,
+                        int has_b) {
+    if (has_w) v *= w[c];
+    if (has_b) v += b[c];
+    return v;
+}
+
+/* ---- cpu-rows ---- */
+
+static float row_sum(__global const float *x, int d, float shift, int square) {
+    float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    int c = 0;
+    for (; c + 4 <= d; c += 4)
+        for (int k = 0; k < 4; k++) {
+            float v = x[c + k] - shift;
+            acc[k] += square ? v * v : v;
+        }
+    for (; c < d; c++) {
+        float v = x[c] - shift;
+        acc[0] += square ? v * v : v;
+    }
+    return (acc[0] + acc[1]) + (acc[2] + acc[3]);
+}
+
+__kernel void rmsnorm_rows(__global const float *x, ulong x_off, __global const float *w,
+                           ulong w_off, int has_w, __global float *y, ulong y_off, int n, int d,
+                           float eps) {
+    int r = get_global_id(0);
+    if (r >= n) return;
+    __global const float *xr = x + x_off + (size_t)r * d;
+    __global float *yr = y + y_off + (size_t)r * d;
+    float inv = 1.0f / sqrt(row_sum(xr, d, 0.0f, 1) / d + eps);
+    for (int c = 0; c < d; c++)
+        yr[c] = finish_row(xr[c] * inv, c, w + w_off, has_w, w, 0);
+}
+
+__kernel void layernorm_rows(__global const float *x, ulong x_off, __global const float *w,
+                             ulong w_off, int has_w, __global const float *b, ulong b_off,
+                             int has_b, __global float *y, ulong y_off, int n, int d, float eps) {
+    int r = get_global_id(0);
+    if (r >= n) return;
+    __global const float *xr = x + x_off + (size_t)r * d;
+    __global float *yr = y + y_off + (size_t)r * d;
+    float mean = row_sum(xr, d, 0.0f, 0) / d;
+    float inv = 1.0f / sqrt(row_sum(xr, d, mean, 1) / d + eps);
+    for (int c = 0; c < d; c++)
+        yr[c] = finish_row((xr[c] - mean) * inv, c, w + w_off, has_w, b + b_off, has_b);
+}
+
+/* ---- gpu-local-reduce / gpu-subgroup ---- */
+
+/* op 0: sum, 1: max; every item gets the result. */
+static float wg_reduce(float v, int op, __local float *scratch) {
+    int lid = get_local_id(0);
+    scratch[lid] = v;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int s = OPS_WG / 2; s > 0; s >>= 1) {
+        if (lid < s)
+            scratch[lid] =
+                op ? fmax(scratch[lid], scratch[lid + s]) : scratch[lid] + scratch[lid + s];
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    float result = scratch[0];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    return result;
+}
+
+static float wg_row_sum(__global const float *x, int d, float shift, int square,
+                        __local float *scratch) {
+    float acc = 0.0f;
+    for (int c = get_local_id(0); c < d; c += OPS_WG) {
+        float v = x[c] - shift;
+        acc += square ? v * v : v;
+    }
+    return wg_reduce(acc, 0, scratch);
+}
+
+__kernel __attribute__((reqd_work_group_size(OPS_WG, 1, 1))) void
+rmsnorm_wg(__global const float *x, ulong x_off, __global const float *w, ulong w_off, int has_w,
+           __global float *y, ulong y_off, int n, int d, float eps) {
+    __local float scratch[OPS_WG];
+    int r = get_group_id(0);
+    __global const float *xr = x + x_off + (size_t)r * d;
+    __global float *yr = y + y_off + (size_t)r * d;
+    float inv = 1.0f / sqrt(wg_row_sum(xr, d, 0.0f, 1, scratch) / d + eps);
+    for (int c = get_local_id(0); c < d; c += OPS_WG)
+        yr[c] = finish_row(xr[c] * inv, c, w + w_off, has_w, w, 0);
+}
+
+__kernel __attribute__((reqd_work_group_size(OPS_WG, 1, 1))) void
+layernorm_wg(__global const float *x, ulong x_off, __global const float *w, ulong w_off, int has_w,
+             __global const float *b, ulong b_off, int has_b, __global float *y, ulong y_off, int n,
+             int d, float eps) {
+    __local float scratch[OPS_WG];
+    int r = get_group_id(0);
+    __global const float *xr = x + x_off + (size_t)r * d;
+    __global float *yr = y + y_off + (size_t)r * d;
+    float mean = wg_row_sum(xr, d, 0.0f, 0, scratch) / d;
+    float inv = 1.0f / sqrt(wg_row_sum(xr, d, mean, 1, scratch) / d + eps);
+    for (int c = get_local_id(0); c < d; c += OPS_WG)
+        yr[c] = finish_row((xr[c] - mean) * inv, c, w + w_off, has_w, b + b_off, has_b);
+}

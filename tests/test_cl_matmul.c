@@ -1,0 +1,317 @@
+/* The OpenCL matmul (matvec for n <= 8, GEMM above) and embedding gather against the reference
+ * backend, for every weight type, on every OpenCL device (CLINFER_TEST_DEVICES="0,2" picks some)
+ * and for the kernel path in CLINFER_KERNEL_PATH (CTest runs one entry per path). Shapes include
+ * m and k that are no multiple of any tile or vector width, 1-row weights, accumulate, bias,
+ * offsets, and weights split over several allocations (CLINFER_MAX_ALLOC).
+ *
+ * Both sides multiply the same stored weights: the reference dequantizes a row to f32 and takes
+ * f32 dot products, the device dequantizes in registers and applies each block scale once to a
+ * partial sum. The results differ only in rounding order (fma, summation order over up to 1536
+ * terms), so one NMSE threshold (sum (cl - ref)^2 / sum ref^2) serves every type:
+ *   1e-9   matmul, all types: typically ~1e-14; single outputs (m 1, n 1) whose dot product
+ *          cancels reach ~2e-10 on PoCL. A wrong scale, nibble order or tail shows as 1e-6
+ *          (a 0.01 shift of one nibble half) to 1e-2.
+ *   1e-12  embedding gather: measured 0 (the same dequantization, element by element); the
+ *          margin allows a contracted fma in Q4_1/Q4_K's q * scale + offset on other devices */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend.h"
+#include "check.h"
+#include "random.h"
+
+enum { REF, CL, SIDES };
+
+static clinfer_backend *be[SIDES];
+static const char *path_name;
+
+static const double MATMUL_NMSE = 1e-9, EMBED_NMSE = 1e-12;
+static double worst[2]; /* largest NMSE seen for matmul and embed, printed at the end */
+
+static const clinfer_dtype types[] = {CLINFER_DT_F32,  CLINFER_DT_F16,  CLINFER_DT_Q8_0,
+                                      CLINFER_DT_Q4_0, CLINFER_DT_Q4_1, CLINFER_DT_Q4_K,
+                                      CLINFER_DT_Q6_K};
+enum { N_TYPES = sizeof types / sizeof types[0] };
+
+typedef struct {
+    clinfer_buffer *buf[SIDES];
+} pair;
+
+static pair pair_new(const void *data, size_t bytes) {
+    pair p = {{NULL, NULL}};
+    for (int s = 0; s < SIDES; s++) {
+        EXPECT_OK(be[s]->i->buffer_alloc(be[s]->ctx, bytes, &p.buf[s]));
+        if (data && p.buf[s])
+            EXPECT_OK(be[s]->i->buffer_write(be[s]->ctx, p.buf[s], 0, bytes, data));
+    }
+    return p;
+}
+
+static pair pair_random(size_t n) {
+    float *x = malloc(n * sizeof *x);
+    rng_fill(x, n, -1.0f, 1.0f);
+    pair p = pair_new(x, n * sizeof *x);
+    free(x);
+    return p;
+}
+
+static void pair_free(pair *p) {
+    for (int s = 0; s < SIDES; s++)
+        if (p->buf[s]) be[s]->i->buffer_free(be[s]->ctx, p->buf[s]);
+}
+
+/* Random m x k weights stored as type (quantized by the library's own quantizer), created on
+ * both sides; NULL buffers when creation failed (already recorded). */
+static pair weight_new(clinfer_dtype type, int m, int k) {
+    size_t row = clinfer_dtype_row_bytes(type, (size_t)k);
+    float *f = malloc((size_t)k * sizeof *f);
+    unsigned char *data = malloc(row * (size_t)m);
+    for (int r = 0; r < m; r++) {
+        rng_fill(f, (size_t)k, -1.0f, 1.0f);
+        clinfer_quantize_row(type, f, data + row * (size_t)r, (size_t)k);
+    }
+    pair p = {{NULL, NULL}};
+    for (int s = 0; s < SIDES; s++)
+        EXPECT_OK(be[s]->i->weight_create(be[s]->ctx, type, m, k, data, &p.buf[s]));
+    free(f);
+    free(data);
+    return p;
+}
+
+static float *read_back(int side, clinfer_buffer *buf, size_t offset, size_t n) {
+    float *out = calloc(n, sizeof *out);
+    EXPECT_OK(be[side]->i->sync(be[side]->ctx));
+    EXPECT_OK(be[side]->i->buffer_read(be[side]->ctx, buf, offset * sizeof(float),
+                                       n * sizeof(float), out));
+    return out;
+}
+
+static void compare(const pair *p, size_t offset, size_t n, double limit, const char *what) {
+    float *ref = read_back(REF, p->buf[REF], offset, n);
+    float *cl = read_back(CL, p->buf[CL], offset, n);
+    double e = nmse(cl, ref, n);
+    double *w = &worst[limit == EMBED_NMSE];
+    *w = e > *w ? e : *w;
+    EXPECT(e <= limit, "%s [%s]: nmse %.3g > %.3g", what, path_name, e, limit);
+    free(ref);
+    free(cl);
+}
+
+/* y = W x (+ bias) or y += ..., with x and y at odd offsets so no kernel may assume alignment. */
+static void check_matmul(const pair *w, clinfer_dtype type, int m, int k, int n, bool accumulate,
+                         bool bias, const char *why) {
+    const size_t x_off = 3, y_off = 5;
+    pair x = pair_random(x_off + (size_t)n * k);
+    pair y = pair_random(y_off + (size_t)n * m); /* accumulate adds to these */
+    pair b = pair_random(1 + (size_t)m);
+    char what[160];
+    snprintf(what, sizeof what, "%s matmul %s m %d k %d n %d%s%s", why, clinfer_dtype_name(type), m,
+             k, n, accumulate ? " accumulate" : "", bias ? " bias" : "");
+    for (int s = 0; s < SIDES; s++) {
+        clinfer_op op = {.kind = CLINFER_OP_MATMUL};
+        op.matmul.w = w->buf[s];
+        op.matmul.x = (clinfer_ref){x.buf[s], x_off};
+        op.matmul.y = (clinfer_ref){y.buf[s], y_off};
+        op.matmul.bias = (clinfer_ref){bias ? b.buf[s] : NULL, 1};
+        op.matmul.m = m;
+        op.matmul.k = k;
+        op.matmul.n = n;
+        op.matmul.accumulate = accumulate;
+        clinfer_status st = be[s]->i->op(be[s]->ctx, &op);
+        EXPECT(st == CLINFER_OK, "%s on side %d: %s: %s", what, s, clinfer_status_str(st),
+               clinfer_last_error());
+    }
+    compare(&y, y_off, (size_t)n * m, MATMUL_NMSE, what);
+    pair_free(&x);
+    pair_free(&y);
+    pair_free(&b);
+}
+
+static void check_embed(const pair *w, clinfer_dtype type, int m, int k, const char *why) {
+    int32_t ids[] = {0, m - 1, m / 2, m - 1, m / 3, 0, (m * 7) / 8};
+    const int n = sizeof ids / sizeof ids[0];
+    pair id = pair_new(ids, sizeof ids);
+    pair y = pair_random(2 + (size_t)n * k);
+    char what[128];
+    snprintf(what, sizeof what, "%s embed %s m %d k %d", why, clinfer_dtype_name(type), m, k);
+    for (int s = 0; s < SIDES; s++) {
+        clinfer_op op = {.kind = CLINFER_OP_EMBED};
+        op.embed.w = w->buf[s];
+        op.embed.ids = (clinfer_ref){id.buf[s], 0};
+        op.embed.y = (clinfer_ref){y.buf[s], 2};
+        op.embed.m = m;
+        op.embed.k = k;
+        op.embed.n = n;
+        EXPECT_OK(be[s]->i->op(be[s]->ctx, &op));
+    }
+    compare(&y, 2, (size_t)n * k, EMBED_NMSE, what);
+    pair_free(&id);
+    pair_free(&y);
+}
+
+/* Ids outside [0, m) must not read out of bounds: the device writes zero rows. */
+static void check_embed_out_of_range(const pair *w, int m, int k) {
+    int32_t ids[] = {-1, m, 1 << 30};
+    const int n = sizeof ids / sizeof ids[0];
+    clinfer_buffer *id = NULL, *y = NULL;
+    EXPECT_OK(be[CL]->i->buffer_alloc(be[CL]->ctx, sizeof ids, &id));
+    EXPECT_OK(be[CL]->i->buffer_write(be[CL]->ctx, id, 0, sizeof ids, ids));
+    float *ones = malloc((size_t)n * k * sizeof *ones);
+    for (int i = 0; i < n * k; i++)
+        ones[i] = 1.0f;
+    EXPECT_OK(be[CL]->i->buffer_alloc(be[CL]->ctx, (size_t)n * k * sizeof(float), &y));
+    EXPECT_OK(be[CL]->i->buffer_write(be[CL]->ctx, y, 0, (size_t)n * k * sizeof(float), ones));
+    clinfer_op op = {.kind = CLINFER_OP_EMBED};
+    op.embed.w = w->buf[CL];
+    op.embed.ids = (clinfer_ref){id, 0};
+    op.embed.y = (clinfer_ref){y, 0};
+    op.embed.m = m;
+    op.embed.k = k;
+    op.embed.n = n;
+    EXPECT_OK(be[CL]->i->op(be[CL]->ctx, &op));
+    float *out = read_back(CL, y, 0, (size_t)n * k);
+    int nonzero = 0;
+    for (int i = 0; i < n * k; i++)
+        nonzero += out[i] != 0.0f;
+    EXPECT(nonzero == 0, "embed of out-of-range ids [%s]: %d of %d values are not zero", path_name,
+           nonzero, n * k);
+    free(out);
+    free(ones);
+    be[CL]->i->buffer_free(be[CL]->ctx, id);
+    be[CL]->i->buffer_free(be[CL]->ctx, y);
+}
+
+/* Every type over the shape grid: m in {1, 3, 67, 576}, k per block size, n across the matvec
+ * (<= 8) and GEMM (> 8) paths. */
+static void test_shapes(clinfer_dtype type) {
+    static const int ms[] = {1, 3, 67, 576};
+    static const int ks_elem[] = {32, 96, 67, 576, 1536}; /* f32/f16: 67 leaves a tail */
+    static const int ks_blk32[] = {32, 96, 576, 1536};
+    static const int ks_k[] = {256, 768};
+    static const int ns[] = {1, 2, 5, 8, 9, 33};
+    const int *ks;
+    int nk;
+    size_t blk = clinfer_dtype_block_elems(type);
+    if (blk == 1) {
+        ks = ks_elem;
+        nk = sizeof ks_elem / sizeof ks_elem[0];
+    } else if (blk == 32) {
+        ks = ks_blk32;
+        nk = sizeof ks_blk32 / sizeof ks_blk32[0];
+    } else {
+        ks = ks_k;
+        nk = sizeof ks_k / sizeof ks_k[0];
+    }
+    int variant = 0;
+    for (size_t mi = 0; mi < sizeof ms / sizeof ms[0]; mi++)
+        for (int ki = 0; ki < nk; ki++) {
+            int m = ms[mi], k = ks[ki];
+            pair w = weight_new(type, m, k);
+            if (!w.buf[REF] || !w.buf[CL]) {
+                pair_free(&w);
+                continue;
+            }
+            for (size_t ni = 0; ni < sizeof ns / sizeof ns[0]; ni++, variant++) {
+                /* large shapes only at a few n: the reference is slow */
+                if ((size_t)m * k >= 576 * 576 && ns[ni] > 9 && ni % 2) continue;
+                check_matmul(&w, type, m, k, ns[ni], variant % 2, variant % 3 == 1, "grid");
+            }
+            if (m == 67 || m == 576) check_embed(&w, type, m, k, "grid");
+            pair_free(&w);
+        }
+    /* prefill-sized batch on a mid-sized weight */
+    int k = blk == 256 ? 512 : 576;
+    pair w = weight_new(type, 67, k);
+    if (w.buf[REF] && w.buf[CL]) {
+        check_matmul(&w, type, 67, k, 128, false, true, "batch");
+        check_embed_out_of_range(&w, 67, k);
+    }
+    pair_free(&w);
+}
+
+/* Weights split by rows over several allocations: a limit of a few rows' bytes forces parts of
+ * uneven size, and matvec, GEMM (and its f32 staging) and gather must stitch them together. */
+static void test_split(clinfer_dtype type) {
+    const int m = 67, k = clinfer_dtype_block_elems(type) == 256 ? 512 : 192;
+    char limit[32];
+    snprintf(limit, sizeof limit, "%zu", 9 * clinfer_dtype_row_bytes(type, (size_t)k) / 2);
+    setenv("CLINFER_MAX_ALLOC", limit, 1);
+    pair w = weight_new(type, m, k);
+    if (w.buf[REF] && w.buf[CL]) { /* the limit also cuts GEMM's f32 staging into chunks */
+        for (int n = 1; n <= 17; n += 8)
+            check_matmul(&w, type, m, k, n, n > 1, true, "split");
+        check_embed(&w, type, m, k, "split");
+    }
+    unsetenv("CLINFER_MAX_ALLOC");
+    pair_free(&w);
+}
+
+/* Bad records are rejected with a status, and the backend stays usable. */
+static void test_rejects(void) {
+    const float data[64] = {0};
+    clinfer_buffer *w = NULL;
+    clinfer_status st = be[CL]->i->weight_create(be[CL]->ctx, CLINFER_DT_Q8_0, 2, 48, data, &w);
+    EXPECT(st == CLINFER_ERR_INVALID_ARGUMENT && !w, "Q8_0 weight with k 48: %s",
+           clinfer_status_str(st));
+    st = be[CL]->i->weight_create(be[CL]->ctx, (clinfer_dtype)99, 1, 32, data, &w);
+    EXPECT(st == CLINFER_ERR_UNSUPPORTED, "weight of type 99: %s", clinfer_status_str(st));
+    EXPECT_OK(be[CL]->i->weight_create(be[CL]->ctx, CLINFER_DT_F32, 2, 32, data, &w));
+    clinfer_buffer *x = NULL;
+    EXPECT_OK(be[CL]->i->buffer_alloc(be[CL]->ctx, 64 * sizeof(float), &x));
+    clinfer_op op = {.kind = CLINFER_OP_MATMUL};
+    op.matmul.w = w;
+    op.matmul.x = (clinfer_ref){x, 0};
+    op.matmul.y = (clinfer_ref){x, 0};
+    op.matmul.m = 3; /* the weight has 2 rows */
+    op.matmul.k = 32;
+    op.matmul.n = 1;
+    st = be[CL]->i->op(be[CL]->ctx, &op);
+    EXPECT(st == CLINFER_ERR_INVALID_ARGUMENT, "matmul with the wrong m: %s",
+           clinfer_status_str(st));
+    op.matmul.m = 2;
+    op.matmul.n = 2;
+    op.matmul.x.offset = 8; /* 8 + 2 * 32 > 64 */
+    st = be[CL]->i->op(be[CL]->ctx, &op);
+    EXPECT(st == CLINFER_ERR_INVALID_ARGUMENT, "matmul past the end of x: %s",
+           clinfer_status_str(st));
+    be[CL]->i->buffer_free(be[CL]->ctx, w);
+    be[CL]->i->buffer_free(be[CL]->ctx, x);
+}
+
+static void test_device(size_t index) {
+    EXPECT_OK(clinfer_backend_reference_create(&be[REF]));
+    EXPECT_OK(clinfer_backend_opencl_create(index, &be[CL]));
+    if (!be[REF] || !be[CL]) {
+        clinfer_backend_free(be[REF]);
+        clinfer_backend_free(be[CL]);
+        return;
+    }
+    printf("device %zu: %s\n", index, be[CL]->i->describe(be[CL]->ctx));
+    rng_seed(1234 + index);
+    for (int t = 0; t < N_TYPES; t++) {
+        test_shapes(types[t]);
+        test_split(types[t]);
+    }
+    test_rejects();
+    clinfer_backend_free(be[REF]);
+    clinfer_backend_free(be[CL]);
+}
+
+int main(void) {
+    size_t count = 0;
+    if (clinfer_device_count(&count) != CLINFER_OK || count == 0) {
+        printf("no OpenCL device: %s\n", clinfer_last_error());
+        return 77;
+    }
+    path_name = getenv("CLINFER_KERNEL_PATH") ? getenv("CLINFER_KERNEL_PATH") : "default";
+    const char *pick = getenv("CLINFER_TEST_DEVICES");
+    for (size_t d = 0; d < count; d++) {
+        char key[24];
+        snprintf(key, sizeof key, "%zu", d);
+        if (pick && *pick && !strstr(pick, key)) continue;
+        test_device(d);
+    }
+    printf("worst nmse: matmul %.3g, embed %.3g\n", worst[0], worst[1]);
+    return finish("test_cl_matmul");
+}

@@ -1,0 +1,506 @@
+/* Every non-matmul op of the OpenCL backend against the reference backend on seeded random inputs,
+ * over odd, one-row and large shapes, on every OpenCL device (CLINFER_TEST_DEVICES="0,2" picks
+ * some) and for the kernel path in CLINFER_KERNEL_PATH (CTest runs one entry per path). Then bad op
+ * records, which must be rejected with a status and leave the backend usable.
+ *
+ * NMSE thresholds (sum (cl - ref)^2 / sum ref^2), all f32 arithmetic on the device:
+ *   1e-10  add, mul, scale, swiglu, silu, gelu, gelu_erf: a few ulp per element from the
+ *          device's exp/tanh/erf (OpenCL allows up to 4 ulp) against the host's libm
+ *   1e-10  rmsnorm, layernorm: f32 sums in a different order than the reference's double sums
+ *   1e-9   rope: the device forms the angle in f32 (the reference in double); at pos ~1000 that
+ *          is ~1e-4 rad absolute, below 1e-8 relative energy
+ *   1e-9   softmax: the reference sums a row's exponentials sequentially in f32; over 49152
+ *          terms that sum is off by ~1e-5 relative, and the work-group paths sum in another
+ *          order (measured 4e-10 on PoCL)
+ *   1e-9   attention: online softmax rescaling and summation order over up to ~300 positions
+ *   exact  store (f32 copies; f16 rounding to nearest even on both sides), argmax ids */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend.h"
+#include "check.h"
+#include "random.h"
+
+enum { REF, CL, SIDES };
+
+static clinfer_backend *be[SIDES];
+static const char *path_name;
+
+/* One tensor held by both backends with the same contents. */
+typedef struct {
+    clinfer_buffer *buf[SIDES];
+    size_t bytes;
+} pair;
+
+static pair pair_new(const void *data, size_t bytes) {
+    pair p = {.bytes = bytes};
+    for (int s = 0; s < SIDES; s++) {
+        EXPECT_OK(be[s]->i->buffer_alloc(be[s]->ctx, bytes, &p.buf[s]));
+        if (data && p.buf[s])
+            EXPECT_OK(be[s]->i->buffer_write(be[s]->ctx, p.buf[s], 0, bytes, data));
+    }
+    return p;
+}
+
+static pair pair_random(size_t n, float lo, float hi) {
+    float *x = malloc(n * sizeof *x);
+    rng_fill(x, n, lo, hi);
+    pair p = pair_new(x, n * sizeof *x);
+    free(x);
+    return p;
+}
+
+static void pair_free(pair *p) {
+    for (int s = 0; s < SIDES; s++)
+        be[s]->i->buffer_free(be[s]->ctx, p->buf[s]);
+}
+
+static clinfer_ref ref_of(const pair *p, int side, size_t offset) {
+    return (clinfer_ref){p->buf[side], offset};
+}
+
+static void run(int side, const clinfer_op *op, const char *what) {
+    clinfer_status st = be[side]->i->op(be[side]->ctx, op);
+    EXPECT(st == CLINFER_OK, "%s on %s: %s: %s", what, side == CL ? "opencl" : "reference",
+           clinfer_status_str(st), clinfer_last_error());
+}
+
+/* Reads n floats at offset from both sides and compares them. */
+static void compare(const pair *p, size_t offset, size_t n, double limit, const char *what) {
+    float *out[SIDES];
+    for (int s = 0; s < SIDES; s++) {
+        out[s] = calloc(n, sizeof(float));
+        EXPECT_OK(be[s]->i->sync(be[s]->ctx));
+        EXPECT_OK(be[s]->i->buffer_read(be[s]->ctx, p->buf[s], offset * sizeof(float),
+                                        n * sizeof(float), out[s]));
+    }
+    double e = nmse(out[CL], out[REF], n);
+    EXPECT(e <= limit, "%s [%s]: nmse %.3g > %.3g", what, path_name, e, limit);
+    free(out[REF]);
+    free(out[CL]);
+}
+
+static void compare_exact(const pair *p, size_t bytes, const char *what) {
+    unsigned char *out[SIDES];
+    for (int s = 0; s < SIDES; s++) {
+        out[s] = calloc(1, bytes);
+        EXPECT_OK(be[s]->i->sync(be[s]->ctx));
+        EXPECT_OK(be[s]->i->buffer_read(be[s]->ctx, p->buf[s], 0, bytes, out[s]));
+    }
+    EXPECT(memcmp(out[REF], out[CL], bytes) == 0, "%s [%s]: outputs differ", what, path_name);
+    free(out[REF]);
+    free(out[CL]);
+}
+
+/* ---- element-wise ---- */
+
+static void test_eltwise(void) {
+    static const clinfer_op_kind kinds[] = {CLINFER_OP_ADD,   CLINFER_OP_MUL,  CLINFER_OP_SCALE,
+                                            CLINFER_OP_SILU,  CLINFER_OP_GELU, CLINFER_OP_GELU_ERF,
+                                            CLINFER_OP_SWIGLU};
+    static const size_t counts[] = {1, 7, 64, 1000, 4097, 576 * 3};
+    for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++)
+        for (size_t c = 0; c < sizeof counts / sizeof *counts; c++) {
+            size_t n = counts[c], off = 5;
+            /* Broadcast widths: full, one element, a width that does not divide n. */
+            size_t b_counts[] = {n, 1, n > 3 ? n / 3 + 1 : 1};
+            for (int bc = 0; bc < 3; bc++) {
+                bool in_place = bc == 2;
+                pair a = pair_random(n + off, -6.0f, 6.0f), b = pair_random(n, -2.0f, 2.0f);
+                pair y = pair_new(NULL, n * sizeof(float));
+                for (int s = 0; s < SIDES; s++) {
+                    clinfer_op op = {.kind = kinds[k]};
+                    op.eltwise.a = ref_of(&a, s, off);
+                    op.eltwise.b = ref_of(&b, s, 0);
+                    op.eltwise.y = in_place ? op.eltwise.a : ref_of(&y, s, 0);
+                    op.eltwise.count = n;
+                    op.eltwise.b_count = b_counts[bc];
+                    op.eltwise.scale = 0.37f;
+                    run(s, &op, "eltwise");
+                }
+                char what[64];
+                snprintf(what, sizeof what, "eltwise kind %d n %zu b_count %zu", (int)kinds[k], n,
+                         b_counts[bc]);
+                if (in_place)
+                    compare(&a, off, n, 1e-10, what);
+                else
+                    compare(&y, 0, n, 1e-10, what);
+                pair_free(&a);
+                pair_free(&b);
+                pair_free(&y);
+            }
+        }
+}
+
+static void test_store(void) {
+    static const size_t counts[] = {1, 13, 1000, 4099};
+    for (size_t c = 0; c < sizeof counts / sizeof *counts; c++)
+        for (int f16 = 0; f16 < 2; f16++) {
+            size_t n = counts[c], elem = f16 ? 2 : 4, off = 3;
+            pair src = pair_random(n + off, -70000.0f, 70000.0f);
+            pair dst = pair_new(NULL, (n + off) * elem);
+            for (int s = 0; s < SIDES; s++) {
+                clinfer_op op = {.kind = CLINFER_OP_STORE};
+                op.store.src = ref_of(&src, s, off);
+                op.store.dst = ref_of(&dst, s, off);
+                op.store.dst_type = f16 ? CLINFER_DT_F16 : CLINFER_DT_F32;
+                op.store.count = n;
+                /* Zero the destination first so the untouched head compares equal. */
+                void *zero = calloc(n + off, elem);
+                EXPECT_OK(be[s]->i->buffer_write(be[s]->ctx, dst.buf[s], 0, dst.bytes, zero));
+                free(zero);
+                run(s, &op, "store");
+            }
+            char what[64];
+            snprintf(what, sizeof what, "store %s n %zu", f16 ? "f16" : "f32", n);
+            compare_exact(&dst, dst.bytes, what);
+            pair_free(&src);
+            pair_free(&dst);
+        }
+}
+
+/* ---- norms ---- */
+
+static void test_norms(void) {
+    static const int shapes[][2] = {{1, 1},    {1, 7},     {3, 576}, {5, 1000},
+                                    {2, 4097}, {1, 49152}, {9, 64}};
+    for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++)
+        for (int variant = 0; variant < 3; variant++) { /* rmsnorm, layernorm +b, layernorm */
+            int n = shapes[i][0], d = shapes[i][1];
+            size_t total = (size_t)n * d;
+            pair x = pair_random(total, -3.0f, 5.0f), w = pair_random(d, 0.5f, 1.5f);
+            pair bias = pair_random(d, -1.0f, 1.0f), y = pair_new(NULL, total * sizeof(float));
+            bool in_place = i % 2 == 1; /* y == x on every other shape */
+            for (int s = 0; s < SIDES; s++) {
+                clinfer_op op = {.kind = variant ? CLINFER_OP_LAYERNORM : CLINFER_OP_RMSNORM};
+                op.norm.x = ref_of(&x, s, 0);
+                op.norm.w = ref_of(&w, s, 0);
+                op.norm.b = variant == 1 ? ref_of(&bias, s, 0) : (clinfer_ref){0};
+                op.norm.y = in_place ? op.norm.x : ref_of(&y, s, 0);
+                op.norm.n = n;
+                op.norm.d = d;
+                op.norm.eps = 1e-5f;
+                run(s, &op, "norm");
+            }
+            char what[64];
+            snprintf(what, sizeof what, "norm variant %d n %d d %d", variant, n, d);
+            compare(in_place ? &x : &y, 0, total, 1e-10, what);
+            pair_free(&x);
+            pair_free(&w);
+            pair_free(&bias);
+            pair_free(&y);
+        }
+}
+
+/* ---- rope ---- */
+
+static void test_rope(void) {
+    static const int head_dims[] = {64, 80};
+    static const int pos0s[] = {0, 17, 1000};
+    for (size_t h = 0; h < 2; h++)
+        for (size_t p = 0; p < 3; p++)
+            for (int variant = 0; variant < 4; variant++) {
+                int head_dim = head_dims[h], n = p == 1 ? 1 : 5, n_heads = 3;
+                int n_rot = variant & 2 ? 32 : head_dim; /* partial rotation (phi, neox) */
+                bool neox = variant & 1;
+                size_t total = (size_t)n * n_heads * head_dim;
+                pair x = pair_random(total, -2.0f, 2.0f);
+                for (int s = 0; s < SIDES; s++) {
+                    clinfer_op op = {.kind = CLINFER_OP_ROPE};
+                    op.rope.x = ref_of(&x, s, 0);
+                    op.rope.n = n;
+                    op.rope.n_heads = n_heads;
+                    op.rope.head_dim = head_dim;
+                    op.rope.n_rot = n_rot;
+                    op.rope.pos0 = pos0s[p];
+                    op.rope.freq_base = variant == 3 ? 1000000.0f : 10000.0f;
+                    op.rope.freq_scale = variant == 2 ? 0.25f : 1.0f;
+                    op.rope.neox = neox;
+                    run(s, &op, "rope");
+                }
+                char what[80];
+                snprintf(what, sizeof what, "rope head_dim %d n_rot %d pos0 %d neox %d", head_dim,
+                         n_rot, pos0s[p], neox);
+                compare(&x, 0, total, 1e-9, what);
+                pair_free(&x);
+            }
+}
+
+/* ---- attention ---- */
+
+/* A cache of n_pos x n_kv x head_dim random values, f32 or f16. */
+static pair cache_random(size_t elems, bool f16) {
+    float *x = malloc(elems * sizeof *x);
+    rng_fill(x, elems, -1.5f, 1.5f);
+    pair p;
+    if (f16) {
+        uint16_t *h = malloc(elems * sizeof *h);
+        for (size_t i = 0; i < elems; i++)
+            h[i] = clinfer_f32_to_f16(x[i]);
+        p = pair_new(h, elems * sizeof *h);
+        free(h);
+    } else {
+        p = pair_new(x, elems * sizeof *x);
+    }
+    free(x);
+    return p;
+}
+
+static void test_attention(void) {
+    static const int heads[][2] = {{4, 4}, {6, 2}, {8, 2}, {1, 1}}; /* ratios 1, 3, 4, 1 */
+    static const int head_dims[] = {64, 80};
+    static const int cases[][2] = {{1, 0}, {7, 0}, {1, 5}, {3, 100}, {1, 300}}; /* n, pos0 */
+    for (size_t hd = 0; hd < 2; hd++)
+        for (size_t g = 0; g < sizeof heads / sizeof *heads; g++)
+            for (size_t c = 0; c < sizeof cases / sizeof *cases; c++)
+                for (int f16 = 0; f16 < 2; f16++) {
+                    int head_dim = head_dims[hd], n_head = heads[g][0], n_kv = heads[g][1];
+                    int n = cases[c][0], pos0 = cases[c][1];
+                    size_t q_total = (size_t)n * n_head * head_dim;
+                    /* The cache holds a few more positions than are visible: they must be
+                     * ignored. kv_off places the layer's cache past the start of the buffer. */
+                    size_t kv_off = (size_t)n_kv * head_dim;
+                    size_t kv_total = kv_off + (size_t)(pos0 + n + 3) * n_kv * head_dim;
+                    pair q = pair_random(q_total, -1.0f, 1.0f);
+                    pair k = cache_random(kv_total, f16), v = cache_random(kv_total, f16);
+                    pair out = pair_new(NULL, q_total * sizeof(float));
+                    for (int s = 0; s < SIDES; s++) {
+                        clinfer_op op = {.kind = CLINFER_OP_ATTENTION};
+                        op.attention.q = ref_of(&q, s, 0);
+                        op.attention.k = ref_of(&k, s, kv_off);
+                        op.attention.v = ref_of(&v, s, kv_off);
+                        op.attention.out = ref_of(&out, s, 0);
+                        op.attention.kv_type = f16 ? CLINFER_DT_F16 : CLINFER_DT_F32;
+                        op.attention.n = n;
+                        op.attention.n_head = n_head;
+                        op.attention.n_kv_head = n_kv;
+                        op.attention.head_dim = head_dim;
+                        op.attention.pos0 = pos0;
+                        op.attention.scale = 1.0f / sqrtf((float)head_dim) * 2.0f;
+                        run(s, &op, "attention");
+                    }
+                    char what[96];
+                    snprintf(what, sizeof what, "attention hd %d heads %d/%d n %d pos0 %d %s",
+                             head_dim, n_head, n_kv, n, pos0, f16 ? "f16" : "f32");
+                    compare(&out, 0, q_total, 1e-9, what);
+                    pair_free(&q);
+                    pair_free(&k);
+                    pair_free(&v);
+                    pair_free(&out);
+                }
+}
+
+/* ---- softmax ---- */
+
+static void test_softmax(void) {
+    static const int shapes[][2] = {{1, 1}, {3, 7}, {4, 1000}, {1, 49152}, {5, 64}, {70, 70}};
+    static const int masks[] = {-1, 0, 3};
+    for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++)
+        for (size_t m = 0; m < 3; m++) {
+            int rows = shapes[i][0], cols = shapes[i][1];
+            size_t total = (size_t)rows * cols;
+            pair x = pair_random(total, -20.0f, 20.0f), y = pair_new(NULL, total * sizeof(float));
+            for (int s = 0; s < SIDES; s++) {
+                clinfer_op op = {.kind = CLINFER_OP_SOFTMAX};
+                op.softmax.x = ref_of(&x, s, 0);
+                op.softmax.y = m == 2 ? op.softmax.x : ref_of(&y, s, 0); /* in place too */
+                op.softmax.rows = rows;
+                op.softmax.cols = cols;
+                op.softmax.scale = m == 1 ? 0.125f : 1.0f;
+                op.softmax.mask_offset = masks[m];
+                run(s, &op, "softmax");
+            }
+            char what[64];
+            snprintf(what, sizeof what, "softmax %d x %d mask %d", rows, cols, masks[m]);
+            compare(m == 2 ? &x : &y, 0, total, 1e-9, what);
+            pair_free(&x);
+            pair_free(&y);
+        }
+}
+
+/* ---- argmax ---- */
+
+static void test_argmax(void) {
+    static const int shapes[][2] = {{1, 1}, {3, 7}, {2, 49152}, {7, 1000}, {16, 65}};
+    for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
+        int n = shapes[i][0], d = shapes[i][1];
+        size_t total = (size_t)n * d;
+        float *x = malloc(total * sizeof *x);
+        rng_fill(x, total, -10.0f, 10.0f);
+        /* Ties: in every other row the maximum appears twice; the first index must win. */
+        for (int r = 0; r < n; r += 2)
+            if (d > 2) {
+                x[(size_t)r * d + d / 3] = 11.0f;
+                x[(size_t)r * d + d - 1] = 11.0f;
+            }
+        pair xp = pair_new(x, total * sizeof *x), ids = pair_new(NULL, (size_t)n * 4);
+        free(x);
+        for (int s = 0; s < SIDES; s++) {
+            clinfer_op op = {.kind = CLINFER_OP_ARGMAX};
+            op.argmax.x = ref_of(&xp, s, 0);
+            op.argmax.ids = ref_of(&ids, s, 0);
+            op.argmax.n = n;
+            op.argmax.d = d;
+            run(s, &op, "argmax");
+        }
+        char what[64];
+        snprintf(what, sizeof what, "argmax %d x %d", n, d);
+        compare_exact(&ids, (size_t)n * 4, what);
+        pair_free(&xp);
+        pair_free(&ids);
+    }
+}
+
+/* ---- bad op records ---- */
+
+static void expect_rejected(const clinfer_op *op, const char *what) {
+    clinfer_status st = be[CL]->i->op(be[CL]->ctx, op);
+    EXPECT(st != CLINFER_OK, "%s was accepted", what);
+    EXPECT(strlen(clinfer_last_error()) > 0, "%s: no message", what);
+}
+
+static void test_bad_args(void) {
+    void *ctx = be[CL]->ctx;
+    const clinfer_backend_i *i = be[CL]->i;
+    clinfer_buffer *small = NULL, *big = NULL;
+    EXPECT_OK(i->buffer_alloc(ctx, 64 * sizeof(float), &small));
+    EXPECT_OK(i->buffer_alloc(ctx, 4096 * sizeof(float), &big));
+    if (!small || !big) return;
+
+    clinfer_op op = {.kind = CLINFER_OP_ADD};
+    op.eltwise = (typeof(op.eltwise)){{small, 0}, {small, 0}, {big, 0}, 65, 1, 0};
+    expect_rejected(&op, "add reading past a 64-float buffer");
+    op.eltwise.count = 10;
+    op.eltwise.a.offset = 60;
+    expect_rejected(&op, "add with an offset near the end");
+    op.eltwise.a.offset = SIZE_MAX - 2;
+    expect_rejected(&op, "add with a wrapping offset");
+    op.eltwise.a = (clinfer_ref){NULL, 0};
+    expect_rejected(&op, "add without a");
+    op.eltwise = (typeof(op.eltwise)){{small, 0}, {small, 0}, {small, 0}, 10, 0, 0};
+    expect_rejected(&op, "add with b_count 0");
+
+    op = (clinfer_op){.kind = CLINFER_OP_RMSNORM};
+    op.norm = (typeof(op.norm)){{small, 0}, {small, 0}, {0}, {small, 0}, -1, 8, 1e-5f};
+    expect_rejected(&op, "rmsnorm with n -1");
+    op.norm.n = 9;
+    expect_rejected(&op, "rmsnorm of 9 x 8 in 64 floats");
+
+    op = (clinfer_op){.kind = CLINFER_OP_ROPE};
+    op.rope = (typeof(op.rope)){{big, 0}, 1, 2, 64, 63, 0, 10000.0f, 1.0f, false};
+    expect_rejected(&op, "rope with odd n_rot");
+    op.rope.n_rot = 128;
+    expect_rejected(&op, "rope with n_rot > head_dim");
+
+    op = (clinfer_op){.kind = CLINFER_OP_ATTENTION};
+    op.attention = (typeof(op.attention)){{big, 0}, {big, 0}, {big, 0}, {big, 0}, CLINFER_DT_F32, 1,
+                                          6,        4,        64,       0,        0.125f};
+    expect_rejected(&op, "attention with n_head 6, n_kv_head 4");
+    op.attention.n_kv_head = 2;
+    op.attention.head_dim = 6;
+    expect_rejected(&op, "attention with head_dim 6");
+    op.attention.head_dim = 64;
+    op.attention.pos0 = 100;
+    expect_rejected(&op, "attention with a cache too short for pos0 100");
+    op.attention.pos0 = 0;
+    op.attention.kv_type = CLINFER_DT_Q8_0;
+    expect_rejected(&op, "attention with a q8_0 cache");
+
+    op = (clinfer_op){.kind = CLINFER_OP_STORE};
+    op.store = (typeof(op.store)){{big, 0}, {small, 0}, CLINFER_DT_Q4_0, 8};
+    expect_rejected(&op, "store to q4_0");
+    op.store.dst_type = CLINFER_DT_F16;
+    op.store.count = 129;
+    expect_rejected(&op, "store of 129 halves into 256 bytes");
+
+    op = (clinfer_op){.kind = CLINFER_OP_SOFTMAX};
+    op.softmax = (typeof(op.softmax)){{small, 0}, {small, 0}, 8, 9, 1.0f, -1};
+    expect_rejected(&op, "softmax of 8 x 9 in 64 floats");
+
+    op = (clinfer_op){.kind = CLINFER_OP_ARGMAX};
+    op.argmax = (typeof(op.argmax)){{big, 0}, {small, 0}, 65, 8};
+    expect_rejected(&op, "argmax writing 65 ids into 64");
+
+    op = (clinfer_op){.kind = CLINFER_OP_COUNT};
+    expect_rejected(&op, "unknown op kind");
+
+    float rows[4 * 8] = {0};
+    clinfer_buffer *weight = NULL;
+    EXPECT_OK(i->weight_create(ctx, CLINFER_DT_F32, 4, 8, rows, &weight));
+    op = (clinfer_op){.kind = CLINFER_OP_SILU};
+    op.eltwise = (typeof(op.eltwise)){{weight, 0}, {0}, {small, 0}, 8, 0, 0};
+    expect_rejected(&op, "silu reading a weight as an activation");
+    i->buffer_free(ctx, weight);
+
+    float host[8] = {0};
+    EXPECT(i->buffer_read(ctx, small, 250, 8, host) != CLINFER_OK, "read past the end accepted");
+    EXPECT(i->buffer_write(ctx, small, SIZE_MAX - 3, 8, host) != CLINFER_OK,
+           "write at a wrapping offset accepted");
+    clinfer_buffer *none = NULL;
+    EXPECT(i->buffer_alloc(ctx, 0, &none) != CLINFER_OK && !none, "0-byte alloc accepted");
+    EXPECT(i->buffer_alloc(ctx, SIZE_MAX / 2, &none) != CLINFER_OK && !none, "huge alloc accepted");
+
+    /* Still usable after all the rejections. */
+    op = (clinfer_op){.kind = CLINFER_OP_SCALE};
+    op.eltwise = (typeof(op.eltwise)){{small, 0}, {0}, {small, 0}, 64, 0, 2.0f};
+    EXPECT_OK(i->op(ctx, &op));
+    EXPECT_OK(i->sync(ctx));
+    i->buffer_free(ctx, small);
+    i->buffer_free(ctx, big);
+}
+
+static void test_device(size_t index) {
+    EXPECT_OK(clinfer_backend_reference_create(&be[REF]));
+    clinfer_status st = clinfer_backend_opencl_create(index, &be[CL]);
+    EXPECT(st == CLINFER_OK, "opencl backend on device %zu: %s: %s", index, clinfer_status_str(st),
+           clinfer_last_error());
+    if (be[REF] && be[CL]) {
+        printf("device %zu: %s\n", index, be[CL]->i->describe(be[CL]->ctx));
+        rng_seed(42 + index);
+        test_eltwise();
+        test_store();
+        test_norms();
+        test_rope();
+        test_attention();
+        test_softmax();
+        test_argmax();
+        test_bad_args();
+    }
+    clinfer_backend_free(be[CL]);
+    clinfer_backend_free(be[REF]);
+    be[CL] = be[REF] = NULL;
+}
+
+/* CLINFER_TEST_DEVICES="0,2" limits the run to those indices; unset or empty: every device. */
+static bool device_picked(size_t index) {
+    const char *pick = getenv("CLINFER_TEST_DEVICES");
+    if (!pick || !*pick) return true;
+    for (const char *p = pick; *p;) {
+        char *end;
+        unsigned long v = strtoul(p, &end, 10);
+        if (end != p && v == index) return true;
+        p = *end ? end + 1 : end;
+    }
+    return false;
+}
+
+int main(void) {
+    size_t count = 0;
+    if (clinfer_device_count(&count) != CLINFER_OK || count == 0) {
+        printf("no OpenCL device: %s\n", clinfer_last_error());
+        return 77;
+    }
+    path_name = getenv("CLINFER_KERNEL_PATH") ? getenv("CLINFER_KERNEL_PATH") : "default";
+    size_t tested = 0;
+    for (size_t d = 0; d < count; d++)
+        if (device_picked(d)) {
+            test_device(d);
+            tested++;
+        }
+    if (tested == 0) {
+        printf("CLINFER_TEST_DEVICES picks none of the %zu devices\n", count);
+        return 77;
+    }
+    return finish("test_cl_ops");
+}

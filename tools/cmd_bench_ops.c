@@ -1,0 +1,365 @@
+/* clinfer bench-ops: the matrix kernels against the device's own roofline, measured in one run.
+ *   1. roofline probe (cl/probe.cl): read bandwidth of a streaming sum over 256 MiB, f32 FMA rate
+ *   2. matvec (decode, n = 1) for every weight type over the shapes of SmolLM2-135M and of larger
+ *      models: min and median time, GB/s of the bytes actually read (the weights as stored on
+ *      the device, f32 scales included, + x) and the share of the probed bandwidth
+ *   3. GEMM (prefill) 512 x 1536 x 576 per type: GFLOP/s (2 m n k / t), ours and CLBlast's
+ * Times are wall clock around enqueue + sync, min and median of SAMPLES samples after WARMUPS
+ * warm-ups; a sample repeats the op until it lasts about 2 ms so launch and sync overheads of
+ * tiny shapes are amortised the way a decode loop amortises them. */
+#include <cjson/cJSON.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "backend.h"
+#include "cli.h"
+#include "cli_common.h"
+#include "clinfer.h"
+#include "opencl/cl_backend.h"
+#include "opencl/program.h"
+
+enum { WARMUPS = 2, SAMPLES = 10, MAX_REPS = 1000 };
+static const double SAMPLE_MS = 2.0;
+
+static const clinfer_dtype bench_types[] = {CLINFER_DT_F32,  CLINFER_DT_F16,  CLINFER_DT_Q8_0,
+                                            CLINFER_DT_Q4_0, CLINFER_DT_Q4_1, CLINFER_DT_Q4_K,
+                                            CLINFER_DT_Q6_K};
+static const int shapes[][2] = {{576, 576},   {192, 576},   {1536, 576},  {576, 1536},
+                                {49152, 576}, {2048, 2048}, {8192, 2048}, {14336, 4096}};
+static const int gemm_m = 1536, gemm_k = 576, gemm_n = 512;
+
+typedef struct {
+    double min_ms, median_ms;
+} timing;
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Times op on be (see the banner). Returns 0, or prints the error and returns 1. */
+static int time_op(clinfer_backend *be, const clinfer_op *op, timing *t) {
+    double samples[SAMPLES], once = 0;
+    clinfer_status st = CLINFER_OK;
+    for (int i = 0; i < WARMUPS && st == CLINFER_OK; i++) {
+        double t0 = cli_now_ms();
+        st = be->i->op(be->ctx, op);
+        if (st == CLINFER_OK) st = be->i->sync(be->ctx);
+        once = cli_now_ms() - t0;
+    }
+    int reps = once > 0 ? (int)(SAMPLE_MS / once) : MAX_REPS;
+    reps = reps < 1 ? 1 : reps > MAX_REPS ? MAX_REPS : reps;
+    for (int s = 0; s < SAMPLES && st == CLINFER_OK; s++) {
+        double t0 = cli_now_ms();
+        for (int r = 0; r < reps && st == CLINFER_OK; r++)
+            st = be->i->op(be->ctx, op);
+        if (st == CLINFER_OK) st = be->i->sync(be->ctx);
+        samples[s] = (cli_now_ms() - t0) / reps;
+    }
+    if (st != CLINFER_OK)
+        return cli_error("bench-ops: %s: %s", clinfer_status_str(st), clinfer_last_error());
+    qsort(samples, SAMPLES, sizeof samples[0], cmp_double);
+    t->min_ms = samples[0];
+    t->median_ms = (samples[SAMPLES / 2 - 1] + samples[SAMPLES / 2]) / 2;
+    return 0;
+}
+
+/* ---- roofline probe -------------------------------------------------------------------- */
+
+typedef struct {
+    double read_gbps, fma_gflops;
+} roofline;
+
+static int time_kernel(cl_backend_ctx *b, cl_kernel kernel, size_t global, size_t local,
+                       double *best_ms) {
+    *best_ms = INFINITY;
+    for (int i = 0; i < WARMUPS + SAMPLES; i++) {
+        double t0 = cli_now_ms();
+        cl_int err =
+            clEnqueueNDRangeKernel(b->queue, kernel, 1, NULL, &global, &local, 0, NULL, NULL);
+        if (err == CL_SUCCESS) err = clFinish(b->queue);
+        if (err != CL_SUCCESS)
+            return cli_error("bench-ops: probe kernel: %s", clinfer_status_str(err));
+        double ms = cli_now_ms() - t0;
+        if (i >= WARMUPS && ms < *best_ms) *best_ms = ms;
+    }
+    return 0;
+}
+
+static int probe(cl_backend_ctx *b, roofline *r) {
+    const size_t floats = (size_t)64 << 20; /* 256 MiB: far beyond any cache */
+    const cl_int per_item = 2048, iters = 4096;
+    const size_t items = floats / (size_t)per_item, local = 8;
+    const size_t fma_items = (size_t)b->info.compute_units * 64;
+    const float a = 0.999f, c = 0.001f;
+    cl_program program = NULL;
+    cl_kernel stream = NULL, fma = NULL;
+    cl_mem x = NULL, out = NULL;
+    cl_int err = CL_SUCCESS;
+    int rc = 1;
+    double ms;
+    clinfer_status st =
+        cl_program_build(b->context, b->device, &b->info, "probe.cl", NULL, &program);
+    if (st != CLINFER_OK) {
+        cli_error("bench-ops: probe.cl: %s", clinfer_last_error());
+        goto cleanup;
+    }
+    stream = clCreateKernel(program, "stream_sum", &err);
+    if (err == CL_SUCCESS) fma = clCreateKernel(program, "fma_peak", &err);
+    if (err == CL_SUCCESS)
+        x = clCreateBuffer(b->context, CL_MEM_READ_ONLY, floats * sizeof(float), NULL, &err);
+    if (err == CL_SUCCESS)
+        out = clCreateBuffer(b->context, CL_MEM_WRITE_ONLY,
+                             (items > fma_items ? items : fma_items) * sizeof(float), NULL, &err);
+    const float zero = 0.0f;
+    if (err == CL_SUCCESS)
+        err = clEnqueueFillBuffer(b->queue, x, &zero, sizeof zero, 0, floats * sizeof(float), 0,
+                                  NULL, NULL);
+    if (err == CL_SUCCESS) err = clSetKernelArg(stream, 0, sizeof x, &x);
+    if (err == CL_SUCCESS) err = clSetKernelArg(stream, 1, sizeof per_item, &per_item);
+    if (err == CL_SUCCESS) err = clSetKernelArg(stream, 2, sizeof out, &out);
+    if (err == CL_SUCCESS) err = clSetKernelArg(fma, 0, sizeof out, &out);
+    if (err == CL_SUCCESS) err = clSetKernelArg(fma, 1, sizeof iters, &iters);
+    if (err == CL_SUCCESS) err = clSetKernelArg(fma, 2, sizeof a, &a);
+    if (err == CL_SUCCESS) err = clSetKernelArg(fma, 3, sizeof c, &c);
+    if (err != CL_SUCCESS) {
+        cli_error("bench-ops: probe setup: %s", clinfer_status_str(err));
+        goto cleanup;
+    }
+    if (time_kernel(b, stream, items, local, &ms)) goto cleanup;
+    r->read_gbps = (double)floats * sizeof(float) / (ms * 1e6);
+    if (time_kernel(b, fma, fma_items, local, &ms)) goto cleanup;
+    r->fma_gflops = (double)fma_items * iters * 6 * 16 * 2 / (ms * 1e6); /* 6 chains of 16 */
+    rc = 0;
+cleanup:
+    if (x) clReleaseMemObject(x);
+    if (out) clReleaseMemObject(out);
+    if (stream) clReleaseKernel(stream);
+    if (fma) clReleaseKernel(fma);
+    if (program) clReleaseProgram(program);
+    return rc;
+}
+
+/* ---- operands -------------------------------------------------------------------------- */
+
+/* An m x k weight of type: one random row quantized once and repeated (the data does not
+ * change the kernels' work, and quantizing 58M elements would dominate the run). */
+static int make_weight(clinfer_backend *be, clinfer_dtype type, int m, int k,
+                       clinfer_buffer **out) {
+    size_t row = clinfer_dtype_row_bytes(type, (size_t)k);
+    float *f = malloc((size_t)k * sizeof *f);
+    unsigned char *data = malloc(row * (size_t)m);
+    clinfer_status st = CLINFER_ERR_OUT_OF_MEMORY;
+    if (f && data) {
+        for (int i = 0; i < k; i++)
+            f[i] = (float)((i * 7919) % 2001 - 1000) / 1000.0f;
+        clinfer_quantize_row(type, f, data, (size_t)k);
+        for (int r = 1; r < m; r++)
+            memcpy(data + row * (size_t)r, data, row);
+        st = be->i->weight_create(be->ctx, type, m, k, data, out);
+    }
+    free(f);
+    free(data);
+    if (st != CLINFER_OK)
+        return cli_error("bench-ops: %s weight %d x %d: %s", clinfer_dtype_name(type), m, k,
+                         clinfer_last_error());
+    return 0;
+}
+
+static int make_buffer(clinfer_backend *be, size_t floats, clinfer_buffer **out) {
+    float *v = malloc(floats * sizeof *v);
+    clinfer_status st = CLINFER_ERR_OUT_OF_MEMORY;
+    if (v) {
+        for (size_t i = 0; i < floats; i++)
+            v[i] = (float)(i % 17) / 17.0f - 0.5f;
+        st = be->i->buffer_alloc(be->ctx, floats * sizeof *v, out);
+        if (st == CLINFER_OK) st = be->i->buffer_write(be->ctx, *out, 0, floats * sizeof *v, v);
+    }
+    free(v);
+    if (st != CLINFER_OK)
+        return cli_error("bench-ops: buffer of %zu floats: %s", floats, clinfer_last_error());
+    return 0;
+}
+
+/* Times y[n][m] = x[n][k] . W^T on be; *weight_bytes receives the weight's size as stored. */
+static int bench_matmul(clinfer_backend *be, clinfer_dtype type, int m, int k, int n, timing *t,
+                        double *weight_bytes) {
+    clinfer_buffer *w = NULL, *x = NULL, *y = NULL;
+    int rc = make_weight(be, type, m, k, &w);
+    if (!rc) *weight_bytes = (double)w->bytes;
+    if (!rc) rc = make_buffer(be, (size_t)n * k, &x);
+    if (!rc) rc = make_buffer(be, (size_t)n * m, &y);
+    if (!rc) {
+        clinfer_op op = {.kind = CLINFER_OP_MATMUL};
+        op.matmul.w = w;
+        op.matmul.x = (clinfer_ref){x, 0};
+        op.matmul.y = (clinfer_ref){y, 0};
+        op.matmul.m = m;
+        op.matmul.k = k;
+        op.matmul.n = n;
+        rc = time_op(be, &op, t);
+    }
+    be->i->buffer_free(be->ctx, w);
+    be->i->buffer_free(be->ctx, x);
+    be->i->buffer_free(be->ctx, y);
+    return rc;
+}
+
+/* ---- command --------------------------------------------------------------------------- */
+
+static void usage(FILE *out) {
+    fprintf(out, "usage: clinfer bench-ops [--device SPEC] [--type TYPE] [--json]\n\n"
+                 "Times the matvec and GEMM kernels for every weight type next to the device's\n"
+                 "measured read bandwidth and FMA rate.\n\n"
+                 "      --device SPEC    OpenCL device: index, cpu, gpu or a name part\n"
+                 "      --type TYPE      only this weight type (F32, F16, Q8_0, Q4_0, Q4_1, Q4_K,\n"
+                 "                       Q6_K)\n"
+                 "      --json           one JSON object on stdout instead of the table\n"
+                 "  -h, --help           this help\n");
+}
+
+int cmd_bench_ops(int argc, char **argv) {
+    static const struct option options[] = {{"device", required_argument, NULL, OPT_DEVICE},
+                                            {"json", no_argument, NULL, 'j'},
+                                            {"type", required_argument, NULL, 't'},
+                                            {"help", no_argument, NULL, 'h'},
+                                            {NULL, 0, NULL, 0}};
+    const char *device = NULL, *only = NULL;
+    bool json = false;
+    int opt;
+    opterr = 0;
+    while ((opt = getopt_long(argc, argv, ":h", options, NULL)) != -1) {
+        if (opt == OPT_DEVICE)
+            device = optarg;
+        else if (opt == 'j')
+            json = true;
+        else if (opt == 't')
+            only = optarg;
+        else if (opt == 'h') {
+            usage(stdout);
+            return 0;
+        } else
+            return cli_bad_option("bench-ops", opt, argv);
+    }
+    if (optind < argc) return cli_error("bench-ops: unexpected argument '%s'", argv[optind]);
+    bool known = !only;
+    for (size_t t = 0; t < sizeof bench_types / sizeof bench_types[0]; t++)
+        known |= only && !strcasecmp(only, clinfer_dtype_name(bench_types[t]));
+    if (!known) return cli_error("bench-ops: --type '%s' is not a weight type (see --help)", only);
+
+    size_t index = 0;
+    char reason[256];
+    clinfer_status st = clinfer_device_select(device, &index, reason, sizeof reason);
+    if (st != CLINFER_OK) return cli_error("bench-ops: no device: %s", clinfer_last_error());
+    clinfer_backend *be = NULL, *blas = NULL;
+    if ((st = clinfer_backend_opencl_create(index, &be)) != CLINFER_OK)
+        return cli_error("bench-ops: %s", clinfer_last_error());
+    cl_backend_ctx *b = be->ctx;
+    double load[3] = {0, 0, 0};
+    if (getloadavg(load, 3) < 0) load[0] = load[1] = load[2] = NAN;
+    cJSON *root = cJSON_CreateObject(), *mv = NULL, *gemm = NULL;
+    cJSON_AddStringToObject(root, "device", be->i->describe(be->ctx));
+    cJSON *la = cJSON_AddArrayToObject(root, "load_average");
+    for (int i = 0; i < 3; i++)
+        cJSON_AddItemToArray(la, cJSON_CreateNumber(load[i]));
+    if (!json)
+        printf("%s\nload average %.2f %.2f %.2f\n", be->i->describe(be->ctx), load[0], load[1],
+               load[2]);
+
+    roofline roof = {0, 0};
+    int rc = probe(b, &roof);
+    if (rc) goto done;
+    cJSON *r = cJSON_AddObjectToObject(root, "roofline");
+    cJSON_AddNumberToObject(r, "read_gbps", roof.read_gbps);
+    cJSON_AddNumberToObject(r, "fma_gflops", roof.fma_gflops);
+    if (!json)
+        printf("roofline: read %.1f GB/s, f32 FMA %.1f GFLOP/s\n\n"
+               "matvec (n = 1)\n%-5s %13s %10s %10s %8s %7s\n",
+               roof.read_gbps, roof.fma_gflops, "type", "m x k", "min ms", "median ms", "GB/s",
+               "% bw");
+
+    mv = cJSON_AddArrayToObject(root, "matvec");
+    for (size_t t = 0; t < sizeof bench_types / sizeof bench_types[0]; t++)
+        for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+            clinfer_dtype type = bench_types[t];
+            int m = shapes[s][0], k = shapes[s][1];
+            if (k % (int)clinfer_dtype_block_elems(type) ||
+                (only && strcasecmp(only, clinfer_dtype_name(type))))
+                continue;
+            timing tm;
+            double weight_bytes = 0;
+            if ((rc = bench_matmul(be, type, m, k, 1, &tm, &weight_bytes))) goto done;
+            double bytes = weight_bytes + 4.0 * k;
+            double gbps = bytes / (tm.min_ms * 1e6), pct = 100 * gbps / roof.read_gbps;
+            cJSON *o = cJSON_CreateObject();
+            cJSON_AddItemToArray(mv, o);
+            cJSON_AddStringToObject(o, "type", clinfer_dtype_name(type));
+            cJSON_AddNumberToObject(o, "m", m);
+            cJSON_AddNumberToObject(o, "k", k);
+            cJSON_AddNumberToObject(o, "min_ms", tm.min_ms);
+            cJSON_AddNumberToObject(o, "median_ms", tm.median_ms);
+            cJSON_AddNumberToObject(o, "gbps", gbps);
+            cJSON_AddNumberToObject(o, "pct_bandwidth", pct);
+            if (!json) {
+                printf("%-5s %6d x %-5d %10.4f %10.4f %8.1f %6.1f%%\n", clinfer_dtype_name(type), m,
+                       k, tm.min_ms, tm.median_ms, gbps, pct);
+                fflush(stdout);
+            }
+        }
+
+    /* CLBlast's side of the f32 GEMM runs on a second context that routes f32 GEMM to it. */
+    setenv("CLINFER_CLBLAST", "1", 1);
+    if (clinfer_backend_opencl_create(index, &blas) != CLINFER_OK ||
+        !cl_matmul_clblast(blas->ctx)) {
+        clinfer_backend_free(blas);
+        blas = NULL;
+    }
+    unsetenv("CLINFER_CLBLAST");
+    if (!json)
+        printf("\nGEMM %d x %d x %d (n x m x k)\n%-5s %-8s %10s %10s %9s %7s\n", gemm_n, gemm_m,
+               gemm_k, "type", "kernel", "min ms", "median ms", "GFLOP/s", "% fma");
+    gemm = cJSON_AddArrayToObject(root, "gemm");
+    for (size_t t = 0; t < sizeof bench_types / sizeof bench_types[0]; t++)
+        for (int side = 0; side < 2; side++) {
+            clinfer_dtype type = bench_types[t];
+            if (gemm_k % (int)clinfer_dtype_block_elems(type) ||
+                (only && strcasecmp(only, clinfer_dtype_name(type))))
+                continue;
+            clinfer_backend *on = side ? blas : be;
+            if (side && (type != CLINFER_DT_F32 || !blas)) continue;
+            timing tm;
+            double weight_bytes = 0;
+            if ((rc = bench_matmul(on, type, gemm_m, gemm_k, gemm_n, &tm, &weight_bytes)))
+                goto done;
+            double gflops = 2.0 * gemm_m * gemm_n * gemm_k / (tm.min_ms * 1e6);
+            const char *kernel = side ? "clblast" : "clinfer";
+            cJSON *o = cJSON_CreateObject();
+            cJSON_AddItemToArray(gemm, o);
+            cJSON_AddStringToObject(o, "type", clinfer_dtype_name(type));
+            cJSON_AddStringToObject(o, "kernel", kernel);
+            cJSON_AddNumberToObject(o, "min_ms", tm.min_ms);
+            cJSON_AddNumberToObject(o, "median_ms", tm.median_ms);
+            cJSON_AddNumberToObject(o, "gflops", gflops);
+            cJSON_AddNumberToObject(o, "pct_fma", 100 * gflops / roof.fma_gflops);
+            if (!json) {
+                printf("%-5s %-8s %10.3f %10.3f %9.1f %6.1f%%\n", clinfer_dtype_name(type), kernel,
+                       tm.min_ms, tm.median_ms, gflops, 100 * gflops / roof.fma_gflops);
+                fflush(stdout);
+            }
+        }
+    if (!blas && !json) printf("(CLBlast: not built in or not available on this device)\n");
+done:
+    if (json && !rc) {
+        char *text = cJSON_Print(root);
+        if (text) puts(text);
+        free(text);
+    }
+    cJSON_Delete(root);
+    clinfer_backend_free(blas);
+    clinfer_backend_free(be);
+    return rc;
+}
