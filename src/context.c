@@ -1,0 +1,270 @@
+/* Contexts: one sequence's KV cache and activation buffers on the model's backend, and the
+ * evaluation of token batches through executor plans. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "error.h"
+#include "executor.h"
+
+#define DEFAULT_N_BATCH 256
+#define MAX_N_CTX (1u << 24)
+
+struct clinfer_context {
+    clinfer_model *model;
+    uint32_t n_ctx, n_batch;
+    uint32_t n_past;
+    exec_state state;
+    exec_plan **plans; /* [n_batch + 1]: the plan for n tokens, built on first use */
+    float *logits;     /* [n_vocab] of the last evaluated token */
+    bool has_logits;
+    exec_profile *profile; /* when CLINFER_PROFILE is set */
+};
+
+void clinfer_context_params_default(clinfer_context_params *params) {
+    *params = (clinfer_context_params){0};
+}
+
+static size_t kv_elem_bytes(bool kv_f32) {
+    return kv_f32 ? sizeof(float) : sizeof(uint16_t);
+}
+
+clinfer_status clinfer_model_memory_plan(const clinfer_model *m,
+                                         const clinfer_context_params *params,
+                                         clinfer_memory_plan *out) {
+    clinfer_context_params defaults;
+    if (!m || !out) return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "memory_plan: NULL argument");
+    if (!params) {
+        clinfer_context_params_default(&defaults);
+        params = &defaults;
+    }
+    const clinfer_hparams *hp = &m->hp;
+    uint32_t n_ctx = params->n_ctx ? params->n_ctx : hp->n_ctx_train;
+    if (n_ctx > MAX_N_CTX)
+        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "context: n_ctx %u exceeds %u", n_ctx,
+                            MAX_N_CTX);
+    /* Learned positions exist only for the first n_ctx_train tokens. */
+    if (hp->arch == CLINFER_ARCH_GPT2 && n_ctx > hp->n_ctx_train)
+        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
+                            "context: n_ctx %u exceeds the %u positions gpt2 models learned", n_ctx,
+                            hp->n_ctx_train);
+    uint32_t n_batch = params->n_batch ? params->n_batch : DEFAULT_N_BATCH;
+    if (n_batch > n_ctx) n_batch = n_ctx;
+
+    size_t sizes[EXEC_COUNT];
+    exec_buffer_sizes(hp, n_ctx, n_batch, sizes);
+    uint64_t scratch = 0;
+    for (int i = 0; i < EXEC_COUNT; i++)
+        scratch += sizes[i];
+    *out = (clinfer_memory_plan){
+        .weight_bytes = m->weight_bytes,
+        .kv_bytes = 2ull * hp->n_layer * n_ctx * hp->n_head_kv * hp->head_dim *
+                    kv_elem_bytes(params->kv_f32),
+        .scratch_bytes = scratch,
+        .n_ctx = n_ctx,
+        .n_batch = n_batch,
+    };
+    return CLINFER_OK;
+}
+
+static clinfer_status alloc(clinfer_context *c, size_t bytes, clinfer_buffer **out) {
+    const clinfer_backend *be = c->model->backend;
+    return be->i->buffer_alloc(be->ctx, bytes, out);
+}
+
+static clinfer_status create_buffers(clinfer_context *c, bool kv_f32) {
+    clinfer_status st = CLINFER_OK;
+    const clinfer_hparams *hp = &c->model->hp;
+    exec_state *s = &c->state;
+    int32_t *positions = NULL;
+    size_t sizes[EXEC_COUNT];
+    exec_buffer_sizes(hp, c->n_ctx, c->n_batch, sizes);
+    for (int i = 0; i < EXEC_COUNT; i++)
+        if (sizes[i]) CHECK(alloc(c, sizes[i], &s->buf[i]));
+
+    s->kv_type = kv_f32 ? CLINFER_DT_F32 : CLINFER_DT_F16;
+    size_t cache_bytes = (size_t)c->n_ctx * hp->n_head_kv * hp->head_dim * kv_elem_bytes(kv_f32);
+    s->k_cache = calloc(hp->n_layer, sizeof *s->k_cache);
+    s->v_cache = calloc(hp->n_layer, sizeof *s->v_cache);
+    if (!s->k_cache || !s->v_cache) {
+        st = clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "context: no memory for %u cache handles",
+                          hp->n_layer);
+        goto cleanup;
+    }
+    /* One buffer per layer keeps each allocation small (CL_DEVICE_MAX_MEM_ALLOC_SIZE). */
+    for (uint32_t il = 0; il < hp->n_layer; il++) {
+        CHECK(alloc(c, cache_bytes, &s->k_cache[il]));
+        CHECK(alloc(c, cache_bytes, &s->v_cache[il]));
+    }
+
+    if (s->buf[EXEC_POS_IDS]) {
+        positions = malloc((size_t)c->n_ctx * sizeof *positions);
+        if (!positions) {
+            st = clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "context: no memory for %u positions",
+                              c->n_ctx);
+            goto cleanup;
+        }
+        for (uint32_t i = 0; i < c->n_ctx; i++)
+            positions[i] = (int32_t)i;
+        const clinfer_backend *be = c->model->backend;
+        CHECK(be->i->buffer_write(be->ctx, s->buf[EXEC_POS_IDS], 0,
+                                  (size_t)c->n_ctx * sizeof *positions, positions));
+    }
+cleanup:
+    free(positions);
+    return st;
+}
+
+clinfer_status clinfer_context_create(clinfer_model *model, const clinfer_context_params *params,
+                                      clinfer_context **out) {
+    clinfer_status st = CLINFER_OK;
+    clinfer_context_params defaults;
+    clinfer_memory_plan plan = {0};
+    clinfer_context *c = NULL;
+    if (!model || !out)
+        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "context_create: NULL argument");
+    *out = NULL;
+    if (!params) {
+        clinfer_context_params_default(&defaults);
+        params = &defaults;
+    }
+    CHECK(clinfer_model_memory_plan(model, params, &plan));
+    c = calloc(1, sizeof *c);
+    if (!c) return clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "context_create: no memory");
+    c->model = model;
+    c->n_ctx = plan.n_ctx;
+    c->n_batch = plan.n_batch;
+    c->plans = calloc((size_t)c->n_batch + 1, sizeof *c->plans);
+    c->logits = malloc((size_t)model->hp.n_vocab * sizeof *c->logits);
+    if (!c->plans || !c->logits) {
+        st = clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "context_create: no memory for %u logits",
+                          model->hp.n_vocab);
+        goto cleanup;
+    }
+    pthread_mutex_lock(&model->backend_lock);
+    st = create_buffers(c, params->kv_f32);
+    pthread_mutex_unlock(&model->backend_lock);
+    if (st != CLINFER_OK) goto cleanup;
+    if (getenv("CLINFER_PROFILE") && !(c->profile = calloc(1, sizeof *c->profile))) {
+        st = clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "context_create: no memory for a profile");
+        goto cleanup;
+    }
+    if (model->verbose)
+        fprintf(stderr,
+                "clinfer: context n_ctx %u, n_batch %u: KV cache (%s) %.1f MiB, "
+                "scratch %.1f MiB\n",
+                c->n_ctx, c->n_batch, clinfer_dtype_name(c->state.kv_type),
+                plan.kv_bytes / 1048576.0, plan.scratch_bytes / 1048576.0);
+    *out = c;
+cleanup:
+    if (st != CLINFER_OK) {
+        clinfer_error_prefix("context_create (n_ctx %u, n_batch %u)", plan.n_ctx, plan.n_batch);
+        clinfer_context_free(c);
+    }
+    return st;
+}
+
+void clinfer_context_free(clinfer_context *c) {
+    if (!c) return;
+    const clinfer_backend *be = c->model->backend;
+    exec_state *s = &c->state;
+    if (c->profile) {
+        exec_profile_print(c->profile, stderr);
+        free(c->profile);
+    }
+    pthread_mutex_lock(&c->model->backend_lock);
+    for (int i = 0; i < EXEC_COUNT; i++)
+        if (s->buf[i]) be->i->buffer_free(be->ctx, s->buf[i]);
+    for (uint32_t il = 0; il < c->model->hp.n_layer; il++) {
+        if (s->k_cache && s->k_cache[il]) be->i->buffer_free(be->ctx, s->k_cache[il]);
+        if (s->v_cache && s->v_cache[il]) be->i->buffer_free(be->ctx, s->v_cache[il]);
+    }
+    pthread_mutex_unlock(&c->model->backend_lock);
+    free(s->k_cache);
+    free(s->v_cache);
+    for (uint32_t n = 0; c->plans && n <= c->n_batch; n++)
+        exec_plan_free(c->plans[n]);
+    free(c->plans);
+    free(c->logits);
+    free(c);
+}
+
+void clinfer_context_reset(clinfer_context *c) {
+    if (!c) return;
+    c->n_past = 0;
+    c->has_logits = false;
+}
+
+const clinfer_model *clinfer_context_model(const clinfer_context *c) {
+    return c ? c->model : NULL;
+}
+
+uint32_t clinfer_context_n_past(const clinfer_context *c) {
+    return c ? c->n_past : 0;
+}
+uint32_t clinfer_context_n_ctx(const clinfer_context *c) {
+    return c ? c->n_ctx : 0;
+}
+
+/* Runs every chunk of n_batch tokens; the caller holds the model's eval lock. */
+static clinfer_status eval_chunks(clinfer_context *c, const int32_t *tokens, size_t n) {
+    clinfer_status st = CLINFER_OK;
+    const clinfer_backend *be = c->model->backend;
+    /* All ids at once, at their positions: chunks read them there, and a (blocking) write
+     * between chunks would wait for the device. */
+    CHECK(be->i->buffer_write(be->ctx, c->state.buf[EXEC_IDS], c->n_past * sizeof(int32_t),
+                              n * sizeof(int32_t), tokens));
+    for (size_t done = 0; done < n;) {
+        size_t nb = n - done < c->n_batch ? n - done : c->n_batch;
+        if (!c->plans[nb]) {
+            CHECK(exec_plan_build(c->model, &c->state, (int)nb, &c->plans[nb]));
+            if (getenv("CLINFER_PRINT_PLAN")) exec_plan_print(c->plans[nb], stderr);
+        }
+        CHECK(exec_plan_run(c->model, c->plans[nb], (int)(c->n_past + done), done + nb == n,
+                            c->profile));
+        done += nb;
+    }
+    /* The one wait of an evaluation: the read completes after every enqueued op. */
+    CHECK(be->i->buffer_read(be->ctx, c->state.buf[EXEC_LOGITS], 0,
+                             (size_t)c->model->hp.n_vocab * sizeof(float), c->logits));
+cleanup:
+    return st;
+}
+
+clinfer_status clinfer_eval(clinfer_context *c, const int32_t *tokens, size_t n) {
+    if (!c || (!tokens && n))
+        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "eval: NULL argument");
+    if (n == 0) return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "eval: no tokens");
+    if (n > c->n_ctx - c->n_past)
+        return clinfer_fail(CLINFER_ERR_CONTEXT_FULL,
+                            "eval: %zu tokens after %u do not fit the context of %u", n, c->n_past,
+                            c->n_ctx);
+    uint32_t n_vocab = c->model->hp.n_vocab;
+    for (size_t i = 0; i < n; i++)
+        if (tokens[i] < 0 || (uint32_t)tokens[i] >= n_vocab)
+            return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
+                                "eval: token %zu is %d, outside the vocabulary of %u", i, tokens[i],
+                                n_vocab);
+
+    c->has_logits = false;
+    pthread_mutex_lock(&c->model->backend_lock);
+    clinfer_status st = eval_chunks(c, tokens, n);
+    pthread_mutex_unlock(&c->model->backend_lock);
+    if (st != CLINFER_OK) {
+        clinfer_error_prefix("eval of %zu tokens at position %u", n, c->n_past);
+        return st;
+    }
+    c->n_past += (uint32_t)n;
+    c->has_logits = true;
+    return CLINFER_OK;
+}
+
+clinfer_status clinfer_get_logits(clinfer_context *c, const float **logits, size_t *n_vocab) {
+    if (!c || !logits)
+        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "get_logits: NULL argument");
+    if (!c->has_logits)
+        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
+                            "get_logits: no logits (nothing evaluated since create or reset)");
+    *logits = c->logits;
+    if (n_vocab) *n_vocab = c->model->hp.n_vocab;
+    return CLINFER_OK;
+}

@@ -1,0 +1,352 @@
+/* The forward pass as a plan of backend ops; see executor.h. */
+#include "executor.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "error.h"
+
+typedef struct {
+    clinfer_op op;
+    /* > 0: the op's position-dependent ref (STORE dst, EMBED ids) advances by pos0 * stride */
+    size_t pos_stride;
+} plan_step;
+
+struct exec_plan {
+    int n;
+    size_t n_body;  /* steps up to the last layer */
+    size_t n_steps; /* plus output norm and LM head */
+    plan_step steps[];
+};
+
+void exec_buffer_sizes(const clinfer_hparams *hp, uint32_t n_ctx, uint32_t n_batch,
+                       size_t bytes[EXEC_COUNT]) {
+    size_t n = n_batch, f = sizeof(float);
+    size_t q_dim = (size_t)hp->n_head * hp->head_dim, kv_dim = (size_t)hp->n_head_kv * hp->head_dim;
+    bool gpt2 = hp->arch == CLINFER_ARCH_GPT2;
+    bytes[EXEC_X] = n * hp->n_embd * f;
+    bytes[EXEC_XN] = n * hp->n_embd * f;
+    bytes[EXEC_POS] = gpt2 ? n * hp->n_embd * f : 0;
+    bytes[EXEC_Q] = n * q_dim * f;
+    bytes[EXEC_K] = n * kv_dim * f;
+    bytes[EXEC_V] = n * kv_dim * f;
+    bytes[EXEC_ATT] = n * q_dim * f;
+    bytes[EXEC_FF_A] = n * hp->n_ff * f;
+    bytes[EXEC_FF_B] = gpt2 ? 0 : n * hp->n_ff * f;
+    bytes[EXEC_FF_C] = n * hp->n_ff * f;
+    bytes[EXEC_LOGITS] = (size_t)hp->n_vocab * f;
+    bytes[EXEC_IDS] = (size_t)n_ctx * sizeof(int32_t);
+    bytes[EXEC_POS_IDS] = gpt2 ? (size_t)n_ctx * sizeof(int32_t) : 0;
+}
+
+/* Builds in two passes: with steps == NULL only counting, then filling the exact array. */
+typedef struct {
+    plan_step *steps;
+    size_t count;
+} builder;
+
+static void push(builder *b, clinfer_op op, size_t pos_stride) {
+    if (b->steps) b->steps[b->count] = (plan_step){op, pos_stride};
+    b->count++;
+}
+
+static clinfer_ref at(clinfer_buffer *buf, size_t offset) {
+    return (clinfer_ref){buf, offset};
+}
+
+static void matmul(builder *b, const clinfer_matrix *w, clinfer_ref x, clinfer_ref y,
+                   clinfer_ref bias, int n, bool accumulate) {
+    push(b,
+         (clinfer_op){.kind = CLINFER_OP_MATMUL,
+                      .matmul = {.w = w->w,
+                                 .x = x,
+                                 .y = y,
+                                 .bias = bias,
+                                 .m = w->m,
+                                 .k = w->k,
+                                 .n = n,
+                                 .accumulate = accumulate}},
+         0);
+}
+
+/* RMSNorm for the llama family, LayerNorm (with bias) for gpt2. */
+static void norm(builder *b, const clinfer_hparams *hp, clinfer_ref x, clinfer_ref w,
+                 clinfer_ref bias, clinfer_ref y, int n) {
+    bool ln = hp->arch == CLINFER_ARCH_GPT2;
+    push(b,
+         (clinfer_op){.kind = ln ? CLINFER_OP_LAYERNORM : CLINFER_OP_RMSNORM,
+                      .norm = {.x = x,
+                               .w = w,
+                               .b = bias,
+                               .y = y,
+                               .n = n,
+                               .d = (int)hp->n_embd,
+                               .eps = hp->norm_eps}},
+         0);
+}
+
+static void rope(builder *b, const clinfer_hparams *hp, clinfer_ref x, int n, int n_heads) {
+    push(b,
+         (clinfer_op){.kind = CLINFER_OP_ROPE,
+                      .rope = {.x = x,
+                               .n = n,
+                               .n_heads = n_heads,
+                               .head_dim = (int)hp->head_dim,
+                               .n_rot = (int)hp->n_rot,
+                               .freq_base = hp->rope_freq_base,
+                               .freq_scale = hp->rope_freq_scale,
+                               .neox = hp->rope_neox}},
+         0);
+}
+
+static void embeddings(builder *b, const clinfer_model *m, const exec_state *s, int n) {
+    clinfer_buffer *const *buf = s->buf;
+    int E = (int)m->hp.n_embd;
+    bool gpt2 = m->hp.arch == CLINFER_ARCH_GPT2;
+    clinfer_ref tok_rows = at(buf[gpt2 ? EXEC_XN : EXEC_X], 0);
+    push(b,
+         (clinfer_op){.kind = CLINFER_OP_EMBED,
+                      .embed = {.w = m->tok_embd.w,
+                                .ids = at(buf[EXEC_IDS], 0),
+                                .y = tok_rows,
+                                .m = m->tok_embd.m,
+                                .k = E,
+                                .n = n}},
+         1);
+    if (!gpt2) return;
+    push(b,
+         (clinfer_op){.kind = CLINFER_OP_EMBED,
+                      .embed = {.w = m->pos_embd.w,
+                                .ids = at(buf[EXEC_POS_IDS], 0),
+                                .y = at(buf[EXEC_POS], 0),
+                                .m = m->pos_embd.m,
+                                .k = E,
+                                .n = n}},
+         1);
+    size_t count = (size_t)n * (size_t)E;
+    push(b,
+         (clinfer_op){.kind = CLINFER_OP_ADD,
+                      .eltwise = {.a = tok_rows,
+                                  .b = at(buf[EXEC_POS], 0),
+                                  .y = at(buf[EXEC_X], 0),
+                                  .count = count,
+                                  .b_count = count}},
+         0);
+}
+
+static void attention_block(builder *b, const clinfer_model *m, const exec_state *s, int il,
+                            int n) {
+    const clinfer_hparams *hp = &m->hp;
+    const clinfer_layer *l = &m->layers[il];
+    clinfer_buffer *const *buf = s->buf;
+    size_t kv_dim = (size_t)hp->n_head_kv * hp->head_dim;
+    clinfer_ref x = at(buf[EXEC_X], 0), xn = at(buf[EXEC_XN], 0);
+
+    norm(b, hp, x, l->attn_norm, l->attn_norm_b, xn, n);
+    matmul(b, &l->wq, xn, at(buf[EXEC_Q], 0), l->bq, n, false);
+    matmul(b, &l->wk, xn, at(buf[EXEC_K], 0), l->bk, n, false);
+    matmul(b, &l->wv, xn, at(buf[EXEC_V], 0), l->bv, n, false);
+    if (hp->arch != CLINFER_ARCH_GPT2) {
+        rope(b, hp, at(buf[EXEC_Q], 0), n, (int)hp->n_head);
+        rope(b, hp, at(buf[EXEC_K], 0), n, (int)hp->n_head_kv);
+    }
+    clinfer_buffer *caches[2] = {s->k_cache[il], s->v_cache[il]};
+    exec_buffer_id fresh[2] = {EXEC_K, EXEC_V};
+    for (int i = 0; i < 2; i++)
+        push(b,
+             (clinfer_op){.kind = CLINFER_OP_STORE,
+                          .store = {.src = at(buf[fresh[i]], 0),
+                                    .dst = at(caches[i], 0),
+                                    .dst_type = s->kv_type,
+                                    .count = (size_t)n * kv_dim}},
+             kv_dim);
+    push(b,
+         (clinfer_op){.kind = CLINFER_OP_ATTENTION,
+                      .attention = {.q = at(buf[EXEC_Q], 0),
+                                    .k = at(s->k_cache[il], 0),
+                                    .v = at(s->v_cache[il], 0),
+                                    .out = at(buf[EXEC_ATT], 0),
+                                    .kv_type = s->kv_type,
+                                    .n = n,
+                                    .n_head = (int)hp->n_head,
+                                    .n_kv_head = (int)hp->n_head_kv,
+                                    .head_dim = (int)hp->head_dim,
+                                    .scale = 1.0f / sqrtf((float)hp->head_dim)}},
+         0);
+    /* The residual add is fused into the output projection. */
+    matmul(b, &l->wo, at(buf[EXEC_ATT], 0), x, l->bo, n, true);
+}
+
+static void ffn_block(builder *b, const clinfer_model *m, const exec_state *s, int il, int n) {
+    const clinfer_hparams *hp = &m->hp;
+    const clinfer_layer *l = &m->layers[il];
+    clinfer_buffer *const *buf = s->buf;
+    clinfer_ref x = at(buf[EXEC_X], 0), xn = at(buf[EXEC_XN], 0);
+    clinfer_ref ff_a = at(buf[EXEC_FF_A], 0), ff_c = at(buf[EXEC_FF_C], 0);
+    size_t count = (size_t)n * hp->n_ff;
+
+    norm(b, hp, x, l->ffn_norm, l->ffn_norm_b, xn, n);
+    if (hp->arch == CLINFER_ARCH_GPT2) {
+        matmul(b, &l->ffn_up, xn, ff_a, l->ffn_up_b, n, false);
+        push(b,
+             (clinfer_op){.kind = CLINFER_OP_GELU,
+                          .eltwise = {.a = ff_a, .y = ff_c, .count = count}},
+             0);
+    } else {
+        clinfer_ref ff_b = at(buf[EXEC_FF_B], 0);
+        matmul(b, &l->ffn_gate, xn, ff_a, (clinfer_ref){0}, n, false);
+        matmul(b, &l->ffn_up, xn, ff_b, l->ffn_up_b, n, false);
+        push(b,
+             (clinfer_op){
+                 .kind = CLINFER_OP_SWIGLU,
+                 .eltwise = {.a = ff_a, .b = ff_b, .y = ff_c, .count = count, .b_count = count}},
+             0);
+    }
+    matmul(b, &l->ffn_down, ff_c, x, l->ffn_down_b, n, true);
+}
+
+/* Output norm and LM head over the last token's row only. */
+static void head(builder *b, const clinfer_model *m, const exec_state *s, int n) {
+    size_t last = (size_t)(n - 1) * m->hp.n_embd;
+    norm(b, &m->hp, at(s->buf[EXEC_X], last), m->output_norm, m->output_norm_b,
+         at(s->buf[EXEC_XN], 0), 1);
+    matmul(b, &m->output, at(s->buf[EXEC_XN], 0), at(s->buf[EXEC_LOGITS], 0), (clinfer_ref){0}, 1,
+           false);
+}
+
+static size_t build(builder *b, const clinfer_model *m, const exec_state *s, int n) {
+    embeddings(b, m, s, n);
+    for (int il = 0; il < (int)m->hp.n_layer; il++) {
+        attention_block(b, m, s, il, n);
+        ffn_block(b, m, s, il, n);
+    }
+    size_t n_body = b->count;
+    head(b, m, s, n);
+    return n_body;
+}
+
+clinfer_status exec_plan_build(const clinfer_model *m, const exec_state *s, int n,
+                               exec_plan **out) {
+    builder counter = {0};
+    build(&counter, m, s, n);
+    exec_plan *p = malloc(sizeof *p + counter.count * sizeof(plan_step));
+    if (!p)
+        return clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "executor: no memory for a plan of %zu ops",
+                            counter.count);
+    builder filler = {p->steps, 0};
+    p->n = n;
+    p->n_body = build(&filler, m, s, n);
+    p->n_steps = filler.count;
+    *out = p;
+    return CLINFER_OK;
+}
+
+void exec_plan_free(exec_plan *plan) {
+    free(plan);
+}
+
+double exec_now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+clinfer_status exec_plan_run(const clinfer_model *m, const exec_plan *p, int pos0, bool with_logits,
+                             exec_profile *profile) {
+    const clinfer_backend *be = m->backend;
+    size_t end = with_logits ? p->n_steps : p->n_body;
+    clinfer_status st = CLINFER_OK;
+    for (size_t i = 0; i < end && st == CLINFER_OK; i++) {
+        clinfer_op op = p->steps[i].op;
+        size_t shift = (size_t)pos0 * p->steps[i].pos_stride;
+        switch (op.kind) {
+        case CLINFER_OP_ROPE:
+            op.rope.pos0 = pos0;
+            break;
+        case CLINFER_OP_ATTENTION:
+            op.attention.pos0 = pos0;
+            break;
+        case CLINFER_OP_STORE:
+            op.store.dst.offset += shift;
+            break;
+        case CLINFER_OP_EMBED:
+            op.embed.ids.offset += shift;
+            break;
+        default:
+            break;
+        }
+        double t0 = profile ? exec_now_ms() : 0;
+        st = be->i->op(be->ctx, &op);
+        if (st == CLINFER_OK && profile) {
+            st = be->i->sync(be->ctx);
+            profile->ms[op.kind] += exec_now_ms() - t0;
+            profile->count[op.kind]++;
+        }
+        if (st != CLINFER_OK)
+            clinfer_error_prefix("executor: op %zu of %zu (kind %d, n %d, pos0 %d)", i, end,
+                                 (int)op.kind, p->n, pos0);
+    }
+    return st;
+}
+
+static const char *op_name(clinfer_op_kind kind) {
+    static const char *names[CLINFER_OP_COUNT] = {
+        [CLINFER_OP_MATMUL] = "matmul",
+        [CLINFER_OP_EMBED] = "embed",
+        [CLINFER_OP_RMSNORM] = "rmsnorm",
+        [CLINFER_OP_LAYERNORM] = "layernorm",
+        [CLINFER_OP_ROPE] = "rope",
+        [CLINFER_OP_STORE] = "store",
+        [CLINFER_OP_ATTENTION] = "attention",
+        [CLINFER_OP_SOFTMAX] = "softmax",
+        [CLINFER_OP_ADD] = "add",
+        [CLINFER_OP_MUL] = "mul",
+        [CLINFER_OP_SCALE] = "scale",
+        [CLINFER_OP_SILU] = "silu",
+        [CLINFER_OP_GELU] = "gelu",
+        [CLINFER_OP_GELU_ERF] = "gelu_erf",
+        [CLINFER_OP_SWIGLU] = "swiglu",
+        [CLINFER_OP_ARGMAX] = "argmax",
+    };
+    return kind < CLINFER_OP_COUNT && names[kind] ? names[kind] : "?";
+}
+
+void exec_plan_print(const exec_plan *p, FILE *out) {
+    fprintf(out, "plan for %d tokens: %zu ops (%zu body + head)\n", p->n, p->n_steps, p->n_body);
+    for (size_t i = 0; i < p->n_steps; i++) {
+        const clinfer_op *op = &p->steps[i].op;
+        fprintf(out, "  %4zu %-9s", i, op_name(op->kind));
+        switch (op->kind) {
+        case CLINFER_OP_MATMUL:
+            fprintf(out, " m %d k %d n %d%s%s", op->matmul.m, op->matmul.k, op->matmul.n,
+                    op->matmul.bias.buf ? " +bias" : "", op->matmul.accumulate ? " +=" : "");
+            break;
+        case CLINFER_OP_ATTENTION:
+            fprintf(out, " n %d heads %d/%d dim %d", op->attention.n, op->attention.n_head,
+                    op->attention.n_kv_head, op->attention.head_dim);
+            break;
+        case CLINFER_OP_STORE:
+            fprintf(out, " %zu -> %s", op->store.count, clinfer_dtype_name(op->store.dst_type));
+            break;
+        default:
+            break;
+        }
+        if (p->steps[i].pos_stride)
+            fprintf(out, " (advances %zu per position)", p->steps[i].pos_stride);
+        fputc('\n', out);
+    }
+}
+
+void exec_profile_print(const exec_profile *profile, FILE *out) {
+    double total = 0;
+    for (int k = 0; k < CLINFER_OP_COUNT; k++)
+        total += profile->ms[k];
+    fprintf(out, "profile: %.1f ms in ops (each op waited for)\n", total);
+    for (int k = 0; k < CLINFER_OP_COUNT; k++)
+        if (profile->count[k])
+            fprintf(out, "  %-9s %8llu ops %10.2f ms %5.1f%% %8.1f us/op\n",
+                    op_name((clinfer_op_kind)k), (unsigned long long)profile->count[k],
+                    profile->ms[k], total > 0 ? 100 * profile->ms[k] / total : 0.0,
+                    1e3 * profile->ms[k] / (double)profile->count[k]);
+}

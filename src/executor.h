@@ -1,0 +1,72 @@
+/* The forward pass, written once for every architecture over the backend interface.
+ *
+ * A plan is the flat list of op records that evaluates n tokens: embeddings, every layer, and at
+ * the end the output norm and LM head over the last token only. It is built once per
+ * (context, n) and walked per batch; the few fields that depend on where the batch sits in the
+ * sequence (rope and attention pos0, the KV cache row written, the position ids read) are bound
+ * while walking. */
+#ifndef CLINFER_EXECUTOR_H
+#define CLINFER_EXECUTOR_H
+
+#include <stdio.h>
+
+#include "model.h"
+
+/* Activation buffers of one context, sized for n_batch tokens, and the sequence's ids. */
+typedef enum {
+    EXEC_X,       /* [n][n_embd] the residual stream */
+    EXEC_XN,      /* [n][n_embd] normalised input of a sub-layer (gpt2: token rows first) */
+    EXEC_POS,     /* [n][n_embd] gpt2's position rows; unused otherwise */
+    EXEC_Q,       /* [n][n_head][head_dim] */
+    EXEC_K,       /* [n][n_head_kv][head_dim], before they are stored in the cache */
+    EXEC_V,       /* same */
+    EXEC_ATT,     /* [n][n_head][head_dim] attention output */
+    EXEC_FF_A,    /* [n][n_ff] gate (gpt2: up) */
+    EXEC_FF_B,    /* [n][n_ff] up */
+    EXEC_FF_C,    /* [n][n_ff] activated */
+    EXEC_LOGITS,  /* [n_vocab] of the last token */
+    EXEC_IDS,     /* [n_ctx] int32: the sequence's token ids, written once per eval */
+    EXEC_POS_IDS, /* [n_ctx] int32 0 .. n_ctx - 1: gpt2's position_embd rows; unused otherwise */
+    EXEC_COUNT
+} exec_buffer_id;
+
+/* Bytes of each activation buffer (0: not needed by this architecture). */
+void exec_buffer_sizes(const clinfer_hparams *hp, uint32_t n_ctx, uint32_t n_batch,
+                       size_t bytes[EXEC_COUNT]);
+
+/* What a plan reads and writes besides the model's weights. */
+typedef struct {
+    clinfer_buffer *buf[EXEC_COUNT];
+    clinfer_buffer **k_cache, **v_cache; /* n_layer each: [n_ctx][n_head_kv][head_dim] */
+    clinfer_dtype kv_type;               /* CLINFER_DT_F16 or CLINFER_DT_F32 */
+} exec_state;
+
+typedef struct exec_plan exec_plan;
+
+/* A monotonic clock in milliseconds, for the profile and generation timings. */
+double exec_now_ms(void);
+
+clinfer_status exec_plan_build(const clinfer_model *model, const exec_state *state, int n,
+                               exec_plan **out);
+void exec_plan_free(exec_plan *plan);
+
+/* Time spent per op kind, measured by waiting for the device after every op: for finding
+ * where a forward pass goes, not for production runs. */
+typedef struct {
+    double ms[CLINFER_OP_COUNT];
+    uint64_t count[CLINFER_OP_COUNT];
+} exec_profile;
+
+/* Enqueues the plan for a batch whose first token sits at position pos0; with_logits adds the
+ * output norm and LM head (the last chunk of an eval). Does not wait for the device unless
+ * profile is given (NULL: no profiling). */
+clinfer_status exec_plan_run(const clinfer_model *model, const exec_plan *plan, int pos0,
+                             bool with_logits, exec_profile *profile);
+
+/* One line per op (the environment variable CLINFER_PRINT_PLAN prints each plan as it is
+ * built), and the per-kind totals of a profile (CLINFER_PROFILE, printed as a context is
+ * freed). */
+void exec_plan_print(const exec_plan *plan, FILE *out);
+void exec_profile_print(const exec_profile *profile, FILE *out);
+
+#endif

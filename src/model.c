@@ -1,0 +1,489 @@
+/* Model loading: hyperparameters from GGUF metadata, every tensor checked against the shape they
+ * imply, matrices uploaded once through the backend's weight_create, norm weights and biases
+ * converted to f32 on the host and packed into one small buffer. */
+#include "model.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "error.h"
+#include "tokenizer.h"
+
+const char *clinfer_arch_name(clinfer_arch arch) {
+    switch (arch) {
+    case CLINFER_ARCH_LLAMA:
+        return "llama";
+    case CLINFER_ARCH_QWEN2:
+        return "qwen2";
+    case CLINFER_ARCH_GPT2:
+        return "gpt2";
+    }
+    return "?";
+}
+
+/* ---- hyperparameters --------------------------------------------------------------------- */
+
+/* Reads "<arch>.<suffix>"; an absent optional key leaves *out as it is. */
+static clinfer_status arch_u32(const gguf_file *f, const char *arch, const char *suffix,
+                               bool required, uint32_t *out) {
+    char key[128];
+    snprintf(key, sizeof key, "%s.%s", arch, suffix);
+    if (!required && !gguf_find_kv(f, key)) return CLINFER_OK;
+    return gguf_get_u32(f, key, out);
+}
+
+static clinfer_status arch_f32(const gguf_file *f, const char *arch, const char *suffix,
+                               bool required, float *out) {
+    char key[128];
+    snprintf(key, sizeof key, "%s.%s", arch, suffix);
+    if (!required && !gguf_find_kv(f, key)) return CLINFER_OK;
+    return gguf_get_f32(f, key, out);
+}
+
+static clinfer_status check_range(const char *arch, const char *what, uint32_t v, uint32_t lo,
+                                  uint32_t hi) {
+    if (v < lo || v > hi)
+        return clinfer_fail(CLINFER_ERR_FORMAT, "model: %s.%s = %u is outside %u .. %u", arch, what,
+                            v, lo, hi);
+    return CLINFER_OK;
+}
+
+/* Linear position interpolation is the scaling the rope op can do; YaRN and the like would
+ * silently give wrong output, so they are refused. */
+static clinfer_status read_rope_scaling(const gguf_file *f, const char *arch, float *freq_scale) {
+    clinfer_status st = CLINFER_OK;
+    char key[128];
+    gguf_str type = {"none", 4};
+    float factor = 0.0f;
+    *freq_scale = 1.0f;
+    snprintf(key, sizeof key, "%s.rope.scaling.type", arch);
+    if (gguf_find_kv(f, key)) CHECK(gguf_get_str(f, key, &type));
+    if (gguf_str_eq(type, "none")) return CLINFER_OK;
+    if (!gguf_str_eq(type, "linear"))
+        return clinfer_fail(CLINFER_ERR_UNSUPPORTED, "model: %s '%.*s' is not supported", key,
+                            (int)(type.len > 32 ? 32 : type.len), type.ptr);
+    CHECK(arch_f32(f, arch, "rope.scaling.factor", true, &factor));
+    if (!(factor >= 1.0f && factor <= 1024.0f))
+        return clinfer_fail(CLINFER_ERR_FORMAT,
+                            "model: %s.rope.scaling.factor %g is outside 1 .. 1024", arch,
+                            (double)factor);
+    *freq_scale = 1.0f / factor;
+cleanup:
+    return st;
+}
+
+static clinfer_status read_hparams(clinfer_model *m) {
+    clinfer_status st = CLINFER_OK;
+    const gguf_file *f = m->gguf;
+    const char *a = m->architecture;
+    clinfer_hparams *hp = &m->hp;
+    uint32_t key_length = 0, value_length = 0;
+
+    CHECK(arch_u32(f, a, "context_length", true, &hp->n_ctx_train));
+    CHECK(arch_u32(f, a, "embedding_length", true, &hp->n_embd));
+    CHECK(arch_u32(f, a, "block_count", true, &hp->n_layer));
+    CHECK(arch_u32(f, a, "feed_forward_length", true, &hp->n_ff));
+    CHECK(arch_u32(f, a, "attention.head_count", true, &hp->n_head));
+    hp->n_head_kv = hp->n_head;
+    CHECK(arch_u32(f, a, "attention.head_count_kv", false, &hp->n_head_kv));
+    CHECK(arch_u32(f, a, "attention.key_length", false, &key_length));
+    CHECK(arch_u32(f, a, "attention.value_length", false, &value_length));
+
+    CHECK(check_range(a, "context_length", hp->n_ctx_train, 1, 1u << 24));
+    CHECK(check_range(a, "embedding_length", hp->n_embd, 1, 1u << 16));
+    CHECK(check_range(a, "block_count", hp->n_layer, 1, 1024));
+    CHECK(check_range(a, "feed_forward_length", hp->n_ff, 1, 1u << 20));
+    CHECK(check_range(a, "attention.head_count", hp->n_head, 1, 1024));
+    CHECK(check_range(a, "attention.head_count_kv", hp->n_head_kv, 1, hp->n_head));
+    if (hp->n_head % hp->n_head_kv)
+        return clinfer_fail(CLINFER_ERR_FORMAT,
+                            "model: %s.attention.head_count %u is not a multiple of "
+                            "head_count_kv %u",
+                            a, hp->n_head, hp->n_head_kv);
+    if (key_length != value_length)
+        return clinfer_fail(CLINFER_ERR_UNSUPPORTED,
+                            "model: %s.attention.key_length %u != value_length %u", a, key_length,
+                            value_length);
+    if (key_length) {
+        hp->head_dim = key_length;
+    } else {
+        if (hp->n_embd % hp->n_head)
+            return clinfer_fail(CLINFER_ERR_FORMAT,
+                                "model: %s.embedding_length %u is not a multiple of "
+                                "attention.head_count %u",
+                                a, hp->n_embd, hp->n_head);
+        hp->head_dim = hp->n_embd / hp->n_head;
+    }
+    CHECK(check_range(a, "attention.key_length", hp->head_dim, 1, 1024));
+
+    if (hp->arch == CLINFER_ARCH_GPT2) {
+        CHECK(arch_f32(f, a, "attention.layer_norm_epsilon", true, &hp->norm_eps));
+    } else {
+        CHECK(arch_f32(f, a, "attention.layer_norm_rms_epsilon", true, &hp->norm_eps));
+        hp->rope_neox = hp->arch == CLINFER_ARCH_QWEN2;
+        hp->rope_freq_base = 10000.0f;
+        CHECK(arch_f32(f, a, "rope.freq_base", false, &hp->rope_freq_base));
+        hp->n_rot = hp->head_dim;
+        CHECK(arch_u32(f, a, "rope.dimension_count", false, &hp->n_rot));
+        if (hp->n_rot > hp->head_dim || hp->n_rot % 2)
+            return clinfer_fail(CLINFER_ERR_FORMAT,
+                                "model: %s.rope.dimension_count %u must be even and at most "
+                                "the head size %u",
+                                a, hp->n_rot, hp->head_dim);
+        if (!(hp->rope_freq_base > 0.0f) || !isfinite(hp->rope_freq_base))
+            return clinfer_fail(CLINFER_ERR_FORMAT, "model: %s.rope.freq_base %g is not positive",
+                                a, (double)hp->rope_freq_base);
+        CHECK(read_rope_scaling(f, a, &hp->rope_freq_scale));
+        if (gguf_find_tensor(f, "rope_freqs.weight"))
+            return clinfer_fail(CLINFER_ERR_UNSUPPORTED,
+                                "model: tensor 'rope_freqs.weight' (per-dimension rope "
+                                "frequency factors) is not supported");
+    }
+    if (!(hp->norm_eps > 0.0f && hp->norm_eps < 1.0f))
+        return clinfer_fail(CLINFER_ERR_FORMAT, "model: %s norm epsilon %g is outside (0, 1)", a,
+                            (double)hp->norm_eps);
+cleanup:
+    if (st != CLINFER_OK) clinfer_error_prefix("model");
+    return st;
+}
+
+/* ---- tensors ----------------------------------------------------------------------------- */
+
+/* The tensors are read twice by the same code: a checking pass validates every shape against
+ * the hyperparameters and counts the f32 vector elements, so that a broken file is rejected
+ * before anything is allocated; the upload pass then creates the weights and stages the
+ * vectors (norm weights, biases) on the host for one write into model->vectors. */
+typedef struct {
+    clinfer_model *m;
+    bool upload; /* false: the checking pass */
+    float *host; /* upload pass: the staged vectors */
+    size_t used; /* vector elements so far */
+} loader;
+
+static const gguf_tensor *find_shaped(const clinfer_model *m, const char *name, int64_t ne0,
+                                      int64_t ne1, bool required, clinfer_status *st) {
+    *st = CLINFER_OK;
+    const gguf_tensor *t = gguf_find_tensor(m->gguf, name);
+    if (!t) {
+        if (required) *st = clinfer_fail(CLINFER_ERR_FORMAT, "model: tensor '%s' is missing", name);
+        return NULL;
+    }
+    if (t->ne[0] != ne0 || t->ne[1] != ne1 || t->ne[2] != 1 || t->ne[3] != 1) {
+        *st = clinfer_fail(CLINFER_ERR_FORMAT,
+                           "model: tensor '%s' has shape [%lld, %lld, %lld, %lld], the "
+                           "hyperparameters imply [%lld, %lld]",
+                           name, (long long)t->ne[0], (long long)t->ne[1], (long long)t->ne[2],
+                           (long long)t->ne[3], (long long)ne0, (long long)ne1);
+        return NULL;
+    }
+    return t;
+}
+
+/* Uploads rows [row0, row0 + rows) of a matrix tensor (row0 > 0 only for gpt2's fused QKV). */
+static clinfer_status upload_rows(loader *ld, const gguf_tensor *t, const char *name, int row0,
+                                  int rows, clinfer_matrix *out) {
+    clinfer_model *m = ld->m;
+    if (!ld->upload) return CLINFER_OK;
+    int k = (int)t->ne[0];
+    size_t row_bytes = clinfer_dtype_row_bytes(t->type, (size_t)k);
+    const uint8_t *data = (const uint8_t *)t->data + (size_t)row0 * row_bytes;
+    clinfer_status st =
+        m->backend->i->weight_create(m->backend->ctx, t->type, rows, k, data, &out->w);
+    if (st != CLINFER_OK) {
+        clinfer_error_prefix("model: uploading '%s' (%s, %d x %d)", name,
+                             clinfer_dtype_name(t->type), rows, k);
+        return st;
+    }
+    out->type = t->type;
+    out->m = rows;
+    out->k = k;
+    m->weight_bytes += (uint64_t)rows * row_bytes;
+    return CLINFER_OK;
+}
+
+static clinfer_status load_matrix(loader *ld, const char *name, uint32_t k, uint32_t rows,
+                                  bool required, clinfer_matrix *out) {
+    clinfer_status st;
+    const gguf_tensor *t = find_shaped(ld->m, name, k, rows, required, &st);
+    if (!t) return st;
+    return upload_rows(ld, t, name, 0, (int)rows, out);
+}
+
+/* Converts a vector tensor of n elements to f32 into the stage; *out points at it. */
+static clinfer_status load_vector(loader *ld, const char *name, uint32_t n, bool required,
+                                  clinfer_ref *out) {
+    clinfer_status st;
+    const gguf_tensor *t = find_shaped(ld->m, name, n, 1, required, &st);
+    if (!t) return st;
+    if (ld->upload) {
+        clinfer_dequantize_row(t->type, t->data, ld->host + ld->used, n);
+        *out = (clinfer_ref){ld->m->vectors, ld->used};
+    }
+    ld->used += n;
+    return CLINFER_OK;
+}
+
+static clinfer_status load_layer(loader *ld, uint32_t il) {
+    clinfer_status st = CLINFER_OK;
+    const clinfer_model *m = ld->m;
+    const clinfer_hparams *hp = &m->hp;
+    clinfer_layer *l = &m->layers[il];
+    bool gpt2 = hp->arch == CLINFER_ARCH_GPT2;
+    uint32_t E = hp->n_embd, F = hp->n_ff;
+    uint32_t q_dim = hp->n_head * hp->head_dim, kv_dim = hp->n_head_kv * hp->head_dim;
+    char name[96];
+#define NAME(suffix) (snprintf(name, sizeof name, "blk.%u." suffix, il), name)
+
+    CHECK(load_vector(ld, NAME("attn_norm.weight"), E, true, &l->attn_norm));
+    CHECK(load_vector(ld, NAME("attn_norm.bias"), E, gpt2, &l->attn_norm_b));
+    if (gpt2) {
+        /* The fused [q; k; v] rows are split so that every architecture attends alike. */
+        const gguf_tensor *t =
+            find_shaped(m, NAME("attn_qkv.weight"), E, q_dim + 2 * kv_dim, true, &st);
+        if (!t) goto cleanup;
+        CHECK(upload_rows(ld, t, name, 0, (int)q_dim, &l->wq));
+        CHECK(upload_rows(ld, t, name, (int)q_dim, (int)kv_dim, &l->wk));
+        CHECK(upload_rows(ld, t, name, (int)(q_dim + kv_dim), (int)kv_dim, &l->wv));
+        CHECK(load_vector(ld, NAME("attn_qkv.bias"), q_dim + 2 * kv_dim, true, &l->bq));
+        l->bk = (clinfer_ref){l->bq.buf, l->bq.offset + q_dim};
+        l->bv = (clinfer_ref){l->bq.buf, l->bq.offset + q_dim + kv_dim};
+    } else {
+        bool qkv_bias = hp->arch == CLINFER_ARCH_QWEN2;
+        CHECK(load_matrix(ld, NAME("attn_q.weight"), E, q_dim, true, &l->wq));
+        CHECK(load_matrix(ld, NAME("attn_k.weight"), E, kv_dim, true, &l->wk));
+        CHECK(load_matrix(ld, NAME("attn_v.weight"), E, kv_dim, true, &l->wv));
+        CHECK(load_vector(ld, NAME("attn_q.bias"), q_dim, qkv_bias, &l->bq));
+        CHECK(load_vector(ld, NAME("attn_k.bias"), kv_dim, qkv_bias, &l->bk));
+        CHECK(load_vector(ld, NAME("attn_v.bias"), kv_dim, qkv_bias, &l->bv));
+    }
+    CHECK(load_matrix(ld, NAME("attn_output.weight"), q_dim, E, true, &l->wo));
+    CHECK(load_vector(ld, NAME("attn_output.bias"), E, gpt2, &l->bo));
+    CHECK(load_vector(ld, NAME("ffn_norm.weight"), E, true, &l->ffn_norm));
+    CHECK(load_vector(ld, NAME("ffn_norm.bias"), E, gpt2, &l->ffn_norm_b));
+    if (!gpt2) CHECK(load_matrix(ld, NAME("ffn_gate.weight"), E, F, true, &l->ffn_gate));
+    CHECK(load_matrix(ld, NAME("ffn_up.weight"), E, F, true, &l->ffn_up));
+    CHECK(load_vector(ld, NAME("ffn_up.bias"), F, gpt2, &l->ffn_up_b));
+    CHECK(load_matrix(ld, NAME("ffn_down.weight"), F, E, true, &l->ffn_down));
+    CHECK(load_vector(ld, NAME("ffn_down.bias"), E, gpt2, &l->ffn_down_b));
+#undef NAME
+cleanup:
+    return st;
+}
+
+/* One pass over every tensor of the model (see loader). */
+static clinfer_status load_all(loader *ld) {
+    clinfer_status st = CLINFER_OK;
+    clinfer_model *m = ld->m;
+    const clinfer_hparams *hp = &m->hp;
+    bool gpt2 = hp->arch == CLINFER_ARCH_GPT2;
+    uint32_t E = hp->n_embd;
+
+    CHECK(load_matrix(ld, "token_embd.weight", E, hp->n_vocab, true, &m->tok_embd));
+    if (gpt2)
+        CHECK(load_matrix(ld, "position_embd.weight", E, hp->n_ctx_train, true, &m->pos_embd));
+    for (uint32_t il = 0; il < hp->n_layer; il++)
+        CHECK(load_layer(ld, il));
+    CHECK(load_vector(ld, "output_norm.weight", E, true, &m->output_norm));
+    CHECK(load_vector(ld, "output_norm.bias", E, gpt2, &m->output_norm_b));
+    m->output_tied = !gguf_find_tensor(m->gguf, "output.weight");
+    if (m->output_tied)
+        m->output = m->tok_embd;
+    else
+        CHECK(load_matrix(ld, "output.weight", E, hp->n_vocab, true, &m->output));
+cleanup:
+    return st;
+}
+
+/* The checking pass: every tensor against the hyperparameters, before any allocation. */
+static clinfer_status check_tensors(clinfer_model *m, size_t *n_vectors) {
+    clinfer_hparams *hp = &m->hp;
+    const gguf_tensor *embd = gguf_find_tensor(m->gguf, "token_embd.weight");
+    if (!embd)
+        return clinfer_fail(CLINFER_ERR_FORMAT, "model: tensor 'token_embd.weight' is missing");
+    if (embd->ne[1] < 1 || embd->ne[1] > INT32_MAX)
+        return clinfer_fail(CLINFER_ERR_FORMAT, "model: token_embd.weight has %lld rows",
+                            (long long)embd->ne[1]);
+    hp->n_vocab = (uint32_t)embd->ne[1];
+    if (m->vocab && clinfer_vocab_n_tokens(m->vocab) != hp->n_vocab)
+        return clinfer_fail(CLINFER_ERR_FORMAT,
+                            "model: the tokenizer has %u tokens but token_embd.weight has %u rows",
+                            (unsigned)clinfer_vocab_n_tokens(m->vocab), hp->n_vocab);
+    m->layers = calloc(hp->n_layer, sizeof *m->layers);
+    if (!m->layers)
+        return clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "model: no memory for %u layers",
+                            hp->n_layer);
+    loader ld = {.m = m};
+    clinfer_status st = load_all(&ld);
+    *n_vectors = ld.used;
+    return st;
+}
+
+static clinfer_status upload_tensors(clinfer_model *m, size_t n_vectors) {
+    clinfer_status st = CLINFER_OK;
+    const clinfer_backend_i *bi = m->backend->i;
+    loader ld = {.m = m, .upload = true, .host = malloc(n_vectors * sizeof(float))};
+    if (!ld.host) {
+        st = clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "model: no memory for %zu vector elements",
+                          n_vectors);
+        goto cleanup;
+    }
+    CHECK(bi->buffer_alloc(m->backend->ctx, n_vectors * sizeof(float), &m->vectors));
+    CHECK(load_all(&ld));
+    CHECK(bi->buffer_write(m->backend->ctx, m->vectors, 0, n_vectors * sizeof(float), ld.host));
+    m->weight_bytes += n_vectors * sizeof(float);
+    for (size_t i = 0; i < gguf_tensor_count(m->gguf); i++) {
+        const gguf_tensor *t = gguf_tensor_at(m->gguf, i);
+        m->n_params += (uint64_t)(t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3]);
+    }
+cleanup:
+    free(ld.host);
+    return st;
+}
+
+/* ---- load / free ------------------------------------------------------------------------- */
+
+static clinfer_status parse_architecture(clinfer_model *m) {
+    gguf_str s;
+    clinfer_status st = gguf_get_str(m->gguf, "general.architecture", &s);
+    if (st != CLINFER_OK) return st;
+    static const struct {
+        const char *name;
+        clinfer_arch arch;
+    } known[] = {
+        {"llama", CLINFER_ARCH_LLAMA}, {"qwen2", CLINFER_ARCH_QWEN2}, {"gpt2", CLINFER_ARCH_GPT2}};
+    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++) {
+        if (gguf_str_eq(s, known[i].name)) {
+            m->hp.arch = known[i].arch;
+            snprintf(m->architecture, sizeof m->architecture, "%s", known[i].name);
+            return CLINFER_OK;
+        }
+    }
+    return clinfer_fail(CLINFER_ERR_UNSUPPORTED,
+                        "model: architecture '%.*s' is not supported (llama, qwen2, gpt2 are)",
+                        (int)(s.len > 64 ? 64 : s.len), s.ptr);
+}
+
+static clinfer_status create_backend(clinfer_model *m, const clinfer_model_params *p) {
+    if (p->backend == CLINFER_BACKEND_REFERENCE)
+        return clinfer_backend_reference_create(&m->backend);
+    if (p->backend != CLINFER_BACKEND_OPENCL)
+        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "model: unknown backend kind %d",
+                            (int)p->backend);
+    size_t index;
+    char reason[256] = "";
+    clinfer_status st = clinfer_device_select(p->device, &index, reason, sizeof reason);
+    if (st != CLINFER_OK) return st;
+    if (m->verbose) fprintf(stderr, "clinfer: device %zu: %s\n", index, reason);
+    return clinfer_backend_opencl_create(index, &m->backend);
+}
+
+void clinfer_model_params_default(clinfer_model_params *params) {
+    *params = (clinfer_model_params){.backend = CLINFER_BACKEND_OPENCL};
+}
+
+clinfer_status clinfer_model_load(const char *path, const clinfer_model_params *params,
+                                  clinfer_model **out) {
+    clinfer_status st = CLINFER_OK;
+    clinfer_model_params defaults;
+    clinfer_model *m = NULL;
+    if (!path || !out)
+        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "model_load: path and out are required");
+    *out = NULL;
+    if (!params) {
+        clinfer_model_params_default(&defaults);
+        params = &defaults;
+    }
+    m = calloc(1, sizeof *m);
+    if (!m) return clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "model_load: no memory");
+    if (pthread_mutex_init(&m->backend_lock, NULL)) {
+        free(m);
+        return clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "model_load: cannot create a mutex");
+    }
+    m->verbose = params->verbose;
+
+    CHECK(gguf_open(path, &m->gguf));
+    CHECK(parse_architecture(m));
+    gguf_str name;
+    if (gguf_find_kv(m->gguf, "general.name") &&
+        gguf_get_str(m->gguf, "general.name", &name) == CLINFER_OK)
+        snprintf(m->name, sizeof m->name, "%.*s", (int)(name.len > 127 ? 127 : name.len), name.ptr);
+    CHECK(read_hparams(m));
+    if (gguf_find_kv(m->gguf, "tokenizer.ggml.model"))
+        CHECK(clinfer_vocab_load(m->gguf, &m->vocab));
+    size_t n_vectors = 0;
+    CHECK(check_tensors(m, &n_vectors));
+    CHECK(create_backend(m, params));
+    CHECK(upload_tensors(m, n_vectors));
+    if (m->verbose) {
+        const clinfer_hparams *hp = &m->hp;
+        fprintf(stderr,
+                "clinfer: %s '%s': %u layers, n_embd %u, %u heads (%u kv, dim %u), n_ff %u, "
+                "vocab %u, context %u\n",
+                m->architecture, m->name, hp->n_layer, hp->n_embd, hp->n_head, hp->n_head_kv,
+                hp->head_dim, hp->n_ff, hp->n_vocab, hp->n_ctx_train);
+        clinfer_memory_plan plan;
+        if (clinfer_model_memory_plan(m, NULL, &plan) == CLINFER_OK)
+            fprintf(stderr,
+                    "clinfer: memory on %s: weights %.1f MiB; per context (n_ctx %u, n_batch "
+                    "%u): KV cache %.1f MiB, scratch %.1f MiB\n",
+                    m->backend->i->describe(m->backend->ctx), plan.weight_bytes / 1048576.0,
+                    plan.n_ctx, plan.n_batch, plan.kv_bytes / 1048576.0,
+                    plan.scratch_bytes / 1048576.0);
+    }
+    *out = m;
+cleanup:
+    if (st != CLINFER_OK) {
+        clinfer_error_prefix("loading '%s'", path);
+        clinfer_model_free(m);
+    }
+    return st;
+}
+
+static void free_matrix(clinfer_model *m, clinfer_matrix *w) {
+    if (w->w) m->backend->i->buffer_free(m->backend->ctx, w->w);
+    w->w = NULL;
+}
+
+void clinfer_model_free(clinfer_model *m) {
+    if (!m) return;
+    if (m->backend) {
+        for (uint32_t il = 0; m->layers && il < m->hp.n_layer; il++) {
+            clinfer_layer *l = &m->layers[il];
+            clinfer_matrix *ws[] = {&l->wq,       &l->wk,     &l->wv,      &l->wo,
+                                    &l->ffn_gate, &l->ffn_up, &l->ffn_down};
+            for (size_t i = 0; i < sizeof ws / sizeof ws[0]; i++)
+                free_matrix(m, ws[i]);
+        }
+        if (!m->output_tied) free_matrix(m, &m->output);
+        free_matrix(m, &m->tok_embd);
+        free_matrix(m, &m->pos_embd);
+        if (m->vectors) m->backend->i->buffer_free(m->backend->ctx, m->vectors);
+        clinfer_backend_free(m->backend);
+    }
+    free(m->layers);
+    clinfer_vocab_free(m->vocab);
+    gguf_close(m->gguf);
+    pthread_mutex_destroy(&m->backend_lock);
+    free(m);
+}
+
+clinfer_status clinfer_model_get_info(const clinfer_model *m, clinfer_model_info *info) {
+    if (!m || !info)
+        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "model_get_info: NULL argument");
+    memset(info, 0, sizeof *info);
+    snprintf(info->architecture, sizeof info->architecture, "%s", m->architecture);
+    snprintf(info->name, sizeof info->name, "%s", m->name);
+    info->n_vocab = m->hp.n_vocab;
+    info->n_ctx_train = m->hp.n_ctx_train;
+    info->n_embd = m->hp.n_embd;
+    info->n_layer = m->hp.n_layer;
+    info->n_head = m->hp.n_head;
+    info->n_head_kv = m->hp.n_head_kv;
+    info->n_ff = m->hp.n_ff;
+    info->n_params = m->n_params;
+    info->weight_bytes = m->weight_bytes;
+    snprintf(info->backend, sizeof info->backend, "%s", m->backend->i->describe(m->backend->ctx));
+    return CLINFER_OK;
+}

@@ -1,0 +1,104 @@
+/* A loaded model: architecture hyperparameters read from GGUF metadata, weights checked against
+ * the shapes those hyperparameters imply and uploaded once to the backend. The model owns the
+ * backend, the mapped GGUF file (the vocabulary and chat template point into it) and the
+ * vocabulary. Contexts (src/context.c) share it; it must outlive them. */
+#ifndef CLINFER_MODEL_H
+#define CLINFER_MODEL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "backend.h"
+#include "clinfer.h"
+#include "gguf.h"
+
+struct clinfer_vocab;
+
+typedef enum {
+    CLINFER_ARCH_LLAMA, /* llama, mistral, tinyllama, smollm2: RMSNorm, RoPE, SwiGLU */
+    CLINFER_ARCH_QWEN2, /* llama layout plus q/k/v biases and NeoX rope */
+    CLINFER_ARCH_GPT2,  /* LayerNorm, learned positions, fused QKV, GELU, biases everywhere */
+} clinfer_arch;
+
+typedef struct {
+    clinfer_arch arch;
+    uint32_t n_vocab;
+    uint32_t n_ctx_train; /* gpt2: also the rows of position_embd */
+    uint32_t n_embd;
+    uint32_t n_layer;
+    uint32_t n_head, n_head_kv;
+    uint32_t head_dim; /* n_embd / n_head unless attention.key_length says otherwise */
+    uint32_t n_ff;
+    uint32_t n_rot; /* rope.dimension_count: leading dims of each head that rotate */
+    float rope_freq_base;
+    float rope_freq_scale; /* 1 / rope.scaling.factor for linear scaling, else 1 */
+    bool rope_neox;
+    float norm_eps;
+} clinfer_hparams;
+
+/* A weight matrix on the backend: m output rows of k input elements (GGUF ne[0] = k). */
+typedef struct {
+    clinfer_buffer *w;
+    clinfer_dtype type;
+    int m, k;
+} clinfer_matrix;
+
+/* Norm weights and biases are f32 vectors packed into one small buffer (model->vectors);
+ * a ref with buf == NULL is an absent optional vector. */
+typedef struct {
+    clinfer_ref attn_norm, attn_norm_b;
+    clinfer_matrix wq, wk, wv, wo; /* gpt2's fused attn_qkv is split into wq/wk/wv at load */
+    clinfer_ref bq, bk, bv, bo;
+    clinfer_ref ffn_norm, ffn_norm_b;
+    clinfer_matrix ffn_gate, ffn_up, ffn_down; /* no gate for gpt2 */
+    clinfer_ref ffn_up_b, ffn_down_b;
+} clinfer_layer;
+
+struct clinfer_model {
+    char architecture[32];
+    char name[128];
+    clinfer_hparams hp;
+
+    gguf_file *gguf;
+    struct clinfer_vocab *vocab; /* NULL when the file has no tokenizer.ggml.model */
+
+    clinfer_backend *backend;
+    clinfer_matrix tok_embd;
+    clinfer_matrix pos_embd; /* gpt2 only */
+    clinfer_matrix output;   /* shares tok_embd's buffer when the output is tied */
+    bool output_tied;
+    clinfer_ref output_norm, output_norm_b;
+    clinfer_layer *layers; /* n_layer */
+    clinfer_buffer *vectors;
+
+    uint64_t n_params;
+    uint64_t weight_bytes; /* matrices as stored in the file plus the f32 vectors */
+    bool verbose;
+
+    /* The contexts of this model share one backend (one queue, shared kernel objects, which
+     * are not thread-safe), so their backend calls are serialised here (context.c). */
+    pthread_mutex_t backend_lock;
+};
+
+/* What a context of this model needs on the device, for logs and `clinfer info`. */
+typedef struct {
+    uint64_t weight_bytes;   /* the model's weights (shared by all contexts) */
+    uint64_t kv_bytes;       /* one context's KV cache */
+    uint64_t scratch_bytes;  /* one context's activations, logits and token ids */
+    uint32_t n_ctx, n_batch; /* the effective values the figures were computed for */
+} clinfer_memory_plan;
+
+/* Resolves params (NULL: defaults) against the model: n_ctx 0 means the training context,
+ * n_batch 0 means 256, and n_batch is capped at n_ctx. Fails for an n_ctx that the model
+ * cannot address (gpt2 beyond its position table). */
+clinfer_status clinfer_model_memory_plan(const clinfer_model *model,
+                                         const clinfer_context_params *params,
+                                         clinfer_memory_plan *out);
+
+const char *clinfer_arch_name(clinfer_arch arch);
+
+/* The model a context evaluates (context.c). */
+const clinfer_model *clinfer_context_model(const clinfer_context *ctx);
+
+#endif

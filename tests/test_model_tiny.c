@@ -1,0 +1,417 @@
+/* End-to-end tests of the model executor on tiny random models of every architecture and weight
+ * type: OpenCL logits match the reference backend, greedy generation is identical on both,
+ * batching does not change results, context overflow and broken files are rejected cleanly.
+ * Exits 77 when there is no OpenCL device (after the reference-only checks have passed). */
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "random.h"
+#include "tiny_model.h"
+#include "tokenizer.h"
+
+#define N_PROMPT 32
+#define N_GEN 32
+
+static bool have_opencl;
+
+static void model_path(char *path, size_t size, const char *tag) {
+    snprintf(path, size, "tiny_model_%s_%d.gguf", tag, (int)getpid());
+}
+
+static clinfer_status load(const char *path, clinfer_backend_kind kind, clinfer_model **m) {
+    clinfer_model_params p;
+    clinfer_model_params_default(&p);
+    p.backend = kind;
+    return clinfer_model_load(path, &p, m);
+}
+
+static void make_prompt(int32_t *ids, size_t n) {
+    uint32_t n_vocab = tiny_model_n_vocab();
+    rng_seed(7);
+    for (size_t i = 0; i < n; i++)
+        ids[i] = 3 + (int32_t)(rng_next() % (n_vocab - 3));
+}
+
+static int32_t argmax(const float *x, size_t n) {
+    size_t best = 0;
+    for (size_t i = 1; i < n; i++)
+        if (x[i] > x[best]) best = i;
+    return (int32_t)best;
+}
+
+/* Evaluates the prompt in one call (logits copied out), then N_GEN greedy tokens one by one. */
+static clinfer_status prompt_and_greedy(clinfer_model *m, const clinfer_context_params *cp,
+                                        const int32_t *prompt, float *logits_out,
+                                        int32_t *generated) {
+    clinfer_context *ctx = NULL;
+    const float *logits;
+    size_t n_vocab;
+    clinfer_status st = clinfer_context_create(m, cp, &ctx);
+    if (st == CLINFER_OK) st = clinfer_eval(ctx, prompt, N_PROMPT);
+    if (st == CLINFER_OK) st = clinfer_get_logits(ctx, &logits, &n_vocab);
+    if (st == CLINFER_OK) memcpy(logits_out, logits, n_vocab * sizeof *logits);
+    for (int i = 0; st == CLINFER_OK && i < N_GEN; i++) {
+        generated[i] = argmax(logits, n_vocab);
+        st = clinfer_eval(ctx, &generated[i], 1);
+        if (st == CLINFER_OK) st = clinfer_get_logits(ctx, &logits, &n_vocab);
+    }
+    clinfer_context_free(ctx);
+    return st;
+}
+
+/* OpenCL against the reference backend for one architecture and weight type. */
+static void test_backends_agree(const char *arch, clinfer_dtype type) {
+    char path[128], tag[64];
+    snprintf(tag, sizeof tag, "%s_%s", arch, clinfer_dtype_name(type));
+    model_path(path, sizeof path, tag);
+    tiny_model_spec spec;
+    tiny_model_default(&spec, arch, type);
+    EXPECT(tiny_model_write(&spec, path) == 0, "writing %s", path);
+
+    uint32_t n_vocab = tiny_model_n_vocab();
+    int32_t prompt[N_PROMPT], gen_ref[N_GEN], gen_cl[N_GEN];
+    float *logits_ref = calloc(n_vocab, sizeof(float));
+    float *logits_cl = calloc(n_vocab, sizeof(float));
+    make_prompt(prompt, N_PROMPT);
+    clinfer_model *ref = NULL, *cl = NULL;
+    clinfer_context_params cp;
+    clinfer_context_params_default(&cp);
+
+    EXPECT_OK(load(path, CLINFER_BACKEND_REFERENCE, &ref));
+    if (ref) EXPECT_OK(prompt_and_greedy(ref, &cp, prompt, logits_ref, gen_ref));
+    if (have_opencl && ref) {
+        EXPECT_OK(load(path, CLINFER_BACKEND_OPENCL, &cl));
+        if (cl) {
+            EXPECT_OK(prompt_and_greedy(cl, &cp, prompt, logits_cl, gen_cl));
+            double e = nmse(logits_cl, logits_ref, n_vocab);
+            EXPECT(e < 1e-4, "%s: OpenCL vs reference logits NMSE %.3g", tag, e);
+            int first_diff = -1;
+            for (int i = 0; i < N_GEN && first_diff < 0; i++)
+                if (gen_cl[i] != gen_ref[i]) first_diff = i;
+            EXPECT(first_diff < 0, "%s: greedy tokens differ from token %d (%d vs %d)", tag,
+                   first_diff, first_diff >= 0 ? gen_cl[first_diff] : 0,
+                   first_diff >= 0 ? gen_ref[first_diff] : 0);
+            printf("%s: logits NMSE %.3g, %d greedy tokens identical\n", tag, e,
+                   first_diff < 0 ? N_GEN : first_diff);
+        }
+    }
+    clinfer_model_free(cl);
+    clinfer_model_free(ref);
+    free(logits_ref);
+    free(logits_cl);
+    remove(path);
+}
+
+/* The logits after N_PROMPT tokens evaluated with the given batch size and call pattern. */
+static clinfer_status logits_after(clinfer_model *m, uint32_t n_batch, bool one_by_one, bool kv_f32,
+                                   const int32_t *prompt, float *out) {
+    clinfer_context_params cp;
+    clinfer_context_params_default(&cp);
+    cp.n_batch = n_batch;
+    cp.kv_f32 = kv_f32;
+    clinfer_context *ctx = NULL;
+    const float *logits;
+    size_t n_vocab;
+    clinfer_status st = clinfer_context_create(m, &cp, &ctx);
+    for (size_t i = 0; st == CLINFER_OK && i < N_PROMPT; i += one_by_one ? 1 : N_PROMPT)
+        st = clinfer_eval(ctx, prompt + i, one_by_one ? 1 : N_PROMPT);
+    if (st == CLINFER_OK) st = clinfer_get_logits(ctx, &logits, &n_vocab);
+    if (st == CLINFER_OK) memcpy(out, logits, n_vocab * sizeof *out);
+    clinfer_context_free(ctx);
+    return st;
+}
+
+/* One batch, chunks of 5 and token by token give the same logits on the given backend; an f32
+ * KV cache stays close to the f16 one. */
+static void test_batching(const char *arch, clinfer_backend_kind kind) {
+    char path[128], tag[64];
+    snprintf(tag, sizeof tag, "batch_%s_%d", arch, (int)kind);
+    model_path(path, sizeof path, tag);
+    tiny_model_spec spec;
+    tiny_model_default(&spec, arch, CLINFER_DT_Q8_0);
+    EXPECT(tiny_model_write(&spec, path) == 0, "writing %s", path);
+    uint32_t n_vocab = tiny_model_n_vocab();
+    float *whole = calloc(n_vocab, sizeof(float)), *other = calloc(n_vocab, sizeof(float));
+    int32_t prompt[N_PROMPT];
+    make_prompt(prompt, N_PROMPT);
+    clinfer_model *m = NULL;
+    EXPECT_OK(load(path, kind, &m));
+    if (m) {
+        EXPECT_OK(logits_after(m, 0, false, false, prompt, whole));
+        EXPECT_OK(logits_after(m, 5, false, false, prompt, other));
+        double e = nmse(other, whole, n_vocab);
+        EXPECT(e < 1e-8, "%s: chunks of 5 vs one batch NMSE %.3g", tag, e);
+        EXPECT_OK(logits_after(m, 0, true, false, prompt, other));
+        e = nmse(other, whole, n_vocab);
+        EXPECT(e < 1e-8, "%s: token by token vs one batch NMSE %.3g", tag, e);
+        EXPECT_OK(logits_after(m, 0, false, true, prompt, other));
+        e = nmse(other, whole, n_vocab);
+        EXPECT(e < 1e-4, "%s: f32 vs f16 KV cache NMSE %.3g", tag, e);
+    }
+    clinfer_model_free(m);
+    free(whole);
+    free(other);
+    remove(path);
+}
+
+static void test_context_full(clinfer_model *m) {
+    clinfer_context_params cp;
+    clinfer_context_params_default(&cp);
+    cp.n_ctx = 16;
+    clinfer_context *ctx = NULL;
+    int32_t prompt[N_PROMPT];
+    make_prompt(prompt, N_PROMPT);
+    EXPECT_OK(clinfer_context_create(m, &cp, &ctx));
+    if (!ctx) return;
+    EXPECT(clinfer_context_n_ctx(ctx) == 16, "n_ctx %u", clinfer_context_n_ctx(ctx));
+    EXPECT(clinfer_eval(ctx, prompt, 17) == CLINFER_ERR_CONTEXT_FULL, "17 tokens in 16");
+    EXPECT(clinfer_context_n_past(ctx) == 0, "n_past %u after a rejected eval",
+           clinfer_context_n_past(ctx));
+    EXPECT_OK(clinfer_eval(ctx, prompt, 10));
+    EXPECT(clinfer_eval(ctx, prompt, 7) == CLINFER_ERR_CONTEXT_FULL, "10 + 7 tokens in 16");
+    EXPECT_OK(clinfer_eval(ctx, prompt, 6));
+    EXPECT(clinfer_context_n_past(ctx) == 16, "n_past %u", clinfer_context_n_past(ctx));
+    EXPECT(clinfer_eval(ctx, prompt, 1) == CLINFER_ERR_CONTEXT_FULL, "a token in a full context");
+    EXPECT(clinfer_generate(ctx, prompt, 1, 1, NULL, NULL, NULL, NULL) == CLINFER_ERR_CONTEXT_FULL,
+           "generate in a full context");
+    int32_t bad = (int32_t)tiny_model_n_vocab();
+    clinfer_context_reset(ctx);
+    EXPECT(clinfer_context_n_past(ctx) == 0, "n_past %u after reset", clinfer_context_n_past(ctx));
+    EXPECT(clinfer_eval(ctx, &bad, 1) == CLINFER_ERR_INVALID_ARGUMENT, "token id %d", bad);
+    clinfer_context_free(ctx);
+}
+
+typedef struct {
+    char text[4096];
+    size_t len;
+    bool split_char; /* a callback received part of a UTF-8 character */
+} collected;
+
+static bool collect(const char *text, size_t len, void *user) {
+    collected *c = user;
+    /* A valid lead byte last means the rest of its character was held back too late. */
+    unsigned char last = len ? (unsigned char)text[len - 1] : 0;
+    if (last >= 0xC2 && last <= 0xF4) c->split_char = true;
+    if (c->len + len < sizeof c->text) {
+        memcpy(c->text + c->len, text, len);
+        c->len += len;
+    }
+    return true;
+}
+
+/* clinfer_generate streams exactly the pieces of the greedy tokens an eval loop picks. */
+static void test_generate(clinfer_model *m) {
+    int32_t prompt[8];
+    make_prompt(prompt, 8);
+    clinfer_context *a = NULL, *b = NULL;
+    EXPECT_OK(clinfer_context_create(m, NULL, &a));
+    EXPECT_OK(clinfer_context_create(m, NULL, &b));
+    if (!a || !b) goto done;
+    collected got = {0};
+    clinfer_generate_stats stats;
+    EXPECT_OK(clinfer_generate(a, prompt, 8, N_GEN, NULL, collect, &got, &stats));
+    EXPECT(!got.split_char, "a callback received an incomplete character");
+    EXPECT(stats.n_prompt == 8, "n_prompt %zu", stats.n_prompt);
+    EXPECT(clinfer_context_n_past(a) == 8 + stats.n_generated, "n_past %u, generated %zu",
+           clinfer_context_n_past(a), stats.n_generated);
+
+    char expect[4096];
+    size_t len = 0, n = 0;
+    const float *logits;
+    size_t n_vocab;
+    EXPECT_OK(clinfer_eval(b, prompt, 8));
+    for (; n < N_GEN && clinfer_get_logits(b, &logits, &n_vocab) == CLINFER_OK; n++) {
+        int32_t t = argmax(logits, n_vocab);
+        if (clinfer_token_is_eog(m, t)) break;
+        size_t piece = 0;
+        EXPECT_OK(clinfer_token_to_piece(m, t, expect + len, sizeof expect - len, &piece));
+        len += piece;
+        EXPECT_OK(clinfer_eval(b, &t, 1));
+    }
+    EXPECT(n == stats.n_generated, "generate made %zu tokens, the eval loop %zu", stats.n_generated,
+           n);
+    /* An unfinished character at the very end is streamed as U+FFFD instead. */
+    size_t whole = clinfer_utf8_complete(expect, len);
+    EXPECT(got.len >= whole && !memcmp(got.text, expect, whole) && (whole < len || got.len == len),
+           "streamed %zu bytes differ from the %zu bytes of the pieces", got.len, len);
+done:
+    clinfer_context_free(a);
+    clinfer_context_free(b);
+}
+
+/* The tiny vocabulary tokenizes its words whole and the pieces give the text back. */
+static void test_tokens(clinfer_model *m) {
+    int32_t ids[16];
+    size_t n = 0;
+    char text[64];
+    size_t len = 0;
+    EXPECT_OK(clinfer_tokenize(m, "hello world", 11, true, false, ids, 16, &n));
+    EXPECT(n == 3 && ids[0] == clinfer_token_bos(m), "%zu ids, first %d", n, n ? ids[0] : -1);
+    for (size_t i = 1; i < n && i < 16; i++) {
+        size_t piece = 0;
+        EXPECT_OK(clinfer_token_to_piece(m, ids[i], text + len, sizeof text - len, &piece));
+        len += piece;
+    }
+    EXPECT(len == 12 && !memcmp(text, " hello world", 12), "pieces give '%.*s'", (int)len, text);
+    EXPECT(clinfer_token_is_eog(m, clinfer_token_eos(m)), "EOS %d ends generation",
+           clinfer_token_eos(m));
+}
+
+/* A broken file is rejected with a status and a message naming what is wrong. */
+static void expect_rejected(const tiny_model_spec *spec, clinfer_status want, const char *needle) {
+    char path[128];
+    model_path(path, sizeof path, "broken");
+    EXPECT(tiny_model_write(spec, path) == 0, "writing %s", path);
+    clinfer_model *m = NULL;
+    clinfer_status st = load(path, CLINFER_BACKEND_REFERENCE, &m);
+    EXPECT(st == want && !m, "loading %s gave %s, expected %s", needle, clinfer_status_str(st),
+           clinfer_status_str(want));
+    EXPECT(strstr(clinfer_last_error(), needle), "message '%s' does not name '%s'",
+           clinfer_last_error(), needle);
+    clinfer_model_free(m);
+    remove(path);
+}
+
+static void test_rejections(void) {
+    tiny_model_spec s;
+    tiny_model_default(&s, "llama", CLINFER_DT_F16);
+    s.omit_tensor = "blk.1.ffn_up.weight";
+    expect_rejected(&s, CLINFER_ERR_FORMAT, "blk.1.ffn_up.weight");
+    tiny_model_default(&s, "llama", CLINFER_DT_Q4_0);
+    s.misshape_tensor = "blk.0.attn_k.weight";
+    expect_rejected(&s, CLINFER_ERR_FORMAT, "blk.0.attn_k.weight");
+    tiny_model_default(&s, "gpt2", CLINFER_DT_F32);
+    s.misshape_tensor = "output_norm.bias";
+    expect_rejected(&s, CLINFER_ERR_FORMAT, "output_norm.bias");
+    tiny_model_default(&s, "qwen2", CLINFER_DT_F32);
+    s.omit_tensor = "blk.0.attn_v.bias";
+    expect_rejected(&s, CLINFER_ERR_FORMAT, "blk.0.attn_v.bias");
+    tiny_model_default(&s, "llama", CLINFER_DT_F32);
+    s.n_head = 3;
+    s.n_head_kv = 3;
+    expect_rejected(&s, CLINFER_ERR_FORMAT, "head_count");
+    tiny_model_default(&s, "mamba", CLINFER_DT_F32);
+    expect_rejected(&s, CLINFER_ERR_UNSUPPORTED, "mamba");
+    tiny_model_default(&s, "llama", CLINFER_DT_F32);
+    s.rope_scaling = "yarn";
+    expect_rejected(&s, CLINFER_ERR_UNSUPPORTED, "rope.scaling.type");
+}
+
+/* Linear rope scaling loads and changes what positions mean, hence the logits. */
+static void test_rope_scaling(void) {
+    char path[128];
+    uint32_t n_vocab = tiny_model_n_vocab();
+    float *plain = calloc(n_vocab, sizeof(float)), *scaled = calloc(n_vocab, sizeof(float));
+    int32_t prompt[N_PROMPT];
+    make_prompt(prompt, N_PROMPT);
+    for (int i = 0; i < 2; i++) {
+        tiny_model_spec s;
+        tiny_model_default(&s, "llama", CLINFER_DT_F32);
+        s.rope_scaling = i ? "linear" : NULL;
+        model_path(path, sizeof path, "rope");
+        EXPECT(tiny_model_write(&s, path) == 0, "writing %s", path);
+        clinfer_model *m = NULL;
+        EXPECT_OK(load(path, CLINFER_BACKEND_REFERENCE, &m));
+        if (m) EXPECT_OK(logits_after(m, 0, false, false, prompt, i ? scaled : plain));
+        clinfer_model_free(m);
+        remove(path);
+    }
+    double e = nmse(scaled, plain, n_vocab);
+    EXPECT(e > 1e-6, "linear rope scaling did not change the logits (NMSE %.3g)", e);
+    free(plain);
+    free(scaled);
+}
+
+typedef struct {
+    clinfer_model *model;
+    const int32_t *prompt;
+    float *logits;
+    int32_t generated[N_GEN];
+    clinfer_status st;
+} thread_job;
+
+static void *thread_main(void *arg) {
+    thread_job *j = arg;
+    clinfer_context_params cp;
+    clinfer_context_params_default(&cp);
+    j->st = prompt_and_greedy(j->model, &cp, j->prompt, j->logits, j->generated);
+    return NULL;
+}
+
+/* Contexts of one model used from two threads at once give what one thread alone gets. */
+static void test_threads(clinfer_backend_kind kind) {
+    char path[128];
+    model_path(path, sizeof path, "threads");
+    tiny_model_spec spec;
+    tiny_model_default(&spec, "qwen2", CLINFER_DT_Q4_0);
+    EXPECT(tiny_model_write(&spec, path) == 0, "writing %s", path);
+    uint32_t n_vocab = tiny_model_n_vocab();
+    int32_t prompt[N_PROMPT];
+    make_prompt(prompt, N_PROMPT);
+    clinfer_model *m = NULL;
+    thread_job jobs[3];
+    EXPECT_OK(load(path, kind, &m));
+    for (int i = 0; i < 3 && m; i++)
+        jobs[i] = (thread_job){.model = m, .prompt = prompt, .logits = calloc(n_vocab, 4)};
+    if (m) {
+        thread_main(&jobs[0]);
+        pthread_t t[2];
+        for (int i = 0; i < 2; i++)
+            EXPECT(pthread_create(&t[i], NULL, thread_main, &jobs[1 + i]) == 0, "thread %d", i);
+        for (int i = 0; i < 2; i++)
+            pthread_join(t[i], NULL);
+        for (int i = 1; i < 3; i++) {
+            EXPECT(jobs[i].st == CLINFER_OK, "thread %d: %s", i, clinfer_status_str(jobs[i].st));
+            EXPECT(!memcmp(jobs[i].logits, jobs[0].logits, n_vocab * sizeof(float)) &&
+                       !memcmp(jobs[i].generated, jobs[0].generated, sizeof jobs[0].generated),
+                   "thread %d differs from the single-threaded run", i);
+        }
+        for (int i = 0; i < 3; i++)
+            free(jobs[i].logits);
+    }
+    clinfer_model_free(m);
+    remove(path);
+}
+
+int main(void) {
+    size_t n_devices = 0;
+    have_opencl = clinfer_device_count(&n_devices) == CLINFER_OK && n_devices > 0;
+    if (!have_opencl)
+        printf("no OpenCL device: reference-only checks (%s)\n", clinfer_last_error());
+
+    test_rejections();
+    test_rope_scaling();
+    test_threads(CLINFER_BACKEND_REFERENCE);
+    if (have_opencl) test_threads(CLINFER_BACKEND_OPENCL);
+    char path[128];
+    model_path(path, sizeof path, "llama_api");
+    tiny_model_spec spec;
+    tiny_model_default(&spec, "llama", CLINFER_DT_F32);
+    spec.tied = false;
+    EXPECT(tiny_model_write(&spec, path) == 0, "writing %s", path);
+    clinfer_model *m = NULL;
+    EXPECT_OK(load(path, CLINFER_BACKEND_REFERENCE, &m));
+    if (m) {
+        test_tokens(m);
+        test_context_full(m);
+        test_generate(m);
+    }
+    clinfer_model_free(m);
+    remove(path);
+
+    static const char *const archs[] = {"llama", "qwen2", "gpt2"};
+    static const clinfer_dtype types[] = {CLINFER_DT_F32,  CLINFER_DT_F16,  CLINFER_DT_Q8_0,
+                                          CLINFER_DT_Q4_0, CLINFER_DT_Q4_1, CLINFER_DT_Q4_K,
+                                          CLINFER_DT_Q6_K};
+    for (size_t a = 0; a < 3; a++) {
+        test_batching(archs[a], CLINFER_BACKEND_REFERENCE);
+        if (have_opencl) test_batching(archs[a], CLINFER_BACKEND_OPENCL);
+        for (size_t t = 0; t < sizeof types / sizeof types[0]; t++)
+            test_backends_agree(archs[a], types[t]);
+    }
+    int rc = finish("test_model_tiny");
+    return rc == 0 && !have_opencl ? 77 : rc;
+}

@@ -1,0 +1,128 @@
+/* The real default model, SmolLM2-135M-Instruct (tools/fetch_model.sh): a fixed chat prompt's
+ * greedy continuation of 32 tokens is the same on the OpenCL and reference backends and reads
+ * as English words. The model comes from CLINFER_MODEL, else the places fetch_model.sh stores
+ * it; exit 77 when it is absent or there is no OpenCL device. */
+#include <ctype.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "check.h"
+#include "model.h"
+#include "tokenizer.h"
+
+#define MODEL_FILE "SmolLM2-135M-Instruct.Q4_1.gguf"
+#define N_PREDICT 32
+
+static bool find_model(char *path, size_t size) {
+    const char *env = getenv("CLINFER_MODEL");
+    const char *dirs[] = {getenv("CLINFER_TEST_MODELS"), getenv("XDG_CACHE_HOME"), getenv("HOME")};
+    const char *suffix[] = {"", "/clinfer/models", "/.cache/clinfer/models"};
+    struct stat sb;
+    if (env && *env) {
+        snprintf(path, size, "%s", env);
+        return stat(path, &sb) == 0;
+    }
+    for (size_t i = 0; i < 3; i++) {
+        if (!dirs[i]) continue;
+        snprintf(path, size, "%s%s/%s", dirs[i], suffix[i], MODEL_FILE);
+        if (stat(path, &sb) == 0) return true;
+    }
+    return false;
+}
+
+typedef struct {
+    char text[2048];
+    size_t len;
+} collected;
+
+static bool collect(const char *text, size_t len, void *user) {
+    collected *c = user;
+    if (c->len + len < sizeof c->text) {
+        memcpy(c->text + c->len, text, len);
+        c->len += len;
+    }
+    return true;
+}
+
+/* Loads the model on one backend and generates greedily from the chat prompt. */
+static void generate(const char *path, clinfer_backend_kind kind, collected *out,
+                     clinfer_generate_stats *stats) {
+    clinfer_model_params mp;
+    clinfer_model_params_default(&mp);
+    mp.backend = kind;
+    clinfer_model *m = NULL;
+    clinfer_context *ctx = NULL;
+    char *prompt = NULL;
+    int32_t tokens[256];
+    size_t n = 0;
+    clinfer_chat_message msg = {"user", "Why is the sky blue?"};
+    clinfer_context_params cp;
+    clinfer_context_params_default(&cp);
+    cp.n_ctx = 512;
+
+    EXPECT_OK(clinfer_model_load(path, &mp, &m));
+    if (!m) return;
+    EXPECT_OK(clinfer_chat_apply_template(m, NULL, &msg, 1, true, &prompt));
+    if (prompt)
+        EXPECT_OK(clinfer_tokenize(m, prompt, strlen(prompt), clinfer_vocab_add_bos(m->vocab), true,
+                                   tokens, 256, &n));
+    EXPECT_OK(clinfer_context_create(m, &cp, &ctx));
+    if (ctx && n) EXPECT_OK(clinfer_generate(ctx, tokens, n, N_PREDICT, NULL, collect, out, stats));
+    clinfer_context_free(ctx);
+    clinfer_free(prompt);
+    clinfer_model_free(m);
+}
+
+/* Most whitespace-separated words are letters with at most some punctuation around them. */
+static bool english_words(const char *text, size_t len, int *n_words) {
+    int words = 0, wordlike = 0;
+    for (size_t i = 0; i < len;) {
+        while (i < len && isspace((unsigned char)text[i]))
+            i++;
+        size_t start = i, letters = 0, other = 0;
+        for (; i < len && !isspace((unsigned char)text[i]); i++) {
+            if (isalpha((unsigned char)text[i]))
+                letters++;
+            else if (!ispunct((unsigned char)text[i]))
+                other++;
+        }
+        if (i == start) break;
+        words++;
+        wordlike += letters > 0 && other == 0;
+    }
+    *n_words = words;
+    return words >= 5 && wordlike * 10 >= words * 8;
+}
+
+int main(void) {
+    char path[1024];
+    size_t n_devices = 0;
+    if (!find_model(path, sizeof path)) {
+        printf("skipped: %s not found (run tools/fetch_model.sh or set CLINFER_MODEL)\n",
+               MODEL_FILE);
+        return 77;
+    }
+    if (clinfer_device_count(&n_devices) != CLINFER_OK || n_devices == 0) {
+        printf("skipped: no OpenCL device (%s)\n", clinfer_last_error());
+        return 77;
+    }
+    collected ref = {0}, cl = {0};
+    clinfer_generate_stats ref_stats = {0}, cl_stats = {0};
+    generate(path, CLINFER_BACKEND_REFERENCE, &ref, &ref_stats);
+    generate(path, CLINFER_BACKEND_OPENCL, &cl, &cl_stats);
+    printf("reference (%zu tokens, %.1f tok/s decode): %.*s\n", ref_stats.n_generated,
+           ref_stats.decode_ms > 0 ? ref_stats.n_generated * 1e3 / ref_stats.decode_ms : 0.0,
+           (int)ref.len, ref.text);
+    printf("opencl    (%zu tokens, %.1f tok/s decode): %.*s\n", cl_stats.n_generated,
+           cl_stats.decode_ms > 0 ? cl_stats.n_generated * 1e3 / cl_stats.decode_ms : 0.0,
+           (int)cl.len, cl.text);
+    EXPECT(ref_stats.n_generated > 0, "the reference backend generated nothing");
+    EXPECT(cl_stats.n_generated == ref_stats.n_generated && cl.len == ref.len &&
+               !memcmp(cl.text, ref.text, ref.len),
+           "OpenCL and reference continuations differ");
+    int n_words = 0;
+    EXPECT(english_words(ref.text, ref.len, &n_words), "%d words, not mostly English words",
+           n_words);
+    return finish("test_smollm2");
+}
