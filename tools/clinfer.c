@@ -7,7 +7,12 @@
 
 /* Each subcommand lives in its own tools/cmd_<name>.c. */
 #define COMMANDS(X)                                                                                \
-    X(devices, "list OpenCL devices and the kernel path chosen for each")
+    X(devices, "list OpenCL devices and the kernel path chosen for each")                          \
+    X(run, "generate text after a prompt and report the speed")                                    \
+    X(chat, "chat with a model, turn by turn, on stdin")                                           \
+    X(info, "show a model's architecture, tensors and memory plan")                                \
+    X(tokenize, "print the token ids (and pieces) of a text; vocab-only files work")               \
+    X(bench_ops, "time the matvec/GEMM kernels against the device's measured roofline")
 
 #define DECLARE(name, summary) int cmd_##name(int argc, char **argv);
 COMMANDS(DECLARE)
@@ -24,10 +29,22 @@ int cli_error(const char *fmt, ...) {
     return 1;
 }
 
+/* Names in COMMANDS are C identifiers; on the command line their '_' is written '-'. */
+static int is_command(const char *arg, const char *name) {
+    for (; *arg && *name; arg++, name++)
+        if (*arg != (*name == '_' ? '-' : *name)) return 0;
+    return *arg == *name;
+}
+
 static void usage(FILE *out) {
     fprintf(out, "usage: clinfer COMMAND [OPTIONS]\n\ncommands:\n");
-    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "%s", commands[i].name);
+        for (char *c = name; *c; c++)
+            *c = *c == '_' ? '-' : *c;
+        fprintf(out, "  %-10s %s\n", name, commands[i].summary);
+    }
     fprintf(out, "\n`clinfer COMMAND --help` for a command's options; `clinfer --version`.\n");
 }
 
@@ -45,8 +62,7 @@ int main(int argc, char **argv) {
         return 0;
     }
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        if (!strcmp(argv[1], commands[i].name))
-            return commands[i].run(argc - 1, argv + 1);
+        if (is_command(argv[1], commands[i].name)) return commands[i].run(argc - 1, argv + 1);
     cli_error("unknown command '%s' (see clinfer --help)", argv[1]);
     return 1;
 }

@@ -1,0 +1,328 @@
+/* Chat templates: recognise the format by markers that only it uses, then write that format's
+ * layout out in C. Each writer follows the reference template of its family:
+ *   ChatML  (SmolLM2, Qwen2)  '<|im_start|>' + role + '\n' + content + '<|im_end|>\n'
+ *   Llama-3                  '<|start_header_id|>' + role + '<|end_header_id|>\n\n'
+ *                             + content|trim + '<|eot_id|>'
+ *   Llama-2                  '[INST] ' + (<<SYS>> block) + content.strip() + ' [/INST]',
+ *                             assistant ' ' + content.strip() + ' </s>', later turns open '<s>'
+ *   Gemma                    '<start_of_turn>' + (user|model) + '\n' + content|trim
+ *                             + '<end_of_turn>\n'; a system prompt is prepended to the first
+ *                             user turn, as Gemma has no system role. */
+#include "chat.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "error.h"
+#include "model.h"
+
+/* A growing NUL-terminated string; on allocation failure `failed` is set and appends stop. */
+typedef struct {
+    char *s;
+    size_t len, cap;
+    bool failed;
+} strbuf;
+
+static void sb_append(strbuf *b, const char *s, size_t n) {
+    if (b->failed) return;
+    if (b->len + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 256;
+        while (cap < b->len + n + 1) {
+            if (cap > SIZE_MAX / 2) {
+                b->failed = true;
+                return;
+            }
+            cap *= 2;
+        }
+        char *s2 = realloc(b->s, cap);
+        if (!s2) {
+            b->failed = true;
+            return;
+        }
+        b->s = s2;
+        b->cap = cap;
+    }
+    memcpy(b->s + b->len, s, n);
+    b->len += n;
+    b->s[b->len] = '\0';
+}
+
+static void sb_puts(strbuf *b, const char *s) {
+    sb_append(b, s, strlen(s));
+}
+
+static bool is_space(char c) {
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
+}
+
+/* Appends s without leading and trailing whitespace (Jinja's trim, Python's strip()). */
+static void sb_trimmed(strbuf *b, const char *s) {
+    size_t n = strlen(s);
+    while (n > 0 && is_space(*s)) {
+        s++;
+        n--;
+    }
+    while (n > 0 && is_space(s[n - 1]))
+        n--;
+    sb_append(b, s, n);
+}
+
+static const char *find(const char *hay, size_t hay_len, const char *needle) {
+    size_t n = strlen(needle);
+    for (size_t i = 0; hay && n <= hay_len && i <= hay_len - n; i++)
+        if (!memcmp(hay + i, needle, n)) return hay + i;
+    return NULL;
+}
+
+static const struct {
+    const char *name;
+    chat_format format;
+    const char *marker; /* a string only this family's templates contain */
+} formats[] = {
+    {"chatml", CHAT_FORMAT_CHATML, "<|im_start|>"},
+    {"llama3", CHAT_FORMAT_LLAMA3, "<|start_header_id|>"},
+    {"gemma", CHAT_FORMAT_GEMMA, "<start_of_turn>"},
+    {"llama2", CHAT_FORMAT_LLAMA2, "[INST]"},
+};
+#define N_FORMATS (sizeof formats / sizeof formats[0])
+#define FORMAT_NAMES "chatml, llama3, llama2, gemma"
+
+const char *chat_format_name(chat_format format) {
+    for (size_t i = 0; i < N_FORMATS; i++)
+        if (formats[i].format == format) return formats[i].name;
+    return "unknown";
+}
+
+clinfer_status chat_detect(const char *tmpl, size_t tmpl_len, const char *name,
+                           chat_format *format) {
+    if (name && *name) {
+        for (size_t i = 0; i < N_FORMATS; i++)
+            if (!strcmp(name, formats[i].name)) {
+                *format = formats[i].format;
+                return CLINFER_OK;
+            }
+        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
+                            "chat: unknown template name '%s' (known: " FORMAT_NAMES ")", name);
+    }
+    if (!tmpl)
+        return clinfer_fail(CLINFER_ERR_UNSUPPORTED,
+                            "chat: the model has no tokenizer.chat_template; name one with "
+                            "--chat-template (" FORMAT_NAMES ")");
+    for (size_t i = 0; i < N_FORMATS; i++)
+        if (find(tmpl, tmpl_len, formats[i].marker)) {
+            *format = formats[i].format;
+            return CLINFER_OK;
+        }
+    return clinfer_fail(CLINFER_ERR_UNSUPPORTED,
+                        "chat: the model's chat template (%zu bytes) is not one of the known "
+                        "formats; name one with --chat-template (" FORMAT_NAMES ")",
+                        tmpl_len);
+}
+
+/* The literal default system prompt of a ChatML template, written there as
+ * '<|im_start|>system\n<text><|im_end|>' (with a real newline or a Jinja "\n" escape). An
+ * occurrence whose text holds template syntax (quotes, braces, escapes) is an expression such
+ * as messages[0]['content'], not a literal, and is skipped. */
+static bool chatml_default_system(const char *tmpl, size_t len, const char **text,
+                                  size_t *text_len) {
+    if (!tmpl) return false;
+    static const char *openers[] = {"<|im_start|>system\n", "<|im_start|>system\\n"};
+    for (size_t o = 0; o < 2; o++) {
+        const char *p = tmpl, *end = tmpl + len;
+        while (p && (p = find(p, (size_t)(end - p), openers[o]))) {
+            const char *start = p + strlen(openers[o]);
+            const char *stop = find(start, (size_t)(end - start), "<|im_end|>");
+            if (!stop) break;
+            size_t n = (size_t)(stop - start);
+            bool literal = n > 0;
+            for (size_t i = 0; i < n && literal; i++)
+                literal = !strchr("'\"{}\\", start[i]);
+            if (literal) {
+                *text = start;
+                *text_len = n;
+                return true;
+            }
+            p = start;
+        }
+    }
+    return false;
+}
+
+static clinfer_status check_role(const char *role, chat_format f, size_t i) {
+    if (f == CHAT_FORMAT_CHATML || f == CHAT_FORMAT_LLAMA3)
+        return CLINFER_OK; /* these formats write any role name into the header */
+    if (!strcmp(role, "system") || !strcmp(role, "user") || !strcmp(role, "assistant"))
+        return CLINFER_OK;
+    return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
+                        "chat: message %zu has role '%s'; this template knows only system, "
+                        "user and assistant",
+                        i, role);
+}
+
+static void render_chatml(strbuf *b, const char *tmpl, size_t tmpl_len,
+                          const clinfer_chat_message *m, size_t n, bool add_assistant) {
+    const char *sys;
+    size_t sys_len;
+    if ((n == 0 || strcmp(m[0].role, "system")) &&
+        chatml_default_system(tmpl, tmpl_len, &sys, &sys_len)) {
+        sb_puts(b, "<|im_start|>system\n");
+        sb_append(b, sys, sys_len);
+        sb_puts(b, "<|im_end|>\n");
+    }
+    for (size_t i = 0; i < n; i++) {
+        sb_puts(b, "<|im_start|>");
+        sb_puts(b, m[i].role);
+        sb_puts(b, "\n");
+        sb_puts(b, m[i].content);
+        sb_puts(b, "<|im_end|>\n");
+    }
+    if (add_assistant) sb_puts(b, "<|im_start|>assistant\n");
+}
+
+static void render_llama3(strbuf *b, const clinfer_chat_message *m, size_t n, bool add_assistant) {
+    for (size_t i = 0; i < n; i++) {
+        sb_puts(b, "<|start_header_id|>");
+        sb_puts(b, m[i].role);
+        sb_puts(b, "<|end_header_id|>\n\n");
+        sb_trimmed(b, m[i].content);
+        sb_puts(b, "<|eot_id|>");
+    }
+    if (add_assistant) sb_puts(b, "<|start_header_id|>assistant<|end_header_id|>\n\n");
+}
+
+/* Opens a Llama-2 [INST] turn, with the system prompt's <<SYS>> block when one is pending. */
+static void llama2_open_turn(strbuf *b, bool first_turn, const char **system) {
+    sb_puts(b, first_turn ? "[INST] " : "<s>[INST] ");
+    if (*system) {
+        sb_puts(b, "<<SYS>>\n");
+        sb_trimmed(b, *system);
+        sb_puts(b, "\n<</SYS>>\n\n");
+        *system = NULL;
+    }
+}
+
+/* Llama-2 has no generation prompt: the model answers right after ' [/INST]'. A system
+ * message is folded into the next user turn; later turns re-open the sequence with '<s>'. */
+static clinfer_status render_llama2(strbuf *b, const clinfer_chat_message *m, size_t n) {
+    const char *system = NULL;
+    bool first_turn = true;
+    for (size_t i = 0; i < n; i++) {
+        if (!strcmp(m[i].role, "system")) {
+            if (i != 0)
+                return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
+                                    "chat: llama2 template: the system message is message %zu; "
+                                    "it must be the first",
+                                    i);
+            system = m[i].content;
+        } else if (!strcmp(m[i].role, "user")) {
+            llama2_open_turn(b, first_turn, &system);
+            sb_trimmed(b, m[i].content);
+            sb_puts(b, " [/INST]");
+        } else {
+            sb_puts(b, " ");
+            sb_trimmed(b, m[i].content);
+            sb_puts(b, " </s>");
+        }
+        first_turn = first_turn && i == 0 && system;
+    }
+    if (system) { /* a system prompt with no user turn after it still reaches the model */
+        llama2_open_turn(b, first_turn, &system);
+        sb_puts(b, " [/INST]");
+    }
+    return CLINFER_OK;
+}
+
+static clinfer_status render_gemma(strbuf *b, const clinfer_chat_message *m, size_t n,
+                                   bool add_assistant) {
+    const char *system = NULL;
+    for (size_t i = 0; i < n; i++) {
+        if (!strcmp(m[i].role, "system")) {
+            if (i != 0)
+                return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
+                                    "chat: gemma template: the system message is message %zu; "
+                                    "it must be the first",
+                                    i);
+            system = m[i].content;
+            continue;
+        }
+        bool user = !strcmp(m[i].role, "user");
+        sb_puts(b, user ? "<start_of_turn>user\n" : "<start_of_turn>model\n");
+        if (user && system) {
+            sb_trimmed(b, system);
+            sb_puts(b, "\n\n");
+            system = NULL;
+        }
+        sb_trimmed(b, m[i].content);
+        sb_puts(b, "<end_of_turn>\n");
+    }
+    if (system) { /* a system prompt with no user turn after it becomes that turn */
+        sb_puts(b, "<start_of_turn>user\n");
+        sb_trimmed(b, system);
+        sb_puts(b, "<end_of_turn>\n");
+    }
+    if (add_assistant) sb_puts(b, "<start_of_turn>model\n");
+    return CLINFER_OK;
+}
+
+clinfer_status chat_render(const char *tmpl, size_t tmpl_len, const char *name,
+                           const clinfer_chat_message *messages, size_t n, bool add_assistant,
+                           char **out) {
+    clinfer_status st = CLINFER_OK;
+    strbuf b = {0};
+    chat_format f;
+    if (!out || (n > 0 && !messages))
+        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "chat: NULL %s",
+                            out ? "messages" : "out");
+    *out = NULL;
+    CHECK(chat_detect(tmpl, tmpl_len, name, &f));
+    for (size_t i = 0; i < n; i++) {
+        if (!messages[i].role || !messages[i].content) {
+            st = clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "chat: message %zu has a NULL %s", i,
+                              messages[i].role ? "content" : "role");
+            goto cleanup;
+        }
+        CHECK(check_role(messages[i].role, f, i));
+    }
+    sb_puts(&b, ""); /* an empty conversation still renders to a valid string */
+    switch (f) {
+    case CHAT_FORMAT_CHATML:
+        render_chatml(&b, tmpl, tmpl_len, messages, n, add_assistant);
+        break;
+    case CHAT_FORMAT_LLAMA3:
+        render_llama3(&b, messages, n, add_assistant);
+        break;
+    case CHAT_FORMAT_LLAMA2:
+        CHECK(render_llama2(&b, messages, n));
+        break;
+    case CHAT_FORMAT_GEMMA:
+        CHECK(render_gemma(&b, messages, n, add_assistant));
+        break;
+    }
+    if (b.failed) {
+        st = clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "chat: no memory for a %zu-byte rendering",
+                          b.len);
+        goto cleanup;
+    }
+    *out = b.s;
+    b.s = NULL;
+cleanup:
+    free(b.s);
+    return st;
+}
+
+clinfer_status clinfer_chat_apply_template(const clinfer_model *model, const char *template_name,
+                                           const clinfer_chat_message *messages, size_t n,
+                                           bool add_assistant, char **out) {
+    gguf_str tmpl = {NULL, 0};
+    if (!model)
+        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "chat_apply_template: NULL model");
+    /* An absent or non-string template is not an error yet: template_name may stand in. */
+    if (gguf_find_kv(model->gguf, "tokenizer.chat_template") &&
+        gguf_get_str(model->gguf, "tokenizer.chat_template", &tmpl) != CLINFER_OK)
+        tmpl = (gguf_str){NULL, 0};
+    return chat_render(tmpl.ptr, (size_t)tmpl.len, template_name, messages, n, add_assistant, out);
+}
+
+void clinfer_free(void *p) {
+    free(p);
+}

@@ -1,0 +1,169 @@
+/* The clinfer binary. Bad input (missing file, not a GGUF file, unknown flag, bad numbers,
+ * unknown device) exits 1 with exactly one line on stderr. With a tiny generated model on the
+ * reference backend: run is reproducible for a seed, info describes the model, and --chat on
+ * a model without a template says how to name one. argv[1] is the binary. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "tiny_model.h"
+
+static const char *binary;
+static char dir[] = "/tmp/clinfer-test-cli-XXXXXX";
+
+static void slurp(const char *path, char *buf, size_t size) {
+    FILE *f = fopen(path, "r");
+    size_t n = f ? fread(buf, 1, size - 1, f) : 0;
+    buf[n] = '\0';
+    if (f) fclose(f);
+}
+
+static char out[8192]; /* the last run's stdout */
+
+/* Runs the binary with args (NULL-terminated), stdin from /dev/null; returns the exit code
+ * (-1 if it did not exit normally), stderr's content in err and stdout's in `out`. */
+static int run(const char *const *args, char *err, size_t err_size) {
+    char err_path[sizeof dir + 16], out_path[sizeof dir + 16];
+    snprintf(err_path, sizeof err_path, "%s/stderr", dir);
+    snprintf(out_path, sizeof out_path, "%s/stdout", dir);
+    pid_t pid = fork();
+    if (pid == 0) {
+        if (!freopen("/dev/null", "r", stdin) || !freopen(out_path, "w", stdout) ||
+            !freopen(err_path, "w", stderr))
+            _exit(126);
+        const char *argv[32] = {binary};
+        for (int i = 0; args[i] && i < 30; i++)
+            argv[i + 1] = args[i];
+        execv(binary, (char *const *)argv);
+        _exit(127);
+    }
+    int status = 0;
+    if (pid < 0 || waitpid(pid, &status, 0) != pid) return -1;
+    slurp(err_path, err, err_size);
+    slurp(out_path, out, sizeof out);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+static int count_lines(const char *s) {
+    int n = 0;
+    for (; *s; s++)
+        n += *s == '\n';
+    return n;
+}
+
+/* Expects exit code 1 and a single stderr line that contains needle. */
+static void expect_error(const char *needle, const char *const *args) {
+    char err[4096];
+    int code = run(args, err, sizeof err);
+    char cmd[512] = "";
+    for (int i = 0; args[i]; i++) {
+        strncat(cmd, args[i], sizeof cmd - strlen(cmd) - 2);
+        strncat(cmd, " ", sizeof cmd - strlen(cmd) - 1);
+    }
+    EXPECT(code == 1, "`clinfer %s` exited %d, want 1; stderr: %s", cmd, code, err);
+    EXPECT(count_lines(err) == 1, "`clinfer %s` printed %d lines on stderr, want 1: %s", cmd,
+           count_lines(err), err);
+    EXPECT(strstr(err, needle) != NULL, "`clinfer %s` stderr lacks '%s': %s", cmd, needle, err);
+}
+
+#define ERR(needle, ...) expect_error(needle, (const char *const[]){__VA_ARGS__, NULL})
+
+static void test_tiny_model(void) {
+    char model[sizeof dir + 16], err[4096], first[sizeof out];
+    snprintf(model, sizeof model, "%s/tiny.gguf", dir);
+    tiny_model_spec spec;
+    tiny_model_default(&spec, "llama", CLINFER_DT_Q8_0);
+    if (tiny_model_write(&spec, model) != 0) {
+        EXPECT(0, "cannot write the tiny model %s", model);
+        return;
+    }
+    ERR("no-such-device", "run", "-m", model, "-p", "hi", "--device", "no-such-device");
+    ERR("--chat-template", "run", "-m", model, "--reference", "-p", "hi", "--chat");
+
+    const char *const gen[] = {"run",     "-m", model,     "--reference", "-p",     "hello world",
+                               "-n",      "12", "--seed",  "5",           "--temp", "1.5",
+                               "--top-k", "0",  "--min-p", "0",           NULL};
+    int code = run(gen, err, sizeof err);
+    EXPECT(code == 0, "run on the tiny model exited %d: %s", code, err);
+    EXPECT(strstr(err, "decode") && strstr(err, "tok/s"), "no speed report on stderr: %s", err);
+    snprintf(first, sizeof first, "%s", out);
+    EXPECT(strlen(first) > 1, "run generated nothing");
+    code = run(gen, err, sizeof err);
+    EXPECT(code == 0 && !strcmp(first, out), "the same seed generated different text:\n%s\n%s",
+           first, out);
+
+    code = run((const char *const[]){"run", "-m", model, "--reference", "-p", "hi",
+                                     "--chat-template", "chatml", "-n", "4", NULL},
+               err, sizeof err);
+    EXPECT(code == 0, "run --chat-template chatml exited %d: %s", code, err);
+
+    code = run((const char *const[]){"info", "-m", model, "--reference", NULL}, err, sizeof err);
+    EXPECT(code == 0, "info exited %d: %s", code, err);
+    EXPECT(strstr(out, "architecture: llama") && strstr(out, "KV cache") &&
+               strstr(out, "Q8_0") != NULL,
+           "info lacks the architecture, memory plan or tensor types:\n%s", out);
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        fprintf(stderr, "usage: test_cli PATH-TO-CLINFER\n");
+        return 1;
+    }
+    binary = argv[1];
+    if (!mkdtemp(dir)) {
+        perror("mkdtemp");
+        return 1;
+    }
+    char missing[sizeof dir + 32], not_gguf[sizeof dir + 32];
+    snprintf(missing, sizeof missing, "%s/missing.gguf", dir);
+    snprintf(not_gguf, sizeof not_gguf, "%s/notes.gguf", dir);
+    FILE *f = fopen(not_gguf, "w");
+    if (!f) {
+        perror(not_gguf);
+        return 1;
+    }
+    fputs("These are notes, not a model.\n", f);
+    fclose(f);
+
+    ERR(missing, "run", "-m", missing, "-p", "hello");
+    ERR(not_gguf, "run", "-m", not_gguf, "-p", "hello");
+    ERR(missing, "info", "-m", missing);
+    ERR(not_gguf, "chat", "-m", not_gguf);
+    ERR("--bogus", "run", "--bogus");
+    ERR("-x", "run", "-x");
+    ERR("--frobnicate", "info", "--frobnicate");
+    ERR("--bogus", "chat", "--bogus", "-m", missing);
+    ERR("-n", "run", "-m", not_gguf, "-p", "hello", "-n", "-1");
+    ERR("-n", "chat", "-n", "-5");
+    ERR("-n", "run", "-p", "hello", "-n", "lots");
+    ERR("--temp", "run", "-p", "hello", "--temp", "hot");
+    ERR("--top-p", "run", "-p", "hello", "--top-p", "2");
+    ERR("--seed", "run", "-p", "hello", "--seed", "-3");
+    ERR("needs a value", "run", "-p");
+    ERR("needs a value", "run", "-p", "hello", "--temp");
+    ERR("prompt", "run", "-m", missing);
+    ERR("unknown command", "frobnicate");
+
+    char err[4096];
+    EXPECT(run((const char *const[]){"run", "--help", NULL}, err, sizeof err) == 0,
+           "run --help fails: %s", err);
+    EXPECT(run((const char *const[]){"chat", "--help", NULL}, err, sizeof err) == 0,
+           "chat --help fails: %s", err);
+    EXPECT(run((const char *const[]){"info", "--help", NULL}, err, sizeof err) == 0,
+           "info --help fails: %s", err);
+
+    test_tiny_model();
+
+    const char *files[] = {"stderr", "stdout", "tiny.gguf"};
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        char path[sizeof dir + 16];
+        snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+        remove(path);
+    }
+    remove(not_gguf);
+    rmdir(dir);
+    return finish("test_cli");
+}

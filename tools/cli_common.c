@@ -1,0 +1,222 @@
+#include "cli_common.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli.h"
+#include "gguf.h"
+#include "model.h"
+#include "tokenizer.h"
+
+/* The file tools/fetch_model.sh stores; searched where that script puts it. */
+#define DEFAULT_MODEL_FILE "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+void cli_model_opts_init(cli_model_opts *o) {
+    o->path = NULL;
+    clinfer_model_params_default(&o->params);
+}
+
+int cli_model_option(int opt, const char *arg, cli_model_opts *o) {
+    switch (opt) {
+    case 'm':
+        o->path = arg;
+        return 1;
+    case OPT_DEVICE:
+        o->params.device = arg;
+        return 1;
+    case OPT_REFERENCE:
+        o->params.backend = CLINFER_BACKEND_REFERENCE;
+        return 1;
+    case 'v':
+        o->params.verbose = true;
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+int cli_sampler_option(int opt, const char *arg, clinfer_sampler_params *p) {
+    long v;
+    switch (opt) {
+    case OPT_TEMP:
+        return cli_parse_float("--temp", arg, 0.0f, 100.0f, &p->temperature) ? 1 : -1;
+    case OPT_TOP_K:
+        if (!cli_parse_long("--top-k", arg, 0, INT32_MAX, &v)) return -1;
+        p->top_k = (int32_t)v;
+        return 1;
+    case OPT_TOP_P:
+        return cli_parse_float("--top-p", arg, 1e-6f, 1.0f, &p->top_p) ? 1 : -1;
+    case OPT_MIN_P:
+        return cli_parse_float("--min-p", arg, 0.0f, 1.0f, &p->min_p) ? 1 : -1;
+    case OPT_REPEAT_PENALTY:
+        return cli_parse_float("--repeat-penalty", arg, 1e-3f, 100.0f, &p->repeat_penalty) ? 1 : -1;
+    case OPT_REPEAT_LAST_N:
+        if (!cli_parse_long("--repeat-last-n", arg, 0, 1 << 20, &v)) return -1;
+        p->repeat_last_n = (int32_t)v;
+        return 1;
+    case OPT_SEED: {
+        char *end;
+        errno = 0;
+        unsigned long long s = strtoull(arg, &end, 0);
+        if (errno || end == arg || *end || arg[0] == '-') {
+            cli_error("--seed: '%s' is not a non-negative whole number", arg);
+            return -1;
+        }
+        p->seed = s;
+        return 1;
+    }
+    default:
+        return 0;
+    }
+}
+
+int cli_bad_option(const char *command, int opt, char **argv) {
+    /* A long option is named by its word; a short one may sit inside a bundle ("-vx"). */
+    const char *prev = optind > 1 ? argv[optind - 1] : "";
+    char short_opt[3] = {'-', (char)optopt, '\0'};
+    const char *word = !strncmp(prev, "--", 2) || optopt <= 0 || optopt > 255 ? prev : short_opt;
+    if (opt == ':')
+        return cli_error("%s: option '%s' needs a value (see clinfer %s --help)", command, word,
+                         command);
+    return cli_error("%s: unknown option '%s' (see clinfer %s --help)", command, word, command);
+}
+
+bool cli_parse_long(const char *option, const char *arg, long lo, long hi, long *out) {
+    char *end;
+    errno = 0;
+    long v = strtol(arg, &end, 10);
+    if (errno || end == arg || *end || v < lo || v > hi) {
+        cli_error("%s: '%s' is not a whole number in [%ld, %ld]", option, arg, lo, hi);
+        return false;
+    }
+    *out = v;
+    return true;
+}
+
+bool cli_parse_float(const char *option, const char *arg, float lo, float hi, float *out) {
+    char *end;
+    errno = 0;
+    float v = strtof(arg, &end);
+    if (errno || end == arg || *end || !isfinite(v) || v < lo || v > hi) {
+        cli_error("%s: '%s' is not a number in [%g, %g]", option, arg, (double)lo, (double)hi);
+        return false;
+    }
+    *out = v;
+    return true;
+}
+
+double cli_now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static bool file_exists(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (f) fclose(f);
+    return f != NULL;
+}
+
+/* The default model in ./models, then $XDG_CACHE_HOME/clinfer/models or
+ * ~/.cache/clinfer/models: the places tools/fetch_model.sh writes to. */
+static bool find_default_model(char *buf, size_t size) {
+    const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+    snprintf(buf, size, "models/" DEFAULT_MODEL_FILE);
+    if (file_exists(buf)) return true;
+    if (xdg && *xdg) {
+        snprintf(buf, size, "%s/clinfer/models/" DEFAULT_MODEL_FILE, xdg);
+        if (file_exists(buf)) return true;
+    }
+    if (home && *home) {
+        snprintf(buf, size, "%s/.cache/clinfer/models/" DEFAULT_MODEL_FILE, home);
+        if (file_exists(buf)) return true;
+    }
+    return false;
+}
+
+int cli_load_model(const cli_model_opts *o, clinfer_model **model, double *load_ms) {
+    char buf[4096];
+    const char *path = o->path;
+    if (!path) {
+        if (!find_default_model(buf, sizeof buf))
+            return cli_error("no -m MODEL given and the default model " DEFAULT_MODEL_FILE
+                             " is not in ./models or ~/.cache/clinfer/models; fetch it with "
+                             "`bash tools/fetch_model.sh`");
+        path = buf;
+        fprintf(stderr, "clinfer: no -m given, using the default model %s\n", path);
+    }
+    /* Validating the file first fails bad input in milliseconds, before any device set-up. */
+    gguf_file *f = NULL;
+    clinfer_status st = gguf_open(path, &f);
+    gguf_close(f);
+    if (st == CLINFER_OK) {
+        double t0 = cli_now_ms();
+        st = clinfer_model_load(path, &o->params, model);
+        if (load_ms) *load_ms = cli_now_ms() - t0;
+    }
+    if (st != CLINFER_OK)
+        return cli_error("cannot load model '%s': %s (%s)", path, clinfer_last_error(),
+                         clinfer_status_str(st));
+    return 0;
+}
+
+int cli_tokenize(const clinfer_model *model, const char *text, bool first, int32_t **tokens,
+                 size_t *n_tokens) {
+    /* clinfer_tokenize adds BOS when asked; whether this model's prompts start with one is
+     * the vocabulary's add_bos_token (SmolLM2's BOS is <|im_start|>, which it must not get). */
+    bool add_bos = first && model->vocab && clinfer_vocab_add_bos(model->vocab);
+    size_t len = strlen(text), cap = len + 2, n = 0; /* enough unless a piece is under a byte */
+    for (int attempt = 0; attempt < 2; attempt++) {
+        int32_t *t = malloc(cap * sizeof *t);
+        if (!t) return cli_error("out of memory tokenizing %zu bytes", len);
+        clinfer_status st = clinfer_tokenize(model, text, len, add_bos, true, t, cap, &n);
+        if (st == CLINFER_OK) {
+            *tokens = t;
+            *n_tokens = n;
+            return 0;
+        }
+        free(t);
+        if (st != CLINFER_ERR_BUFFER_TOO_SMALL)
+            return cli_error("cannot tokenize the prompt: %s (%s)", clinfer_last_error(),
+                             clinfer_status_str(st));
+        cap = n;
+    }
+    return cli_error("cannot tokenize the prompt: the token count changed between two calls");
+}
+
+bool cli_stream_text(const char *text, size_t len, void *user) {
+    fwrite(text, 1, len, stdout);
+    fflush(stdout);
+    cli_text_sink *sink = user;
+    if (sink && !sink->failed) {
+        if (sink->len + len + 1 > sink->cap) {
+            size_t cap = (sink->len + len + 1) * 2;
+            char *s = realloc(sink->text, cap);
+            if (!s) {
+                sink->failed = true; /* the caller needs the whole text: stop generating */
+                return false;
+            }
+            sink->text = s;
+            sink->cap = cap;
+        }
+        memcpy(sink->text + sink->len, text, len);
+        sink->len += len;
+        sink->text[sink->len] = '\0';
+    }
+    return true;
+}
+
+void cli_print_stats(double load_ms, const clinfer_generate_stats *s) {
+    double prefill = s->prefill_ms > 0 ? (double)s->n_prompt * 1e3 / s->prefill_ms : 0;
+    double decode = s->decode_ms > 0 ? (double)s->n_generated * 1e3 / s->decode_ms : 0;
+    fputs("clinfer: ", stderr);
+    if (load_ms >= 0) fprintf(stderr, "load %.0f ms, ", load_ms);
+    fprintf(stderr,
+            "prefill %.1f tok/s (%zu tokens, %.0f ms), decode %.1f tok/s (%zu tokens, %.0f ms)\n",
+            prefill, s->n_prompt, s->prefill_ms, decode, s->n_generated, s->decode_ms);
+}

@@ -1,0 +1,109 @@
+/* Options and steps that several subcommands share: the model to load (-m, --device,
+ * --reference, with the default model as fallback), sampling flags and number parsing. Each
+ * command lists CLI_MODEL_OPTIONS / CLI_SAMPLER_OPTIONS in its getopt_long table and passes
+ * the options it does not handle itself to cli_model_option / cli_sampler_option. */
+#ifndef CLINFER_CLI_COMMON_H
+#define CLINFER_CLI_COMMON_H
+
+#include <getopt.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "clinfer.h"
+
+/* getopt_long values of the long-only options (above any short option character). */
+enum {
+    OPT_DEVICE = 256,
+    OPT_REFERENCE,
+    OPT_TEMP,
+    OPT_TOP_K,
+    OPT_TOP_P,
+    OPT_MIN_P,
+    OPT_REPEAT_PENALTY,
+    OPT_REPEAT_LAST_N,
+    OPT_SEED,
+    OPT_CHAT,
+    OPT_CHAT_TEMPLATE,
+    OPT_CTX,
+    OPT_SYSTEM,
+};
+
+#define CLI_MODEL_OPTIONS                                                                          \
+    {"model", required_argument, NULL, 'm'}, {"device", required_argument, NULL, OPT_DEVICE},      \
+        {"reference", no_argument, NULL, OPT_REFERENCE}, {"verbose", no_argument, NULL, 'v'}, {    \
+        "help", no_argument, NULL, 'h'                                                             \
+    }
+#define CLI_MODEL_SHORT "m:vh"
+#define CLI_MODEL_HELP                                                                             \
+    "  -m, --model FILE     GGUF model (default: the model tools/fetch_model.sh fetches)\n"        \
+    "      --device SPEC    OpenCL device: index, cpu, gpu or a name part (default:\n"             \
+    "                       $CLINFER_DEVICE, else the strongest device)\n"                         \
+    "      --reference      run on the plain C reference backend instead of OpenCL\n"              \
+    "  -v, --verbose        log the loading steps\n"                                               \
+    "  -h, --help           this help\n"
+
+#define CLI_SAMPLER_OPTIONS                                                                        \
+    {"temp", required_argument, NULL, OPT_TEMP}, {"top-k", required_argument, NULL, OPT_TOP_K},    \
+        {"top-p", required_argument, NULL, OPT_TOP_P},                                             \
+        {"min-p", required_argument, NULL, OPT_MIN_P},                                             \
+        {"repeat-penalty", required_argument, NULL, OPT_REPEAT_PENALTY},                           \
+        {"repeat-last-n", required_argument, NULL, OPT_REPEAT_LAST_N}, {                           \
+        "seed", required_argument, NULL, OPT_SEED                                                  \
+    }
+#define CLI_SAMPLER_HELP                                                                           \
+    "      --temp T         temperature; 0 is greedy (default 0.8)\n"                              \
+    "      --top-k K        keep the K most likely tokens; 0 is off (default 40)\n"                \
+    "      --top-p P        keep the most likely tokens up to mass P; 1 is off (default 0.95)\n"   \
+    "      --min-p M        drop tokens below M times the top probability (default 0.05)\n"        \
+    "      --repeat-penalty R  penalise tokens of the last N; 1 is off (default 1)\n"              \
+    "      --repeat-last-n N   the window of --repeat-penalty (default 64)\n"                      \
+    "      --seed S         random seed; the same seed gives the same text (default 42)\n"
+
+typedef struct {
+    const char *path; /* NULL: the default model */
+    clinfer_model_params params;
+} cli_model_opts;
+
+void cli_model_opts_init(cli_model_opts *o);
+
+/* For an option a command does not handle itself: 1 consumed, 0 not one of the shared
+ * options, -1 a bad value (error already printed). */
+int cli_model_option(int opt, const char *arg, cli_model_opts *o);
+int cli_sampler_option(int opt, const char *arg, clinfer_sampler_params *p);
+
+/* The getopt_long error for '?' / ':' returns, as one line; returns 1. Needs opterr = 0 and
+ * an optstring starting with ':'. */
+int cli_bad_option(const char *command, int opt, char **argv);
+
+/* Resolves o->path (or the default model, saying so on stderr), checks the file exists and
+ * is a GGUF file, and loads it. Prints a one-line error and returns 1 on failure. */
+int cli_load_model(const cli_model_opts *o, clinfer_model **model, double *load_ms);
+
+/* Parse a whole number / finite float in [lo, hi]; print a one-line error naming the option
+ * and return false otherwise. */
+bool cli_parse_long(const char *option, const char *arg, long lo, long hi, long *out);
+bool cli_parse_float(const char *option, const char *arg, float lo, float hi, float *out);
+
+double cli_now_ms(void);
+
+/* Tokenizes text, special-token markers included (chat templates write them as text); first:
+ * the text starts the sequence, so it gets BOS if the model's prompts start with one.
+ * *tokens is malloc'ed. Prints the error; 1 on failure. */
+int cli_tokenize(const clinfer_model *model, const char *text, bool first, int32_t **tokens,
+                 size_t *n_tokens);
+
+/* Streams generated text to stdout as it arrives (the clinfer_generate callback); user may be
+ * NULL or a cli_text_sink that also keeps a copy. */
+typedef struct {
+    char *text;
+    size_t len, cap;
+    bool failed;
+} cli_text_sink;
+bool cli_stream_text(const char *text, size_t len, void *user);
+
+/* "load 123 ms, prefill 45.6 tok/s (12 tokens, ...), decode 7.8 tok/s (48 tokens, ...)" on
+ * stderr; load_ms < 0 leaves the load time out. */
+void cli_print_stats(double load_ms, const clinfer_generate_stats *stats);
+
+#endif

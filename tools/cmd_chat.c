@@ -1,0 +1,258 @@
+/* clinfer chat: a multi-turn conversation on stdin. The context keeps every turn; each new
+ * turn evaluates only the text that the whole conversation, rendered again with the chat
+ * template, adds after what the context already holds. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "cli_common.h"
+
+static void usage(FILE *out) {
+    fprintf(out,
+            "usage: clinfer chat [-m MODEL] [OPTIONS]\n\n"
+            "Reads one user message per line from stdin and streams each answer to stdout.\n"
+            "/exit or end of input quits.\n\n"
+            "  -n, --n-predict N    at most N tokens per answer (default 512)\n"
+            "      --system TEXT    a system message that opens the conversation\n"
+            "      --chat-template NAME  chatml, llama3, llama2 or gemma instead of the\n"
+            "                       model's template\n"
+            "      --ctx N          context length; 0 is the model's (default 0)\n" CLI_MODEL_HELP
+                CLI_SAMPLER_HELP);
+}
+
+typedef struct {
+    cli_model_opts model;
+    clinfer_sampler_params sampling;
+    const char *chat_template, *system;
+    long n_predict, n_ctx;
+} chat_opts;
+
+typedef struct {
+    clinfer_chat_message *m; /* contents are owned (strdup) */
+    size_t n, cap;
+} conversation;
+
+static bool conversation_add(conversation *c, const char *role, const char *content) {
+    if (c->n == c->cap) {
+        size_t cap = c->cap ? 2 * c->cap : 16;
+        clinfer_chat_message *m = realloc(c->m, cap * sizeof *m);
+        if (!m) return false;
+        c->m = m;
+        c->cap = cap;
+    }
+    char *copy = strdup(content);
+    if (!copy) return false;
+    c->m[c->n++] = (clinfer_chat_message){role, copy};
+    return true;
+}
+
+/* Drops messages from index keep on. */
+static void conversation_truncate(conversation *c, size_t keep) {
+    while (c->n > keep)
+        free((char *)c->m[--c->n].content);
+}
+
+/* 0 to go on, 1 on an error (printed), 2 after --help. */
+static int parse(int argc, char **argv, chat_opts *o) {
+    static const struct option options[] = {
+        CLI_MODEL_OPTIONS,
+        CLI_SAMPLER_OPTIONS,
+        {"n-predict", required_argument, NULL, 'n'},
+        {"chat-template", required_argument, NULL, OPT_CHAT_TEMPLATE},
+        {"system", required_argument, NULL, OPT_SYSTEM},
+        {"ctx", required_argument, NULL, OPT_CTX},
+        {NULL, 0, NULL, 0}};
+    int opt;
+    optind = 1;
+    opterr = 0;
+    while ((opt = getopt_long(argc, argv, ":" CLI_MODEL_SHORT "n:", options, NULL)) != -1) {
+        int used = cli_model_option(opt, optarg, &o->model);
+        if (!used) used = cli_sampler_option(opt, optarg, &o->sampling);
+        if (used < 0) return 1;
+        if (used) continue;
+        switch (opt) {
+        case 'h':
+            usage(stdout);
+            return 2;
+        case 'n':
+            if (!cli_parse_long("-n", optarg, 0, INT32_MAX, &o->n_predict)) return 1;
+            break;
+        case OPT_CHAT_TEMPLATE:
+            o->chat_template = optarg;
+            break;
+        case OPT_SYSTEM:
+            o->system = optarg;
+            break;
+        case OPT_CTX:
+            if (!cli_parse_long("--ctx", optarg, 0, INT32_MAX, &o->n_ctx)) return 1;
+            break;
+        default:
+            return cli_bad_option("chat", opt, argv);
+        }
+    }
+    if (optind < argc) return cli_error("chat: unexpected argument '%s'", argv[optind]);
+    return 0;
+}
+
+typedef struct {
+    clinfer_model *model;
+    clinfer_context *ctx;
+    clinfer_sampler *sampler;
+    const chat_opts *opts;
+    conversation conv;
+    char *held; /* the text the context holds: a rendering prefix plus the answers */
+} chat_session;
+
+/* Forgets all but the system message and the newest user message: a new conversation that
+ * starts with the question that did not fit. False if there was nothing to forget. */
+static bool chat_start_over(chat_session *s) {
+    size_t base = s->opts->system ? 1 : 0;
+    if (s->conv.n <= base + 1) return false;
+    clinfer_chat_message last = s->conv.m[--s->conv.n];
+    conversation_truncate(&s->conv, base);
+    s->conv.m[s->conv.n++] = last;
+    clinfer_context_reset(s->ctx);
+    free(s->held);
+    s->held = NULL;
+    fprintf(stderr,
+            "clinfer: the conversation no longer fits the context of %u tokens; "
+            "starting a new one (--ctx sets a longer context)\n",
+            clinfer_context_n_ctx(s->ctx));
+    return true;
+}
+
+enum { TURN_TOO_LONG = 3 };
+
+/* One turn: the conversation (ending in the new user message) is rendered; what extends
+ * `held` is evaluated and answered. When the rendering no longer starts with `held` (a
+ * template that trims answers), the context is rebuilt from the whole rendering. Returns 0,
+ * 1 on an error (printed) or TURN_TOO_LONG, having changed nothing, when the new text does
+ * not fit the context. */
+static int chat_turn(chat_session *s) {
+    char *rendered = NULL;
+    int32_t *tokens = NULL;
+    size_t n_tokens = 0;
+    cli_text_sink answer = {0};
+    int rc = 1;
+    clinfer_status st = clinfer_chat_apply_template(s->model, s->opts->chat_template, s->conv.m,
+                                                    s->conv.n, true, &rendered);
+    if (st != CLINFER_OK) {
+        cli_error("chat: %s", clinfer_last_error());
+        goto cleanup;
+    }
+    size_t held_len = s->held ? strlen(s->held) : 0;
+    bool extends =
+        held_len > 0 && clinfer_context_n_past(s->ctx) > 0 && !strncmp(rendered, s->held, held_len);
+    if (!extends) {
+        clinfer_context_reset(s->ctx);
+        held_len = 0;
+    }
+    if (cli_tokenize(s->model, rendered + held_len, !extends, &tokens, &n_tokens)) goto cleanup;
+    /* The answer gets what room the context has left, up to -n. */
+    size_t room = clinfer_context_n_ctx(s->ctx) - clinfer_context_n_past(s->ctx);
+    if (n_tokens >= room) {
+        rc = TURN_TOO_LONG;
+        goto cleanup;
+    }
+    size_t n_predict = (size_t)s->opts->n_predict;
+    if (n_predict > room - n_tokens) n_predict = room - n_tokens;
+    clinfer_generate_stats stats = {0};
+    st = clinfer_generate(s->ctx, tokens, n_tokens, (int32_t)n_predict, s->sampler, cli_stream_text,
+                          &answer, &stats);
+    fputc('\n', stdout);
+    fflush(stdout);
+    if (st != CLINFER_OK || answer.failed) {
+        cli_error("chat: generation failed: %s (%s)",
+                  answer.failed ? "out of memory" : clinfer_last_error(), clinfer_status_str(st));
+        goto cleanup;
+    }
+    if (s->opts->model.params.verbose) cli_print_stats(-1, &stats);
+    const char *reply = answer.text ? answer.text : "";
+    size_t rendered_len = strlen(rendered), reply_len = strlen(reply);
+    char *held = realloc(rendered, rendered_len + reply_len + 1);
+    if (!held || !conversation_add(&s->conv, "assistant", reply)) {
+        cli_error("chat: out of memory keeping the conversation");
+        rendered = held ? held : rendered;
+        goto cleanup;
+    }
+    memcpy(held + rendered_len, reply, reply_len + 1);
+    free(s->held);
+    s->held = held;
+    rendered = NULL;
+    rc = 0;
+cleanup:
+    free(rendered);
+    free(tokens);
+    free(answer.text);
+    return rc;
+}
+
+int cmd_chat(int argc, char **argv) {
+    chat_opts o = {.n_predict = 512};
+    cli_model_opts_init(&o.model);
+    clinfer_sampler_params_default(&o.sampling);
+    int rc = parse(argc, argv, &o);
+    if (rc) return rc == 2 ? 0 : 1;
+
+    chat_session s = {.opts = &o};
+    char *line = NULL;
+    size_t line_cap = 0;
+    clinfer_status st;
+    rc = 1;
+    if ((st = clinfer_sampler_create(&o.sampling, &s.sampler)) != CLINFER_OK) {
+        cli_error("chat: %s", clinfer_last_error());
+        goto cleanup;
+    }
+    if (cli_load_model(&o.model, &s.model, NULL)) goto cleanup;
+    clinfer_context_params cp;
+    clinfer_context_params_default(&cp);
+    cp.n_ctx = (uint32_t)o.n_ctx;
+    if ((st = clinfer_context_create(s.model, &cp, &s.ctx)) != CLINFER_OK) {
+        cli_error("chat: cannot create a context: %s (%s)", clinfer_last_error(),
+                  clinfer_status_str(st));
+        goto cleanup;
+    }
+    if (o.system && !conversation_add(&s.conv, "system", o.system)) {
+        cli_error("chat: out of memory");
+        goto cleanup;
+    }
+    bool interactive = isatty(STDIN_FILENO);
+    if (interactive) fprintf(stderr, "clinfer: chatting; /exit or Ctrl-D quits\n");
+    for (;;) {
+        if (interactive) {
+            fputs("> ", stdout);
+            fflush(stdout);
+        }
+        ssize_t len = getline(&line, &line_cap, stdin);
+        if (len < 0) break;
+        while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r'))
+            line[--len] = '\0';
+        if (!strcmp(line, "/exit")) break;
+        if (len == 0) continue;
+        if (!conversation_add(&s.conv, "user", line)) {
+            cli_error("chat: out of memory");
+            goto cleanup;
+        }
+        int turn = chat_turn(&s);
+        if (turn == TURN_TOO_LONG && chat_start_over(&s)) turn = chat_turn(&s);
+        if (turn == TURN_TOO_LONG) {
+            fprintf(stderr, "clinfer: that message alone does not fit the context of %u tokens\n",
+                    clinfer_context_n_ctx(s.ctx));
+            conversation_truncate(&s.conv, s.conv.n - 1);
+            continue;
+        }
+        if (turn) goto cleanup;
+    }
+    rc = 0;
+cleanup:
+    free(line);
+    free(s.held);
+    conversation_truncate(&s.conv, 0);
+    free(s.conv.m);
+    clinfer_sampler_free(s.sampler);
+    clinfer_context_free(s.ctx);
+    clinfer_model_free(s.model);
+    return rc;
+}
