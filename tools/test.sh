@@ -1,14 +1,19 @@
 #!/bin/bash
-# The test command of the README and of CI: a warnings-as-errors build running the quick tests,
-# then the same tests built with AddressSanitizer + UndefinedBehaviorSanitizer. The last line
-# printed is CTest's summary.
+# The test command of the README and of CI: a warnings-as-errors build running the quick tests
+# and the SmolLM2 end-to-end test, then the quick tests built with AddressSanitizer +
+# UndefinedBehaviorSanitizer. The last line printed is CTest's summary.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 jobs=${CLINFER_JOBS:-2}
 
+# The real default model for the end-to-end test (label model); cached in models/ after the
+# first run.
+CLINFER_MODEL=$(bash tools/fetch_model.sh)
+export CLINFER_MODEL
+
 cmake -S . -B build -DCLINFER_WERROR=ON
 cmake --build build -j"$jobs"
-ctest --test-dir build -L quick --output-on-failure
+ctest --test-dir build -L 'quick|model' --output-on-failure
 
 cmake -S . -B build-asan -DCLINFER_WERROR=ON -DCLINFER_SANITIZE=ON
 cmake --build build-asan -j"$jobs"
