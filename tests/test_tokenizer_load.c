@@ -66,13 +66,7 @@ static gguf_writer *bpe_vocab(breakage brk) {
         texts[b] = chars[b];
         types[b] = 1;
     }
-    const char *extra[] = {"ab",
-                           "bc",
-                           "abc",
-                           "<|u|>",
-                           "<|c|>",
-                           "\xc4\xa0"
-                           "ab"};
+    const char *extra[] = {"ab", "bc", "abc", "<|u|>", "<|c|>", "\304\240ab" /* "Ġab" */};
     const int32_t extra_types[] = {1, 1, 1, 4, 3, 1};
     for (int i = 0; i < 6; i++) {
         texts[256 + i] = extra[i];
@@ -99,15 +93,8 @@ static gguf_writer *bpe_vocab(breakage brk) {
 /* SentencePiece: <unk> <s> </s>, U+2581, a, b, "ab" and "\u2581a" with chosen scores, bytes. */
 static gguf_writer *spm_vocab(breakage brk, float score_ab, float score_space_a) {
     static char bytes[256][8];
-    const char *texts[264] = {"<unk>",
-                              "<s>",
-                              "</s>",
-                              "\xe2\x96\x81",
-                              "a",
-                              "b",
-                              "ab",
-                              "\xe2\x96\x81"
-                              "a"};
+    const char *texts[264] = {"<unk>", "<s>", "</s>", "\xe2\x96\x81",
+                              "a",     "b",   "ab",   "\342\226\201a" /* "▁a" */};
     float scores[264] = {0, 0, 0, -5, -5, -5, score_ab, score_space_a};
     int32_t types[264] = {2, 3, 3, 1, 1, 1, 1, 1};
     for (int b = 0; b < 256; b++) {
