@@ -15,9 +15,7 @@
  * so it never tests n (see norm.cl). With more than one chunk both write partial results that
  * attention_merge combines. */
 
-#ifndef OPS_WG
-#define OPS_WG 64
-#endif
+#include "common.clh"
 #ifndef MAX_HEAD_DIM
 #define MAX_HEAD_DIM 256
 #endif
@@ -138,22 +136,6 @@ __kernel void attention_merge(__global const float *part, int n_chunks, __global
             sum += vload4(d, pr + c * width + 2) * exp(pr[c * width] - big);
         vstore4(sum / l, d, o);
     }
-}
-
-/* op 0: sum, 1: max; every item gets the result. */
-static float wg_reduce(float v, int op, __local float *scratch) {
-    int lid = get_local_id(0);
-    scratch[lid] = v;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (int s = OPS_WG / 2; s > 0; s >>= 1) {
-        if (lid < s)
-            scratch[lid] =
-                op ? fmax(scratch[lid], scratch[lid + s]) : scratch[lid] + scratch[lid + s];
-        barrier(CLK_LOCAL_MEM_FENCE);
-    }
-    float result = scratch[0];
-    barrier(CLK_LOCAL_MEM_FENCE);
-    return result;
 }
 
 #define DIMS_PER_ITEM ((MAX_HEAD_DIM + OPS_WG - 1) / OPS_WG)

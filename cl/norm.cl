@@ -9,9 +9,7 @@
  * run exactly n groups, so they never test n (PoCL miscompiles an early return before a barrier,
  * even a uniform one). */
 
-#ifndef OPS_WG
-#define OPS_WG 64
-#endif
+#include "common.clh"
 
 static float finish_row(float v, int c, __global const float *w, int has_w, __global const float *b,
                         int has_b) {
@@ -63,22 +61,6 @@ __kernel void layernorm_rows(__global const float *x, ulong x_off, __global cons
 }
 
 /* ---- gpu-local-reduce / gpu-subgroup ---- */
-
-/* op 0: sum, 1: max; every item gets the result. */
-static float wg_reduce(float v, int op, __local float *scratch) {
-    int lid = get_local_id(0);
-    scratch[lid] = v;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (int s = OPS_WG / 2; s > 0; s >>= 1) {
-        if (lid < s)
-            scratch[lid] =
-                op ? fmax(scratch[lid], scratch[lid + s]) : scratch[lid] + scratch[lid + s];
-        barrier(CLK_LOCAL_MEM_FENCE);
-    }
-    float result = scratch[0];
-    barrier(CLK_LOCAL_MEM_FENCE);
-    return result;
-}
 
 static float wg_row_sum(__global const float *x, int d, float shift, int square,
                         __local float *scratch) {

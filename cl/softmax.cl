@@ -6,9 +6,7 @@
  *   softmax_wg    one work-group of OPS_WG items per row, local-memory reductions (GPUs);
  *                 exactly `rows` groups run, so it never tests rows (see norm.cl) */
 
-#ifndef OPS_WG
-#define OPS_WG 64
-#endif
+#include "common.clh"
 
 static int valid_cols(int r, int cols, int mask_offset) {
     return mask_offset >= 0 ? min(cols, r + mask_offset + 1) : cols;
@@ -32,22 +30,6 @@ __kernel void softmax_rows(__global const float *x, ulong x_off, __global float 
         yr[c] = exp(xr[c] * scale - m) * inv;
     for (int c = valid; c < cols; c++)
         yr[c] = 0.0f;
-}
-
-/* op 0: sum, 1: max; every item gets the result. */
-static float wg_reduce(float v, int op, __local float *scratch) {
-    int lid = get_local_id(0);
-    scratch[lid] = v;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (int s = OPS_WG / 2; s > 0; s >>= 1) {
-        if (lid < s)
-            scratch[lid] =
-                op ? fmax(scratch[lid], scratch[lid + s]) : scratch[lid] + scratch[lid + s];
-        barrier(CLK_LOCAL_MEM_FENCE);
-    }
-    float result = scratch[0];
-    barrier(CLK_LOCAL_MEM_FENCE);
-    return result;
 }
 
 __kernel __attribute__((reqd_work_group_size(OPS_WG, 1, 1))) void

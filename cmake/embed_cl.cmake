@@ -1,4 +1,5 @@
-# Writes OUT: a C table of the OpenCL sources in SOURCES (name + text as bytes).
+# Writes OUT: a C table of the OpenCL sources and headers (.cl, .clh) in SOURCES (name + text
+# as bytes).
 set(body "/* Generated from the cl/ sources by cmake/embed_cl.cmake. */\n#include <stddef.h>\n\n")
 set(table "")
 set(i 0)

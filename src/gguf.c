@@ -298,19 +298,15 @@ static int kv_ptr_cmp(const void *a, const void *b) {
     return str_cmp((*(const gguf_kv *const *)a)->key, (*(const gguf_kv *const *)b)->key);
 }
 
+/* bsearch comparator: a gguf_str key against a kv_index entry. */
+static int kv_key_cmp(const void *key, const void *entry) {
+    return str_cmp(*(const gguf_str *)key, (*(const gguf_kv *const *)entry)->key);
+}
+
 static const gguf_kv *kv_lookup(const gguf_file *f, const char *key) {
     gguf_str k = {key, strlen(key)};
-    size_t lo = 0, hi = f->n_kv;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        int r = str_cmp(f->kv_index[mid]->key, k);
-        if (r == 0) return f->kv_index[mid];
-        if (r < 0)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return NULL;
+    const gguf_kv **hit = bsearch(&k, f->kv_index, f->n_kv, sizeof *f->kv_index, kv_key_cmp);
+    return hit ? *hit : NULL;
 }
 
 /* After all keys are read: unique keys, the alignment and the tokenizer array lengths. */
@@ -661,19 +657,16 @@ const gguf_kv *gguf_find_kv(const gguf_file *f, const char *key) {
     return kv_lookup(f, key);
 }
 
+/* bsearch comparator: a gguf_str name against a tensor_index entry. */
+static int tensor_name_key_cmp(const void *name, const void *entry) {
+    return str_cmp(*(const gguf_str *)name, (*(const gguf_tensor *const *)entry)->name);
+}
+
 const gguf_tensor *gguf_find_tensor(const gguf_file *f, const char *name) {
     gguf_str k = {name, strlen(name)};
-    size_t lo = 0, hi = f->n_tensors;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        int r = str_cmp(f->tensor_index[mid]->name, k);
-        if (r == 0) return f->tensor_index[mid];
-        if (r < 0)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return NULL;
+    const gguf_tensor **hit =
+        bsearch(&k, f->tensor_index, f->n_tensors, sizeof *f->tensor_index, tensor_name_key_cmp);
+    return hit ? *hit : NULL;
 }
 
 /* ---- typed getters ------------------------------------------------------------------------- */

@@ -15,83 +15,6 @@ _Static_assert(sizeof(block_q8_0) == 2 + QK8_0, "block_q8_0 must have no padding
 _Static_assert(sizeof(block_q4_K) == 4 + K_SCALE_SIZE + QK_K / 2, "block_q4_K size");
 _Static_assert(sizeof(block_q6_K) == QK_K / 2 + QK_K / 4 + QK_K / 16 + 2, "block_q6_K size");
 
-int clinfer_dtype_valid(uint32_t type) {
-    switch (type) {
-    case CLINFER_DT_F32:
-    case CLINFER_DT_F16:
-    case CLINFER_DT_Q4_0:
-    case CLINFER_DT_Q4_1:
-    case CLINFER_DT_Q8_0:
-    case CLINFER_DT_Q4_K:
-    case CLINFER_DT_Q6_K:
-        return 1;
-    }
-    return 0;
-}
-
-const char *clinfer_dtype_name(clinfer_dtype type) {
-    switch (type) {
-    case CLINFER_DT_F32:
-        return "F32";
-    case CLINFER_DT_F16:
-        return "F16";
-    case CLINFER_DT_Q4_0:
-        return "Q4_0";
-    case CLINFER_DT_Q4_1:
-        return "Q4_1";
-    case CLINFER_DT_Q8_0:
-        return "Q8_0";
-    case CLINFER_DT_Q4_K:
-        return "Q4_K";
-    case CLINFER_DT_Q6_K:
-        return "Q6_K";
-    }
-    return "unknown";
-}
-
-size_t clinfer_dtype_block_elems(clinfer_dtype type) {
-    switch (type) {
-    case CLINFER_DT_F32:
-    case CLINFER_DT_F16:
-        return 1;
-    case CLINFER_DT_Q4_0:
-        return QK4_0;
-    case CLINFER_DT_Q4_1:
-        return QK4_1;
-    case CLINFER_DT_Q8_0:
-        return QK8_0;
-    case CLINFER_DT_Q4_K:
-    case CLINFER_DT_Q6_K:
-        return QK_K;
-    }
-    return 0;
-}
-
-size_t clinfer_dtype_block_bytes(clinfer_dtype type) {
-    switch (type) {
-    case CLINFER_DT_F32:
-        return sizeof(float);
-    case CLINFER_DT_F16:
-        return sizeof(uint16_t);
-    case CLINFER_DT_Q4_0:
-        return sizeof(block_q4_0);
-    case CLINFER_DT_Q4_1:
-        return sizeof(block_q4_1);
-    case CLINFER_DT_Q8_0:
-        return sizeof(block_q8_0);
-    case CLINFER_DT_Q4_K:
-        return sizeof(block_q4_K);
-    case CLINFER_DT_Q6_K:
-        return sizeof(block_q6_K);
-    }
-    return 0;
-}
-
-size_t clinfer_dtype_row_bytes(clinfer_dtype type, size_t n) {
-    size_t be = clinfer_dtype_block_elems(type);
-    return be ? n / be * clinfer_dtype_block_bytes(type) : 0;
-}
-
 /* ---- IEEE 754 binary16 ------------------------------------------------------------------- */
 
 static float f32_from_bits(uint32_t u) {
@@ -149,40 +72,34 @@ uint16_t clinfer_f32_to_f16(float f) {
     return (uint16_t)(sign | shift_round_even((abs & 0x7fffffu) | 0x800000u, shift));
 }
 
-/* ---- dequantization ---------------------------------------------------------------------- */
+/* ---- dequantization, one block at a time ------------------------------------------------ */
 
-static void dequant_q4_0(const uint8_t *src, float *y, size_t nb) {
-    for (size_t i = 0; i < nb; i++, y += QK4_0) {
-        block_q4_0 b;
-        memcpy(&b, src + i * sizeof b, sizeof b);
-        float d = clinfer_f16_to_f32(b.d);
-        for (int j = 0; j < QK4_0 / 2; j++) {
-            y[j] = (float)((b.qs[j] & 0x0f) - 8) * d;
-            y[j + QK4_0 / 2] = (float)((b.qs[j] >> 4) - 8) * d;
-        }
+static void dequant_q4_0(const uint8_t *src, float *y) {
+    block_q4_0 b;
+    memcpy(&b, src, sizeof b);
+    float d = clinfer_f16_to_f32(b.d);
+    for (int j = 0; j < QK4_0 / 2; j++) {
+        y[j] = (float)((b.qs[j] & 0x0f) - 8) * d;
+        y[j + QK4_0 / 2] = (float)((b.qs[j] >> 4) - 8) * d;
     }
 }
 
-static void dequant_q4_1(const uint8_t *src, float *y, size_t nb) {
-    for (size_t i = 0; i < nb; i++, y += QK4_1) {
-        block_q4_1 b;
-        memcpy(&b, src + i * sizeof b, sizeof b);
-        float d = clinfer_f16_to_f32(b.d), m = clinfer_f16_to_f32(b.m);
-        for (int j = 0; j < QK4_1 / 2; j++) {
-            y[j] = (float)(b.qs[j] & 0x0f) * d + m;
-            y[j + QK4_1 / 2] = (float)(b.qs[j] >> 4) * d + m;
-        }
+static void dequant_q4_1(const uint8_t *src, float *y) {
+    block_q4_1 b;
+    memcpy(&b, src, sizeof b);
+    float d = clinfer_f16_to_f32(b.d), m = clinfer_f16_to_f32(b.m);
+    for (int j = 0; j < QK4_1 / 2; j++) {
+        y[j] = (float)(b.qs[j] & 0x0f) * d + m;
+        y[j + QK4_1 / 2] = (float)(b.qs[j] >> 4) * d + m;
     }
 }
 
-static void dequant_q8_0(const uint8_t *src, float *y, size_t nb) {
-    for (size_t i = 0; i < nb; i++, y += QK8_0) {
-        block_q8_0 b;
-        memcpy(&b, src + i * sizeof b, sizeof b);
-        float d = clinfer_f16_to_f32(b.d);
-        for (int j = 0; j < QK8_0; j++)
-            y[j] = (float)b.qs[j] * d;
-    }
+static void dequant_q8_0(const uint8_t *src, float *y) {
+    block_q8_0 b;
+    memcpy(&b, src, sizeof b);
+    float d = clinfer_f16_to_f32(b.d);
+    for (int j = 0; j < QK8_0; j++)
+        y[j] = (float)b.qs[j] * d;
 }
 
 /* Q4_K packs 8 six-bit scales and 8 six-bit mins into 12 bytes: sub-blocks 0-3 keep theirs in
@@ -200,21 +117,19 @@ static void q4_K_scale_min(const uint8_t *s, int j, uint8_t *scale, uint8_t *min
 
 /* Each 64 elements share 32 bytes of qs: low nibbles are sub-block 2c, high nibbles 2c + 1.
  * x = d * scale * q - dmin * min. */
-static void dequant_q4_K(const uint8_t *src, float *y, size_t nb) {
-    for (size_t i = 0; i < nb; i++) {
-        block_q4_K b;
-        memcpy(&b, src + i * sizeof b, sizeof b);
-        float d = clinfer_f16_to_f32(b.d), dmin = clinfer_f16_to_f32(b.dmin);
-        for (int c = 0; c < QK_K / 64; c++) {
-            const uint8_t *q = b.qs + 32 * c;
-            for (int half = 0; half < 2; half++) {
-                uint8_t sc, mn;
-                q4_K_scale_min(b.scales, 2 * c + half, &sc, &mn);
-                float d1 = d * (float)sc, m1 = dmin * (float)mn;
-                for (int l = 0; l < 32; l++) {
-                    int nibble = half ? q[l] >> 4 : q[l] & 0x0f;
-                    *y++ = d1 * (float)nibble - m1;
-                }
+static void dequant_q4_K(const uint8_t *src, float *y) {
+    block_q4_K b;
+    memcpy(&b, src, sizeof b);
+    float d = clinfer_f16_to_f32(b.d), dmin = clinfer_f16_to_f32(b.dmin);
+    for (int c = 0; c < QK_K / 64; c++) {
+        const uint8_t *q = b.qs + 32 * c;
+        for (int half = 0; half < 2; half++) {
+            uint8_t sc, mn;
+            q4_K_scale_min(b.scales, 2 * c + half, &sc, &mn);
+            float d1 = d * (float)sc, m1 = dmin * (float)mn;
+            for (int l = 0; l < 32; l++) {
+                int nibble = half ? q[l] >> 4 : q[l] & 0x0f;
+                *y++ = d1 * (float)nibble - m1;
             }
         }
     }
@@ -231,59 +146,24 @@ static int q6_K_value(const uint8_t *ql, const uint8_t *qh, int g, int l) {
     return (low4 | (high2 << 4)) - 32;
 }
 
-static void dequant_q6_K(const uint8_t *src, float *y, size_t nb) {
-    for (size_t i = 0; i < nb; i++) {
-        block_q6_K b;
-        memcpy(&b, src + i * sizeof b, sizeof b);
-        float d = clinfer_f16_to_f32(b.d);
-        for (int h = 0; h < QK_K / 128; h++) {
-            const uint8_t *ql = b.ql + 64 * h, *qh = b.qh + 32 * h;
-            const int8_t *sc = b.scales + 8 * h;
-            for (int g = 0; g < 4; g++)
-                for (int l = 0; l < 32; l++)
-                    *y++ = d * (float)sc[2 * g + l / 16] * (float)q6_K_value(ql, qh, g, l);
-        }
+static void dequant_q6_K(const uint8_t *src, float *y) {
+    block_q6_K b;
+    memcpy(&b, src, sizeof b);
+    float d = clinfer_f16_to_f32(b.d);
+    for (int h = 0; h < QK_K / 128; h++) {
+        const uint8_t *ql = b.ql + 64 * h, *qh = b.qh + 32 * h;
+        const int8_t *sc = b.scales + 8 * h;
+        for (int g = 0; g < 4; g++)
+            for (int l = 0; l < 32; l++)
+                *y++ = d * (float)sc[2 * g + l / 16] * (float)q6_K_value(ql, qh, g, l);
     }
 }
 
-void clinfer_dequantize_row(clinfer_dtype type, const void *src, float *dst, size_t n) {
-    const uint8_t *s = src;
-    size_t be = clinfer_dtype_block_elems(type);
-    if (be == 0) /* unknown type: callers validate types first, nothing to do */
-        return;
-    size_t nb = n / be;
-    switch (type) {
-    case CLINFER_DT_F32:
-        memcpy(dst, src, n * sizeof(float));
-        break;
-    case CLINFER_DT_F16:
-        for (size_t i = 0; i < n; i++) {
-            uint16_t h;
-            memcpy(&h, s + 2 * i, sizeof h);
-            dst[i] = half_to_float(h);
-        }
-        break;
-    case CLINFER_DT_Q4_0:
-        dequant_q4_0(s, dst, nb);
-        break;
-    case CLINFER_DT_Q4_1:
-        dequant_q4_1(s, dst, nb);
-        break;
-    case CLINFER_DT_Q8_0:
-        dequant_q8_0(s, dst, nb);
-        break;
-    case CLINFER_DT_Q4_K:
-        dequant_q4_K(s, dst, nb);
-        break;
-    case CLINFER_DT_Q6_K:
-        dequant_q6_K(s, dst, nb);
-        break;
-    }
-}
+/* ---- quantization (round to nearest), one block at a time -------------------------------- */
 
-/* ---- quantization (round to nearest) ----------------------------------------------------- */
-
-static int clamp_int(int v, int lo, int hi) {
+/* x rounded to the nearest integer and clamped to lo..hi. */
+static int round_clamp(float x, int lo, int hi) {
+    int v = (int)lrintf(x);
     return v < lo ? lo : v > hi ? hi : v;
 }
 
@@ -292,57 +172,61 @@ static float inverse(float d) {
     return d != 0.0f ? 1.0f / d : 0.0f;
 }
 
-static void quant_q8_0(const float *x, uint8_t *dst, size_t nb) {
-    for (size_t i = 0; i < nb; i++, x += QK8_0) {
-        float amax = 0.0f;
-        for (int j = 0; j < QK8_0; j++)
-            amax = fmaxf(amax, fabsf(x[j]));
-        block_q8_0 b;
-        b.d = clinfer_f32_to_f16(amax / 127.0f);
-        float id = inverse(clinfer_f16_to_f32(b.d));
-        for (int j = 0; j < QK8_0; j++)
-            b.qs[j] = (int8_t)clamp_int((int)lrintf(x[j] * id), -127, 127);
-        memcpy(dst + i * sizeof b, &b, sizeof b);
+/* The element of largest magnitude, sign kept (the first of equals; 0 for n == 0). */
+static float extreme(const float *x, int n) {
+    float e = 0.0f;
+    for (int j = 0; j < n; j++)
+        if (fabsf(x[j]) > fabsf(e)) e = x[j];
+    return e;
+}
+
+static void min_max(const float *x, int n, float *lo, float *hi) {
+    *lo = *hi = x[0];
+    for (int j = 1; j < n; j++) {
+        *lo = fminf(*lo, x[j]);
+        *hi = fmaxf(*hi, x[j]);
     }
+}
+
+static void quant_q8_0(const float *x, uint8_t *dst) {
+    float amax = 0.0f;
+    for (int j = 0; j < QK8_0; j++)
+        amax = fmaxf(amax, fabsf(x[j]));
+    block_q8_0 b;
+    b.d = clinfer_f32_to_f16(amax / 127.0f);
+    float id = inverse(clinfer_f16_to_f32(b.d));
+    for (int j = 0; j < QK8_0; j++)
+        b.qs[j] = (int8_t)round_clamp(x[j] * id, -127, 127);
+    memcpy(dst, &b, sizeof b);
 }
 
 /* Q4_0 values are -8..7: the element of largest magnitude maps to -8 (scale = it / -8), which
  * uses the full asymmetric range on its side. */
-static void quant_q4_0(const float *x, uint8_t *dst, size_t nb) {
-    for (size_t i = 0; i < nb; i++, x += QK4_0) {
-        float extreme = 0.0f;
-        for (int j = 0; j < QK4_0; j++)
-            if (fabsf(x[j]) > fabsf(extreme)) extreme = x[j];
-        block_q4_0 b;
-        b.d = clinfer_f32_to_f16(extreme / -8.0f);
-        float id = inverse(clinfer_f16_to_f32(b.d));
-        for (int j = 0; j < QK4_0 / 2; j++) {
-            int lo = clamp_int((int)lrintf(x[j] * id) + 8, 0, 15);
-            int hi = clamp_int((int)lrintf(x[j + QK4_0 / 2] * id) + 8, 0, 15);
-            b.qs[j] = (uint8_t)(lo | (hi << 4));
-        }
-        memcpy(dst + i * sizeof b, &b, sizeof b);
+static void quant_q4_0(const float *x, uint8_t *dst) {
+    block_q4_0 b;
+    b.d = clinfer_f32_to_f16(extreme(x, QK4_0) / -8.0f);
+    float id = inverse(clinfer_f16_to_f32(b.d));
+    for (int j = 0; j < QK4_0 / 2; j++) {
+        int lo = round_clamp(x[j] * id, -8, 7) + 8;
+        int hi = round_clamp(x[j + QK4_0 / 2] * id, -8, 7) + 8;
+        b.qs[j] = (uint8_t)(lo | (hi << 4));
     }
+    memcpy(dst, &b, sizeof b);
 }
 
-static void quant_q4_1(const float *x, uint8_t *dst, size_t nb) {
-    for (size_t i = 0; i < nb; i++, x += QK4_1) {
-        float lo = x[0], hi = x[0];
-        for (int j = 1; j < QK4_1; j++) {
-            lo = fminf(lo, x[j]);
-            hi = fmaxf(hi, x[j]);
-        }
-        block_q4_1 b;
-        b.d = clinfer_f32_to_f16((hi - lo) / 15.0f);
-        b.m = clinfer_f32_to_f16(lo);
-        float id = inverse(clinfer_f16_to_f32(b.d)), m = clinfer_f16_to_f32(b.m);
-        for (int j = 0; j < QK4_1 / 2; j++) {
-            int q0 = clamp_int((int)lrintf((x[j] - m) * id), 0, 15);
-            int q1 = clamp_int((int)lrintf((x[j + QK4_1 / 2] - m) * id), 0, 15);
-            b.qs[j] = (uint8_t)(q0 | (q1 << 4));
-        }
-        memcpy(dst + i * sizeof b, &b, sizeof b);
+static void quant_q4_1(const float *x, uint8_t *dst) {
+    float lo, hi;
+    min_max(x, QK4_1, &lo, &hi);
+    block_q4_1 b;
+    b.d = clinfer_f32_to_f16((hi - lo) / 15.0f);
+    b.m = clinfer_f32_to_f16(lo);
+    float id = inverse(clinfer_f16_to_f32(b.d)), m = clinfer_f16_to_f32(b.m);
+    for (int j = 0; j < QK4_1 / 2; j++) {
+        int q0 = round_clamp((x[j] - m) * id, 0, 15);
+        int q1 = round_clamp((x[j + QK4_1 / 2] - m) * id, 0, 15);
+        b.qs[j] = (uint8_t)(q0 | (q1 << 4));
     }
+    memcpy(dst, &b, sizeof b);
 }
 
 /* Inverse of q4_K_scale_min: packs 8 six-bit scales and mins into 12 bytes. */
@@ -363,109 +247,152 @@ static void q4_K_pack_scales(uint8_t *s, const uint8_t *scale, const uint8_t *mi
 /* Per sub-block of 32: x ~ scale * q - min with q in 0..15 and min >= 0 (the sub-block's minimum
  * clipped at 0, so a positive minimum still fits). Scales and mins are then quantized to 6 bits
  * against the super-block's d and dmin, and q is recomputed with the quantized values. */
-static void quant_q4_K(const float *x, uint8_t *dst, size_t nb) {
-    for (size_t i = 0; i < nb; i++, x += QK_K) {
-        float scale[8], min[8], max_scale = 0.0f, max_min = 0.0f;
-        for (int j = 0; j < 8; j++) {
-            float lo = 0.0f, hi = x[32 * j];
-            for (int l = 0; l < 32; l++) {
-                lo = fminf(lo, x[32 * j + l]);
-                hi = fmaxf(hi, x[32 * j + l]);
-            }
-            scale[j] = (hi - lo) / 15.0f;
-            min[j] = -lo;
-            max_scale = fmaxf(max_scale, scale[j]);
-            max_min = fmaxf(max_min, min[j]);
-        }
-        block_q4_K b;
-        b.d = clinfer_f32_to_f16(max_scale / 63.0f);
-        b.dmin = clinfer_f32_to_f16(max_min / 63.0f);
-        float d = clinfer_f16_to_f32(b.d), dmin = clinfer_f16_to_f32(b.dmin);
-        uint8_t qscale[8], qmin[8];
-        for (int j = 0; j < 8; j++) {
-            qscale[j] = (uint8_t)clamp_int((int)lrintf(scale[j] * inverse(d)), 0, 63);
-            qmin[j] = (uint8_t)clamp_int((int)lrintf(min[j] * inverse(dmin)), 0, 63);
-        }
-        q4_K_pack_scales(b.scales, qscale, qmin);
-        uint8_t q[QK_K];
-        for (int j = 0; j < 8; j++) {
-            float id = inverse(d * (float)qscale[j]), m = dmin * (float)qmin[j];
-            for (int l = 0; l < 32; l++)
-                q[32 * j + l] = (uint8_t)clamp_int((int)lrintf((x[32 * j + l] + m) * id), 0, 15);
-        }
-        for (int c = 0; c < QK_K / 64; c++)
-            for (int l = 0; l < 32; l++)
-                b.qs[32 * c + l] = (uint8_t)(q[64 * c + l] | (q[64 * c + 32 + l] << 4));
-        memcpy(dst + i * sizeof b, &b, sizeof b);
+static void quant_q4_K(const float *x, uint8_t *dst) {
+    float scale[8], min[8], max_scale = 0.0f, max_min = 0.0f;
+    for (int j = 0; j < 8; j++) {
+        float lo, hi;
+        min_max(x + 32 * j, 32, &lo, &hi);
+        lo = fminf(lo, 0.0f);
+        scale[j] = (hi - lo) / 15.0f;
+        min[j] = -lo;
+        max_scale = fmaxf(max_scale, scale[j]);
+        max_min = fmaxf(max_min, min[j]);
     }
+    block_q4_K b;
+    b.d = clinfer_f32_to_f16(max_scale / 63.0f);
+    b.dmin = clinfer_f32_to_f16(max_min / 63.0f);
+    float d = clinfer_f16_to_f32(b.d), dmin = clinfer_f16_to_f32(b.dmin);
+    uint8_t qscale[8], qmin[8];
+    for (int j = 0; j < 8; j++) {
+        qscale[j] = (uint8_t)round_clamp(scale[j] * inverse(d), 0, 63);
+        qmin[j] = (uint8_t)round_clamp(min[j] * inverse(dmin), 0, 63);
+    }
+    q4_K_pack_scales(b.scales, qscale, qmin);
+    uint8_t q[QK_K];
+    for (int j = 0; j < 8; j++) {
+        float id = inverse(d * (float)qscale[j]), m = dmin * (float)qmin[j];
+        for (int l = 0; l < 32; l++)
+            q[32 * j + l] = (uint8_t)round_clamp((x[32 * j + l] + m) * id, 0, 15);
+    }
+    for (int c = 0; c < QK_K / 64; c++)
+        for (int l = 0; l < 32; l++)
+            b.qs[32 * c + l] = (uint8_t)(q[64 * c + l] | (q[64 * c + 32 + l] << 4));
+    memcpy(dst, &b, sizeof b);
 }
 
 /* Per sub-block of 16: a symmetric scale (q in -32..31, the extreme element mapping to -32 as in
  * Q4_0); the scales are then quantized to int8 against d = max |scale| / 127. */
-static void quant_q6_K(const float *x, uint8_t *dst, size_t nb) {
-    for (size_t i = 0; i < nb; i++, x += QK_K) {
-        float scale[QK_K / 16], max_abs_scale = 0.0f;
-        for (int s = 0; s < QK_K / 16; s++) {
-            float extreme = 0.0f;
-            for (int l = 0; l < 16; l++)
-                if (fabsf(x[16 * s + l]) > fabsf(extreme)) extreme = x[16 * s + l];
-            scale[s] = extreme / -32.0f;
-            max_abs_scale = fmaxf(max_abs_scale, fabsf(scale[s]));
+static void quant_q6_K(const float *x, uint8_t *dst) {
+    float scale[QK_K / 16], max_abs_scale = 0.0f;
+    for (int s = 0; s < QK_K / 16; s++) {
+        scale[s] = extreme(x + 16 * s, 16) / -32.0f;
+        max_abs_scale = fmaxf(max_abs_scale, fabsf(scale[s]));
+    }
+    block_q6_K b;
+    b.d = clinfer_f32_to_f16(max_abs_scale / 127.0f);
+    float d = clinfer_f16_to_f32(b.d);
+    uint8_t q[QK_K]; /* stored form, q + 32 in 0..63 */
+    for (int s = 0; s < QK_K / 16; s++) {
+        b.scales[s] = (int8_t)round_clamp(scale[s] * inverse(d), -127, 127);
+        float id = inverse(d * (float)b.scales[s]);
+        for (int l = 0; l < 16; l++)
+            q[16 * s + l] = (uint8_t)(round_clamp(x[16 * s + l] * id, -32, 31) + 32);
+    }
+    for (int h = 0; h < QK_K / 128; h++) {
+        const uint8_t *qq = q + 128 * h;
+        uint8_t *ql = b.ql + 64 * h, *qh = b.qh + 32 * h;
+        for (int l = 0; l < 32; l++) {
+            ql[l] = (uint8_t)((qq[l] & 0x0f) | ((qq[l + 64] & 0x0f) << 4));
+            ql[l + 32] = (uint8_t)((qq[l + 32] & 0x0f) | ((qq[l + 96] & 0x0f) << 4));
+            qh[l] = (uint8_t)((qq[l] >> 4) | ((qq[l + 32] >> 4) << 2) | ((qq[l + 64] >> 4) << 4) |
+                              ((qq[l + 96] >> 4) << 6));
         }
-        block_q6_K b;
-        b.d = clinfer_f32_to_f16(max_abs_scale / 127.0f);
-        float d = clinfer_f16_to_f32(b.d);
-        uint8_t q[QK_K]; /* stored form, q + 32 in 0..63 */
-        for (int s = 0; s < QK_K / 16; s++) {
-            b.scales[s] = (int8_t)clamp_int((int)lrintf(scale[s] * inverse(d)), -127, 127);
-            float id = inverse(d * (float)b.scales[s]);
-            for (int l = 0; l < 16; l++)
-                q[16 * s + l] = (uint8_t)(clamp_int((int)lrintf(x[16 * s + l] * id), -32, 31) + 32);
+    }
+    memcpy(dst, &b, sizeof b);
+}
+
+/* ---- the type table ---------------------------------------------------------------------- */
+
+/* f32 and f16 are one-element "blocks" with no codec here: rows of them convert in a loop. */
+typedef struct {
+    const char *name;
+    size_t block_elems, block_bytes;
+    void (*dequant)(const uint8_t *block, float *y);
+    void (*quant)(const float *x, uint8_t *block);
+} dtype_info;
+
+static const dtype_info dtypes[] = {
+    [CLINFER_DT_F32] = {"F32", 1, sizeof(float), NULL, NULL},
+    [CLINFER_DT_F16] = {"F16", 1, sizeof(uint16_t), NULL, NULL},
+    [CLINFER_DT_Q4_0] = {"Q4_0", QK4_0, sizeof(block_q4_0), dequant_q4_0, quant_q4_0},
+    [CLINFER_DT_Q4_1] = {"Q4_1", QK4_1, sizeof(block_q4_1), dequant_q4_1, quant_q4_1},
+    [CLINFER_DT_Q8_0] = {"Q8_0", QK8_0, sizeof(block_q8_0), dequant_q8_0, quant_q8_0},
+    [CLINFER_DT_Q4_K] = {"Q4_K", QK_K, sizeof(block_q4_K), dequant_q4_K, quant_q4_K},
+    [CLINFER_DT_Q6_K] = {"Q6_K", QK_K, sizeof(block_q6_K), dequant_q6_K, quant_q6_K},
+};
+
+/* The entry of a known type, NULL for any other id (the table's gaps have no name). */
+static const dtype_info *dtype_lookup(uint32_t type) {
+    if (type >= sizeof dtypes / sizeof dtypes[0] || !dtypes[type].name) return NULL;
+    return &dtypes[type];
+}
+
+int clinfer_dtype_valid(uint32_t type) {
+    return dtype_lookup(type) != NULL;
+}
+
+const char *clinfer_dtype_name(clinfer_dtype type) {
+    const dtype_info *t = dtype_lookup((uint32_t)type);
+    return t ? t->name : "unknown";
+}
+
+size_t clinfer_dtype_block_elems(clinfer_dtype type) {
+    const dtype_info *t = dtype_lookup((uint32_t)type);
+    return t ? t->block_elems : 0;
+}
+
+size_t clinfer_dtype_block_bytes(clinfer_dtype type) {
+    const dtype_info *t = dtype_lookup((uint32_t)type);
+    return t ? t->block_bytes : 0;
+}
+
+size_t clinfer_dtype_row_bytes(clinfer_dtype type, size_t n) {
+    size_t be = clinfer_dtype_block_elems(type);
+    return be ? n / be * clinfer_dtype_block_bytes(type) : 0;
+}
+
+/* Unknown types do nothing: callers validate types first. */
+void clinfer_dequantize_row(clinfer_dtype type, const void *src, float *dst, size_t n) {
+    const uint8_t *s = src;
+    const dtype_info *t = dtype_lookup((uint32_t)type);
+    if (!t) return;
+    if (type == CLINFER_DT_F32) {
+        memcpy(dst, src, n * sizeof(float));
+    } else if (type == CLINFER_DT_F16) {
+        for (size_t i = 0; i < n; i++) {
+            uint16_t h;
+            memcpy(&h, s + 2 * i, sizeof h);
+            dst[i] = half_to_float(h);
         }
-        for (int h = 0; h < QK_K / 128; h++) {
-            const uint8_t *qq = q + 128 * h;
-            uint8_t *ql = b.ql + 64 * h, *qh = b.qh + 32 * h;
-            for (int l = 0; l < 32; l++) {
-                ql[l] = (uint8_t)((qq[l] & 0x0f) | ((qq[l + 64] & 0x0f) << 4));
-                ql[l + 32] = (uint8_t)((qq[l + 32] & 0x0f) | ((qq[l + 96] & 0x0f) << 4));
-                qh[l] = (uint8_t)((qq[l] >> 4) | ((qq[l + 32] >> 4) << 2) |
-                                  ((qq[l + 64] >> 4) << 4) | ((qq[l + 96] >> 4) << 6));
-            }
-        }
-        memcpy(dst + i * sizeof b, &b, sizeof b);
+    } else {
+        for (size_t i = 0; i < n / t->block_elems; i++)
+            t->dequant(s + i * t->block_bytes, dst + i * t->block_elems);
     }
 }
 
 void clinfer_quantize_row(clinfer_dtype type, const float *src, void *dst, size_t n) {
     uint8_t *d = dst;
-    size_t be = clinfer_dtype_block_elems(type);
-    if (be == 0) /* unknown type: callers validate types first, nothing to do */
-        return;
-    size_t nb = n / be;
-    switch (type) {
-    case CLINFER_DT_F32:
+    const dtype_info *t = dtype_lookup((uint32_t)type);
+    if (!t) return;
+    if (type == CLINFER_DT_F32) {
         memcpy(dst, src, n * sizeof(float));
-        break;
-    case CLINFER_DT_F16:
+    } else if (type == CLINFER_DT_F16) {
         for (size_t i = 0; i < n; i++) {
             uint16_t h = clinfer_f32_to_f16(src[i]);
             memcpy(d + 2 * i, &h, sizeof h);
         }
-        break;
-    case CLINFER_DT_Q4_0:
-        quant_q4_0(src, d, nb);
-        break;
-    case CLINFER_DT_Q4_1:
-        quant_q4_1(src, d, nb);
-        break;
-    case CLINFER_DT_Q8_0:
-        quant_q8_0(src, d, nb);
-        break;
-    case CLINFER_DT_Q4_K:
-        quant_q4_K(src, d, nb);
-        break;
-    case CLINFER_DT_Q6_K:
-        quant_q6_K(src, d, nb);
-        break;
+    } else {
+        for (size_t i = 0; i < n / t->block_elems; i++)
+            t->quant(src + i * t->block_elems, d + i * t->block_bytes);
     }
 }

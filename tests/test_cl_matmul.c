@@ -19,6 +19,7 @@
 
 #include "backend.h"
 #include "check.h"
+#include "cl_devices.h"
 #include "random.h"
 
 enum { REF, CL, SIDES };
@@ -299,19 +300,9 @@ static void test_device(size_t index) {
 }
 
 int main(void) {
-    size_t count = 0;
-    if (clinfer_device_count(&count) != CLINFER_OK || count == 0) {
-        printf("no OpenCL device: %s\n", clinfer_last_error());
-        return 77;
-    }
-    path_name = getenv("CLINFER_KERNEL_PATH") ? getenv("CLINFER_KERNEL_PATH") : "default";
-    const char *pick = getenv("CLINFER_TEST_DEVICES");
-    for (size_t d = 0; d < count; d++) {
-        char key[24];
-        snprintf(key, sizeof key, "%zu", d);
-        if (pick && *pick && !strstr(pick, key)) continue;
-        test_device(d);
-    }
+    path_name = test_kernel_path();
+    int skip = for_each_test_device(test_device);
+    if (skip) return skip;
     printf("worst nmse: matmul %.3g, embed %.3g\n", worst[0], worst[1]);
     return finish("test_cl_matmul");
 }

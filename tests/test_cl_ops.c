@@ -20,6 +20,7 @@
 
 #include "backend.h"
 #include "check.h"
+#include "cl_devices.h"
 #include "random.h"
 
 enum { REF, CL, SIDES };
@@ -472,35 +473,9 @@ static void test_device(size_t index) {
     be[CL] = be[REF] = NULL;
 }
 
-/* CLINFER_TEST_DEVICES="0,2" limits the run to those indices; unset or empty: every device. */
-static bool device_picked(size_t index) {
-    const char *pick = getenv("CLINFER_TEST_DEVICES");
-    if (!pick || !*pick) return true;
-    for (const char *p = pick; *p;) {
-        char *end;
-        unsigned long v = strtoul(p, &end, 10);
-        if (end != p && v == index) return true;
-        p = *end ? end + 1 : end;
-    }
-    return false;
-}
-
 int main(void) {
-    size_t count = 0;
-    if (clinfer_device_count(&count) != CLINFER_OK || count == 0) {
-        printf("no OpenCL device: %s\n", clinfer_last_error());
-        return 77;
-    }
-    path_name = getenv("CLINFER_KERNEL_PATH") ? getenv("CLINFER_KERNEL_PATH") : "default";
-    size_t tested = 0;
-    for (size_t d = 0; d < count; d++)
-        if (device_picked(d)) {
-            test_device(d);
-            tested++;
-        }
-    if (tested == 0) {
-        printf("CLINFER_TEST_DEVICES picks none of the %zu devices\n", count);
-        return 77;
-    }
+    path_name = test_kernel_path();
+    int skip = for_each_test_device(test_device);
+    if (skip) return skip;
     return finish("test_cl_ops");
 }

@@ -228,8 +228,8 @@ static clinfer_status cl_weight_create_i(void *ctx, clinfer_dtype type, int m, i
 
 /* An operand of an op: count elements of elem bytes from ref.offset must lie inside a plain
  * buffer. */
-static clinfer_status check_ref(const char *op, const char *name, clinfer_ref ref, size_t count,
-                                size_t elem) {
+clinfer_status cl_check_ref(const char *op, const char *name, clinfer_ref ref, size_t count,
+                            size_t elem) {
     if (!ref.buf)
         return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "OpenCL %s: operand %s is missing", op,
                             name);
@@ -248,7 +248,7 @@ static clinfer_status check_ref(const char *op, const char *name, clinfer_ref re
 
 static clinfer_status check_optional_ref(const char *op, const char *name, clinfer_ref ref,
                                          size_t count, size_t elem) {
-    return ref.buf ? check_ref(op, name, ref, count, elem) : CLINFER_OK;
+    return ref.buf ? cl_check_ref(op, name, ref, count, elem) : CLINFER_OK;
 }
 
 /* Shape dimensions are positive; their product must fit size_t. */
@@ -324,8 +324,8 @@ static clinfer_status op_norm(cl_backend_ctx *b, const clinfer_op *op) {
     size_t total;
     clinfer_status st;
     CHECK(check_dims(name, &total, 2, op->norm.n, op->norm.d));
-    CHECK(check_ref(name, "x", op->norm.x, total, sizeof(float)));
-    CHECK(check_ref(name, "y", op->norm.y, total, sizeof(float)));
+    CHECK(cl_check_ref(name, "x", op->norm.x, total, sizeof(float)));
+    CHECK(cl_check_ref(name, "y", op->norm.y, total, sizeof(float)));
     CHECK(check_optional_ref(name, "w", op->norm.w, (size_t)op->norm.d, sizeof(float)));
     if (layer) CHECK(check_optional_ref(name, "b", op->norm.b, (size_t)op->norm.d, sizeof(float)));
     /* An absent operand binds x's buffer, which the kernel then never reads. */
@@ -370,7 +370,7 @@ static clinfer_status op_rope(cl_backend_ctx *b, const clinfer_op *op) {
     size_t total;
     clinfer_status st;
     CHECK(check_dims("rope", &total, 3, op->rope.n, op->rope.n_heads, op->rope.head_dim));
-    CHECK(check_ref("rope", "x", op->rope.x, total, sizeof(float)));
+    CHECK(cl_check_ref("rope", "x", op->rope.x, total, sizeof(float)));
     if (op->rope.n_rot <= 0 || op->rope.n_rot % 2 || op->rope.n_rot > op->rope.head_dim ||
         op->rope.pos0 < 0 || op->rope.pos0 > INT32_MAX - op->rope.n)
         CHECK(clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
@@ -399,8 +399,9 @@ static clinfer_status op_store(cl_backend_ctx *b, const clinfer_op *op) {
         CHECK(clinfer_fail(CLINFER_ERR_UNSUPPORTED,
                            "OpenCL store: destination type %s (want f32 or f16)",
                            clinfer_dtype_name(op->store.dst_type)));
-    CHECK(check_ref("store", "src", op->store.src, count, sizeof(float)));
-    CHECK(check_ref("store", "dst", op->store.dst, count, f16 ? sizeof(uint16_t) : sizeof(float)));
+    CHECK(cl_check_ref("store", "src", op->store.src, count, sizeof(float)));
+    CHECK(
+        cl_check_ref("store", "dst", op->store.dst, count, f16 ? sizeof(uint16_t) : sizeof(float)));
     if (count == 0) goto cleanup;
     cl_ulong src_off = op->store.src.offset, dst_off = op->store.dst.offset, n = count;
     kernel_arg args[] = {ARG(op->store.src.buf->mem), ARG(src_off), ARG(op->store.dst.buf->mem),
@@ -495,10 +496,10 @@ static clinfer_status op_attention(cl_backend_ctx *b, const clinfer_op *op) {
                            head_dim, MAX_HEAD_DIM));
     CHECK(check_dims(name, &kv_total, 3, pos0 + n, n_kv, head_dim));
     size_t kv_elem = f16 ? sizeof(uint16_t) : sizeof(float);
-    CHECK(check_ref(name, "q", op->attention.q, q_total, sizeof(float)));
-    CHECK(check_ref(name, "k", op->attention.k, kv_total, kv_elem));
-    CHECK(check_ref(name, "v", op->attention.v, kv_total, kv_elem));
-    CHECK(check_ref(name, "out", op->attention.out, q_total, sizeof(float)));
+    CHECK(cl_check_ref(name, "q", op->attention.q, q_total, sizeof(float)));
+    CHECK(cl_check_ref(name, "k", op->attention.k, kv_total, kv_elem));
+    CHECK(cl_check_ref(name, "v", op->attention.v, kv_total, kv_elem));
+    CHECK(cl_check_ref(name, "out", op->attention.out, q_total, sizeof(float)));
     cl_ulong q_off = op->attention.q.offset, k_off = op->attention.k.offset,
              v_off = op->attention.v.offset, o_off = op->attention.out.offset;
     kernel_arg args[] = {ARG(op->attention.q.buf->mem),
@@ -524,8 +525,8 @@ static clinfer_status op_softmax(cl_backend_ctx *b, const clinfer_op *op) {
     size_t total;
     clinfer_status st;
     CHECK(check_dims("softmax", &total, 2, op->softmax.rows, op->softmax.cols));
-    CHECK(check_ref("softmax", "x", op->softmax.x, total, sizeof(float)));
-    CHECK(check_ref("softmax", "y", op->softmax.y, total, sizeof(float)));
+    CHECK(cl_check_ref("softmax", "x", op->softmax.x, total, sizeof(float)));
+    CHECK(cl_check_ref("softmax", "y", op->softmax.y, total, sizeof(float)));
     cl_ulong x_off = op->softmax.x.offset, y_off = op->softmax.y.offset;
     kernel_arg args[] = {ARG(op->softmax.x.buf->mem), ARG(x_off),
                          ARG(op->softmax.y.buf->mem), ARG(y_off),
@@ -540,8 +541,8 @@ static clinfer_status op_argmax(cl_backend_ctx *b, const clinfer_op *op) {
     size_t total;
     clinfer_status st;
     CHECK(check_dims("argmax", &total, 2, op->argmax.n, op->argmax.d));
-    CHECK(check_ref("argmax", "x", op->argmax.x, total, sizeof(float)));
-    CHECK(check_ref("argmax", "ids", op->argmax.ids, (size_t)op->argmax.n, sizeof(int32_t)));
+    CHECK(cl_check_ref("argmax", "x", op->argmax.x, total, sizeof(float)));
+    CHECK(cl_check_ref("argmax", "ids", op->argmax.ids, (size_t)op->argmax.n, sizeof(int32_t)));
     cl_ulong x_off = op->argmax.x.offset, ids_off = op->argmax.ids.offset;
     kernel_arg args[] = {
         ARG(op->argmax.x.buf->mem), ARG(x_off),       ARG(op->argmax.ids.buf->mem), ARG(ids_off),
@@ -571,12 +572,12 @@ static clinfer_status op_eltwise(cl_backend_ctx *b, const clinfer_op *op) {
     size_t count = op->eltwise.count;
     size_t b_count = table[op->kind].operands == 3 ? count : op->eltwise.b_count;
     clinfer_status st = CLINFER_OK;
-    CHECK(check_ref(name, "a", op->eltwise.a, count, sizeof(float)));
-    CHECK(check_ref(name, "y", op->eltwise.y, count, sizeof(float)));
+    CHECK(cl_check_ref(name, "a", op->eltwise.a, count, sizeof(float)));
+    CHECK(cl_check_ref(name, "y", op->eltwise.y, count, sizeof(float)));
     if (table[op->kind].operands > 1) {
         if (b_count == 0 && count > 0)
             CHECK(clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "OpenCL %s: b_count is 0", name));
-        CHECK(check_ref(name, "b", op->eltwise.b, b_count, sizeof(float)));
+        CHECK(cl_check_ref(name, "b", op->eltwise.b, b_count, sizeof(float)));
     }
     if (count == 0) goto cleanup;
     cl_mem a = op->eltwise.a.buf->mem, y = op->eltwise.y.buf->mem;

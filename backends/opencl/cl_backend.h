@@ -33,6 +33,11 @@ struct clinfer_buffer {
     struct cl_weight *weight; /* non-NULL for weights made by weight_create */
 };
 
+/* backend_cl.c: an operand of an op must hold count elements of elem bytes from ref.offset in a
+ * plain (non-weight) buffer. */
+clinfer_status cl_check_ref(const char *op, const char *name, clinfer_ref ref, size_t count,
+                            size_t elem);
+
 /* matmul_cl.c */
 clinfer_status cl_matmul_init(cl_backend_ctx *b);
 void cl_matmul_free(cl_backend_ctx *b);

@@ -381,20 +381,11 @@ void cl_weight_free(struct cl_weight *w) {
 
 /* ---- operand checks -------------------------------------------------------------------- */
 
-/* count elements of elem bytes from ref.offset inside a plain buffer, reachable by the kernels'
- * int offsets. */
+/* cl_check_ref, and the elements must be reachable by the kernels' int offsets. */
 static clinfer_status check_operand(const char *op, const char *name, clinfer_ref ref, size_t count,
                                     size_t elem) {
-    if (!ref.buf || !ref.buf->mem || ref.buf->weight)
-        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
-                            "OpenCL %s: operand %s is missing or not an activation buffer", op,
-                            name);
-    size_t capacity = ref.buf->bytes / elem;
-    if (ref.offset > capacity || count > capacity - ref.offset)
-        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
-                            "OpenCL %s: operand %s needs elements [%zu, %zu + %zu) of a buffer of "
-                            "%zu",
-                            op, name, ref.offset, ref.offset, count, capacity);
+    clinfer_status st = cl_check_ref(op, name, ref, count, elem);
+    if (st != CLINFER_OK) return st;
     if (ref.offset + count > INT_MAX)
         return clinfer_fail(CLINFER_ERR_UNSUPPORTED,
                             "OpenCL %s: operand %s ends at element %zu, past int indexing", op,

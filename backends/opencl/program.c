@@ -429,31 +429,109 @@ cleanup:
     return st;
 }
 
+/* The text of the source named name: the embedded copy, or the file in $CLINFER_CL_DIR when set,
+ * then malloc'd into *owned (which the caller frees; NULL otherwise). */
+static clinfer_status source_text(const char *name, const char **text, char **owned) {
+    *owned = NULL;
+    const char *dir = getenv("CLINFER_CL_DIR");
+    if (dir && *dir) {
+        char path[PATH_MAX];
+        size_t size = 0;
+        snprintf(path, sizeof path, "%s/%s", dir, name);
+        int err = read_file(path, MAX_SOURCE_SIZE, owned, &size);
+        if (err)
+            return clinfer_fail(CLINFER_ERR_IO, "reading kernel source %s (CLINFER_CL_DIR): %s",
+                                path, strerror(err));
+        *text = *owned;
+        return CLINFER_OK;
+    }
+    for (const struct clinfer_cl_source *s = clinfer_cl_sources; s->name; s++)
+        if (!strcmp(s->name, name)) {
+            *text = s->text;
+            return CLINFER_OK;
+        }
+    return clinfer_fail(CLINFER_ERR_NOT_FOUND, "no OpenCL source named '%s' is embedded", name);
+}
+
+typedef struct {
+    char *data;
+    size_t len, cap;
+} text_buffer;
+
+static bool append(text_buffer *b, const char *text, size_t len) {
+    if (b->len + len + 1 > b->cap) {
+        size_t cap = 2 * (b->len + len + 1);
+        char *data = realloc(b->data, cap);
+        if (!data) return false;
+        b->data = data;
+        b->cap = cap;
+    }
+    memcpy(b->data + b->len, text, len);
+    b->len += len;
+    b->data[b->len] = '\0';
+    return true;
+}
+
+/* Drivers cannot see the embedded cl/ headers, so a line `#include "common.clh"` is replaced here
+ * by that header's text (one level: headers include nothing themselves), between #line markers
+ * that keep the file names and lines of build logs right. The expansion is what is compiled and
+ * what keys the binary cache. *out is malloc'd. */
+static clinfer_status expand_includes(const char *name, const char *text, char **out) {
+    static const char directive[] = "#include \"";
+    clinfer_status st = CLINFER_OK;
+    text_buffer b = {0};
+    char *owned = NULL, marker[320]; /* names are cut to 255 bytes */
+    bool ok = append(&b, "", 0);
+    for (unsigned line = 1; ok && *text; line++) {
+        const char *end = strchr(text, '\n');
+        size_t len = end ? (size_t)(end - text) + 1 : strlen(text);
+        bool include = strncmp(text, directive, strlen(directive)) == 0;
+        const char *header = include ? text + strlen(directive) : NULL;
+        const char *quote = include ? memchr(header, '"', len - strlen(directive)) : NULL;
+        if (!quote) {
+            ok = append(&b, text, len);
+            text += len;
+            continue;
+        }
+        char header_name[256];
+        snprintf(header_name, sizeof header_name, "%.*s", (int)(quote - header), header);
+        const char *header_text = NULL;
+        if ((st = source_text(header_name, &header_text, &owned)) != CLINFER_OK) {
+            clinfer_error_prefix("building %s", name);
+            goto cleanup;
+        }
+        int n = snprintf(marker, sizeof marker, "#line 1 \"%s\"\n", header_name);
+        ok = append(&b, marker, (size_t)n) && append(&b, header_text, strlen(header_text));
+        n = snprintf(marker, sizeof marker, "\n#line %u \"%.255s\"\n", line + 1, name);
+        ok = ok && append(&b, marker, (size_t)n);
+        free(owned);
+        owned = NULL;
+        text += len;
+    }
+    if (!ok) st = clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "expanding the includes of %s", name);
+cleanup:
+    free(owned);
+    if (st == CLINFER_OK)
+        *out = b.data;
+    else
+        free(b.data);
+    return st;
+}
+
 clinfer_status cl_program_build(cl_context ctx, cl_device_id dev, const clinfer_device_info *info,
                                 const char *source_name, const char *extra_options,
                                 cl_program *out) {
     if (!source_name)
         return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "cl_program_build: source_name is NULL");
-    const char *dir = getenv("CLINFER_CL_DIR");
-    if (dir && *dir) {
-        char path[PATH_MAX], *text = NULL;
-        size_t size = 0;
-        snprintf(path, sizeof path, "%s/%s", dir, source_name);
-        int err = read_file(path, MAX_SOURCE_SIZE, &text, &size);
-        if (err)
-            return clinfer_fail(CLINFER_ERR_IO, "reading kernel source %s (CLINFER_CL_DIR): %s",
-                                path, strerror(err));
-        clinfer_status st =
-            cl_program_build_source(ctx, dev, info, source_name, text, extra_options, out);
-        free(text);
-        return st;
-    }
-    for (const struct clinfer_cl_source *s = clinfer_cl_sources; s->name; s++)
-        if (!strcmp(s->name, source_name))
-            return cl_program_build_source(ctx, dev, info, source_name, s->text, extra_options,
-                                           out);
-    return clinfer_fail(CLINFER_ERR_NOT_FOUND, "no OpenCL source named '%s' is embedded",
-                        source_name);
+    const char *text = NULL;
+    char *owned = NULL, *expanded = NULL;
+    clinfer_status st = source_text(source_name, &text, &owned);
+    if (st == CLINFER_OK) st = expand_includes(source_name, text, &expanded);
+    if (st == CLINFER_OK)
+        st = cl_program_build_source(ctx, dev, info, source_name, expanded, extra_options, out);
+    free(expanded);
+    free(owned);
+    return st;
 }
 
 void cl_program_cache_stats(unsigned *hits, unsigned *misses) {

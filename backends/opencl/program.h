@@ -28,7 +28,8 @@ const cl_device_params *cl_device_params_for(const clinfer_device_info *info);
 const char *cl_program_params(const clinfer_device_info *info);
 
 /* Builds the source named source_name ("matvec.cl"): the embedded copy, or the file of that
- * name in $CLINFER_CL_DIR when set (development). Options: cl_program_params(info), then
+ * name in $CLINFER_CL_DIR when set (development). Its lines `#include "NAME"` are replaced by the
+ * cl/ header NAME (common.clh), taken from the same place. Options: cl_program_params(info), then
  * extra_options (may be NULL), then -cl-std=CL1.2. A failed compile returns CLINFER_ERR_BUILD
  * with the build log in clinfer_last_error(). *out is released by the caller. */
 clinfer_status cl_program_build(cl_context ctx, cl_device_id dev, const clinfer_device_info *info,
