@@ -140,8 +140,10 @@ clinfer_status clinfer_model_get_info(const clinfer_model *model, clinfer_model_
 /* ---- tokens -------------------------------------------------------------------------- */
 
 /* Writes up to capacity ids; *n_tokens receives the count needed, and the call returns
- * CLINFER_ERR_BUFFER_TOO_SMALL when it exceeds capacity. parse_special: text like
- * "<|im_start|>" becomes its special token. Invalid UTF-8 is tokenized byte-wise. */
+ * CLINFER_ERR_BUFFER_TOO_SMALL when it exceeds capacity. add_bos prepends BOS unconditionally,
+ * whatever the model's metadata says; pass clinfer_token_add_bos(model) to start a prompt the
+ * way the model expects. parse_special: text like "<|im_start|>" becomes its special token.
+ * Invalid UTF-8 is tokenized byte-wise. */
 clinfer_status clinfer_tokenize(const clinfer_model *model, const char *text, size_t len,
                                 bool add_bos, bool parse_special, int32_t *tokens, size_t capacity,
                                 size_t *n_tokens);
@@ -149,6 +151,9 @@ clinfer_status clinfer_tokenize(const clinfer_model *model, const char *text, si
 clinfer_status clinfer_token_to_piece(const clinfer_model *model, int32_t token, char *buf,
                                       size_t size, size_t *len);
 int32_t clinfer_token_bos(const clinfer_model *model); /* -1 if none */
+/* Whether the model's prompts start with BOS (tokenizer.ggml.add_bos_token, else the default of
+ * its tokenizer type); false for a model without a tokenizer. */
+bool clinfer_token_add_bos(const clinfer_model *model);
 int32_t clinfer_token_eos(const clinfer_model *model);
 bool clinfer_token_is_eog(const clinfer_model *model, int32_t token); /* ends generation */
 

@@ -35,6 +35,10 @@ int32_t clinfer_token_bos(const clinfer_model *m) {
     return m && m->vocab ? clinfer_vocab_bos(m->vocab) : -1;
 }
 
+bool clinfer_token_add_bos(const clinfer_model *m) {
+    return m && m->vocab && clinfer_vocab_add_bos(m->vocab);
+}
+
 int32_t clinfer_token_eos(const clinfer_model *m) {
     return m && m->vocab ? clinfer_vocab_eos(m->vocab) : -1;
 }

@@ -258,6 +258,9 @@ static void test_tokens(clinfer_model *m) {
     EXPECT(len == 12 && !memcmp(text, " hello world", 12), "pieces give '%.*s'", (int)len, text);
     EXPECT(clinfer_token_is_eog(m, clinfer_token_eos(m)), "EOS %d ends generation",
            clinfer_token_eos(m));
+    /* A SentencePiece vocabulary without add_bos_token starts prompts with BOS. */
+    EXPECT(clinfer_token_add_bos(m) && !clinfer_token_add_bos(NULL), "add_bos %d",
+           clinfer_token_add_bos(m));
 }
 
 /* A broken file is rejected with a status and a message naming what is wrong. */

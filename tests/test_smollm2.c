@@ -8,8 +8,6 @@
 #include <sys/stat.h>
 
 #include "check.h"
-#include "model.h"
-#include "tokenizer.h"
 
 #define MODEL_FILE "SmolLM2-135M-Instruct.Q4_1.gguf"
 #define N_PREDICT 32
@@ -65,7 +63,7 @@ static void generate(const char *path, clinfer_backend_kind kind, collected *out
     if (!m) return;
     EXPECT_OK(clinfer_chat_apply_template(m, NULL, &msg, 1, true, &prompt));
     if (prompt)
-        EXPECT_OK(clinfer_tokenize(m, prompt, strlen(prompt), clinfer_vocab_add_bos(m->vocab), true,
+        EXPECT_OK(clinfer_tokenize(m, prompt, strlen(prompt), clinfer_token_add_bos(m), true,
                                    tokens, 256, &n));
     EXPECT_OK(clinfer_context_create(m, &cp, &ctx));
     if (ctx && n) EXPECT_OK(clinfer_generate(ctx, tokens, n, N_PREDICT, NULL, collect, out, stats));
