@@ -17,7 +17,7 @@ struct clinfer_context {
     exec_plan **plans; /* [n_batch + 1]: the plan for n tokens, built on first use */
     float *logits;     /* [n_vocab] of the last evaluated token */
     bool has_logits;
-    exec_profile *profile; /* when CLINFER_PROFILE is set */
+    exec_profile *profile; /* when CLINFER_PROFILE or CLINFER_TRACE is set */
 };
 
 void clinfer_context_params_default(clinfer_context_params *params) {
@@ -144,10 +144,7 @@ clinfer_status clinfer_context_create(clinfer_model *model, const clinfer_contex
     st = create_buffers(c, params->kv_f32);
     pthread_mutex_unlock(&model->backend_lock);
     if (st != CLINFER_OK) goto cleanup;
-    if (getenv("CLINFER_PROFILE") && !(c->profile = calloc(1, sizeof *c->profile))) {
-        st = clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "context_create: no memory for a profile");
-        goto cleanup;
-    }
+    CHECK(exec_profile_create(&c->profile));
     if (model->verbose)
         fprintf(stderr,
                 "clinfer: context n_ctx %u, n_batch %u: KV cache (%s) %.1f MiB, "
@@ -167,10 +164,7 @@ void clinfer_context_free(clinfer_context *c) {
     if (!c) return;
     const clinfer_backend *be = c->model->backend;
     exec_state *s = &c->state;
-    if (c->profile) {
-        exec_profile_print(c->profile, stderr);
-        free(c->profile);
-    }
+    exec_profile_free(c->profile, stderr);
     pthread_mutex_lock(&c->model->backend_lock);
     for (int i = 0; i < EXEC_COUNT; i++)
         if (s->buf[i]) be->i->buffer_free(be->ctx, s->buf[i]);

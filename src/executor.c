@@ -11,6 +11,7 @@ typedef struct {
     clinfer_op op;
     /* > 0: the op's position-dependent ref (STORE dst, EMBED ids) advances by pos0 * stride */
     size_t pos_stride;
+    clinfer_dtype w_type; /* MATMUL and EMBED: the weight type, for the profile */
 } plan_step;
 
 struct exec_plan {
@@ -28,9 +29,7 @@ void exec_buffer_sizes(const clinfer_hparams *hp, uint32_t n_ctx, uint32_t n_bat
     bytes[EXEC_X] = n * hp->n_embd * f;
     bytes[EXEC_XN] = n * hp->n_embd * f;
     bytes[EXEC_POS] = gpt2 ? n * hp->n_embd * f : 0;
-    bytes[EXEC_Q] = n * q_dim * f;
-    bytes[EXEC_K] = n * kv_dim * f;
-    bytes[EXEC_V] = n * kv_dim * f;
+    bytes[EXEC_QKV] = n * (q_dim + 2 * kv_dim) * f;
     bytes[EXEC_ATT] = n * q_dim * f;
     bytes[EXEC_FF_A] = n * hp->n_ff * f;
     bytes[EXEC_FF_B] = gpt2 ? 0 : n * hp->n_ff * f;
@@ -47,8 +46,13 @@ typedef struct {
 } builder;
 
 static void push(builder *b, clinfer_op op, size_t pos_stride) {
-    if (b->steps) b->steps[b->count] = (plan_step){op, pos_stride};
+    if (b->steps) b->steps[b->count] = (plan_step){.op = op, .pos_stride = pos_stride};
     b->count++;
+}
+
+/* The weight type of the step pushed last. */
+static void set_w_type(builder *b, clinfer_dtype type) {
+    if (b->steps) b->steps[b->count - 1].w_type = type;
 }
 
 static clinfer_ref at(clinfer_buffer *buf, size_t offset) {
@@ -68,6 +72,7 @@ static void matmul(builder *b, const clinfer_matrix *w, clinfer_ref x, clinfer_r
                                  .n = n,
                                  .accumulate = accumulate}},
          0);
+    set_w_type(b, w->type);
 }
 
 /* RMSNorm for the llama family, LayerNorm (with bias) for gpt2. */
@@ -114,6 +119,7 @@ static void embeddings(builder *b, const clinfer_model *m, const exec_state *s, 
                                 .k = E,
                                 .n = n}},
          1);
+    set_w_type(b, m->tok_embd.type);
     if (!gpt2) return;
     push(b,
          (clinfer_op){.kind = CLINFER_OP_EMBED,
@@ -124,6 +130,7 @@ static void embeddings(builder *b, const clinfer_model *m, const exec_state *s, 
                                 .k = E,
                                 .n = n}},
          1);
+    set_w_type(b, m->pos_embd.type);
     size_t count = (size_t)n * (size_t)E;
     push(b,
          (clinfer_op){.kind = CLINFER_OP_ADD,
@@ -142,28 +149,36 @@ static void attention_block(builder *b, const clinfer_model *m, const exec_state
     clinfer_buffer *const *buf = s->buf;
     size_t kv_dim = (size_t)hp->n_head_kv * hp->head_dim;
     clinfer_ref x = at(buf[EXEC_X], 0), xn = at(buf[EXEC_XN], 0);
+    size_t q_count = (size_t)n * hp->n_head * hp->head_dim, kv_count = (size_t)n * kv_dim;
+    clinfer_ref q = at(buf[EXEC_QKV], 0), k = at(buf[EXEC_QKV], q_count),
+                v = at(buf[EXEC_QKV], q_count + kv_count);
 
     norm(b, hp, x, l->attn_norm, l->attn_norm_b, xn, n);
-    matmul(b, &l->wq, xn, at(buf[EXEC_Q], 0), l->bq, n, false);
-    matmul(b, &l->wk, xn, at(buf[EXEC_K], 0), l->bk, n, false);
-    matmul(b, &l->wv, xn, at(buf[EXEC_V], 0), l->bv, n, false);
+    matmul(b, &l->wq, xn, q, l->bq, n, false);
+    matmul(b, &l->wk, xn, k, l->bk, n, false);
+    matmul(b, &l->wv, xn, v, l->bv, n, false);
     if (hp->arch != CLINFER_ARCH_GPT2) {
-        rope(b, hp, at(buf[EXEC_Q], 0), n, (int)hp->n_head);
-        rope(b, hp, at(buf[EXEC_K], 0), n, (int)hp->n_head_kv);
+        /* One token's keys follow its queries: one launch rotates both, at the same position. */
+        if (n == 1) {
+            rope(b, hp, q, 1, (int)(hp->n_head + hp->n_head_kv));
+        } else {
+            rope(b, hp, q, n, (int)hp->n_head);
+            rope(b, hp, k, n, (int)hp->n_head_kv);
+        }
     }
     clinfer_buffer *caches[2] = {s->k_cache[il], s->v_cache[il]};
-    exec_buffer_id fresh[2] = {EXEC_K, EXEC_V};
+    clinfer_ref fresh[2] = {k, v};
     for (int i = 0; i < 2; i++)
         push(b,
              (clinfer_op){.kind = CLINFER_OP_STORE,
-                          .store = {.src = at(buf[fresh[i]], 0),
+                          .store = {.src = fresh[i],
                                     .dst = at(caches[i], 0),
                                     .dst_type = s->kv_type,
-                                    .count = (size_t)n * kv_dim}},
+                                    .count = kv_count}},
              kv_dim);
     push(b,
          (clinfer_op){.kind = CLINFER_OP_ATTENTION,
-                      .attention = {.q = at(buf[EXEC_Q], 0),
+                      .attention = {.q = q,
                                     .k = at(s->k_cache[il], 0),
                                     .v = at(s->v_cache[il], 0),
                                     .out = at(buf[EXEC_ATT], 0),
@@ -257,6 +272,7 @@ clinfer_status exec_plan_run(const clinfer_model *m, const exec_plan *p, int pos
     const clinfer_backend *be = m->backend;
     size_t end = with_logits ? p->n_steps : p->n_body;
     clinfer_status st = CLINFER_OK;
+    if (profile) exec_profile_walk(profile, p->n);
     for (size_t i = 0; i < end && st == CLINFER_OK; i++) {
         clinfer_op op = p->steps[i].op;
         size_t shift = (size_t)pos0 * p->steps[i].pos_stride;
@@ -278,11 +294,8 @@ clinfer_status exec_plan_run(const clinfer_model *m, const exec_plan *p, int pos
         }
         double t0 = profile ? exec_now_ms() : 0;
         st = be->i->op(be->ctx, &op);
-        if (st == CLINFER_OK && profile) {
-            st = be->i->sync(be->ctx);
-            profile->ms[op.kind] += exec_now_ms() - t0;
-            profile->count[op.kind]++;
-        }
+        if (st == CLINFER_OK && profile && (st = be->i->sync(be->ctx)) == CLINFER_OK)
+            exec_profile_op(profile, &op, p->steps[i].w_type, t0, exec_now_ms());
         if (st != CLINFER_OK)
             clinfer_error_prefix("executor: op %zu of %zu (kind %d, n %d, pos0 %d)", i, end,
                                  (int)op.kind, p->n, pos0);
@@ -290,7 +303,7 @@ clinfer_status exec_plan_run(const clinfer_model *m, const exec_plan *p, int pos
     return st;
 }
 
-static const char *op_name(clinfer_op_kind kind) {
+const char *exec_op_name(clinfer_op_kind kind) {
     static const char *names[CLINFER_OP_COUNT] = {
         [CLINFER_OP_MATMUL] = "matmul",
         [CLINFER_OP_EMBED] = "embed",
@@ -316,7 +329,7 @@ void exec_plan_print(const exec_plan *p, FILE *out) {
     fprintf(out, "plan for %d tokens: %zu ops (%zu body + head)\n", p->n, p->n_steps, p->n_body);
     for (size_t i = 0; i < p->n_steps; i++) {
         const clinfer_op *op = &p->steps[i].op;
-        fprintf(out, "  %4zu %-9s", i, op_name(op->kind));
+        fprintf(out, "  %4zu %-9s", i, exec_op_name(op->kind));
         switch (op->kind) {
         case CLINFER_OP_MATMUL:
             fprintf(out, " m %d k %d n %d%s%s", op->matmul.m, op->matmul.k, op->matmul.n,
@@ -336,17 +349,4 @@ void exec_plan_print(const exec_plan *p, FILE *out) {
             fprintf(out, " (advances %zu per position)", p->steps[i].pos_stride);
         fputc('\n', out);
     }
-}
-
-void exec_profile_print(const exec_profile *profile, FILE *out) {
-    double total = 0;
-    for (int k = 0; k < CLINFER_OP_COUNT; k++)
-        total += profile->ms[k];
-    fprintf(out, "profile: %.1f ms in ops (each op waited for)\n", total);
-    for (int k = 0; k < CLINFER_OP_COUNT; k++)
-        if (profile->count[k])
-            fprintf(out, "  %-9s %8llu ops %10.2f ms %5.1f%% %8.1f us/op\n",
-                    op_name((clinfer_op_kind)k), (unsigned long long)profile->count[k],
-                    profile->ms[k], total > 0 ? 100 * profile->ms[k] / total : 0.0,
-                    1e3 * profile->ms[k] / (double)profile->count[k]);
 }

@@ -11,15 +11,15 @@
 #include <stdio.h>
 
 #include "model.h"
+#include "profile.h"
 
 /* Activation buffers of one context, sized for n_batch tokens, and the sequence's ids. */
 typedef enum {
     EXEC_X,       /* [n][n_embd] the residual stream */
     EXEC_XN,      /* [n][n_embd] normalised input of a sub-layer (gpt2: token rows first) */
     EXEC_POS,     /* [n][n_embd] gpt2's position rows; unused otherwise */
-    EXEC_Q,       /* [n][n_head][head_dim] */
-    EXEC_K,       /* [n][n_head_kv][head_dim], before they are stored in the cache */
-    EXEC_V,       /* same */
+    EXEC_QKV,     /* [n][n_head][head_dim] queries, then [n][n_head_kv][head_dim] keys, then
+                   * values the same (keys and values before they are stored in the cache) */
     EXEC_ATT,     /* [n][n_head][head_dim] attention output */
     EXEC_FF_A,    /* [n][n_ff] gate (gpt2: up) */
     EXEC_FF_B,    /* [n][n_ff] up */
@@ -50,23 +50,15 @@ clinfer_status exec_plan_build(const clinfer_model *model, const exec_state *sta
                                exec_plan **out);
 void exec_plan_free(exec_plan *plan);
 
-/* Time spent per op kind, measured by waiting for the device after every op: for finding
- * where a forward pass goes, not for production runs. */
-typedef struct {
-    double ms[CLINFER_OP_COUNT];
-    uint64_t count[CLINFER_OP_COUNT];
-} exec_profile;
-
 /* Enqueues the plan for a batch whose first token sits at position pos0; with_logits adds the
  * output norm and LM head (the last chunk of an eval). Does not wait for the device unless
- * profile is given (NULL: no profiling). */
+ * profile is given (NULL: no profiling; see profile.h). */
 clinfer_status exec_plan_run(const clinfer_model *model, const exec_plan *plan, int pos0,
                              bool with_logits, exec_profile *profile);
 
 /* One line per op (the environment variable CLINFER_PRINT_PLAN prints each plan as it is
- * built), and the per-kind totals of a profile (CLINFER_PROFILE, printed as a context is
- * freed). */
+ * built). */
 void exec_plan_print(const exec_plan *plan, FILE *out);
-void exec_profile_print(const exec_profile *profile, FILE *out);
+const char *exec_op_name(clinfer_op_kind kind);
 
 #endif

@@ -45,8 +45,8 @@ static clinfer_status arch_f32(const gguf_file *f, const char *arch, const char 
 static clinfer_status check_range(const char *arch, const char *what, uint32_t v, uint32_t lo,
                                   uint32_t hi) {
     if (v < lo || v > hi)
-        return clinfer_fail(CLINFER_ERR_FORMAT, "model: %s.%s = %u is outside %u .. %u", arch, what,
-                            v, lo, hi);
+        return clinfer_fail(CLINFER_ERR_FORMAT, "%s.%s = %u is outside %u .. %u", arch, what, v, lo,
+                            hi);
     return CLINFER_OK;
 }
 
@@ -62,13 +62,12 @@ static clinfer_status read_rope_scaling(const gguf_file *f, const char *arch, fl
     if (gguf_find_kv(f, key)) CHECK(gguf_get_str(f, key, &type));
     if (gguf_str_eq(type, "none")) return CLINFER_OK;
     if (!gguf_str_eq(type, "linear"))
-        return clinfer_fail(CLINFER_ERR_UNSUPPORTED, "model: %s '%.*s' is not supported", key,
+        return clinfer_fail(CLINFER_ERR_UNSUPPORTED, "%s '%.*s' is not supported", key,
                             (int)(type.len > 32 ? 32 : type.len), type.ptr);
     CHECK(arch_f32(f, arch, "rope.scaling.factor", true, &factor));
     if (!(factor >= 1.0f && factor <= 1024.0f))
-        return clinfer_fail(CLINFER_ERR_FORMAT,
-                            "model: %s.rope.scaling.factor %g is outside 1 .. 1024", arch,
-                            (double)factor);
+        return clinfer_fail(CLINFER_ERR_FORMAT, "%s.rope.scaling.factor %g is outside 1 .. 1024",
+                            arch, (double)factor);
     *freq_scale = 1.0f / factor;
 cleanup:
     return st;

@@ -10,8 +10,6 @@
 
 #include "cli.h"
 #include "gguf.h"
-#include "model.h"
-#include "tokenizer.h"
 
 /* The file tools/fetch_model.sh stores; searched where that script puts it. */
 #define DEFAULT_MODEL_FILE "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -75,6 +73,71 @@ int cli_sampler_option(int opt, const char *arg, clinfer_sampler_params *p) {
     }
 }
 
+void cli_gen_opts_init(cli_gen_opts *o, long n_predict) {
+    *o = (cli_gen_opts){.n_predict = n_predict};
+    cli_model_opts_init(&o->model);
+    clinfer_sampler_params_default(&o->sampling);
+}
+
+int cli_gen_option(int opt, const char *arg, cli_gen_opts *o) {
+    int used = cli_model_option(opt, arg, &o->model);
+    if (!used) used = cli_sampler_option(opt, arg, &o->sampling);
+    if (used) return used;
+    switch (opt) {
+    case 'n':
+        return cli_parse_long("-n", arg, 0, INT32_MAX, &o->n_predict) ? 1 : -1;
+    case OPT_CHAT_TEMPLATE:
+        o->chat_template = arg;
+        return 1;
+    case OPT_SYSTEM:
+        o->system = arg;
+        return 1;
+    case OPT_CTX:
+        return cli_parse_long("--ctx", arg, 0, INT32_MAX, &o->n_ctx) ? 1 : -1;
+    default:
+        return 0;
+    }
+}
+
+int cli_generator_open(const char *command, const cli_gen_opts *o, cli_generator *g) {
+    *g = (cli_generator){0};
+    if (clinfer_sampler_create(&o->sampling, &g->sampler) != CLINFER_OK)
+        return cli_error("%s: %s", command, clinfer_last_error());
+    if (cli_load_model(&o->model, &g->model, &g->load_ms)) return 1;
+    clinfer_context_params cp;
+    clinfer_context_params_default(&cp);
+    cp.n_ctx = (uint32_t)o->n_ctx;
+    clinfer_status st = clinfer_context_create(g->model, &cp, &g->ctx);
+    if (st != CLINFER_OK)
+        return cli_error("%s: cannot create a context: %s (%s)", command, clinfer_last_error(),
+                         clinfer_status_str(st));
+    return 0;
+}
+
+void cli_generator_free(cli_generator *g) {
+    clinfer_sampler_free(g->sampler);
+    clinfer_context_free(g->ctx);
+    clinfer_model_free(g->model);
+    *g = (cli_generator){0};
+}
+
+int cli_parse_options(const char *command, int argc, char **argv, const char *optstring,
+                      const struct option *options, cli_option_fn handle, void *user,
+                      void (*usage)(FILE *out)) {
+    int opt;
+    optind = 1;
+    opterr = 0;
+    while ((opt = getopt_long(argc, argv, optstring, options, NULL)) != -1) {
+        int used = handle(opt, optarg, user);
+        if (used < 0) return 1;
+        if (used) continue;
+        if (opt != 'h') return cli_bad_option(command, opt, argv);
+        usage(stdout);
+        return 2;
+    }
+    return 0;
+}
+
 int cli_bad_option(const char *command, int opt, char **argv) {
     /* A long option is named by its word; a short one may sit inside a bundle ("-vx"). */
     const char *prev = optind > 1 ? argv[optind - 1] : "";
@@ -114,6 +177,12 @@ double cli_now_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+int cli_enable_profile(const char *command) {
+    if (setenv("CLINFER_PROFILE", "1", 1) != 0)
+        return cli_error("%s: cannot set CLINFER_PROFILE for --profile", command);
+    return 0;
 }
 
 static bool file_exists(const char *path) {
@@ -168,8 +237,8 @@ int cli_load_model(const cli_model_opts *o, clinfer_model **model, double *load_
 int cli_tokenize(const clinfer_model *model, const char *text, bool first, int32_t **tokens,
                  size_t *n_tokens) {
     /* clinfer_tokenize adds BOS when asked; whether this model's prompts start with one is
-     * the vocabulary's add_bos_token (SmolLM2's BOS is <|im_start|>, which it must not get). */
-    bool add_bos = first && model->vocab && clinfer_vocab_add_bos(model->vocab);
+     * its metadata's add_bos_token (SmolLM2's BOS is <|im_start|>, which it must not get). */
+    bool add_bos = first && clinfer_token_add_bos(model);
     size_t len = strlen(text), cap = len + 2, n = 0; /* enough unless a piece is under a byte */
     for (int attempt = 0; attempt < 2; attempt++) {
         int32_t *t = malloc(cap * sizeof *t);

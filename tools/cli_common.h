@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "clinfer.h"
 
@@ -27,6 +28,7 @@ enum {
     OPT_CHAT_TEMPLATE,
     OPT_CTX,
     OPT_SYSTEM,
+    OPT_PROFILE,
 };
 
 #define CLI_MODEL_OPTIONS                                                                          \
@@ -72,6 +74,54 @@ void cli_model_opts_init(cli_model_opts *o);
 int cli_model_option(int opt, const char *arg, cli_model_opts *o);
 int cli_sampler_option(int opt, const char *arg, clinfer_sampler_params *p);
 
+/* The options of the commands that generate text (run, chat): the model and sampling options,
+ * -n, --chat-template, --system and --ctx. Each such command lists CLI_GEN_OPTIONS in its
+ * getopt_long table, CLI_GEN_SHORT in its optstring, and passes what it does not handle itself
+ * to cli_gen_option. */
+#define CLI_GEN_OPTIONS                                                                            \
+    CLI_MODEL_OPTIONS, CLI_SAMPLER_OPTIONS, {"n-predict", required_argument, NULL, 'n'},           \
+        {"chat-template", required_argument, NULL, OPT_CHAT_TEMPLATE},                             \
+        {"system", required_argument, NULL, OPT_SYSTEM}, {                                         \
+        "ctx", required_argument, NULL, OPT_CTX                                                    \
+    }
+#define CLI_GEN_SHORT CLI_MODEL_SHORT "n:"
+
+typedef struct {
+    cli_model_opts model;
+    clinfer_sampler_params sampling;
+    const char *chat_template, *system; /* NULL: the model's template / no system message */
+    long n_predict, n_ctx;
+} cli_gen_opts;
+
+void cli_gen_opts_init(cli_gen_opts *o, long n_predict);
+/* As cli_model_option, for all of CLI_GEN_OPTIONS. */
+int cli_gen_option(int opt, const char *arg, cli_gen_opts *o);
+
+/* What generating text needs: the sampler, the model (load_ms: its load time) and a context
+ * of o->n_ctx tokens. */
+typedef struct {
+    clinfer_sampler *sampler;
+    clinfer_model *model;
+    clinfer_context *ctx;
+    double load_ms;
+} cli_generator;
+
+/* Creates all of *g (zeroed first); on failure prints a one-line error starting "command: "
+ * and returns 1, leaving what was made for cli_generator_free. */
+int cli_generator_open(const char *command, const cli_gen_opts *o, cli_generator *g);
+void cli_generator_free(cli_generator *g);
+
+/* A command's handler of one option: 1 consumed, 0 not one of its options, -1 a bad value
+ * (error already printed). */
+typedef int (*cli_option_fn)(int opt, const char *arg, void *user);
+
+/* A command's getopt_long loop over argv from argv[1]: each option goes to handle; what it does
+ * not consume is -h (usage on stdout) or an error. optstring starts with ':'. Returns 0 to go on
+ * (arguments from optind on are left to the caller), 1 on an error (printed), 2 after -h. */
+int cli_parse_options(const char *command, int argc, char **argv, const char *optstring,
+                      const struct option *options, cli_option_fn handle, void *user,
+                      void (*usage)(FILE *out));
+
 /* The getopt_long error for '?' / ':' returns, as one line; returns 1. Needs opterr = 0 and
  * an optstring starting with ':'. */
 int cli_bad_option(const char *command, int opt, char **argv);
@@ -86,6 +136,13 @@ bool cli_parse_long(const char *option, const char *arg, long lo, long hi, long 
 bool cli_parse_float(const char *option, const char *arg, float lo, float hi, float *out);
 
 double cli_now_ms(void);
+
+/* --profile: sets CLINFER_PROFILE=1, which the contexts created afterwards read (a per-op
+ * table on stderr as each is freed; see src/profile.h). Prints the error; 1 on failure. */
+#define CLI_PROFILE_HELP                                                                           \
+    "      --profile        per-op profile on stderr (CLINFER_PROFILE=1); each op then waits\n"    \
+    "                       for the device, so the speeds drop\n"
+int cli_enable_profile(const char *command);
 
 /* Tokenizes text, special-token markers included (chat templates write them as text); first:
  * the text starts the sequence, so it gets BOS if the model's prompts start with one.

@@ -23,13 +23,6 @@ static void usage(FILE *out) {
 }
 
 typedef struct {
-    cli_model_opts model;
-    clinfer_sampler_params sampling;
-    const char *chat_template, *system;
-    long n_predict, n_ctx;
-} chat_opts;
-
-typedef struct {
     clinfer_chat_message *m; /* contents are owned (strdup) */
     size_t n, cap;
 } conversation;
@@ -54,53 +47,22 @@ static void conversation_truncate(conversation *c, size_t keep) {
         free((char *)c->m[--c->n].content);
 }
 
+static int chat_option(int opt, const char *arg, void *user) {
+    return cli_gen_option(opt, arg, user);
+}
+
 /* 0 to go on, 1 on an error (printed), 2 after --help. */
-static int parse(int argc, char **argv, chat_opts *o) {
-    static const struct option options[] = {
-        CLI_MODEL_OPTIONS,
-        CLI_SAMPLER_OPTIONS,
-        {"n-predict", required_argument, NULL, 'n'},
-        {"chat-template", required_argument, NULL, OPT_CHAT_TEMPLATE},
-        {"system", required_argument, NULL, OPT_SYSTEM},
-        {"ctx", required_argument, NULL, OPT_CTX},
-        {NULL, 0, NULL, 0}};
-    int opt;
-    optind = 1;
-    opterr = 0;
-    while ((opt = getopt_long(argc, argv, ":" CLI_MODEL_SHORT "n:", options, NULL)) != -1) {
-        int used = cli_model_option(opt, optarg, &o->model);
-        if (!used) used = cli_sampler_option(opt, optarg, &o->sampling);
-        if (used < 0) return 1;
-        if (used) continue;
-        switch (opt) {
-        case 'h':
-            usage(stdout);
-            return 2;
-        case 'n':
-            if (!cli_parse_long("-n", optarg, 0, INT32_MAX, &o->n_predict)) return 1;
-            break;
-        case OPT_CHAT_TEMPLATE:
-            o->chat_template = optarg;
-            break;
-        case OPT_SYSTEM:
-            o->system = optarg;
-            break;
-        case OPT_CTX:
-            if (!cli_parse_long("--ctx", optarg, 0, INT32_MAX, &o->n_ctx)) return 1;
-            break;
-        default:
-            return cli_bad_option("chat", opt, argv);
-        }
-    }
-    if (optind < argc) return cli_error("chat: unexpected argument '%s'", argv[optind]);
-    return 0;
+static int parse(int argc, char **argv, cli_gen_opts *o) {
+    static const struct option options[] = {CLI_GEN_OPTIONS, {NULL, 0, NULL, 0}};
+    int rc =
+        cli_parse_options("chat", argc, argv, ":" CLI_GEN_SHORT, options, chat_option, o, usage);
+    if (!rc && optind < argc) return cli_error("chat: unexpected argument '%s'", argv[optind]);
+    return rc;
 }
 
 typedef struct {
-    clinfer_model *model;
-    clinfer_context *ctx;
-    clinfer_sampler *sampler;
-    const chat_opts *opts;
+    cli_generator g;
+    const cli_gen_opts *opts;
     conversation conv;
     char *held; /* the text the context holds: a rendering prefix plus the answers */
 } chat_session;
@@ -113,13 +75,13 @@ static bool chat_start_over(chat_session *s) {
     clinfer_chat_message last = s->conv.m[--s->conv.n];
     conversation_truncate(&s->conv, base);
     s->conv.m[s->conv.n++] = last;
-    clinfer_context_reset(s->ctx);
+    clinfer_context_reset(s->g.ctx);
     free(s->held);
     s->held = NULL;
     fprintf(stderr,
             "clinfer: the conversation no longer fits the context of %u tokens; "
             "starting a new one (--ctx sets a longer context)\n",
-            clinfer_context_n_ctx(s->ctx));
+            clinfer_context_n_ctx(s->g.ctx));
     return true;
 }
 
@@ -136,22 +98,22 @@ static int chat_turn(chat_session *s) {
     size_t n_tokens = 0;
     cli_text_sink answer = {0};
     int rc = 1;
-    clinfer_status st = clinfer_chat_apply_template(s->model, s->opts->chat_template, s->conv.m,
+    clinfer_status st = clinfer_chat_apply_template(s->g.model, s->opts->chat_template, s->conv.m,
                                                     s->conv.n, true, &rendered);
     if (st != CLINFER_OK) {
         cli_error("chat: %s", clinfer_last_error());
         goto cleanup;
     }
     size_t held_len = s->held ? strlen(s->held) : 0;
-    bool extends =
-        held_len > 0 && clinfer_context_n_past(s->ctx) > 0 && !strncmp(rendered, s->held, held_len);
+    bool extends = held_len > 0 && clinfer_context_n_past(s->g.ctx) > 0 &&
+                   !strncmp(rendered, s->held, held_len);
     if (!extends) {
-        clinfer_context_reset(s->ctx);
+        clinfer_context_reset(s->g.ctx);
         held_len = 0;
     }
-    if (cli_tokenize(s->model, rendered + held_len, !extends, &tokens, &n_tokens)) goto cleanup;
+    if (cli_tokenize(s->g.model, rendered + held_len, !extends, &tokens, &n_tokens)) goto cleanup;
     /* The answer gets what room the context has left, up to -n. */
-    size_t room = clinfer_context_n_ctx(s->ctx) - clinfer_context_n_past(s->ctx);
+    size_t room = clinfer_context_n_ctx(s->g.ctx) - clinfer_context_n_past(s->g.ctx);
     if (n_tokens >= room) {
         rc = TURN_TOO_LONG;
         goto cleanup;
@@ -159,8 +121,8 @@ static int chat_turn(chat_session *s) {
     size_t n_predict = (size_t)s->opts->n_predict;
     if (n_predict > room - n_tokens) n_predict = room - n_tokens;
     clinfer_generate_stats stats = {0};
-    st = clinfer_generate(s->ctx, tokens, n_tokens, (int32_t)n_predict, s->sampler, cli_stream_text,
-                          &answer, &stats);
+    st = clinfer_generate(s->g.ctx, tokens, n_tokens, (int32_t)n_predict, s->g.sampler,
+                          cli_stream_text, &answer, &stats);
     fputc('\n', stdout);
     fflush(stdout);
     if (st != CLINFER_OK || answer.failed) {
@@ -190,30 +152,16 @@ cleanup:
 }
 
 int cmd_chat(int argc, char **argv) {
-    chat_opts o = {.n_predict = 512};
-    cli_model_opts_init(&o.model);
-    clinfer_sampler_params_default(&o.sampling);
+    cli_gen_opts o;
+    cli_gen_opts_init(&o, 512);
     int rc = parse(argc, argv, &o);
     if (rc) return rc == 2 ? 0 : 1;
 
     chat_session s = {.opts = &o};
     char *line = NULL;
     size_t line_cap = 0;
-    clinfer_status st;
     rc = 1;
-    if ((st = clinfer_sampler_create(&o.sampling, &s.sampler)) != CLINFER_OK) {
-        cli_error("chat: %s", clinfer_last_error());
-        goto cleanup;
-    }
-    if (cli_load_model(&o.model, &s.model, NULL)) goto cleanup;
-    clinfer_context_params cp;
-    clinfer_context_params_default(&cp);
-    cp.n_ctx = (uint32_t)o.n_ctx;
-    if ((st = clinfer_context_create(s.model, &cp, &s.ctx)) != CLINFER_OK) {
-        cli_error("chat: cannot create a context: %s (%s)", clinfer_last_error(),
-                  clinfer_status_str(st));
-        goto cleanup;
-    }
+    if (cli_generator_open("chat", &o, &s.g)) goto cleanup;
     if (o.system && !conversation_add(&s.conv, "system", o.system)) {
         cli_error("chat: out of memory");
         goto cleanup;
@@ -239,7 +187,7 @@ int cmd_chat(int argc, char **argv) {
         if (turn == TURN_TOO_LONG && chat_start_over(&s)) turn = chat_turn(&s);
         if (turn == TURN_TOO_LONG) {
             fprintf(stderr, "clinfer: that message alone does not fit the context of %u tokens\n",
-                    clinfer_context_n_ctx(s.ctx));
+                    clinfer_context_n_ctx(s.g.ctx));
             conversation_truncate(&s.conv, s.conv.n - 1);
             continue;
         }
@@ -251,8 +199,6 @@ cleanup:
     free(s.held);
     conversation_truncate(&s.conv, 0);
     free(s.conv.m);
-    clinfer_sampler_free(s.sampler);
-    clinfer_context_free(s.ctx);
-    clinfer_model_free(s.model);
+    cli_generator_free(&s.g);
     return rc;
 }

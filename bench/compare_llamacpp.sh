@@ -1,0 +1,169 @@
+#!/usr/bin/env bash
+# clinfer against llama.cpp's CPU backend on the same GGUF files, in one run.
+#
+#  1. Builds llama.cpp's llama-bench and llama-quantize once from the llama-cpp-python source
+#     distribution on PyPI (it carries llama.cpp's source in vendor/llama.cpp) into a cache
+#     folder: $CLINFER_BENCH_CACHE, else ~/.cache/clinfer/llama.cpp.
+#  2. Builds clinfer (build-compare/ of this checkout) unless $CLINFER_BIN names a binary.
+#  3. Takes the default model (tools/fetch_model.sh: SmolLM2-135M-Instruct Q4_1) and makes F16,
+#     Q8_0 and Q4_0 variants of it with `llama-quantize --allow-requantize --pure` (every matrix
+#     in the one type) into the cache folder.
+#  4. Refuses to report when the 1-minute load average is above 1.0 (--force overrides; the
+#     load is printed either way, before and after).
+#  5. Runs `llama-bench -t 2 -p 128 -n 64 -r 3` and `clinfer bench -p 128 -n 64 -r 3` on each
+#     file and prints a markdown table: tokens/s of both and the ratio clinfer / llama.cpp for
+#     pp128 and tg64, time to first token of a 16-token prompt and peak resident memory.
+#
+# Time to first token: clinfer's is what `clinfer bench` measures in-process (model load, the
+# 16-token prompt, the first greedy token; warm kernel cache), plus one cold start with an empty
+# kernel cache for the Q4_1 file. llama.cpp's is the wall time of a whole
+# `llama-bench -p 16 -n 0 -r 1 --no-warmup` process (load and one 16-token prefill; an upper
+# bound: process start and exit are in it). Peak memory: each benchmark process's maximum
+# resident set size (wait4's ru_maxrss).
+#
+# usage: bench/compare_llamacpp.sh [--force] [--threads N] [--reps R]
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cache=${CLINFER_BENCH_CACHE:-$HOME/.cache/clinfer/llama.cpp}
+version=${LLAMA_CPP_PYTHON_VERSION:-0.3.36}
+force=0
+threads=2
+reps=3
+while [ $# -gt 0 ]; do
+    case $1 in
+    --force) force=1 ;;
+    --threads) threads=$2; shift ;;
+    --reps) reps=$2; shift ;;
+    -h | --help) sed -n '2,24p' "$0"; exit 0 ;;
+    *) echo "compare_llamacpp: unknown argument '$1' (see --help)" >&2; exit 1 ;;
+    esac
+    shift
+done
+
+say() { echo "compare_llamacpp: $*" >&2; }
+jobs_for_load() { awk '{ print ($1 < 1.0) ? 2 : 1 }' /proc/loadavg; }
+
+# ---- 1. llama.cpp, once -------------------------------------------------------------------
+llama_bin="$cache/build/bin"
+if [ ! -x "$llama_bin/llama-bench" ] || [ ! -x "$llama_bin/llama-quantize" ]; then
+    mkdir -p "$cache"
+    src="$cache/llama_cpp_python-$version/vendor/llama.cpp"
+    if [ ! -f "$src/CMakeLists.txt" ]; then
+        say "downloading llama-cpp-python $version (source distribution) into $cache"
+        python3 -m pip download --quiet --no-deps --no-binary :all: \
+            "llama-cpp-python==$version" -d "$cache"
+        tar -xzf "$cache/llama_cpp_python-$version.tar.gz" -C "$cache"
+    fi
+    jobs=$(jobs_for_load)
+    say "building llama-bench and llama-quantize (CPU backend, -j$jobs; about 10 minutes)"
+    cmake -S "$src" -B "$cache/build" -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON \
+        -DLLAMA_CURL=OFF -DBUILD_SHARED_LIBS=OFF -DLLAMA_BUILD_TESTS=OFF \
+        -DLLAMA_BUILD_SERVER=OFF >"$cache/cmake.log"
+    cmake --build "$cache/build" -j"$jobs" --target llama-bench llama-quantize >"$cache/build.log"
+fi
+
+# ---- 2. clinfer ---------------------------------------------------------------------------
+clinfer=${CLINFER_BIN:-}
+if [ -z "$clinfer" ]; then
+    mkdir -p "$root/build-compare"
+    log="$root/build-compare/build.log"
+    { cmake -S "$root" -B "$root/build-compare" -DCMAKE_BUILD_TYPE=Release -DCLINFER_TESTS=OFF &&
+        cmake --build "$root/build-compare" -j"$(jobs_for_load)" --target clinfer_cli; } \
+        >"$log" 2>&1 || { say "building clinfer failed; see $log"; exit 1; }
+    clinfer="$root/build-compare/clinfer"
+fi
+
+# ---- 3. model files -----------------------------------------------------------------------
+q4_1=$(bash "$root/tools/fetch_model.sh")
+base=$(basename "$q4_1" .Q4_1.gguf)
+mkdir -p "$cache/models"
+files=()
+for type in F16 Q8_0 Q4_0; do
+    variant="$cache/models/$base.$type.gguf"
+    if [ ! -s "$variant" ]; then
+        say "making $variant"
+        "$llama_bin/llama-quantize" --allow-requantize --pure "$q4_1" "$variant.tmp" "$type" \
+            >"$cache/quantize-$type.log" 2>&1 ||
+            { say "llama-quantize failed; see $cache/quantize-$type.log"; exit 1; }
+        mv "$variant.tmp" "$variant"
+    fi
+    files+=("$variant")
+done
+files+=("$q4_1")
+
+# ---- 4. a quiet machine -------------------------------------------------------------------
+load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+say "load average before: $load_before"
+if awk '{ exit !($1 > 1.0) }' /proc/loadavg; then
+    if [ "$force" = 0 ]; then
+        say "the 1-minute load average is above 1.0: the machine is busy, figures would be" \
+            "wrong. Wait, or pass --force to report anyway."
+        exit 2
+    fi
+    say "busy machine, going on because of --force"
+fi
+
+# ---- 5. both engines on every file --------------------------------------------------------
+scratch=$(mktemp -d)
+trap 'rm -rf "$scratch"' EXIT
+python3 - "$clinfer" "$llama_bin/llama-bench" "$threads" "$reps" "$scratch" "${files[@]}" <<'EOF'
+import json, os, subprocess, sys, tempfile, time
+
+clinfer, llama_bench, threads, reps, scratch = sys.argv[1:6]
+files = sys.argv[6:]
+
+def run(cmd, env=None):
+    """Runs cmd; returns (stdout, wall seconds, the process's peak resident MiB)."""
+    with tempfile.TemporaryFile("w+") as err:
+        t0 = time.monotonic()
+        p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, text=True, env=env)
+        stdout = p.stdout.read()
+        _, status, usage = os.wait4(p.pid, 0)
+        wall = time.monotonic() - t0
+        code = os.waitstatus_to_exitcode(status)
+        if code != 0:
+            err.seek(0)
+            sys.exit("compare_llamacpp: %s failed (%d):\n%s"
+                     % (" ".join(cmd), code, err.read()[-2000:]))
+        return stdout, wall, usage.ru_maxrss / 1024
+
+rows = []
+for path in files:
+    name = os.path.basename(path)
+    sys.stderr.write("compare_llamacpp: %s\n" % name)
+    lb_cmd = [llama_bench, "-m", path, "-t", threads, "-p", "128", "-n", "64", "-r", reps,
+              "-o", "json"]
+    text, _, lb_rss = run(lb_cmd)
+    lb = json.loads(text)
+    speed = {("pp" if r["n_gen"] == 0 else "tg"): (r["avg_ts"], r["stddev_ts"]) for r in lb}
+    _, lb_ttft, _ = run([llama_bench, "-m", path, "-t", threads, "-p", "16", "-n", "0",
+                         "-r", "1", "--no-warmup", "-o", "json"])
+    cl_cmd = [clinfer, "bench", "-m", path, "-p", "128", "-n", "64", "-r", reps, "--json"]
+    cl = json.loads(run(cl_cmd)[0])
+    ours = {t["test"][:2]: (t["avg_ts"], t["stddev_ts"]) for t in cl["tests"]}
+    cold = None
+    if name.endswith("Q4_1.gguf"):
+        with tempfile.TemporaryDirectory(dir=scratch) as empty:
+            env = dict(os.environ, CLINFER_CACHE_DIR=empty)
+            cold = json.loads(run([clinfer, "bench", "-m", path, "-p", "0", "-n", "0", "-r", "1",
+                                   "--json"], env)[0])["ttft_ms"]
+    rows.append((name, ours, speed, cl["ttft_ms"], cold, lb_ttft * 1e3, cl["peak_rss_mib"],
+                 lb_rss, cl["backend"]))
+
+def ts(v):
+    return "%.1f ± %.1f" % v
+
+print("| model | pp128 clinfer | pp128 llama.cpp | pp ratio | tg64 clinfer | tg64 llama.cpp "
+      "| tg ratio | TTFT clinfer (cold) | TTFT llama.cpp | peak RSS clinfer | peak RSS llama.cpp |")
+print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+for name, ours, theirs, ttft, cold, lb_ttft, rss, lb_rss, _ in rows:
+    print("| %s | %s | %s | %.2f | %s | %s | %.2f | %.0f ms%s | %.0f ms | %.0f MiB | %.0f MiB |" % (
+        name, ts(ours["pp"]), ts(theirs["pp"]), ours["pp"][0] / theirs["pp"][0],
+        ts(ours["tg"]), ts(theirs["tg"]), ours["tg"][0] / theirs["tg"][0], ttft,
+        " (%.0f ms)" % cold if cold is not None else "", lb_ttft, rss, lb_rss))
+print()
+print("clinfer device: %s; llama.cpp: CPU backend, %s threads; %s repetitions each" % (
+    rows[0][8], threads, reps))
+EOF
+say "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"

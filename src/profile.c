@@ -1,0 +1,162 @@
+/* The executor's profiler; see profile.h. */
+#include "profile.h"
+
+#include <stdlib.h>
+
+#include "error.h"
+#include "executor.h"
+
+clinfer_status exec_profile_create(exec_profile **out) {
+    const char *table = getenv("CLINFER_PROFILE"), *trace = getenv("CLINFER_TRACE");
+    bool want_table = table && *table && *table != '0';
+    bool want_trace = trace && *trace;
+    *out = NULL;
+    if (!want_table && !want_trace) return CLINFER_OK;
+    exec_profile *p = calloc(1, sizeof *p);
+    if (!p) return clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "profile: no memory");
+    if (want_trace) {
+        if (!(p->trace = fopen(trace, "w"))) {
+            free(p);
+            return clinfer_fail(CLINFER_ERR_IO, "profile: cannot write the trace file '%s'", trace);
+        }
+        fputs("{\"displayTimeUnit\": \"ms\", \"traceEvents\": [\n", p->trace);
+    }
+    p->t_origin = exec_now_ms();
+    p->table = want_table;
+    *out = p;
+    return CLINFER_OK;
+}
+
+static double f32_bytes(double elements) {
+    return 4.0 * elements;
+}
+
+void exec_op_cost(const clinfer_op *op, clinfer_dtype w_type, double *bytes, double *flops) {
+    double b = 0, f = 0;
+    switch (op->kind) {
+    case CLINFER_OP_MATMUL: {
+        double m = op->matmul.m, k = op->matmul.k, n = op->matmul.n;
+        b = m * (double)clinfer_dtype_row_bytes(w_type, (size_t)op->matmul.k) + f32_bytes(n * k) +
+            f32_bytes(n * m) * (op->matmul.accumulate ? 2 : 1) +
+            (op->matmul.bias.buf ? f32_bytes(m) : 0);
+        f = 2 * m * k * n;
+        break;
+    }
+    case CLINFER_OP_EMBED: {
+        double n = op->embed.n;
+        b = n * (double)clinfer_dtype_row_bytes(w_type, (size_t)op->embed.k) +
+            f32_bytes(n * op->embed.k) + f32_bytes(n);
+        break;
+    }
+    case CLINFER_OP_RMSNORM:
+    case CLINFER_OP_LAYERNORM: {
+        double e = (double)op->norm.n * op->norm.d;
+        b = f32_bytes(2 * e) + f32_bytes(op->norm.d) * (op->norm.b.buf ? 2 : 1);
+        f = (op->kind == CLINFER_OP_RMSNORM ? 3 : 5) * e;
+        break;
+    }
+    case CLINFER_OP_ROPE: {
+        double rows = (double)op->rope.n * op->rope.n_heads;
+        b = f32_bytes(2 * rows * op->rope.head_dim);
+        f = 3 * rows * op->rope.n_rot; /* a rotation: 4 multiplies, 2 adds per pair */
+        break;
+    }
+    case CLINFER_OP_STORE:
+        b = (double)op->store.count * (4 + (op->store.dst_type == CLINFER_DT_F16 ? 2 : 4));
+        break;
+    case CLINFER_OP_ATTENTION: {
+        const double n = op->attention.n, pos0 = op->attention.pos0, dim = op->attention.head_dim;
+        double kv_elem = op->attention.kv_type == CLINFER_DT_F16 ? 2 : 4;
+        double attended = n * pos0 + n * (n + 1) / 2; /* cache rows, summed over the tokens */
+        b = f32_bytes(2 * n * op->attention.n_head * dim) +
+            2 * (pos0 + n) * op->attention.n_kv_head * dim * kv_elem;
+        f = 4 * attended * op->attention.n_head * dim; /* q.k and p.v */
+        break;
+    }
+    case CLINFER_OP_SOFTMAX: {
+        double e = (double)op->softmax.rows * op->softmax.cols;
+        b = f32_bytes(2 * e);
+        f = 3 * e;
+        break;
+    }
+    case CLINFER_OP_ADD:
+    case CLINFER_OP_MUL:
+    case CLINFER_OP_SWIGLU: {
+        double c = (double)op->eltwise.count;
+        b = f32_bytes(2 * c + (double)op->eltwise.b_count);
+        f = (op->kind == CLINFER_OP_SWIGLU ? 5 : 1) * c;
+        break;
+    }
+    case CLINFER_OP_SCALE:
+    case CLINFER_OP_SILU:
+    case CLINFER_OP_GELU:
+    case CLINFER_OP_GELU_ERF: {
+        double c = (double)op->eltwise.count;
+        b = f32_bytes(2 * c);
+        f = (op->kind == CLINFER_OP_SCALE ? 1 : op->kind == CLINFER_OP_SILU ? 4 : 8) * c;
+        break;
+    }
+    case CLINFER_OP_ARGMAX: {
+        double e = (double)op->argmax.n * op->argmax.d;
+        b = f32_bytes(e + op->argmax.n);
+        f = e;
+        break;
+    }
+    default:
+        break;
+    }
+    *bytes = b;
+    *flops = f;
+}
+
+void exec_profile_walk(exec_profile *p, int n) {
+    p->n_tokens += (uint64_t)n;
+    p->n_walks++;
+}
+
+void exec_profile_op(exec_profile *p, const clinfer_op *op, clinfer_dtype w_type, double t0,
+                     double t1) {
+    double bytes, flops;
+    exec_op_cost(op, w_type, &bytes, &flops);
+    p->count[op->kind]++;
+    p->ms[op->kind] += t1 - t0;
+    p->bytes[op->kind] += bytes;
+    p->flops[op->kind] += flops;
+    if (!p->trace) return;
+    fprintf(p->trace,
+            "%s{\"name\": \"%s\", \"cat\": \"op\", \"ph\": \"X\", \"pid\": 1, \"tid\": 1, "
+            "\"ts\": %.3f, \"dur\": %.3f, \"args\": {\"bytes\": %.0f, \"flops\": %.0f}}",
+            p->n_events++ ? ",\n" : "", exec_op_name(op->kind), 1e3 * (t0 - p->t_origin),
+            1e3 * (t1 - t0), bytes, flops);
+}
+
+static void print_table(const exec_profile *p, FILE *out) {
+    double total = 0;
+    for (int k = 0; k < CLINFER_OP_COUNT; k++)
+        total += p->ms[k];
+    fprintf(out,
+            "profile: %.1f ms in ops over %llu tokens in %llu plan walks (%.3f ms per token; "
+            "the device is waited for after each op)\n",
+            total, (unsigned long long)p->n_tokens, (unsigned long long)p->n_walks,
+            p->n_tokens ? total / (double)p->n_tokens : 0.0);
+    fprintf(out, "  %-9s %9s %11s %6s %9s %9s %9s\n", "op", "launches", "total ms", "share",
+            "us/op", "GB/s", "GFLOP/s");
+    for (int k = 0; k < CLINFER_OP_COUNT; k++) {
+        if (!p->count[k]) continue;
+        double s = p->ms[k] / 1e3;
+        fprintf(out, "  %-9s %9llu %11.2f %5.1f%% %9.1f %9.2f %9.2f\n",
+                exec_op_name((clinfer_op_kind)k), (unsigned long long)p->count[k], p->ms[k],
+                total > 0 ? 100 * p->ms[k] / total : 0.0, 1e3 * p->ms[k] / (double)p->count[k],
+                s > 0 ? p->bytes[k] / s / 1e9 : 0.0, s > 0 ? p->flops[k] / s / 1e9 : 0.0);
+    }
+}
+
+void exec_profile_free(exec_profile *p, FILE *out) {
+    if (!p) return;
+    if (p->table) print_table(p, out);
+    if (p->trace) {
+        fputs("\n]}\n", p->trace);
+        if (fclose(p->trace) != 0) fprintf(out, "profile: writing the trace failed\n");
+    }
+    free(p);
+}

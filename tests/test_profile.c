@@ -1,0 +1,193 @@
+/* The executor's profiler (src/profile.h): profiling and tracing leave the logits bit for bit
+ * as they are, on the reference backend and on OpenCL; the Chrome trace is valid JSON with one
+ * complete event per op; op costs follow the shapes. And `clinfer bench --json --profile`
+ * (argv[1] is the binary) reports every test and prints the profile table. */
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "profile.h"
+#include "tiny_model.h"
+
+#define N_PROMPT 12
+#define N_DECODE 4
+
+/* The prompt in one eval, then N_DECODE single tokens; the logits after each step are appended
+ * to out ([(1 + N_DECODE) * n_vocab]). */
+static clinfer_status eval_logits(clinfer_model *m, float *out) {
+    clinfer_context *ctx = NULL;
+    const float *logits;
+    size_t n_vocab = 0;
+    int32_t ids[N_PROMPT + N_DECODE];
+    for (int i = 0; i < N_PROMPT + N_DECODE; i++)
+        ids[i] = 3 + (i * 37) % 200;
+    clinfer_status st = clinfer_context_create(m, NULL, &ctx);
+    if (st == CLINFER_OK) st = clinfer_eval(ctx, ids, N_PROMPT);
+    for (int step = 0; st == CLINFER_OK && step <= N_DECODE; step++) {
+        st = clinfer_get_logits(ctx, &logits, &n_vocab);
+        if (st == CLINFER_OK) memcpy(out + (size_t)step * n_vocab, logits, n_vocab * sizeof *out);
+        if (st == CLINFER_OK && step < N_DECODE) st = clinfer_eval(ctx, &ids[N_PROMPT + step], 1);
+    }
+    clinfer_context_free(ctx);
+    return st;
+}
+
+/* Counts the trace's events named name; -1 when it is not the expected JSON. */
+static int trace_events(const char *path, const char *name) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return -1;
+    static char text[1 << 22];
+    size_t len = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[len] = '\0';
+    cJSON *root = cJSON_Parse(text);
+    cJSON *events = cJSON_GetObjectItem(root, "traceEvents");
+    int n = cJSON_IsArray(events) ? 0 : -1;
+    for (int i = 0; n >= 0 && i < cJSON_GetArraySize(events); i++) {
+        cJSON *e = cJSON_GetArrayItem(events, i);
+        cJSON *ph = cJSON_GetObjectItem(e, "ph"), *dur = cJSON_GetObjectItem(e, "dur");
+        cJSON *event_name = cJSON_GetObjectItem(e, "name");
+        if (!cJSON_IsString(event_name) || !cJSON_IsString(ph) || strcmp(ph->valuestring, "X") ||
+            !cJSON_IsNumber(dur) || dur->valuedouble < 0)
+            n = -1;
+        else
+            n += !strcmp(event_name->valuestring, name);
+    }
+    cJSON_Delete(root);
+    return n;
+}
+
+static void test_same_logits(const char *model_path, clinfer_backend_kind kind) {
+    char trace[128];
+    snprintf(trace, sizeof trace, "profile_trace_%d.json", (int)getpid());
+    size_t n = (size_t)(1 + N_DECODE) * tiny_model_n_vocab();
+    float *plain = calloc(n, sizeof *plain), *profiled = calloc(n, sizeof *profiled);
+    clinfer_model *m = NULL;
+    clinfer_model_params p;
+    clinfer_model_params_default(&p);
+    p.backend = kind;
+    EXPECT_OK(clinfer_model_load(model_path, &p, &m));
+    if (!m || !plain || !profiled) goto cleanup;
+
+    unsetenv("CLINFER_PROFILE");
+    unsetenv("CLINFER_TRACE");
+    EXPECT_OK(eval_logits(m, plain));
+    setenv("CLINFER_PROFILE", "1", 1);
+    setenv("CLINFER_TRACE", trace, 1);
+    EXPECT_OK(eval_logits(m, profiled));
+    unsetenv("CLINFER_PROFILE");
+    unsetenv("CLINFER_TRACE");
+    EXPECT(!memcmp(plain, profiled, n * sizeof *plain),
+           "backend %d: logits differ with profiling on", (int)kind);
+
+    /* One event per op: each plan walk (the prompt's and N_DECODE single tokens) starts with
+     * the one embedding lookup of a llama model, whatever else the executor fuses. */
+    int embeds = trace_events(trace, "embed");
+    EXPECT(embeds == 1 + N_DECODE, "backend %d: %d embed events in the trace", (int)kind, embeds);
+
+    /* A trace file that cannot be written fails context creation cleanly. */
+    setenv("CLINFER_TRACE", "/nonexistent-dir/trace.json", 1);
+    clinfer_context *ctx = NULL;
+    EXPECT(clinfer_context_create(m, NULL, &ctx) == CLINFER_ERR_IO && !ctx,
+           "an unwritable trace is an I/O error");
+    EXPECT(strstr(clinfer_last_error(), "/nonexistent-dir/trace.json") != NULL, "message: %s",
+           clinfer_last_error());
+    unsetenv("CLINFER_TRACE");
+cleanup:
+    remove(trace);
+    clinfer_model_free(m);
+    free(plain);
+    free(profiled);
+}
+
+static void test_costs(void) {
+    clinfer_op op = {.kind = CLINFER_OP_MATMUL, .matmul = {.m = 64, .k = 256, .n = 3}};
+    double bytes, flops;
+    exec_op_cost(&op, CLINFER_DT_Q8_0, &bytes, &flops);
+    EXPECT(flops == 2.0 * 64 * 256 * 3, "matmul flops %g", flops);
+    /* Q8_0: 34 bytes per 32 weights; x read, y written. */
+    EXPECT(bytes == 64 * 8 * 34 + 4.0 * (3 * 256 + 3 * 64), "matmul bytes %g", bytes);
+    op.matmul.accumulate = true;
+    double acc_bytes;
+    exec_op_cost(&op, CLINFER_DT_Q8_0, &acc_bytes, &flops);
+    EXPECT(acc_bytes == bytes + 4.0 * 3 * 64, "accumulating matmul reads y: %g", acc_bytes);
+
+    op = (clinfer_op){.kind = CLINFER_OP_ATTENTION,
+                      .attention = {.kv_type = CLINFER_DT_F16,
+                                    .n = 1,
+                                    .n_head = 4,
+                                    .n_kv_head = 2,
+                                    .head_dim = 16,
+                                    .pos0 = 9}};
+    exec_op_cost(&op, CLINFER_DT_F32, &bytes, &flops);
+    EXPECT(flops == 4.0 * 10 * 4 * 16, "attention over 10 positions: flops %g", flops);
+    EXPECT(bytes == 4.0 * 2 * 4 * 16 + 2.0 * 10 * 2 * 16 * 2, "attention bytes %g", bytes);
+}
+
+static char *slurp(FILE *f) {
+    static char text[1 << 16];
+    size_t len = f ? fread(text, 1, sizeof text - 1, f) : 0;
+    text[len] = '\0';
+    return text;
+}
+
+/* The bench command on the reference backend: no speed is checked, only what it reports. */
+static void test_bench_command(const char *binary, const char *model_path) {
+    char cmd[1024], err_path[64];
+    snprintf(err_path, sizeof err_path, "profile_bench_%d.err", (int)getpid());
+    snprintf(cmd, sizeof cmd, "'%s' bench -m '%s' --reference -p 8 -n 4 -r 2 --json --profile 2>%s",
+             binary, model_path, err_path);
+    FILE *p = popen(cmd, "r");
+    cJSON *root = cJSON_Parse(slurp(p));
+    int rc = p ? pclose(p) : -1;
+    EXPECT(rc == 0, "`%s` exited with %d", cmd, rc);
+    cJSON *tests = cJSON_GetObjectItem(root, "tests");
+    EXPECT(cJSON_GetArraySize(tests) == 2, "bench --json: %d tests", cJSON_GetArraySize(tests));
+    const char *names[2] = {"pp8", "tg4"};
+    for (int i = 0; i < 2 && i < cJSON_GetArraySize(tests); i++) {
+        cJSON *t = cJSON_GetArrayItem(tests, i);
+        cJSON *name = cJSON_GetObjectItem(t, "test"), *tps = cJSON_GetObjectItem(t, "avg_ts");
+        EXPECT(cJSON_IsString(name) && !strcmp(name->valuestring, names[i]), "test %d is not %s", i,
+               names[i]);
+        EXPECT(cJSON_IsNumber(tps) && tps->valuedouble > 0, "%s: no tokens/s", names[i]);
+    }
+    cJSON *params = cJSON_GetObjectItem(root, "n_params"),
+          *ttft = cJSON_GetObjectItem(root, "ttft_ms");
+    cJSON *rss = cJSON_GetObjectItem(root, "peak_rss_mib");
+    EXPECT(cJSON_IsNumber(params) && params->valuedouble > 0, "bench --json: no parameter count");
+    EXPECT(cJSON_IsNumber(ttft) && ttft->valuedouble > 0, "bench --json: no time to first token");
+    EXPECT(cJSON_IsNumber(rss) && rss->valuedouble > 0, "bench --json: no peak memory");
+    cJSON_Delete(root);
+
+    FILE *f = fopen(err_path, "r");
+    const char *err = slurp(f);
+    if (f) fclose(f);
+    EXPECT(strstr(err, "launches") && strstr(err, "matmul") && strstr(err, "GB/s"),
+           "--profile printed no table: %s", err);
+    remove(err_path);
+}
+
+int main(int argc, char **argv) {
+    char path[128];
+    snprintf(path, sizeof path, "profile_tiny_%d.gguf", (int)getpid());
+    tiny_model_spec spec;
+    tiny_model_default(&spec, "llama", CLINFER_DT_Q8_0);
+    if (tiny_model_write(&spec, path) != 0) return 1;
+
+    test_costs();
+    test_same_logits(path, CLINFER_BACKEND_REFERENCE);
+    if (argc > 1) test_bench_command(argv[1], path);
+    size_t n_devices = 0;
+    bool have_opencl = clinfer_device_count(&n_devices) == CLINFER_OK && n_devices > 0;
+    if (have_opencl) test_same_logits(path, CLINFER_BACKEND_OPENCL);
+    remove(path);
+    int rc = finish("test_profile");
+    if (!rc && !have_opencl) {
+        printf("no OpenCL device: the OpenCL half skipped\n");
+        return 77;
+    }
+    return rc;
+}
