@@ -3,6 +3,6 @@
 add_test(NAME install_consumers
   COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/consumer/run.sh ${CMAKE_COMMAND} ${PROJECT_BINARY_DIR}
           ${CMAKE_CURRENT_SOURCE_DIR}/consumer ${CMAKE_CURRENT_BINARY_DIR}/consumer-work
-          ${CMAKE_C_COMPILER})
+          ${CMAKE_C_COMPILER} $<TARGET_FILE:write_tiny_model>)
 set_tests_properties(install_consumers PROPERTIES LABELS quick
   ENVIRONMENT "${CLINFER_TEST_ENV}")

@@ -1,9 +1,9 @@
 #!/bin/bash
 # Installs a clinfer build into a temporary prefix, then builds and runs consumers of it: with
 # find_package (shared and static) and with pkg-config (shared, and static from Libs.private).
-# usage: run.sh CMAKE BUILD_DIR CONSUMER_SOURCE_DIR WORK_DIR C_COMPILER
+# usage: run.sh CMAKE BUILD_DIR CONSUMER_SOURCE_DIR WORK_DIR C_COMPILER WRITE_TINY_MODEL
 set -euo pipefail
-cmake=$1 build=$2 src=$3 work=$4 cc=$5
+cmake=$1 build=$2 src=$3 work=$4 cc=$5 write_tiny_model=$6
 rm -rf "$work"
 mkdir -p "$work"
 prefix=$work/prefix
@@ -17,6 +17,10 @@ echo "== find_package"
 "$cmake" --build "$work/cmake" >"$work/build.log" || { cat "$work/build.log"; exit 1; }
 "$work/cmake/consumer_shared"
 "$work/cmake/consumer_static"
+# The library example generates text from a tiny random model through the installed library.
+"$write_tiny_model" "$work/tiny.gguf"
+"$work/cmake/generate" "$work/tiny.gguf" "hello" 8 >"$work/generate.out"
+grep -q . "$work/generate.out"
 
 echo "== pkg-config"
 pcfile=$(find "$prefix" -name clinfer.pc)
