@@ -620,6 +620,15 @@ cleanup:
     return st;
 }
 
+void gguf_release(const gguf_file *f, const void *ptr, size_t len) {
+    if (!f || !f->map || len == 0) return;
+    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    uintptr_t lo = ((uintptr_t)ptr + page - 1) / page * page,
+              hi = ((uintptr_t)ptr + len) / page * page;
+    /* A read-only private file mapping: dropped pages refault from the file if read again. */
+    if (lo < hi) madvise((void *)lo, hi - lo, MADV_DONTNEED);
+}
+
 void gguf_close(gguf_file *f) {
     if (!f) return;
     for (size_t i = 0; f->kvs && i < f->kv_cap; i++)

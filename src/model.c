@@ -195,6 +195,7 @@ static clinfer_status upload_rows(loader *ld, const gguf_tensor *t, const char *
                              clinfer_dtype_name(t->type), rows, k);
         return st;
     }
+    gguf_release(m->gguf, data, (size_t)rows * row_bytes); /* the backend holds a copy now */
     out->type = t->type;
     out->m = rows;
     out->k = k;
