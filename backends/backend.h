@@ -26,7 +26,8 @@ typedef enum {
     CLINFER_OP_EMBED,     /* y[n][k] = W[ids[i]][:], dequantized */
     CLINFER_OP_RMSNORM,   /* y[n][d] = x / sqrt(mean(x^2) + eps) * w */
     CLINFER_OP_LAYERNORM, /* y[n][d] = (x - mean) / sqrt(var + eps) * w + b */
-    CLINFER_OP_ROPE,      /* x[n][heads][head_dim] rotated in place at positions pos0 + i */
+    CLINFER_OP_ROPE,      /* x[n][heads][head_dim] rotated in place at positions pos0 + i,
+                           * optionally storing keys and values into KV caches */
     CLINFER_OP_STORE,     /* dst[i] = (dst type) src[i], i < count: KV cache writes */
     CLINFER_OP_ATTENTION, /* causal grouped-query attention over a KV cache */
     CLINFER_OP_SOFTMAX,   /* row-wise softmax(x * scale) with an optional causal mask */
@@ -66,6 +67,15 @@ typedef struct clinfer_op {
             int pos0;
             float freq_base, freq_scale;
             bool neox; /* pairs (j, j + n_rot/2) instead of (2j, 2j+1) */
+            /* Optional KV cache write, saving a store launch each for k and v (k_dst.buf NULL:
+             * none). With kv_dim = kv_heads * head_dim, after rotating, the last kv_heads heads
+             * of token t's row of x (its keys) go to k_dst + t * kv_dim, and v_src + t * kv_dim
+             * (kv_dim f32 values) to v_dst + t * kv_dim, both converted to kv_type (f32 or f16).
+             * 0 < kv_heads <= n_heads; v_src must not overlap x, and k_dst and v_dst lie in
+             * buffers of their own (neither x's, v_src's nor each other's). */
+            clinfer_ref k_dst, v_src, v_dst;
+            int kv_heads;
+            clinfer_dtype kv_type;
         } rope;
         struct {
             clinfer_ref src; /* f32 */

@@ -9,7 +9,8 @@
 
 typedef struct {
     clinfer_op op;
-    /* > 0: the op's position-dependent ref (STORE dst, EMBED ids) advances by pos0 * stride */
+    /* > 0: the op's position-dependent refs (STORE dst, ROPE k_dst and v_dst, EMBED ids)
+     * advance by pos0 * stride */
     size_t pos_stride;
     clinfer_dtype w_type; /* MATMUL and EMBED: the weight type, for the profile */
 } plan_step;
@@ -91,18 +92,16 @@ static void norm(builder *b, const clinfer_hparams *hp, clinfer_ref x, clinfer_r
          0);
 }
 
-static void rope(builder *b, const clinfer_hparams *hp, clinfer_ref x, int n, int n_heads) {
-    push(b,
-         (clinfer_op){.kind = CLINFER_OP_ROPE,
-                      .rope = {.x = x,
-                               .n = n,
-                               .n_heads = n_heads,
-                               .head_dim = (int)hp->head_dim,
-                               .n_rot = (int)hp->n_rot,
-                               .freq_base = hp->rope_freq_base,
-                               .freq_scale = hp->rope_freq_scale,
-                               .neox = hp->rope_neox}},
-         0);
+static clinfer_op rope_op(const clinfer_hparams *hp, clinfer_ref x, int n, int n_heads) {
+    return (clinfer_op){.kind = CLINFER_OP_ROPE,
+                        .rope = {.x = x,
+                                 .n = n,
+                                 .n_heads = n_heads,
+                                 .head_dim = (int)hp->head_dim,
+                                 .n_rot = (int)hp->n_rot,
+                                 .freq_base = hp->rope_freq_base,
+                                 .freq_scale = hp->rope_freq_scale,
+                                 .neox = hp->rope_neox}};
 }
 
 static void embeddings(builder *b, const clinfer_model *m, const exec_state *s, int n) {
@@ -157,25 +156,34 @@ static void attention_block(builder *b, const clinfer_model *m, const exec_state
     matmul(b, &l->wq, xn, q, l->bq, n, false);
     matmul(b, &l->wk, xn, k, l->bk, n, false);
     matmul(b, &l->wv, xn, v, l->bv, n, false);
-    if (hp->arch != CLINFER_ARCH_GPT2) {
-        /* One token's keys follow its queries: one launch rotates both, at the same position. */
+    if (hp->arch == CLINFER_ARCH_GPT2) { /* no rotation to fuse the cache writes into */
+        clinfer_buffer *caches[2] = {s->k_cache[il], s->v_cache[il]};
+        clinfer_ref fresh[2] = {k, v};
+        for (int i = 0; i < 2; i++)
+            push(b,
+                 (clinfer_op){.kind = CLINFER_OP_STORE,
+                              .store = {.src = fresh[i],
+                                        .dst = at(caches[i], 0),
+                                        .dst_type = s->kv_type,
+                                        .count = kv_count}},
+                 kv_dim);
+    } else {
+        /* The launch that rotates the keys also writes them and v into the caches, saving two
+         * store launches. One token's keys follow its queries: one launch rotates both. */
+        clinfer_op keys;
         if (n == 1) {
-            rope(b, hp, q, 1, (int)(hp->n_head + hp->n_head_kv));
+            keys = rope_op(hp, q, 1, (int)(hp->n_head + hp->n_head_kv));
         } else {
-            rope(b, hp, q, n, (int)hp->n_head);
-            rope(b, hp, k, n, (int)hp->n_head_kv);
+            push(b, rope_op(hp, q, n, (int)hp->n_head), 0);
+            keys = rope_op(hp, k, n, (int)hp->n_head_kv);
         }
+        keys.rope.k_dst = at(s->k_cache[il], 0);
+        keys.rope.v_src = v;
+        keys.rope.v_dst = at(s->v_cache[il], 0);
+        keys.rope.kv_heads = (int)hp->n_head_kv;
+        keys.rope.kv_type = s->kv_type;
+        push(b, keys, kv_dim);
     }
-    clinfer_buffer *caches[2] = {s->k_cache[il], s->v_cache[il]};
-    clinfer_ref fresh[2] = {k, v};
-    for (int i = 0; i < 2; i++)
-        push(b,
-             (clinfer_op){.kind = CLINFER_OP_STORE,
-                          .store = {.src = fresh[i],
-                                    .dst = at(caches[i], 0),
-                                    .dst_type = s->kv_type,
-                                    .count = kv_count}},
-             kv_dim);
     push(b,
          (clinfer_op){.kind = CLINFER_OP_ATTENTION,
                       .attention = {.q = q,
@@ -279,6 +287,8 @@ clinfer_status exec_plan_run(const clinfer_model *m, const exec_plan *p, int pos
         switch (op.kind) {
         case CLINFER_OP_ROPE:
             op.rope.pos0 = pos0;
+            op.rope.k_dst.offset += shift;
+            op.rope.v_dst.offset += shift;
             break;
         case CLINFER_OP_ATTENTION:
             op.attention.pos0 = pos0;
@@ -338,6 +348,12 @@ void exec_plan_print(const exec_plan *p, FILE *out) {
         case CLINFER_OP_ATTENTION:
             fprintf(out, " n %d heads %d/%d dim %d", op->attention.n, op->attention.n_head,
                     op->attention.n_kv_head, op->attention.head_dim);
+            break;
+        case CLINFER_OP_ROPE:
+            fprintf(out, " n %d heads %d", op->rope.n, op->rope.n_heads);
+            if (op->rope.k_dst.buf)
+                fprintf(out, " + cache write of %d key heads and v -> %s", op->rope.kv_heads,
+                        clinfer_dtype_name(op->rope.kv_type));
             break;
         case CLINFER_OP_STORE:
             fprintf(out, " %zu -> %s", op->store.count, clinfer_dtype_name(op->store.dst_type));

@@ -58,6 +58,10 @@ void exec_op_cost(const clinfer_op *op, clinfer_dtype w_type, double *bytes, dou
     case CLINFER_OP_ROPE: {
         double rows = (double)op->rope.n * op->rope.n_heads;
         b = f32_bytes(2 * rows * op->rope.head_dim);
+        if (op->rope.k_dst.buf) { /* k written, v read and written */
+            double kv = (double)op->rope.n * op->rope.kv_heads * op->rope.head_dim;
+            b += kv * (4 + 2 * (op->rope.kv_type == CLINFER_DT_F16 ? 2 : 4));
+        }
         f = 3 * rows * op->rope.n_rot; /* a rotation: 4 multiplies, 2 adds per pair */
         break;
     }

@@ -228,6 +228,84 @@ static void test_rope(void) {
             }
 }
 
+/* n cache elements (f32 or f16) of both sides as floats, compared by NMSE. */
+static void compare_cache(const pair *p, size_t n, bool f16, double limit, const char *what) {
+    size_t elem = f16 ? 2 : 4;
+    float *out[SIDES];
+    for (int s = 0; s < SIDES; s++) {
+        uint8_t *raw = calloc(n, elem);
+        out[s] = calloc(n, sizeof(float));
+        EXPECT_OK(be[s]->i->sync(be[s]->ctx));
+        EXPECT_OK(be[s]->i->buffer_read(be[s]->ctx, p->buf[s], 0, n * elem, raw));
+        if (f16)
+            for (size_t i = 0; i < n; i++)
+                out[s][i] = clinfer_f16_to_f32(((const uint16_t *)raw)[i]);
+        else
+            memcpy(out[s], raw, n * sizeof(float));
+        free(raw);
+    }
+    double e = nmse(out[CL], out[REF], n);
+    EXPECT(e <= limit, "%s [%s]: nmse %.3g > %.3g", what, path_name, e, limit);
+    free(out[REF]);
+    free(out[CL]);
+}
+
+/* The rope's KV cache write. The caches start zeroed and hold a few unwritten rows before the
+ * written ones, so a missed element shows as a difference. f16 keys may round to the other
+ * neighbour where the rotated values differ in their last f32 bits (1e-6); values are plain
+ * copies and match exactly. */
+static void test_rope_cache(void) {
+    static const struct {
+        int n, q_heads, kv_heads, head_dim, n_rot, pos0; /* q_heads: heads before the keys */
+    } cases[] = {{1, 9, 3, 64, 64, 37}, {1, 4, 2, 80, 32, 1000}, /* decode */
+                 {7, 0, 3, 64, 64, 0},  {5, 0, 2, 80, 32, 17},   /* prefill */
+                 {3, 2, 2, 12, 4, 5},   {2, 1, 1, 6, 2, 3}};     /* odd head_dim / n_rot */
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++)
+        for (int variant = 0; variant < 4; variant++) {
+            bool neox = variant & 1, f16 = variant & 2;
+            int n = cases[c].n, heads = cases[c].q_heads + cases[c].kv_heads;
+            size_t kv_dim = (size_t)cases[c].kv_heads * cases[c].head_dim;
+            size_t total = (size_t)n * heads * cases[c].head_dim, off = 2 * kv_dim;
+            size_t cache = off + n * kv_dim;
+            void *zero = calloc(cache, sizeof(float));
+            pair x = pair_random(total, -2.0f, 2.0f), v = pair_random(n * kv_dim, -2.0f, 2.0f);
+            pair kc = pair_new(zero, cache * (f16 ? 2 : 4)), vc = pair_new(zero, kc.bytes);
+            free(zero);
+            for (int s = 0; s < SIDES; s++) {
+                clinfer_op op = {.kind = CLINFER_OP_ROPE};
+                op.rope.x = ref_of(&x, s, 0);
+                op.rope.n = n;
+                op.rope.n_heads = heads;
+                op.rope.head_dim = cases[c].head_dim;
+                op.rope.n_rot = cases[c].n_rot;
+                op.rope.pos0 = cases[c].pos0;
+                op.rope.freq_base = 10000.0f;
+                op.rope.freq_scale = 1.0f;
+                op.rope.neox = neox;
+                op.rope.k_dst = ref_of(&kc, s, off);
+                op.rope.v_src = ref_of(&v, s, 0);
+                op.rope.v_dst = ref_of(&vc, s, off);
+                op.rope.kv_heads = cases[c].kv_heads;
+                op.rope.kv_type = f16 ? CLINFER_DT_F16 : CLINFER_DT_F32;
+                run(s, &op, "rope with cache write");
+            }
+            char what[96];
+            snprintf(what, sizeof what, "rope cache case %zu neox %d %s: x", c, neox,
+                     f16 ? "f16" : "f32");
+            compare(&x, 0, total, 1e-9, what);
+            snprintf(what, sizeof what, "rope cache case %zu neox %d %s: k", c, neox,
+                     f16 ? "f16" : "f32");
+            compare_cache(&kc, cache, f16, f16 ? 1e-6 : 1e-9, what);
+            snprintf(what, sizeof what, "rope cache case %zu neox %d %s: v", c, neox,
+                     f16 ? "f16" : "f32");
+            compare_exact(&vc, vc.bytes, what);
+            pair_free(&x);
+            pair_free(&v);
+            pair_free(&kc);
+            pair_free(&vc);
+        }
+}
+
 /* ---- attention ---- */
 
 /* A cache of n_pos x n_kv x head_dim random values, f32 or f16. */
@@ -389,10 +467,43 @@ static void test_bad_args(void) {
     expect_rejected(&op, "rmsnorm of 9 x 8 in 64 floats");
 
     op = (clinfer_op){.kind = CLINFER_OP_ROPE};
-    op.rope = (typeof(op.rope)){{big, 0}, 1, 2, 64, 63, 0, 10000.0f, 1.0f, false};
+    op.rope = (typeof(op.rope)){.x = {big, 0},
+                                .n = 1,
+                                .n_heads = 2,
+                                .head_dim = 64,
+                                .n_rot = 63,
+                                .freq_base = 10000.0f,
+                                .freq_scale = 1.0f};
     expect_rejected(&op, "rope with odd n_rot");
     op.rope.n_rot = 128;
     expect_rejected(&op, "rope with n_rot > head_dim");
+    /* the cache write: 2 tokens x 1 key head x 64 halves are 256 bytes, all of small */
+    clinfer_buffer *vc = NULL;
+    EXPECT_OK(i->buffer_alloc(ctx, 4096 * sizeof(float), &vc));
+    op.rope.n_rot = 64;
+    op.rope.n = 2;
+    op.rope.k_dst = (clinfer_ref){small, 1};
+    op.rope.v_src = (clinfer_ref){big, 1024};
+    op.rope.v_dst = (clinfer_ref){vc, 0};
+    op.rope.kv_heads = 1;
+    op.rope.kv_type = CLINFER_DT_F16;
+    clinfer_status st = i->op(ctx, &op);
+    EXPECT(st == CLINFER_ERR_INVALID_ARGUMENT && strstr(clinfer_last_error(), "k_dst"),
+           "rope with a k_dst too small: %s: %s", clinfer_status_str(st), clinfer_last_error());
+    op.rope.k_dst.offset = 0;
+    EXPECT_OK(i->op(ctx, &op));
+    op.rope.v_src.offset = 200;
+    expect_rejected(&op, "rope with v_src overlapping x");
+    op.rope.v_src.offset = 1024;
+    op.rope.v_dst.buf = big;
+    expect_rejected(&op, "rope with v_dst in x's buffer");
+    op.rope.v_dst.buf = vc;
+    op.rope.kv_heads = 3;
+    expect_rejected(&op, "rope with kv_heads > n_heads");
+    op.rope.kv_heads = 1;
+    op.rope.kv_type = CLINFER_DT_Q8_0;
+    expect_rejected(&op, "rope with a q8_0 cache");
+    i->buffer_free(ctx, vc);
 
     op = (clinfer_op){.kind = CLINFER_OP_ATTENTION};
     op.attention = (typeof(op.attention)){{big, 0}, {big, 0}, {big, 0}, {big, 0}, CLINFER_DT_F32, 1,
@@ -463,6 +574,7 @@ static void test_device(size_t index) {
         test_store();
         test_norms();
         test_rope();
+        test_rope_cache();
         test_attention();
         test_softmax();
         test_argmax();

@@ -318,6 +318,88 @@ static void test_rope(void) {
         }
 }
 
+/* The rope's cache write against a plain rope followed by one store per token for the keys and
+ * one for the values: x and both caches must come out byte for byte the same. */
+static void test_rope_cache(void) {
+    rng_seed(5);
+    static const struct {
+        int n, q_heads, kv_heads, head_dim, n_rot, pos0; /* q_heads: heads before the keys */
+    } cases[] = {{1, 9, 3, 64, 64, 37},                  /* decode: queries and keys in one row */
+                 {1, 4, 2, 10, 6, 5},                    /* n_rot < head_dim */
+                 {5, 0, 2, 12, 4, 0},                    /* prefill: keys only */
+                 {3, 0, 1, 8, 8, 11}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
+        for (int variant = 0; variant < 4; variant++) {
+            bool neox = variant & 1;
+            clinfer_dtype type = variant & 2 ? CLINFER_DT_F16 : CLINFER_DT_F32;
+            int n = cases[c].n, heads = cases[c].q_heads + cases[c].kv_heads;
+            size_t kv_dim = (size_t)cases[c].kv_heads * cases[c].head_dim;
+            size_t row = (size_t)heads * cases[c].head_dim, nx = n * row, nkv = n * kv_dim;
+            size_t off = 3 * kv_dim, cache_bytes = (off + nkv) * (variant & 2 ? 2 : 4);
+            float *x = random_floats(nx, -1, 1), *v = random_floats(nkv, -1, 1);
+            clinfer_buffer *xb[2], *vb[2], *kc[2], *vc[2];
+            for (int side = 0; side < 2; side++) {
+                xb[side] = upload_f32(x, nx);
+                vb[side] = upload_f32(v, nkv);
+                kc[side] = upload(NULL, cache_bytes);
+                vc[side] = upload(NULL, cache_bytes);
+            }
+            clinfer_op op = {.kind = CLINFER_OP_ROPE,
+                             .rope = {.x = ref(xb[0]),
+                                      .n = n,
+                                      .n_heads = heads,
+                                      .head_dim = cases[c].head_dim,
+                                      .n_rot = cases[c].n_rot,
+                                      .pos0 = cases[c].pos0,
+                                      .freq_base = 10000,
+                                      .freq_scale = 1,
+                                      .neox = neox,
+                                      .k_dst = {kc[0], off},
+                                      .v_src = ref(vb[0]),
+                                      .v_dst = {vc[0], off},
+                                      .kv_heads = cases[c].kv_heads,
+                                      .kv_type = type}};
+            EXPECT_OK(run(&op));
+            op.rope.x = ref(xb[1]);
+            op.rope.k_dst = op.rope.v_src = op.rope.v_dst = (clinfer_ref){0};
+            EXPECT_OK(run(&op));
+            for (int t = 0; t < n; t++) {
+                clinfer_op st = {.kind = CLINFER_OP_STORE,
+                                 .store = {.src = {xb[1], t * row + row - kv_dim},
+                                           .dst = {kc[1], off + t * kv_dim},
+                                           .dst_type = type,
+                                           .count = kv_dim}};
+                EXPECT_OK(run(&st));
+            }
+            clinfer_op st = {
+                .kind = CLINFER_OP_STORE,
+                .store = {.src = ref(vb[1]), .dst = {vc[1], off}, .dst_type = type, .count = nkv}};
+            EXPECT_OK(run(&st));
+            clinfer_buffer *const *outs[] = {xb, kc, vc};
+            size_t sizes[] = {nx * sizeof(float), cache_bytes, cache_bytes};
+            for (int o = 0; o < 3; o++) {
+                uint8_t *got[2];
+                for (int side = 0; side < 2; side++) {
+                    got[side] = malloc(sizes[o]);
+                    download(outs[o][side], got[side], sizes[o]);
+                }
+                EXPECT(!memcmp(got[0], got[1], sizes[o]),
+                       "rope cache case %zu variant %d: %s differs from rope + store", c, variant,
+                       (const char *[]){"x", "k cache", "v cache"}[o]);
+                free(got[0]);
+                free(got[1]);
+            }
+            for (int side = 0; side < 2; side++) {
+                release(xb[side]);
+                release(vb[side]);
+                release(kc[side]);
+                release(vc[side]);
+            }
+            free(x);
+            free(v);
+        }
+}
+
 /* ---- store and attention ----------------------------------------------------------------- */
 
 static void test_store(void) {
@@ -706,6 +788,40 @@ static void test_invalid(void) {
     EXPECT_OK(run(&rope));
     rope.rope.n = 5;
     expect_invalid(&rope, "rope x too small");
+    /* the cache write: 2 tokens x 1 key head x 8 in f16 need 32 bytes, small holds 16 */
+    clinfer_buffer *vc = upload(NULL, 64);
+    rope.rope = (typeof(rope.rope)){.x = ref(b),
+                                    .n = 2,
+                                    .n_heads = 2,
+                                    .head_dim = 8,
+                                    .n_rot = 8,
+                                    .freq_base = 10000,
+                                    .freq_scale = 1,
+                                    .k_dst = ref(small),
+                                    .v_src = {b, 32},
+                                    .v_dst = ref(vc),
+                                    .kv_heads = 1,
+                                    .kv_type = CLINFER_DT_F16};
+    expect_invalid(&rope, "rope k_dst too small");
+    rope.rope.k_dst = ref(w);
+    expect_invalid(&rope, "rope k_dst a weight");
+    rope.rope.k_dst = rope.rope.v_dst;
+    expect_invalid(&rope, "rope k_dst and v_dst one buffer");
+    rope.rope.k_dst = ref(small);
+    rope.rope.n = 1;
+    EXPECT_OK(run(&rope));
+    rope.rope.v_src.offset = 8;
+    expect_invalid(&rope, "rope v_src overlapping x");
+    rope.rope.v_src.offset = 32;
+    rope.rope.kv_heads = 3;
+    expect_invalid(&rope, "rope kv_heads > n_heads");
+    rope.rope.kv_heads = 1;
+    rope.rope.v_src.buf = NULL;
+    expect_invalid(&rope, "rope cache write without v_src");
+    rope.rope.v_src.buf = b;
+    rope.rope.kv_type = CLINFER_DT_Q8_0;
+    expect_invalid(&rope, "rope quantized cache");
+    release(vc);
 
     clinfer_op at = {.kind = CLINFER_OP_ATTENTION,
                      .attention = {.q = ref(small),
@@ -762,6 +878,7 @@ int main(void) {
     test_embed();
     test_norms();
     test_rope();
+    test_rope_cache();
     test_store();
     test_attention();
     test_softmax();

@@ -366,9 +366,43 @@ cleanup:
     return st;
 }
 
+/* The optional cache write of a rope (backend.h): key heads, cache type, buffers apart, sizes. */
+static clinfer_status check_rope_kv(const clinfer_op *op, size_t x_total) {
+    const clinfer_buffer *k = op->rope.k_dst.buf, *v = op->rope.v_dst.buf;
+    clinfer_ref x = op->rope.x, v_src = op->rope.v_src;
+    bool f16 = op->rope.kv_type == CLINFER_DT_F16;
+    size_t kv_total, elem = f16 ? sizeof(uint16_t) : sizeof(float);
+    clinfer_status st = CLINFER_OK;
+    if (!f16 && op->rope.kv_type != CLINFER_DT_F32)
+        CHECK(clinfer_fail(CLINFER_ERR_UNSUPPORTED,
+                           "OpenCL rope: KV cache type %s (want f32 or f16)",
+                           clinfer_dtype_name(op->rope.kv_type)));
+    if (op->rope.kv_heads > op->rope.n_heads)
+        CHECK(clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
+                           "OpenCL rope: kv_heads %d is more than n_heads %d", op->rope.kv_heads,
+                           op->rope.n_heads));
+    CHECK(check_dims("rope", &kv_total, 3, op->rope.n, op->rope.kv_heads, op->rope.head_dim));
+    CHECK(cl_check_ref("rope", "k_dst", op->rope.k_dst, kv_total, elem));
+    CHECK(cl_check_ref("rope", "v_src", v_src, kv_total, sizeof(float)));
+    CHECK(cl_check_ref("rope", "v_dst", op->rope.v_dst, kv_total, elem));
+    /* Work-items write the caches while others still read x and v_src. */
+    if (k == x.buf || k == v_src.buf || v == x.buf || v == v_src.buf || k == v)
+        CHECK(clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
+                           "OpenCL rope: k_dst and v_dst must be buffers of their own, apart from "
+                           "x, v_src and each other"));
+    if (v_src.buf == x.buf && v_src.offset < x.offset + x_total &&
+        x.offset < v_src.offset + kv_total)
+        CHECK(clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
+                           "OpenCL rope: v_src [%zu, +%zu) overlaps x [%zu, +%zu)", v_src.offset,
+                           kv_total, x.offset, x_total));
+cleanup:
+    return st;
+}
+
 static clinfer_status op_rope(cl_backend_ctx *b, const clinfer_op *op) {
     size_t total;
     clinfer_status st;
+    bool kv = op->rope.k_dst.buf != NULL;
     CHECK(check_dims("rope", &total, 3, op->rope.n, op->rope.n_heads, op->rope.head_dim));
     CHECK(cl_check_ref("rope", "x", op->rope.x, total, sizeof(float)));
     if (op->rope.n_rot <= 0 || op->rope.n_rot % 2 || op->rope.n_rot > op->rope.head_dim ||
@@ -377,13 +411,33 @@ static clinfer_status op_rope(cl_backend_ctx *b, const clinfer_op *op) {
                            "OpenCL rope: n_rot %d must be even and in (0, head_dim %d], pos0 %d "
                            "must be >= 0",
                            op->rope.n_rot, op->rope.head_dim, op->rope.pos0));
-    cl_ulong x_off = op->rope.x.offset;
-    cl_int neox = op->rope.neox;
-    kernel_arg args[] = {ARG(op->rope.x.buf->mem), ARG(x_off),
-                         ARG(op->rope.n),          ARG(op->rope.n_heads),
-                         ARG(op->rope.head_dim),   ARG(op->rope.n_rot),
-                         ARG(op->rope.pos0),       ARG(op->rope.freq_base),
-                         ARG(op->rope.freq_scale), ARG(neox)};
+    if (kv) CHECK(check_rope_kv(op, total));
+    /* Without a cache write kv_heads 0 makes the kernel skip it; x's buffer fills the slots. */
+    cl_mem x = op->rope.x.buf->mem;
+    cl_mem k_dst = kv ? op->rope.k_dst.buf->mem : x, v_src = kv ? op->rope.v_src.buf->mem : x,
+           v_dst = kv ? op->rope.v_dst.buf->mem : x;
+    cl_ulong x_off = op->rope.x.offset, k_off = op->rope.k_dst.offset,
+             v_src_off = op->rope.v_src.offset, v_dst_off = op->rope.v_dst.offset;
+    cl_int neox = op->rope.neox, kv_heads = kv ? op->rope.kv_heads : 0,
+           kv_f16 = op->rope.kv_type == CLINFER_DT_F16;
+    kernel_arg args[] = {ARG(x),
+                         ARG(x_off),
+                         ARG(op->rope.n),
+                         ARG(op->rope.n_heads),
+                         ARG(op->rope.head_dim),
+                         ARG(op->rope.n_rot),
+                         ARG(op->rope.pos0),
+                         ARG(op->rope.freq_base),
+                         ARG(op->rope.freq_scale),
+                         ARG(neox),
+                         ARG(k_dst),
+                         ARG(k_off),
+                         ARG(v_src),
+                         ARG(v_src_off),
+                         ARG(v_dst),
+                         ARG(v_dst_off),
+                         ARG(kv_heads),
+                         ARG(kv_f16)};
     size_t local = ELT_LOCAL;
     size_t global = round_up((size_t)op->rope.n * (size_t)(op->rope.n_rot / 2), local);
     CHECK(launch(b, K_ROPE, sizeof args / sizeof *args, args, 1, &global, &local));

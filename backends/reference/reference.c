@@ -246,6 +246,16 @@ cleanup:
     return st;
 }
 
+/* Caches hold f32 or f16; *elem receives the element size. */
+static clinfer_status cache_type(const char *op, clinfer_dtype type, size_t *elem) {
+    if (type != CLINFER_DT_F32 && type != CLINFER_DT_F16)
+        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
+                            "reference %s: cache type %s (%d) is not F32 or F16", op,
+                            clinfer_dtype_name(type), (int)type);
+    *elem = clinfer_dtype_block_bytes(type);
+    return CLINFER_OK;
+}
+
 static clinfer_status check_rope(const clinfer_op *o) {
     if (o->rope.n_rot <= 0 || o->rope.n_rot % 2 || o->rope.n_rot > o->rope.head_dim ||
         o->rope.pos0 < 0 || !(o->rope.freq_base > 0.0f))
@@ -257,28 +267,50 @@ static clinfer_status check_rope(const clinfer_op *o) {
     return CLINFER_OK;
 }
 
+/* The cache write's key heads and buffers; sizes are checked by operand(). */
+static clinfer_status check_rope_kv(const clinfer_op *o) {
+    const clinfer_buffer *k = o->rope.k_dst.buf, *v = o->rope.v_dst.buf;
+    if (o->rope.kv_heads <= 0 || o->rope.kv_heads > o->rope.n_heads)
+        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
+                            "reference rope: kv_heads %d must be in 1 .. n_heads %d",
+                            o->rope.kv_heads, o->rope.n_heads);
+    if (k == o->rope.x.buf || k == o->rope.v_src.buf || v == o->rope.x.buf ||
+        v == o->rope.v_src.buf || k == v)
+        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
+                            "reference rope: k_dst and v_dst must be buffers of their own, apart "
+                            "from x, v_src and each other");
+    return CLINFER_OK;
+}
+
 static clinfer_status op_rope(const clinfer_op *o) {
     const char *op = "rope";
     clinfer_status st;
-    size_t nx;
-    void *x;
+    size_t nx = 0, nkv = 0, elem = 0;
+    void *x, *k = NULL, *v_src = NULL, *v_dst = NULL;
     CHECK(extent(op, &nx, o->rope.n, o->rope.n_heads, o->rope.head_dim));
     CHECK(check_rope(o));
     CHECK(operand(op, "x", o->rope.x, nx, sizeof(float), false, &x));
+    if (o->rope.k_dst.buf) {
+        CHECK(cache_type(op, o->rope.kv_type, &elem));
+        CHECK(check_rope_kv(o));
+        CHECK(extent(op, &nkv, o->rope.n, o->rope.kv_heads, o->rope.head_dim));
+        CHECK(operand(op, "k_dst", o->rope.k_dst, nkv, elem, false, &k));
+        CHECK(operand(op, "v_src", o->rope.v_src, nkv, sizeof(float), false, &v_src));
+        CHECK(operand(op, "v_dst", o->rope.v_dst, nkv, elem, false, &v_dst));
+        CHECK(disjoint(op, o->rope.v_src, nkv, o->rope.x, nx));
+    }
     ref_rope(x, o->rope.n, o->rope.n_heads, o->rope.head_dim, o->rope.n_rot, o->rope.pos0,
              o->rope.freq_base, o->rope.freq_scale, o->rope.neox);
+    if (k) {
+        /* a token's keys are the tail of its row of x; the values are one contiguous run */
+        size_t row = nx / (size_t)o->rope.n, kv_dim = nkv / (size_t)o->rope.n;
+        for (size_t t = 0; t < (size_t)o->rope.n; t++)
+            ref_store((const float *)x + t * row + row - kv_dim, (char *)k + t * kv_dim * elem,
+                      o->rope.kv_type, kv_dim);
+        ref_store(v_src, v_dst, o->rope.kv_type, nkv);
+    }
 cleanup:
     return st;
-}
-
-/* Caches hold f32 or f16; *elem receives the element size. */
-static clinfer_status cache_type(const char *op, clinfer_dtype type, size_t *elem) {
-    if (type != CLINFER_DT_F32 && type != CLINFER_DT_F16)
-        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
-                            "reference %s: cache type %s (%d) is not F32 or F16", op,
-                            clinfer_dtype_name(type), (int)type);
-    *elem = clinfer_dtype_block_bytes(type);
-    return CLINFER_OK;
 }
 
 static clinfer_status op_store(const clinfer_op *o) {
