@@ -50,6 +50,10 @@ typedef struct clinfer_op {
             clinfer_ref x, y, bias;
             int m, k, n;
             bool accumulate; /* y += instead of y = (fuses a residual add) */
+            /* x is first rounded to 8 bits per 32-element block (clinfer_quantize_q8_act) and
+             * read as d * q: what lets a backend use integer dot products on quantized
+             * weights. Only for k % 32 == 0. */
+            bool x_q8;
         } matmul;
         struct {
             clinfer_buffer *w;

@@ -22,6 +22,7 @@
  *                  with global size (rows, 1)), so W is read once
  *   matvec_wg      one work-group of MV_WG items per row, blocks strided over the items,
  *                  local-memory tree reduction (gpu-local-reduce, gpu-subgroup)
+ *   matvec_q8      quantized weights against 8-bit activations, AVX2 hosts only (see below)
  *   dequant_rows   out[i][0..k) = W[row(i)] for row(i) = ids[i] (embedding) or first + i;
  *                  rows outside this part are left alone, ids outside [0, m) give zeros
  * flags: bit 0 accumulate (y +=), bit 1 add bias[r]. */
@@ -323,6 +324,175 @@ __kernel void matvec_wg(wq_t wq, ws_t ws, int k, int rows, __global const float 
     if (lid == 0 && r < rows)
         store_y(y + y_off + (size_t)c * ldy, r, red[0], bias, bias_off, flags);
 }
+
+/* ---- 8-bit activations (the MATMUL op's x_q8) --------------------------------------------
+ * x comes rounded per 32-block by quantize.cl: xq[c][k] (char) and xd[c][k/32] = (d, d * sum q).
+ * A block's dot product is then integer: 32 byte products summed by vpmaddubsw + vpmaddwd, one
+ * int-to-float conversion and one FMA per 32 weights instead of per 8 (2x on Q4_0 at 14336 x
+ * 4096, docs/PERFORMANCE.md). LLVM does not derive these instructions from portable OpenCL C
+ * (tried: short and int products with even/odd sums compile to vpmulld and shuffles, slower than
+ * the f32 path), so this kernel exists only where PoCL compiles for an AVX2 host; other devices
+ * take x as d * q in f32 through the kernels above. */
+#if defined(__AVX2__) && (defined(WT_Q8_0) || defined(WT_Q4_0) || defined(WT_Q4_1) ||            \
+                          defined(WT_Q4_K) || defined(WT_Q6_K))
+typedef char v32c __attribute__((vector_size(32)));
+typedef uchar v32u __attribute__((vector_size(32))); /* byte shifts without sign extension */
+typedef short v16s __attribute__((vector_size(32)));
+typedef int v8i __attribute__((vector_size(32)));
+
+INLINE v32c join16(char16 a, char16 b) {
+    return __builtin_shufflevector(a, b, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16,
+                                   17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31);
+}
+
+/* Bytes 32 i .. 32 i + 31 of p. */
+INLINE v32c load32(__global const char *p, size_t i) {
+    return join16(vload16(2 * i, p), vload16(2 * i + 1, p));
+}
+
+/* Sum of u[i] * s[i] (u read as unsigned bytes, s as signed) as 8 partial sums, lane j from
+ * bytes 4j .. 4j + 3. Pairs cannot saturate vpmaddubsw's 16 bits: |u| <= 128 and |s| <= 127
+ * give at most 32512. */
+INLINE v8i dot_u8s8(v32c u, v32c s) {
+    v16s pairs = __builtin_ia32_pmaddubsw256(u, s);
+    return __builtin_ia32_pmaddwd256(pairs, (v16s){1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1});
+}
+
+#if defined(WT_Q4_K) || defined(WT_Q6_K)
+/* blk_dot_q8 takes a whole super-block: its 8 blocks of x end in one vector of 8 integer dots,
+ * so the conversion and the FMAs with the per-block factors happen once per 256 weights. */
+#define Q8_BLK 256
+
+/* Lane j = the sum of v[j]'s 8 lanes. vphaddd adds neighbours within each 128-bit half: two
+ * rounds leave (v[0..3] low-half sums | v[0..3] high-half sums) in a, the same for v[4..7] in b;
+ * one half swap and an add finish (integers: exact, |lane| < 2^25 here). */
+INLINE v8i hsum8x8(const v8i *v) {
+    v8i a = __builtin_ia32_phaddd256(__builtin_ia32_phaddd256(v[0], v[1]),
+                                     __builtin_ia32_phaddd256(v[2], v[3]));
+    v8i b = __builtin_ia32_phaddd256(__builtin_ia32_phaddd256(v[4], v[5]),
+                                     __builtin_ia32_phaddd256(v[6], v[7]));
+    return __builtin_shufflevector(a, b, 0, 1, 2, 3, 8, 9, 10, 11) +
+           __builtin_shufflevector(a, b, 4, 5, 6, 7, 12, 13, 14, 15);
+}
+#else
+#define Q8_BLK 32
+#endif
+
+#ifdef WT_Q4_K
+/* Super-block b of row r: sub-block j (block j of x) contributes
+ * d sc_j d_x (q . q_x) - dmin mn_j d_x sum q_x, lane j of both FMAs. */
+INLINE void blk_dot_q8(wq_t wq, ws_t ws, int r, int nb, int b, __global const char *xq,
+                       __global const float2 *xd, float8 *acc, float *off) {
+    (void)off;
+    size_t sb = (size_t)r * nb + b;
+    __global const char *p = (__global const char *)wq + sb * 128;
+    __global const uint *h = (__global const uint *)(ws + sb * 20);
+    v8i dots[8];
+#pragma unroll
+    for (int g = 0; g < 4; g++) { /* quarter g: low nibbles are sub-block 2g, high ones 2g+1 */
+        v32u u = __builtin_astype(load32(p, g), v32u);
+        dots[2 * g] = dot_u8s8(__builtin_astype(u & 0xF, v32c), load32(xq, 8 * b + 2 * g));
+        dots[2 * g + 1] = dot_u8s8(__builtin_astype(u >> 4, v32c), load32(xq, 8 * b + 2 * g + 1));
+    }
+    /* scale_min_k4 for all eight sub-blocks, four bytes per word */
+    uint s0 = h[2], s1 = h[3], s2 = h[4];
+    uint2 sc = (uint2)(s0 & 0x3F3F3F3F, (s2 & 0x0F0F0F0F) | ((s0 >> 2) & 0x30303030));
+    uint2 mn = (uint2)(s1 & 0x3F3F3F3F, ((s2 >> 4) & 0x0F0F0F0F) | ((s1 >> 2) & 0x30303030));
+    float16 x = vload16(b, (__global const float *)xd);
+    float8 s = convert_float8(__builtin_astype(hsum8x8(dots), int8));
+    *acc = fma(s, __builtin_astype(h[0], float) * convert_float8(as_uchar8(sc)) * x.even, *acc);
+    *acc = fma(-__builtin_astype(h[1], float) * convert_float8(as_uchar8(mn)), x.odd, *acc);
+}
+
+#elif defined(WT_Q6_K)
+/* Super-block b of row r (layout at WT_Q6_K's blk_values). The pair sums of (q - 32) x are
+ * those of q x minus those of 32 x, both from vpmaddubsw with q unsigned (at most 16002 and
+ * 8128: no saturation; measured 6% faster than Q8_0's sign trick on q - 32). vpmaddwd then
+ * multiplies the pairs by the block's two 16-element scales (pairs 0..7 come from elements
+ * 0..15, 8..15 from 16..31, in both 128-bit halves alike), leaving d d_x as the only float
+ * factor. */
+INLINE void blk_dot_q8(wq_t wq, ws_t ws, int r, int nb, int b, __global const char *xq,
+                       __global const float2 *xd, float8 *acc, float *off) {
+    (void)off;
+    size_t sb = (size_t)r * nb + b;
+    __global const char *q = (__global const char *)wq + sb * 192;
+    __global const char *h = (__global const char *)ws + sb * 20;
+    short16 scales = convert_short16(vload16(0, h));
+    v8i dots[8];
+#pragma unroll
+    for (int hh = 0; hh < 2; hh++) {
+        v32u ql0 = __builtin_astype(load32(q, 2 * hh), v32u);
+        v32u ql1 = __builtin_astype(load32(q, 2 * hh + 1), v32u);
+        v32u qh = __builtin_astype(load32(q + 128, hh), v32u);
+        v32u v[4] = {(ql0 & 0xF) | ((qh << 4) & 0x30), (ql1 & 0xF) | ((qh << 2) & 0x30),
+                     (ql0 >> 4) | (qh & 0x30), (ql1 >> 4) | ((qh >> 2) & 0x30)};
+#pragma unroll
+        for (int t = 0; t < 4; t++) {
+            v32c x = load32(xq, 8 * b + 4 * hh + t);
+            v16s pairs = __builtin_ia32_pmaddubsw256(__builtin_astype(v[t], v32c), x) -
+                         __builtin_ia32_pmaddubsw256((v32c){} + 32, x);
+            int i = 8 * hh + 2 * t;
+            short16 sc = (short16)((short8)scales[i], (short8)scales[i + 1]);
+            dots[4 * hh + t] = __builtin_ia32_pmaddwd256(pairs, __builtin_astype(sc, v16s));
+        }
+    }
+    float8 s = convert_float8(__builtin_astype(hsum8x8(dots), int8));
+    float d = ((__global const float *)h)[4];
+    *acc = fma(s, d * vload16(b, (__global const float *)xd).even, *acc);
+}
+
+#else
+/* One weight block of row r against block b of x: acc += d_w d_x (w . q_x) lane-wise; off
+ * gathers the per-block terms that multiply sum q_x (Q4_0's zero point 8, Q4_1's m). */
+INLINE void blk_dot_q8(wq_t wq, ws_t ws, int r, int nb, int b, __global const char *xq,
+                       __global const float2 *xd, float8 *acc, float *off) {
+    size_t blk = (size_t)r * nb + b;
+    float2 dx = xd[b];
+    v32c x = load32(xq, b);
+#ifdef WT_Q8_0
+    v32c w = load32((__global const char *)wq, blk);
+    /* |w| * (x with w's sign) = w * x, with the unsigned operand vpmaddubsw wants (sign(w, w)
+     * is |w|, -128 included as the unsigned 128; OpenCL's abs() compiles to scalar code here) */
+    v8i s = dot_u8s8(__builtin_ia32_psignb256(w, w), __builtin_ia32_psignb256(x, w));
+    *acc = fma(convert_float8(__builtin_astype(s, int8)),
+               (float8)(((__global const float *)ws)[blk] * dx.x), *acc);
+#else
+    uchar16 u = vload16(blk, wq);
+    v8i s = dot_u8s8(join16(as_char16(u & (uchar)0xF), as_char16(u >> (uchar)4)), x);
+#ifdef WT_Q4_0
+    float d = ((__global const float *)ws)[blk], m = -8.0f * d;
+#else
+    float2 dm = vload2(blk, (__global const float *)ws);
+    float d = dm.x, m = dm.y;
+#endif
+    *acc = fma(convert_float8(__builtin_astype(s, int8)), (float8)(d * dx.x), *acc);
+    *off = fma(m, dx.y, *off);
+#endif
+}
+#endif
+
+/* One work-item per (row, column): global size (rows rounded up, n). */
+__kernel void matvec_q8(wq_t wq, ws_t ws, int k, int rows, __global const char *xq,
+                        __global const float2 *xd, __global float *y, int y_off, int ldy,
+                        __global const float *bias, int bias_off, int flags) {
+    int r = get_global_id(0), c = get_global_id(1);
+    if (r >= rows) return;
+    int nb = k / Q8_BLK, b = 0;
+    xq += (size_t)c * k;
+    xd += (size_t)c * (k / 32);
+    float8 a0 = 0.0f, a1 = 0.0f;
+    float o0 = 0.0f, o1 = 0.0f;
+    for (; b + 1 < nb; b += 2) { /* two chains: the FMA latency hides behind the other block */
+        blk_dot_q8(wq, ws, r, nb, b, xq, xd, &a0, &o0);
+        blk_dot_q8(wq, ws, r, nb, b + 1, xq, xd, &a1, &o1);
+    }
+    if (b < nb) blk_dot_q8(wq, ws, r, nb, b, xq, xd, &a0, &o0);
+    float8 a = a0 + a1;
+    float4 h = a.lo + a.hi;
+    float s = h.x + h.y + h.z + h.w + o0 + o1;
+    store_y(y + y_off + (size_t)c * ldy, r, s, bias, bias_off, flags);
+}
+#endif
 
 /* Global size (k/BLK + tail, n): item (b, i) writes block b of output row i; the item with
  * b == k/BLK writes the f32/f16 tail. This part holds rows row0 .. row0+rows-1 of the m-row

@@ -163,6 +163,10 @@ typedef struct {
     uint32_t n_ctx;   /* 0: the model's training context */
     uint32_t n_batch; /* prefill chunk; 0: 256 */
     bool kv_f32;      /* KV cache in f32 instead of f16 */
+    /* Matmuls over quantized weights (Q8_0, Q4_0, Q4_1, Q4_K, Q6_K) take f32 activations
+     * instead of 8-bit ones (rounded per block of 32, as llama.cpp does, for integer dot
+     * products): slower, closer to the exact product. F16/F32 weights always take f32. */
+    bool f32_activations;
 } clinfer_context_params;
 
 void clinfer_context_params_default(clinfer_context_params *params);

@@ -133,6 +133,7 @@ clinfer_status clinfer_context_create(clinfer_model *model, const clinfer_contex
     c->model = model;
     c->n_ctx = plan.n_ctx;
     c->n_batch = plan.n_batch;
+    c->state.f32_activations = params->f32_activations;
     c->plans = calloc((size_t)c->n_batch + 1, sizeof *c->plans);
     c->logits = malloc((size_t)model->hp.n_vocab * sizeof *c->logits);
     if (!c->plans || !c->logits) {
@@ -148,9 +149,10 @@ clinfer_status clinfer_context_create(clinfer_model *model, const clinfer_contex
     if (model->verbose)
         fprintf(stderr,
                 "clinfer: context n_ctx %u, n_batch %u: KV cache (%s) %.1f MiB, "
-                "scratch %.1f MiB\n",
+                "scratch %.1f MiB, %s activations\n",
                 c->n_ctx, c->n_batch, clinfer_dtype_name(c->state.kv_type),
-                plan.kv_bytes / 1048576.0, plan.scratch_bytes / 1048576.0);
+                plan.kv_bytes / 1048576.0, plan.scratch_bytes / 1048576.0,
+                params->f32_activations ? "f32" : "q8");
     *out = c;
 cleanup:
     if (st != CLINFER_OK) {

@@ -44,6 +44,7 @@ void exec_buffer_sizes(const clinfer_hparams *hp, uint32_t n_ctx, uint32_t n_bat
 typedef struct {
     plan_step *steps;
     size_t count;
+    bool f32_activations; /* exec_state's */
 } builder;
 
 static void push(builder *b, clinfer_op op, size_t pos_stride) {
@@ -60,8 +61,24 @@ static clinfer_ref at(clinfer_buffer *buf, size_t offset) {
     return (clinfer_ref){buf, offset};
 }
 
+/* Weight types whose matmuls take 8-bit activations, for integer dot products with their
+ * integer blocks; F16/F32 rows would only lose precision. */
+static bool takes_q8_act(clinfer_dtype type) {
+    switch (type) {
+    case CLINFER_DT_Q8_0:
+    case CLINFER_DT_Q4_0:
+    case CLINFER_DT_Q4_1:
+    case CLINFER_DT_Q4_K:
+    case CLINFER_DT_Q6_K:
+        return true;
+    default:
+        return false;
+    }
+}
+
 static void matmul(builder *b, const clinfer_matrix *w, clinfer_ref x, clinfer_ref y,
                    clinfer_ref bias, int n, bool accumulate) {
+    bool x_q8 = !b->f32_activations && takes_q8_act(w->type) && w->k % CLINFER_Q8_ACT_BLOCK == 0;
     push(b,
          (clinfer_op){.kind = CLINFER_OP_MATMUL,
                       .matmul = {.w = w->w,
@@ -71,7 +88,8 @@ static void matmul(builder *b, const clinfer_matrix *w, clinfer_ref x, clinfer_r
                                  .m = w->m,
                                  .k = w->k,
                                  .n = n,
-                                 .accumulate = accumulate}},
+                                 .accumulate = accumulate,
+                                 .x_q8 = x_q8}},
          0);
     set_w_type(b, w->type);
 }
@@ -251,13 +269,13 @@ static size_t build(builder *b, const clinfer_model *m, const exec_state *s, int
 
 clinfer_status exec_plan_build(const clinfer_model *m, const exec_state *s, int n,
                                exec_plan **out) {
-    builder counter = {0};
+    builder counter = {.f32_activations = s->f32_activations};
     build(&counter, m, s, n);
     exec_plan *p = malloc(sizeof *p + counter.count * sizeof(plan_step));
     if (!p)
         return clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "executor: no memory for a plan of %zu ops",
                             counter.count);
-    builder filler = {p->steps, 0};
+    builder filler = {p->steps, 0, s->f32_activations};
     p->n = n;
     p->n_body = build(&filler, m, s, n);
     p->n_steps = filler.count;
@@ -342,8 +360,9 @@ void exec_plan_print(const exec_plan *p, FILE *out) {
         fprintf(out, "  %4zu %-9s", i, exec_op_name(op->kind));
         switch (op->kind) {
         case CLINFER_OP_MATMUL:
-            fprintf(out, " m %d k %d n %d%s%s", op->matmul.m, op->matmul.k, op->matmul.n,
-                    op->matmul.bias.buf ? " +bias" : "", op->matmul.accumulate ? " +=" : "");
+            fprintf(out, " m %d k %d n %d%s%s%s", op->matmul.m, op->matmul.k, op->matmul.n,
+                    op->matmul.bias.buf ? " +bias" : "", op->matmul.accumulate ? " +=" : "",
+                    op->matmul.x_q8 ? " x q8" : "");
             break;
         case CLINFER_OP_ATTENTION:
             fprintf(out, " n %d heads %d/%d dim %d", op->attention.n, op->attention.n_head,

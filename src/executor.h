@@ -39,6 +39,7 @@ typedef struct {
     clinfer_buffer *buf[EXEC_COUNT];
     clinfer_buffer **k_cache, **v_cache; /* n_layer each: [n_ctx][n_head_kv][head_dim] */
     clinfer_dtype kv_type;               /* CLINFER_DT_F16 or CLINFER_DT_F32 */
+    bool f32_activations;                /* no x_q8 matmuls (clinfer_context_params) */
 } exec_state;
 
 typedef struct exec_plan exec_plan;

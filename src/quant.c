@@ -7,6 +7,7 @@
 #include "quant.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <string.h>
 
 _Static_assert(sizeof(block_q4_0) == 2 + QK4_0 / 2, "block_q4_0 must have no padding");
@@ -394,5 +395,23 @@ void clinfer_quantize_row(clinfer_dtype type, const float *src, void *dst, size_
     } else {
         for (size_t i = 0; i < n / t->block_elems; i++)
             t->quant(src + i * t->block_elems, d + i * t->block_bytes);
+    }
+}
+
+void clinfer_quantize_q8_act(const float *x, size_t k, int8_t *q, float *d) {
+    for (size_t b = 0; b < k / CLINFER_Q8_ACT_BLOCK; b++) {
+        const float *xb = x + b * CLINFER_Q8_ACT_BLOCK;
+        int8_t *qb = q + b * CLINFER_Q8_ACT_BLOCK;
+        float amax = 0.0f;
+        bool finite = true;
+        for (int i = 0; i < CLINFER_Q8_ACT_BLOCK; i++) {
+            amax = fmaxf(amax, fabsf(xb[i]));
+            finite = finite && isfinite(xb[i]);
+        }
+        /* A NaN or infinity makes the whole block NaN (d * 0), as it would poison the dot. */
+        float db = finite ? amax / 127.0f : NAN, id = finite && db != 0.0f ? 1.0f / db : 0.0f;
+        for (int i = 0; i < CLINFER_Q8_ACT_BLOCK; i++)
+            qb[i] = finite ? (int8_t)roundf(xb[i] * id) : 0;
+        d[b] = db;
     }
 }

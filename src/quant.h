@@ -67,4 +67,11 @@ uint16_t clinfer_f32_to_f16(float f); /* round to nearest even */
 void clinfer_dequantize_row(clinfer_dtype type, const void *src, float *dst, size_t n);
 void clinfer_quantize_row(clinfer_dtype type, const float *src, void *dst, size_t n);
 
+/* Activations rounded to 8 bits per block of 32, the form the integer dot products of quantized
+ * weights take (as ggml's Q8_0 activations): per block d = max |x| / 127, id = 1 / d (0 when d
+ * is 0), q[i] = roundf(x[i] * id) (halves away from zero); x is then read as d * q[i].
+ * Every backend rounds this way, so their results stay comparable. k % 32 == 0. */
+#define CLINFER_Q8_ACT_BLOCK 32
+void clinfer_quantize_q8_act(const float *x, size_t k, int8_t *q, float *d);
+
 #endif

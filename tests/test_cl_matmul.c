@@ -99,16 +99,17 @@ static void compare(const pair *p, size_t offset, size_t n, double limit, const 
     free(cl);
 }
 
-/* y = W x (+ bias) or y += ..., with x and y at odd offsets so no kernel may assume alignment. */
+/* y = W x (+ bias) or y += ..., with x and y at odd offsets so no kernel may assume alignment;
+ * x_q8: x rounded to 8 bits first (integer dot products on devices that have them). */
 static void check_matmul(const pair *w, clinfer_dtype type, int m, int k, int n, bool accumulate,
-                         bool bias, const char *why) {
+                         bool bias, bool x_q8, const char *why) {
     const size_t x_off = 3, y_off = 5;
     pair x = pair_random(x_off + (size_t)n * k);
     pair y = pair_random(y_off + (size_t)n * m); /* accumulate adds to these */
     pair b = pair_random(1 + (size_t)m);
     char what[160];
-    snprintf(what, sizeof what, "%s matmul %s m %d k %d n %d%s%s", why, clinfer_dtype_name(type), m,
-             k, n, accumulate ? " accumulate" : "", bias ? " bias" : "");
+    snprintf(what, sizeof what, "%s matmul %s m %d k %d n %d%s%s%s", why, clinfer_dtype_name(type),
+             m, k, n, accumulate ? " accumulate" : "", bias ? " bias" : "", x_q8 ? " x_q8" : "");
     for (int s = 0; s < SIDES; s++) {
         clinfer_op op = {.kind = CLINFER_OP_MATMUL};
         op.matmul.w = w->buf[s];
@@ -119,6 +120,7 @@ static void check_matmul(const pair *w, clinfer_dtype type, int m, int k, int n,
         op.matmul.k = k;
         op.matmul.n = n;
         op.matmul.accumulate = accumulate;
+        op.matmul.x_q8 = x_q8;
         clinfer_status st = be[s]->i->op(be[s]->ctx, &op);
         EXPECT(st == CLINFER_OK, "%s on side %d: %s: %s", what, s, clinfer_status_str(st),
                clinfer_last_error());
@@ -194,6 +196,7 @@ static void test_shapes(clinfer_dtype type) {
     const int *ks;
     int nk;
     size_t blk = clinfer_dtype_block_elems(type);
+    bool q8 = blk > 1; /* 8-bit activations only pair with quantized weights */
     if (blk == 1) {
         ks = ks_elem;
         nk = sizeof ks_elem / sizeof ks_elem[0];
@@ -216,7 +219,10 @@ static void test_shapes(clinfer_dtype type) {
             for (size_t ni = 0; ni < sizeof ns / sizeof ns[0]; ni++, variant++) {
                 /* large shapes only at a few n: the reference is slow */
                 if ((size_t)m * k >= 576 * 576 && ns[ni] > 9 && ni % 2) continue;
-                check_matmul(&w, type, m, k, ns[ni], variant % 2, variant % 3 == 1, "grid");
+                check_matmul(&w, type, m, k, ns[ni], variant % 2, variant % 3 == 1, false, "grid");
+                if (q8 && ns[ni] <= 9) /* matvec (integer kernels) and GEMM on d * q */
+                    check_matmul(&w, type, m, k, ns[ni], variant % 2, variant % 3 == 0, true,
+                                 "grid");
             }
             if (m == 67 || m == 576) check_embed(&w, type, m, k, "grid");
             pair_free(&w);
@@ -225,7 +231,8 @@ static void test_shapes(clinfer_dtype type) {
     int k = blk == 256 ? 512 : 576;
     pair w = weight_new(type, 67, k);
     if (w.buf[REF] && w.buf[CL]) {
-        check_matmul(&w, type, 67, k, 128, false, true, "batch");
+        check_matmul(&w, type, 67, k, 128, false, true, false, "batch");
+        if (q8) check_matmul(&w, type, 67, k, 128, true, false, true, "batch");
         check_embed_out_of_range(&w, 67, k);
     }
     pair_free(&w);
@@ -235,17 +242,66 @@ static void test_shapes(clinfer_dtype type) {
  * uneven size, and matvec, GEMM (and its f32 staging) and gather must stitch them together. */
 static void test_split(clinfer_dtype type) {
     const int m = 67, k = clinfer_dtype_block_elems(type) == 256 ? 512 : 192;
+    bool q8 = clinfer_dtype_block_elems(type) > 1;
     char limit[32];
     snprintf(limit, sizeof limit, "%zu", 9 * clinfer_dtype_row_bytes(type, (size_t)k) / 2);
     setenv("CLINFER_MAX_ALLOC", limit, 1);
     pair w = weight_new(type, m, k);
     if (w.buf[REF] && w.buf[CL]) { /* the limit also cuts GEMM's f32 staging into chunks */
         for (int n = 1; n <= 17; n += 8)
-            check_matmul(&w, type, m, k, n, n > 1, true, "split");
+            check_matmul(&w, type, m, k, n, n > 1, true, n == 1 && q8, "split");
         check_embed(&w, type, m, k, "split");
     }
     unsetenv("CLINFER_MAX_ALLOC");
     pair_free(&w);
+}
+
+static void run_q8(int side, const pair *w, int m, int k, clinfer_ref x, clinfer_ref y) {
+    clinfer_op op = {.kind = CLINFER_OP_MATMUL};
+    op.matmul.w = w->buf[side];
+    op.matmul.x = x;
+    op.matmul.y = y;
+    op.matmul.m = m;
+    op.matmul.k = k;
+    op.matmul.n = 1;
+    op.matmul.x_q8 = true;
+    EXPECT_OK(be[side]->i->op(be[side]->ctx, &op));
+}
+
+/* A device may keep the rounded x for the next matmul over the same x (q, k, v): whatever
+ * changes x in between (a buffer write, another op, a matmul writing into x's buffer) must be
+ * seen. Each step's result is compared with the reference. */
+static void test_q8_reuse(clinfer_dtype type) {
+    const int m = 40, k = clinfer_dtype_block_elems(type) == 256 ? 256 : 96;
+    pair w = weight_new(type, m, k), w2 = weight_new(type, k, k);
+    pair x = pair_random(2 * (size_t)k), y = pair_random((size_t)m);
+    float *fresh = malloc((size_t)k * sizeof *fresh);
+    rng_fill(fresh, (size_t)k, -2.0f, 2.0f);
+    char what[96];
+    for (int step = 0; step < 4 && w.buf[REF] && w.buf[CL] && w2.buf[REF] && w2.buf[CL]; step++) {
+        for (int s = 0; s < SIDES; s++) {
+            clinfer_ref x0 = {x.buf[s], 0}, x1 = {x.buf[s], (size_t)k};
+            if (step == 1) /* a write to x */
+                EXPECT_OK(be[s]->i->buffer_write(be[s]->ctx, x.buf[s], 0, (size_t)k * sizeof(float),
+                                                 fresh));
+            if (step == 2) { /* another op over x, in place */
+                clinfer_op op = {.kind = CLINFER_OP_SCALE};
+                op.eltwise =
+                    (typeof(op.eltwise)){.a = x0, .y = x0, .count = (size_t)k, .scale = -3};
+                EXPECT_OK(be[s]->i->op(be[s]->ctx, &op));
+            }
+            if (step == 3) run_q8(s, &w2, k, k, x0, x1); /* a matmul into x's buffer */
+            run_q8(s, &w, m, k, step == 3 ? x1 : x0, (clinfer_ref){y.buf[s], 0});
+            if (step == 0) run_q8(s, &w, m, k, x0, (clinfer_ref){y.buf[s], 0}); /* reuse */
+        }
+        snprintf(what, sizeof what, "x_q8 reuse %s step %d", clinfer_dtype_name(type), step);
+        compare(&y, 0, (size_t)m, MATMUL_NMSE, what);
+    }
+    free(fresh);
+    pair_free(&w);
+    pair_free(&w2);
+    pair_free(&x);
+    pair_free(&y);
 }
 
 /* Bad records are rejected with a status, and the backend stays usable. */
@@ -293,6 +349,7 @@ static void test_device(size_t index) {
     for (int t = 0; t < N_TYPES; t++) {
         test_shapes(types[t]);
         test_split(types[t]);
+        if (clinfer_dtype_block_elems(types[t]) > 1) test_q8_reuse(types[t]);
     }
     test_rejects();
     clinfer_backend_free(be[REF]);

@@ -62,10 +62,11 @@ static clinfer_status prompt_and_greedy(clinfer_model *m, const clinfer_context_
     return st;
 }
 
-/* OpenCL against the reference backend for one architecture and weight type. */
-static void test_backends_agree(const char *arch, clinfer_dtype type) {
+/* OpenCL against the reference backend for one architecture and weight type; f32_act: with
+ * clinfer_context_params.f32_activations (default: 8-bit activations on quantized weights). */
+static void test_backends_agree(const char *arch, clinfer_dtype type, bool f32_act) {
     char path[128], tag[64];
-    snprintf(tag, sizeof tag, "%s_%s", arch, clinfer_dtype_name(type));
+    snprintf(tag, sizeof tag, "%s_%s%s", arch, clinfer_dtype_name(type), f32_act ? "_f32act" : "");
     model_path(path, sizeof path, tag);
     tiny_model_spec spec;
     tiny_model_default(&spec, arch, type);
@@ -79,6 +80,7 @@ static void test_backends_agree(const char *arch, clinfer_dtype type) {
     clinfer_model *ref = NULL, *cl = NULL;
     clinfer_context_params cp;
     clinfer_context_params_default(&cp);
+    cp.f32_activations = f32_act;
 
     EXPECT_OK(load(path, CLINFER_BACKEND_REFERENCE, &ref));
     if (ref) EXPECT_OK(prompt_and_greedy(ref, &cp, prompt, logits_ref, gen_ref));
@@ -413,8 +415,9 @@ int main(void) {
         test_batching(archs[a], CLINFER_BACKEND_REFERENCE);
         if (have_opencl) test_batching(archs[a], CLINFER_BACKEND_OPENCL);
         for (size_t t = 0; t < sizeof types / sizeof types[0]; t++)
-            test_backends_agree(archs[a], types[t]);
+            test_backends_agree(archs[a], types[t], false);
     }
+    test_backends_agree("llama", CLINFER_DT_Q4_1, true);
     int rc = finish("test_model_tiny");
     return rc == 0 && !have_opencl ? 77 : rc;
 }

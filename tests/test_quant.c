@@ -317,6 +317,44 @@ static void test_round_trips(void) {
     }
 }
 
+/* clinfer_quantize_q8_act on blocks with known results. */
+static void test_q8_act(void) {
+    enum { B = CLINFER_Q8_ACT_BLOCK, N_BLOCKS = 6 };
+    float x[N_BLOCKS * B] = {0}, d[N_BLOCKS];
+    int8_t q[N_BLOCKS * B], want[N_BLOCKS * B] = {0};
+    for (int i = 0; i < B; i++) /* block 0: integers up to 127 map to themselves, d = 1 */
+        x[i] = want[i] = (int8_t)(i ? 8 * i - 128 : 127);
+    /* block 1: d = 1 again; halves round away from zero */
+    const float halves[] = {127, 2.5f, -2.5f, 0.5f, -0.5f, 126.5f, -126.5f};
+    const int8_t rounded[] = {127, 3, -3, 1, -1, 127, -127};
+    for (size_t i = 0; i < sizeof halves / sizeof halves[0]; i++) {
+        x[B + i] = halves[i];
+        want[B + i] = rounded[i];
+    }
+    /* block 2 stays all zero: d 0, q 0; block 3 holds a NaN and block 4 an infinity: d NaN,
+     * q 0 */
+    x[3 * B + 5] = NAN;
+    x[3 * B + 6] = 1;
+    x[4 * B] = -INFINITY;
+    x[4 * B + 1] = 3;
+    x[5 * B] = -254; /* block 5: a negative maximum sets d = 2; 1 / 2 rounds away to 1 */
+    x[5 * B + 1] = 1;
+    x[5 * B + 2] = -3;
+    want[5 * B] = -127;
+    want[5 * B + 1] = 1;
+    want[5 * B + 2] = -2;
+    memset(q, 0x55, sizeof q);
+    clinfer_quantize_q8_act(x, N_BLOCKS * B, q, d);
+    const float want_d[N_BLOCKS] = {1, 1, 0, NAN, NAN, 2};
+    for (int b = 0; b < N_BLOCKS; b++) {
+        EXPECT(isnan(want_d[b]) ? isnan(d[b]) : d[b] == want_d[b], "q8 act block %d: d %g, want %g",
+               b, (double)d[b], (double)want_d[b]);
+        for (int i = 0; i < B; i++)
+            EXPECT(q[b * B + i] == want[b * B + i], "q8 act block %d [%d] = %g: q %d, want %d", b,
+                   i, (double)x[b * B + i], q[b * B + i], want[b * B + i]);
+    }
+}
+
 int main(void) {
     test_dtype_table();
     test_f16_known_values();
@@ -330,5 +368,6 @@ int main(void) {
     test_f16_row();
     test_unaligned_row();
     test_round_trips();
+    test_q8_act();
     return finish("test_quant");
 }

@@ -87,10 +87,25 @@ static const clinfer_dtype all_types[] = {CLINFER_DT_F32,  CLINFER_DT_F16,  CLIN
 
 /* ---- matmul and embed -------------------------------------------------------------------- */
 
-static void check_matmul(clinfer_dtype type, int m, int k, int n, bool bias, bool accumulate) {
+/* x_q8: the expectation reads x rounded by hand, a whole row per clinfer_quantize_q8_act call. */
+static void check_matmul(clinfer_dtype type, int m, int k, int n, bool bias, bool accumulate,
+                         bool x_q8) {
     float *w;
     clinfer_buffer *wb = random_weight(type, m, k, &w);
     float *x = random_floats((size_t)n * k, -1, 1);
+    float *xr = malloc((size_t)n * k * sizeof *xr); /* x as the matmul reads it */
+    memcpy(xr, x, (size_t)n * k * sizeof *xr);
+    if (x_q8) {
+        int8_t *q = malloc((size_t)k);
+        float *d = malloc((size_t)k / CLINFER_Q8_ACT_BLOCK * sizeof *d);
+        for (size_t r = 0; r < (size_t)n; r++) {
+            clinfer_quantize_q8_act(x + r * k, (size_t)k, q, d);
+            for (size_t j = 0; j < (size_t)k; j++)
+                xr[r * k + j] = d[j / CLINFER_Q8_ACT_BLOCK] * q[j];
+        }
+        free(q);
+        free(d);
+    }
     float *bv = random_floats((size_t)m, -1, 1);
     float *y0 = random_floats((size_t)n * m, -1, 1); /* what accumulate adds to */
     float *y = malloc((size_t)n * m * sizeof *y);
@@ -99,7 +114,7 @@ static void check_matmul(clinfer_dtype type, int m, int k, int n, bool bias, boo
         for (int i = 0; i < m; i++) {
             double s = bias ? bv[i] : 0.0;
             for (int j = 0; j < k; j++)
-                s += (double)x[(size_t)r * k + j] * w[(size_t)i * k + j];
+                s += (double)xr[(size_t)r * k + j] * w[(size_t)i * k + j];
             want[(size_t)r * m + i] = (accumulate ? y0[(size_t)r * m + i] : 0.0) + s;
         }
     clinfer_buffer *xb = upload_f32(x, (size_t)n * k), *yb = upload_f32(y0, (size_t)n * m);
@@ -112,18 +127,20 @@ static void check_matmul(clinfer_dtype type, int m, int k, int n, bool bias, boo
                                 .m = m,
                                 .k = k,
                                 .n = n,
-                                .accumulate = accumulate}};
+                                .accumulate = accumulate,
+                                .x_q8 = x_q8}};
     EXPECT_OK(run(&op));
     download(yb, y, (size_t)n * m * sizeof *y);
     double e = nmse_d(y, want, (size_t)n * m);
-    EXPECT(e < 1e-11, "matmul %s m %d k %d n %d bias %d acc %d: nmse %.3g",
-           clinfer_dtype_name(type), m, k, n, bias, accumulate, e);
+    EXPECT(e < 1e-11, "matmul %s m %d k %d n %d bias %d acc %d x_q8 %d: nmse %.3g",
+           clinfer_dtype_name(type), m, k, n, bias, accumulate, x_q8, e);
     release(wb);
     release(xb);
     release(yb);
     release(bb);
     free(w);
     free(x);
+    free(xr);
     free(bv);
     free(y0);
     free(y);
@@ -136,10 +153,21 @@ static void test_matmul(void) {
         clinfer_dtype type = all_types[t];
         int kb = (int)clinfer_dtype_block_elems(type);
         int k_odd = kb == 1 ? 37 : 3 * kb; /* f32/f16 take any k */
-        check_matmul(type, 1, kb == 1 ? 1 : kb, 1, false, false);
-        check_matmul(type, 7, k_odd, 1, true, false);
-        check_matmul(type, 13, k_odd, 5, true, true);
-        check_matmul(type, 33, 2 * (kb == 1 ? 64 : kb), 3, false, true);
+        check_matmul(type, 1, kb == 1 ? 1 : kb, 1, false, false, false);
+        check_matmul(type, 7, k_odd, 1, true, false, false);
+        check_matmul(type, 13, k_odd, 5, true, true, false);
+        check_matmul(type, 33, 2 * (kb == 1 ? 64 : kb), 3, false, true, false);
+    }
+}
+
+/* 8-bit activations, for any k that is a multiple of 32 (x_q8 is legal on f32 weights too). */
+static void test_matmul_q8(void) {
+    rng_seed(11);
+    for (size_t t = 0; t < N_TYPES; t++) {
+        int kb = (int)clinfer_dtype_block_elems(all_types[t]);
+        int k = kb == 1 ? 3 * CLINFER_Q8_ACT_BLOCK : 3 * kb;
+        check_matmul(all_types[t], 7, k, 1, true, false, true);
+        check_matmul(all_types[t], 13, k, 5, true, true, true);
     }
 }
 
@@ -763,6 +791,17 @@ static void test_invalid(void) {
     expect_invalid(&op, "matmul n 0");
     op.matmul.n = -3;
     expect_invalid(&op, "matmul n negative");
+    /* 8-bit activations round blocks of 32: k = 20 works only without them */
+    clinfer_buffer *w20 = NULL;
+    EXPECT_OK(be->i->weight_create(be->ctx, CLINFER_DT_F32, 2, 20, wd, &w20));
+    clinfer_op q8 = {.kind = CLINFER_OP_MATMUL,
+                     .matmul = {.w = w20, .x = ref(b), .y = {b, 32}, .m = 2, .k = 20, .n = 1}};
+    EXPECT_OK(run(&q8));
+    q8.matmul.x_q8 = true;
+    expect_invalid(&q8, "matmul x_q8 with k 20");
+    EXPECT(strstr(clinfer_last_error(), "x_q8") && strstr(clinfer_last_error(), "32"),
+           "x_q8 with k 20: message '%s' names neither x_q8 nor 32", clinfer_last_error());
+    release(w20);
 
     int32_t ids[2] = {1, 4};
     clinfer_buffer *ib = upload(ids, sizeof ids);
@@ -875,6 +914,7 @@ int main(void) {
     EXPECT(!strcmp(be->i->name(be->ctx), "reference"), "name");
     EXPECT(be->i->api_version == CLINFER_BACKEND_API, "api version");
     test_matmul();
+    test_matmul_q8();
     test_embed();
     test_norms();
     test_rope();

@@ -1,7 +1,14 @@
-/* The real default model, SmolLM2-135M-Instruct (tools/fetch_model.sh): a fixed chat prompt's
- * greedy continuation of 32 tokens is the same on the OpenCL and reference backends and reads
- * as English words. The model comes from CLINFER_MODEL, else the places fetch_model.sh stores
- * it; exit 77 when it is absent or there is no OpenCL device. */
+/* The real default model, SmolLM2-135M-Instruct (tools/fetch_model.sh), on the OpenCL and
+ * reference backends:
+ *   - f32 activations: a fixed chat prompt's greedy continuation of 32 tokens is the same on
+ *     both and reads as English words;
+ *   - 8-bit activations (the default): each backend's continuation reads as English, and the
+ *     logits after the prompt agree across backends at least as well as either agrees with
+ *     f32 activations. Identical text is not expected here: rounding to 8 bits turns float
+ *     differences of an ulp upstream into whole rounding steps, which grow layer by layer (as
+ *     between llama.cpp's backends); a wrong kernel misses by orders of magnitude instead.
+ * The model comes from CLINFER_MODEL, else the places fetch_model.sh stores it; exit 77 when it
+ * is absent or there is no OpenCL device. */
 #include <ctype.h>
 #include <stdio.h>
 #include <string.h>
@@ -11,6 +18,7 @@
 
 #define MODEL_FILE "SmolLM2-135M-Instruct.Q4_1.gguf"
 #define N_PREDICT 32
+#define N_VOCAB 49152
 
 static bool find_model(char *path, size_t size) {
     const char *env = getenv("CLINFER_MODEL");
@@ -43,9 +51,10 @@ static bool collect(const char *text, size_t len, void *user) {
     return true;
 }
 
-/* Loads the model on one backend and generates greedily from the chat prompt. */
-static void generate(const char *path, clinfer_backend_kind kind, collected *out,
-                     clinfer_generate_stats *stats) {
+/* Loads the model on one backend and generates greedily from the chat prompt; logits (n_vocab
+ * floats, optional) receives those after the prompt. */
+static void generate(const char *path, clinfer_backend_kind kind, bool f32_act, collected *out,
+                     clinfer_generate_stats *stats, float *logits) {
     clinfer_model_params mp;
     clinfer_model_params_default(&mp);
     mp.backend = kind;
@@ -58,6 +67,7 @@ static void generate(const char *path, clinfer_backend_kind kind, collected *out
     clinfer_context_params cp;
     clinfer_context_params_default(&cp);
     cp.n_ctx = 512;
+    cp.f32_activations = f32_act;
 
     EXPECT_OK(clinfer_model_load(path, &mp, &m));
     if (!m) return;
@@ -66,6 +76,17 @@ static void generate(const char *path, clinfer_backend_kind kind, collected *out
         EXPECT_OK(clinfer_tokenize(m, prompt, strlen(prompt), clinfer_token_add_bos(m), true,
                                    tokens, 256, &n));
     EXPECT_OK(clinfer_context_create(m, &cp, &ctx));
+    if (ctx && n && logits) {
+        const float *l = NULL;
+        size_t n_vocab = 0;
+        EXPECT_OK(clinfer_eval(ctx, tokens, n));
+        EXPECT_OK(clinfer_get_logits(ctx, &l, &n_vocab));
+        if (l && n_vocab == N_VOCAB) memcpy(logits, l, N_VOCAB * sizeof *l);
+        EXPECT(n_vocab == N_VOCAB, "n_vocab %zu, expected %d", n_vocab, N_VOCAB);
+        clinfer_context_free(ctx);
+        ctx = NULL;
+        EXPECT_OK(clinfer_context_create(m, &cp, &ctx));
+    }
     if (ctx && n) EXPECT_OK(clinfer_generate(ctx, tokens, n, N_PREDICT, NULL, collect, out, stats));
     clinfer_context_free(ctx);
     clinfer_free(prompt);
@@ -105,22 +126,47 @@ int main(void) {
         printf("skipped: no OpenCL device (%s)\n", clinfer_last_error());
         return 77;
     }
-    collected ref = {0}, cl = {0};
-    clinfer_generate_stats ref_stats = {0}, cl_stats = {0};
-    generate(path, CLINFER_BACKEND_REFERENCE, &ref, &ref_stats);
-    generate(path, CLINFER_BACKEND_OPENCL, &cl, &cl_stats);
-    printf("reference (%zu tokens, %.1f tok/s decode): %.*s\n", ref_stats.n_generated,
-           ref_stats.decode_ms > 0 ? ref_stats.n_generated * 1e3 / ref_stats.decode_ms : 0.0,
-           (int)ref.len, ref.text);
-    printf("opencl    (%zu tokens, %.1f tok/s decode): %.*s\n", cl_stats.n_generated,
-           cl_stats.decode_ms > 0 ? cl_stats.n_generated * 1e3 / cl_stats.decode_ms : 0.0,
-           (int)cl.len, cl.text);
-    EXPECT(ref_stats.n_generated > 0, "the reference backend generated nothing");
-    EXPECT(cl_stats.n_generated == ref_stats.n_generated && cl.len == ref.len &&
-               !memcmp(cl.text, ref.text, ref.len),
-           "OpenCL and reference continuations differ");
-    int n_words = 0;
-    EXPECT(english_words(ref.text, ref.len, &n_words), "%d words, not mostly English words",
-           n_words);
+    static float logits[3][N_VOCAB]; /* reference f32, reference q8, OpenCL q8 */
+    for (int f32_act = 1; f32_act >= 0; f32_act--) {
+        const char *mode = f32_act ? "f32 activations" : "8-bit activations";
+        collected ref = {0}, cl = {0};
+        clinfer_generate_stats ref_stats = {0}, cl_stats = {0};
+        generate(path, CLINFER_BACKEND_REFERENCE, f32_act, &ref, &ref_stats,
+                 logits[f32_act ? 0 : 1]);
+        generate(path, CLINFER_BACKEND_OPENCL, f32_act, &cl, &cl_stats, f32_act ? NULL : logits[2]);
+        printf("%s\nreference (%zu tokens, %.1f tok/s decode): %.*s\n", mode, ref_stats.n_generated,
+               ref_stats.decode_ms > 0 ? ref_stats.n_generated * 1e3 / ref_stats.decode_ms : 0.0,
+               (int)ref.len, ref.text);
+        printf("opencl    (%zu tokens, %.1f tok/s decode): %.*s\n", cl_stats.n_generated,
+               cl_stats.decode_ms > 0 ? cl_stats.n_generated * 1e3 / cl_stats.decode_ms : 0.0,
+               (int)cl.len, cl.text);
+        EXPECT(ref_stats.n_generated > 0, "%s: the reference backend generated nothing", mode);
+        if (f32_act)
+            EXPECT(cl_stats.n_generated == ref_stats.n_generated && cl.len == ref.len &&
+                       !memcmp(cl.text, ref.text, ref.len),
+                   "%s: OpenCL and reference continuations differ", mode);
+        int n_words = 0;
+        EXPECT(english_words(ref.text, ref.len, &n_words),
+               "%s: reference: %d words, not mostly English words", mode, n_words);
+        EXPECT(english_words(cl.text, cl.len, &n_words),
+               "%s: OpenCL: %d words, not mostly English words", mode, n_words);
+    }
+    double across = nmse(logits[2], logits[1], N_VOCAB),
+           rounding = nmse(logits[1], logits[0], N_VOCAB);
+    int top[3];
+    for (int i = 0; i < 3; i++) {
+        top[i] = 0;
+        for (int v = 1; v < N_VOCAB; v++)
+            if (logits[i][v] > logits[i][top[i]]) top[i] = v;
+    }
+    printf("logits after the prompt: NMSE OpenCL q8 vs reference q8 %.3g, reference q8 vs f32 "
+           "%.3g; top token %d / %d / %d (ref f32, ref q8, OpenCL q8)\n",
+           across, rounding, top[0], top[1], top[2]);
+    EXPECT(across <= rounding,
+           "8-bit activations: the backends differ by NMSE %.3g, more than "
+           "8-bit rounding itself moves the reference (%.3g)",
+           across, rounding);
+    EXPECT(top[2] == top[1], "8-bit activations: top token %d on OpenCL, %d on the reference",
+           top[2], top[1]);
     return finish("test_smollm2");
 }

@@ -94,6 +94,9 @@ int cli_gen_option(int opt, const char *arg, cli_gen_opts *o) {
         return 1;
     case OPT_CTX:
         return cli_parse_long("--ctx", arg, 0, INT32_MAX, &o->n_ctx) ? 1 : -1;
+    case OPT_F32_ACT:
+        o->f32_act = true;
+        return 1;
     default:
         return 0;
     }
@@ -107,6 +110,7 @@ int cli_generator_open(const char *command, const cli_gen_opts *o, cli_generator
     clinfer_context_params cp;
     clinfer_context_params_default(&cp);
     cp.n_ctx = (uint32_t)o->n_ctx;
+    cp.f32_activations = o->f32_act;
     clinfer_status st = clinfer_context_create(g->model, &cp, &g->ctx);
     if (st != CLINFER_OK)
         return cli_error("%s: cannot create a context: %s (%s)", command, clinfer_last_error(),

@@ -29,6 +29,7 @@ enum {
     OPT_CTX,
     OPT_SYSTEM,
     OPT_PROFILE,
+    OPT_F32_ACT,
 };
 
 #define CLI_MODEL_OPTIONS                                                                          \
@@ -75,14 +76,15 @@ int cli_model_option(int opt, const char *arg, cli_model_opts *o);
 int cli_sampler_option(int opt, const char *arg, clinfer_sampler_params *p);
 
 /* The options of the commands that generate text (run, chat): the model and sampling options,
- * -n, --chat-template, --system and --ctx. Each such command lists CLI_GEN_OPTIONS in its
- * getopt_long table, CLI_GEN_SHORT in its optstring, and passes what it does not handle itself
+ * -n, --chat-template, --system, --ctx and --f32-act. Each such command lists CLI_GEN_OPTIONS in
+ * its getopt_long table, CLI_GEN_SHORT in its optstring, and passes what it does not handle itself
  * to cli_gen_option. */
 #define CLI_GEN_OPTIONS                                                                            \
     CLI_MODEL_OPTIONS, CLI_SAMPLER_OPTIONS, {"n-predict", required_argument, NULL, 'n'},           \
         {"chat-template", required_argument, NULL, OPT_CHAT_TEMPLATE},                             \
-        {"system", required_argument, NULL, OPT_SYSTEM}, {                                         \
-        "ctx", required_argument, NULL, OPT_CTX                                                    \
+        {"system", required_argument, NULL, OPT_SYSTEM},                                           \
+        {"ctx", required_argument, NULL, OPT_CTX}, {                                               \
+        "f32-act", no_argument, NULL, OPT_F32_ACT                                                  \
     }
 #define CLI_GEN_SHORT CLI_MODEL_SHORT "n:"
 
@@ -91,6 +93,7 @@ typedef struct {
     clinfer_sampler_params sampling;
     const char *chat_template, *system; /* NULL: the model's template / no system message */
     long n_predict, n_ctx;
+    bool f32_act; /* --f32-act: clinfer_context_params.f32_activations */
 } cli_gen_opts;
 
 void cli_gen_opts_init(cli_gen_opts *o, long n_predict);
@@ -143,6 +146,11 @@ double cli_now_ms(void);
     "      --profile        per-op profile on stderr (CLINFER_PROFILE=1); each op then waits\n"    \
     "                       for the device, so the speeds drop\n"
 int cli_enable_profile(const char *command);
+
+/* --f32-act (run, chat, bench): clinfer_context_params.f32_activations. */
+#define CLI_F32_ACT_HELP                                                                           \
+    "      --f32-act        matmuls over quantized weights take f32 activations instead of\n"      \
+    "                       8-bit ones: slower, closer to the exact product\n"
 
 /* Tokenizes text, special-token markers included (chat templates write them as text); first:
  * the text starts the sequence, so it gets BOS if the model's prompts start with one.

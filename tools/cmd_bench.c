@@ -29,15 +29,15 @@ static void usage(FILE *out) {
         "  -p, --n-prompt N     prompt tokens of the prefill test; 0 skips it (default 128)\n"
         "  -n, --n-gen N        tokens of the decode test; 0 skips it (default 64)\n"
         "  -r, --repetitions R  timed runs of each test (default 5)\n"
-        "      --json           one JSON object on stdout instead of the table\n" CLI_PROFILE_HELP
-            CLI_MODEL_HELP,
+        "      --json           one JSON object on stdout instead of the table\n" CLI_F32_ACT_HELP
+            CLI_PROFILE_HELP CLI_MODEL_HELP,
         TTFT_TOKENS);
 }
 
 typedef struct {
     cli_model_opts model;
     long n_prompt, n_gen, reps;
-    bool json, profile;
+    bool json, profile, f32_act;
 } bench_opts;
 
 static int bench_option(int opt, const char *arg, void *user) {
@@ -57,6 +57,9 @@ static int bench_option(int opt, const char *arg, void *user) {
     case OPT_PROFILE:
         o->profile = true;
         return cli_enable_profile("bench") ? -1 : 1;
+    case OPT_F32_ACT:
+        o->f32_act = true;
+        return 1;
     default:
         return 0;
     }
@@ -70,6 +73,7 @@ static int parse(int argc, char **argv, bench_opts *o) {
                                             {"repetitions", required_argument, NULL, 'r'},
                                             {"json", no_argument, NULL, OPT_JSON},
                                             {"profile", no_argument, NULL, OPT_PROFILE},
+                                            {"f32-act", no_argument, NULL, OPT_F32_ACT},
                                             {NULL, 0, NULL, 0}};
     int rc = cli_parse_options("bench", argc, argv, ":" CLI_MODEL_SHORT "p:n:r:", options,
                                bench_option, o, usage);
@@ -146,6 +150,7 @@ static int first_token(const bench_opts *o, uint32_t n_ctx, clinfer_model **mode
     clinfer_context_params_default(&cp);
     cp.n_ctx = n_ctx;
     cp.n_batch = n_ctx;
+    cp.f32_activations = o->f32_act;
     clinfer_status st = clinfer_model_get_info(*model, info);
     if (st == CLINFER_OK) st = clinfer_context_create(*model, &cp, ctx);
     if (st != CLINFER_OK)
@@ -179,6 +184,11 @@ static const char *model_label(const bench_opts *o, const clinfer_model_info *in
     return slash ? slash + 1 : o->model.path;
 }
 
+/* What matmuls over quantized weights read x as; F16/F32 weights always take f32. */
+static const char *activations(const bench_opts *o) {
+    return o->f32_act ? "f32" : "q8";
+}
+
 static int print_json(const bench_opts *o, const clinfer_model_info *info,
                       const bench_result *tests, size_t n_tests, double ttft_ms) {
     cJSON *root = cJSON_CreateObject();
@@ -187,6 +197,7 @@ static int print_json(const bench_opts *o, const clinfer_model_info *info,
     cJSON_AddNumberToObject(root, "size_bytes", (double)info->weight_bytes);
     cJSON_AddNumberToObject(root, "n_params", (double)info->n_params);
     cJSON_AddStringToObject(root, "backend", info->backend);
+    cJSON_AddStringToObject(root, "activations", activations(o));
     cJSON_AddNumberToObject(root, "repetitions", (double)o->reps);
     cJSON *arr = cJSON_AddArrayToObject(root, "tests");
     for (size_t i = 0; i < n_tests; i++) {
@@ -230,6 +241,8 @@ static void print_table(const bench_opts *o, const clinfer_model_info *info,
                params, backend, test, tps);
     }
     printf("\ndevice: %s\n", info->backend);
+    printf("activations of matmuls over quantized weights: %s%s\n", activations(o),
+           o->f32_act ? " (--f32-act)" : " (8 bits per block of 32; --f32-act for f32)");
     printf("time to first token (%d-token prompt, model load included): %.0f ms\n", TTFT_TOKENS,
            ttft_ms);
     printf("peak resident memory: %.1f MiB\n", peak_rss_mib());

@@ -41,13 +41,14 @@ static int cmp_double(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-/* Times op on be (see the banner). Returns 0, or prints the error and returns 1. */
-static int time_op(clinfer_backend *be, const clinfer_op *op, timing *t) {
+/* Times ops[0], ops[1], ... in turn on be (see the banner). Returns 0, or prints the error and
+ * returns 1. */
+static int time_ops(clinfer_backend *be, const clinfer_op *ops, int n_ops, timing *t) {
     double samples[SAMPLES], once = 0;
     clinfer_status st = CLINFER_OK;
     for (int i = 0; i < WARMUPS && st == CLINFER_OK; i++) {
         double t0 = cli_now_ms();
-        st = be->i->op(be->ctx, op);
+        st = be->i->op(be->ctx, &ops[i % n_ops]);
         if (st == CLINFER_OK) st = be->i->sync(be->ctx);
         once = cli_now_ms() - t0;
     }
@@ -56,7 +57,7 @@ static int time_op(clinfer_backend *be, const clinfer_op *op, timing *t) {
     for (int s = 0; s < SAMPLES && st == CLINFER_OK; s++) {
         double t0 = cli_now_ms();
         for (int r = 0; r < reps && st == CLINFER_OK; r++)
-            st = be->i->op(be->ctx, op);
+            st = be->i->op(be->ctx, &ops[r % n_ops]);
         if (st == CLINFER_OK) st = be->i->sync(be->ctx);
         samples[s] = (cli_now_ms() - t0) / reps;
     }
@@ -185,23 +186,29 @@ static int make_buffer(clinfer_backend *be, size_t floats, clinfer_buffer **out)
     return 0;
 }
 
-/* Times y[n][m] = x[n][k] . W^T on be; *weight_bytes receives the weight's size as stored. */
-static int bench_matmul(clinfer_backend *be, clinfer_dtype type, int m, int k, int n, timing *t,
-                        double *weight_bytes) {
+/* Times y[n][m] = x[n][k] . W^T on be; *weight_bytes receives the weight's size as stored.
+ * x_q8: x rounded to 8 bits first; two x alternate, so every op pays for its rounding (a device
+ * may keep the rounded x for the next matmul over the same x). */
+static int bench_matmul(clinfer_backend *be, clinfer_dtype type, int m, int k, int n, bool x_q8,
+                        timing *t, double *weight_bytes) {
     clinfer_buffer *w = NULL, *x = NULL, *y = NULL;
     int rc = make_weight(be, type, m, k, &w);
     if (!rc) *weight_bytes = (double)w->bytes;
-    if (!rc) rc = make_buffer(be, (size_t)n * k, &x);
+    if (!rc) rc = make_buffer(be, 2 * (size_t)n * k, &x);
     if (!rc) rc = make_buffer(be, (size_t)n * m, &y);
     if (!rc) {
-        clinfer_op op = {.kind = CLINFER_OP_MATMUL};
-        op.matmul.w = w;
-        op.matmul.x = (clinfer_ref){x, 0};
-        op.matmul.y = (clinfer_ref){y, 0};
-        op.matmul.m = m;
-        op.matmul.k = k;
-        op.matmul.n = n;
-        rc = time_op(be, &op, t);
+        clinfer_op ops[2];
+        for (int i = 0; i < 2; i++) {
+            ops[i] = (clinfer_op){.kind = CLINFER_OP_MATMUL};
+            ops[i].matmul.w = w;
+            ops[i].matmul.x = (clinfer_ref){x, (size_t)i * n * k};
+            ops[i].matmul.y = (clinfer_ref){y, 0};
+            ops[i].matmul.m = m;
+            ops[i].matmul.k = k;
+            ops[i].matmul.n = n;
+            ops[i].matmul.x_q8 = x_q8;
+        }
+        rc = time_ops(be, ops, x_q8 ? 2 : 1, t);
     }
     be->i->buffer_free(be->ctx, w);
     be->i->buffer_free(be->ctx, x);
@@ -278,38 +285,43 @@ int cmd_bench_ops(int argc, char **argv) {
     cJSON_AddNumberToObject(r, "fma_gflops", roof.fma_gflops);
     if (!json)
         printf("roofline: read %.1f GB/s, f32 FMA %.1f GFLOP/s\n\n"
-               "matvec (n = 1)\n%-5s %13s %10s %10s %8s %7s\n",
-               roof.read_gbps, roof.fma_gflops, "type", "m x k", "min ms", "median ms", "GB/s",
+               "matvec (n = 1; x: f32 activations, or q8 rounded to 8 bits first)\n"
+               "%-5s %-3s %13s %10s %10s %8s %7s\n",
+               roof.read_gbps, roof.fma_gflops, "type", "x", "m x k", "min ms", "median ms", "GB/s",
                "% bw");
 
     mv = cJSON_AddArrayToObject(root, "matvec");
     for (size_t t = 0; t < sizeof bench_types / sizeof bench_types[0]; t++)
-        for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
-            clinfer_dtype type = bench_types[t];
-            int m = shapes[s][0], k = shapes[s][1];
-            if (k % (int)clinfer_dtype_block_elems(type) ||
-                (only && strcasecmp(only, clinfer_dtype_name(type))))
-                continue;
-            timing tm;
-            double weight_bytes = 0;
-            if ((rc = bench_matmul(be, type, m, k, 1, &tm, &weight_bytes))) goto done;
-            double bytes = weight_bytes + 4.0 * k;
-            double gbps = bytes / (tm.min_ms * 1e6), pct = 100 * gbps / roof.read_gbps;
-            cJSON *o = cJSON_CreateObject();
-            cJSON_AddItemToArray(mv, o);
-            cJSON_AddStringToObject(o, "type", clinfer_dtype_name(type));
-            cJSON_AddNumberToObject(o, "m", m);
-            cJSON_AddNumberToObject(o, "k", k);
-            cJSON_AddNumberToObject(o, "min_ms", tm.min_ms);
-            cJSON_AddNumberToObject(o, "median_ms", tm.median_ms);
-            cJSON_AddNumberToObject(o, "gbps", gbps);
-            cJSON_AddNumberToObject(o, "pct_bandwidth", pct);
-            if (!json) {
-                printf("%-5s %6d x %-5d %10.4f %10.4f %8.1f %6.1f%%\n", clinfer_dtype_name(type), m,
-                       k, tm.min_ms, tm.median_ms, gbps, pct);
-                fflush(stdout);
+        for (int q8 = 0; q8 < 2; q8++)
+            for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+                clinfer_dtype type = bench_types[t];
+                int m = shapes[s][0], k = shapes[s][1];
+                if (k % (int)clinfer_dtype_block_elems(type) ||
+                    (only && strcasecmp(only, clinfer_dtype_name(type))) ||
+                    (q8 && clinfer_dtype_block_elems(type) == 1))
+                    continue;
+                timing tm;
+                double weight_bytes = 0;
+                if ((rc = bench_matmul(be, type, m, k, 1, q8, &tm, &weight_bytes))) goto done;
+                double bytes = weight_bytes + 4.0 * k;
+                double gbps = bytes / (tm.min_ms * 1e6), pct = 100 * gbps / roof.read_gbps;
+                cJSON *o = cJSON_CreateObject();
+                cJSON_AddItemToArray(mv, o);
+                cJSON_AddStringToObject(o, "type", clinfer_dtype_name(type));
+                cJSON_AddNumberToObject(o, "m", m);
+                cJSON_AddNumberToObject(o, "k", k);
+                cJSON_AddBoolToObject(o, "x_q8", q8);
+                cJSON_AddNumberToObject(o, "min_ms", tm.min_ms);
+                cJSON_AddNumberToObject(o, "median_ms", tm.median_ms);
+                cJSON_AddNumberToObject(o, "gbps", gbps);
+                cJSON_AddNumberToObject(o, "pct_bandwidth", pct);
+                if (!json) {
+                    printf("%-5s %-3s %6d x %-5d %10.4f %10.4f %8.1f %6.1f%%\n",
+                           clinfer_dtype_name(type), q8 ? "q8" : "f32", m, k, tm.min_ms,
+                           tm.median_ms, gbps, pct);
+                    fflush(stdout);
+                }
             }
-        }
 
     /* CLBlast's side of the f32 GEMM runs on a second context that routes f32 GEMM to it. */
     setenv("CLINFER_CLBLAST", "1", 1);
@@ -333,7 +345,7 @@ int cmd_bench_ops(int argc, char **argv) {
             if (side && (type != CLINFER_DT_F32 || !blas)) continue;
             timing tm;
             double weight_bytes = 0;
-            if ((rc = bench_matmul(on, type, gemm_m, gemm_k, gemm_n, &tm, &weight_bytes)))
+            if ((rc = bench_matmul(on, type, gemm_m, gemm_k, gemm_n, false, &tm, &weight_bytes)))
                 goto done;
             double gflops = 2.0 * gemm_m * gemm_n * gemm_k / (tm.min_ms * 1e6);
             const char *kernel = side ? "clblast" : "clinfer";

@@ -18,8 +18,8 @@ static void usage(FILE *out) {
             "      --system TEXT    a system message that opens the conversation\n"
             "      --chat-template NAME  chatml, llama3, llama2 or gemma instead of the\n"
             "                       model's template\n"
-            "      --ctx N          context length; 0 is the model's (default 0)\n" CLI_MODEL_HELP
-                CLI_SAMPLER_HELP);
+            "      --ctx N          context length; 0 is the model's (default 0)\n" CLI_F32_ACT_HELP
+                CLI_MODEL_HELP CLI_SAMPLER_HELP);
 }
 
 typedef struct {

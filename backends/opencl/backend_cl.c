@@ -171,8 +171,8 @@ cleanup:
 }
 
 static void cl_buffer_free(void *ctx, clinfer_buffer *buf) {
-    (void)ctx;
     if (!buf) return;
+    cl_matmul_forget(ctx); /* a new buffer may reuse the handle */
     if (buf->weight) cl_weight_free(buf->weight);
     if (buf->mem) clReleaseMemObject(buf->mem);
     free(buf);
@@ -198,6 +198,7 @@ static clinfer_status cl_buffer_write(void *ctx, clinfer_buffer *buf, size_t off
     clinfer_status st = check_alive(b);
     if (st == CLINFER_OK) st = check_transfer("buffer write", buf, offset, bytes, src);
     if (st != CLINFER_OK || bytes == 0) return st;
+    cl_matmul_forget(b);
     return cl_check(
         b, clEnqueueWriteBuffer(b->queue, buf->mem, CL_TRUE, offset, bytes, src, 0, NULL, NULL),
         "clEnqueueWriteBuffer(%zu bytes at %zu)", bytes, offset);
@@ -664,6 +665,7 @@ static clinfer_status cl_op(void *ctx, const clinfer_op *op) {
     clinfer_status st = check_alive(b);
     if (st != CLINFER_OK) return st;
     if (!op) return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "OpenCL: NULL op");
+    if (op->kind != CLINFER_OP_MATMUL) cl_matmul_forget(b); /* it may write a matmul's x */
     switch (op->kind) {
     case CLINFER_OP_MATMUL:
         st = cl_matmul(b, op);

@@ -45,6 +45,9 @@ clinfer_status cl_weight_create(cl_backend_ctx *b, clinfer_dtype type, int m, in
                                 const void *data, clinfer_buffer **out);
 void cl_weight_free(struct cl_weight *w);
 clinfer_status cl_matmul(cl_backend_ctx *b, const clinfer_op *op);
+/* Drops the 8-bit activations kept for the next matmul over the same x: call before anything
+ * that may write or free a buffer other than through a matmul. */
+void cl_matmul_forget(cl_backend_ctx *b);
 clinfer_status cl_embed(cl_backend_ctx *b, const clinfer_op *op);
 /* 1 when f32 GEMM goes through CLBlast on this context (for bench-ops' side-by-side). */
 int cl_matmul_clblast(const cl_backend_ctx *b);

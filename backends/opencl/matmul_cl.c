@@ -88,7 +88,23 @@ static const type_layout layouts[N_TYPES] = {
 typedef struct {
     cl_program program; /* matvec.cl built for one weight type; NULL until first used */
     cl_kernel matvec, matvec_n, dequant; /* matvec_n: cpu-rows only, 2 .. MATVEC_MAX_N columns */
+    cl_kernel matvec_q8; /* integer dots on 8-bit x; NULL where the program has none */
 } type_kernels;
+
+/* A device buffer that only grows. */
+typedef struct {
+    cl_mem mem;
+    size_t bytes;
+} scratch;
+
+/* The 8-bit activations of the last x_q8 matmul (quantize.cl): q (char), d (float2 per block)
+ * and, for kernels that take f32, f = d * q. Consecutive matmuls over the same x (q, k and v;
+ * gate and up) reuse them; any other op may have written x, so cl_matmul_forget drops them. */
+typedef struct {
+    scratch q, d, f;
+    cl_mem x; /* what they were made from; NULL: nothing valid */
+    int x_off, k, n, has_f;
+} act_q8;
 
 struct cl_matmul_state {
     int cpu;      /* cpu-rows kernels; else the work-group kernels of the GPU paths */
@@ -97,8 +113,10 @@ struct cl_matmul_state {
     type_kernels types[N_TYPES];
     cl_program gemm_program;
     cl_kernel gemm, bias_fill;
-    cl_mem stage;
-    size_t stage_bytes;
+    scratch stage;
+    cl_program quantize_program;
+    cl_kernel quantize;
+    act_q8 act;
     int use_clblast; /* f32 GEMM through CLBlast (tuning table: GPUs only) */
 };
 
@@ -182,13 +200,20 @@ static clinfer_status build_type(cl_backend_ctx *b, const type_layout *l) {
         t->matvec_n = clCreateKernel(t->program, "matvec_rows_n", &err);
     if (st == CLINFER_OK && err == CL_SUCCESS)
         t->dequant = clCreateKernel(t->program, "dequant_rows", &err);
+    if (st == CLINFER_OK && err == CL_SUCCESS && b->mm->cpu) {
+        /* present only where matvec.cl compiled its AVX2 integer path */
+        cl_int q8_err;
+        t->matvec_q8 = clCreateKernel(t->program, "matvec_q8", &q8_err);
+    }
     if (st == CLINFER_OK) st = cl_error(err, "clCreateKernel(matvec.cl)");
     if (st != CLINFER_OK) { /* leave nothing half-built: the next call tries again */
         clinfer_error_prefix("building matvec.cl for %s", clinfer_dtype_name(l->type));
         if (t->matvec) clReleaseKernel(t->matvec);
         if (t->matvec_n) clReleaseKernel(t->matvec_n);
+        if (t->dequant) clReleaseKernel(t->dequant);
+        if (t->matvec_q8) clReleaseKernel(t->matvec_q8);
         if (t->program) clReleaseProgram(t->program);
-        *t = (type_kernels){NULL, NULL, NULL, NULL};
+        *t = (type_kernels){0};
     }
     return st;
 }
@@ -217,6 +242,10 @@ clinfer_status cl_matmul_init(cl_backend_ctx *b) {
     CHECK(cl_error(err, "clCreateKernel(gemm)"));
     s->bias_fill = clCreateKernel(s->gemm_program, "bias_fill", &err);
     CHECK(cl_error(err, "clCreateKernel(bias_fill)"));
+    CHECK(cl_program_build(b->context, b->device, &b->info, "quantize.cl",
+                           "-cl-fp32-correctly-rounded-divide-sqrt", &s->quantize_program));
+    s->quantize = clCreateKernel(s->quantize_program, "quantize_q8_act", &err);
+    CHECK(cl_error(err, "clCreateKernel(quantize_q8_act)"));
     /* matvec.cl for f32 now, so a device that cannot build it fails at context creation. */
     CHECK(build_type(b, layout_of(CLINFER_DT_F32)));
 cleanup:
@@ -234,12 +263,17 @@ void cl_matmul_free(cl_backend_ctx *b) {
         if (s->types[i].matvec) clReleaseKernel(s->types[i].matvec);
         if (s->types[i].matvec_n) clReleaseKernel(s->types[i].matvec_n);
         if (s->types[i].dequant) clReleaseKernel(s->types[i].dequant);
+        if (s->types[i].matvec_q8) clReleaseKernel(s->types[i].matvec_q8);
         if (s->types[i].program) clReleaseProgram(s->types[i].program);
     }
+    scratch *bufs[] = {&s->stage, &s->act.q, &s->act.d, &s->act.f};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
+        if (bufs[i]->mem) clReleaseMemObject(bufs[i]->mem);
+    if (s->quantize) clReleaseKernel(s->quantize);
+    if (s->quantize_program) clReleaseProgram(s->quantize_program);
     if (s->gemm) clReleaseKernel(s->gemm);
     if (s->bias_fill) clReleaseKernel(s->bias_fill);
     if (s->gemm_program) clReleaseProgram(s->gemm_program);
-    if (s->stage) clReleaseMemObject(s->stage);
     free(s);
     b->mm = NULL;
 }
@@ -489,15 +523,66 @@ static clinfer_status run_gemm(cl_backend_ctx *b, cl_mem w, int w_off, int rows,
     return launch(b, s->gemm, "gemm", args, sizeof args / sizeof args[0], global, local);
 }
 
-static clinfer_status ensure_stage(cl_backend_ctx *b, size_t bytes) {
-    struct cl_matmul_state *s = b->mm;
-    if (s->stage_bytes >= bytes) return CLINFER_OK;
-    if (s->stage) clReleaseMemObject(s->stage);
-    s->stage = NULL;
-    s->stage_bytes = 0;
-    clinfer_status st = create_buffer(b, CL_MEM_READ_WRITE, bytes, NULL, &s->stage);
-    if (st == CLINFER_OK) s->stage_bytes = bytes;
+/* Kernels still queued on a released buffer keep it alive until they finish. */
+static clinfer_status ensure_scratch(cl_backend_ctx *b, scratch *sc, size_t bytes) {
+    if (sc->bytes >= bytes) return CLINFER_OK;
+    if (sc->mem) clReleaseMemObject(sc->mem);
+    sc->mem = NULL;
+    sc->bytes = 0;
+    clinfer_status st = create_buffer(b, CL_MEM_READ_WRITE, bytes, NULL, &sc->mem);
+    if (st == CLINFER_OK) sc->bytes = bytes;
     return st;
+}
+
+void cl_matmul_forget(cl_backend_ctx *b) {
+    if (b->mm) b->mm->act.x = NULL;
+}
+
+/* Rounds the op's x to 8 bits (quantize.cl) unless the last x_q8 matmul left it so; with want_f
+ * the f32 form d * q too. */
+static clinfer_status quantize_x(cl_backend_ctx *b, const clinfer_op *op, int want_f) {
+    act_q8 *act = &b->mm->act;
+    int k = op->matmul.k, n = op->matmul.n, x_off = (int)op->matmul.x.offset;
+    cl_mem x = op->matmul.x.buf->mem;
+    if (act->x == x && act->x_off == x_off && act->k == k && act->n == n && (act->has_f || !want_f))
+        return CLINFER_OK;
+    clinfer_status st = CLINFER_OK;
+    act->x = NULL;
+    size_t count = (size_t)n * k, blocks = count / CLINFER_Q8_ACT_BLOCK;
+    CHECK(ensure_scratch(b, &act->q, count));
+    CHECK(ensure_scratch(b, &act->d, blocks * 2 * sizeof(float)));
+    if (want_f) CHECK(ensure_scratch(b, &act->f, count * sizeof(float)));
+    cl_mem f = want_f ? act->f.mem : act->q.mem; /* never written without want_f */
+    size_t global[2] = {(size_t)k / CLINFER_Q8_ACT_BLOCK, (size_t)n};
+    karg args[] = {
+        {sizeof(cl_mem), &x},          {sizeof(int), &x_off},         {sizeof(int), &k},
+        {sizeof(cl_mem), &act->q.mem}, {sizeof(cl_mem), &act->d.mem}, {sizeof(cl_mem), &f},
+        {sizeof(int), &want_f}};
+    CHECK(launch(b, b->mm->quantize, "quantize_q8_act", args, sizeof args / sizeof args[0], global,
+                 NULL));
+    *act = (act_q8){act->q, act->d, act->f, x, x_off, k, n, want_f};
+cleanup:
+    return st;
+}
+
+static clinfer_status run_matvec_q8(cl_backend_ctx *b, const type_kernels *t, const weight_part *p,
+                                    const mm_args *a) {
+    int rows = p->rows;
+    cl_mem ws = p->s;
+    karg args[] = {{sizeof(cl_mem), &p->q},
+                   {sizeof(cl_mem), &ws},
+                   {sizeof(int), &a->k},
+                   {sizeof(int), &rows},
+                   {sizeof(cl_mem), &b->mm->act.q.mem},
+                   {sizeof(cl_mem), &b->mm->act.d.mem},
+                   {sizeof(cl_mem), &a->y},
+                   {sizeof(int), &a->y_off},
+                   {sizeof(int), &a->ldy},
+                   {sizeof(cl_mem), &a->bias},
+                   {sizeof(int), &a->bias_off},
+                   {sizeof(int), &a->flags}};
+    size_t global[2] = {round_up((size_t)rows, CPU_LOCAL), (size_t)a->n}, local[2] = {CPU_LOCAL, 1};
+    return launch(b, t->matvec_q8, "matvec_q8", args, sizeof args / sizeof args[0], global, local);
 }
 
 /* Dequantizes rows [first, first + count) of part p (weight-global numbering) into out. */
@@ -527,6 +612,16 @@ clinfer_status cl_matmul(cl_backend_ctx *b, const clinfer_op *op) {
     if (has_bias) CHECK(check_operand("matmul", "bias", op->matmul.bias, (size_t)m, sizeof(float)));
     const struct cl_weight *w = op->matmul.w->weight;
     const type_layout *l = w->layout;
+    const type_kernels *t = &b->mm->types[l - layouts];
+    int q8_kernel = 0;
+    if (op->matmul.x_q8) {
+        if (k % CLINFER_Q8_ACT_BLOCK)
+            CHECK(clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
+                               "OpenCL matmul: 8-bit activations need k %% %d == 0, k is %d",
+                               CLINFER_Q8_ACT_BLOCK, k));
+        q8_kernel = t->matvec_q8 && n <= MATVEC_MAX_N;
+        CHECK(quantize_x(b, op, !q8_kernel));
+    }
     mm_args a = {
         .x = op->matmul.x.buf->mem,
         .y = op->matmul.y.buf->mem,
@@ -537,29 +632,36 @@ clinfer_status cl_matmul(cl_backend_ctx *b, const clinfer_op *op) {
         .ldy = m,
         .flags = (op->matmul.accumulate ? F_ACCUMULATE : 0) | (has_bias ? F_BIAS : 0),
     };
+    if (op->matmul.x_q8 && !q8_kernel) { /* the f32 kernels read x as d * q */
+        a.x = b->mm->act.f.mem;
+        a.x_off = 0;
+    }
     for (int i = 0; i < w->n_parts; i++) {
         const weight_part *p = &w->parts[i];
         a.y_off = (int)op->matmul.y.offset + p->row0;
         a.bias_off = (has_bias ? (int)op->matmul.bias.offset : 0) + p->row0;
-        if (n <= MATVEC_MAX_N) {
-            CHECK(run_matvec(b, &b->mm->types[l - layouts], p, &a));
+        if (q8_kernel) {
+            CHECK(run_matvec_q8(b, t, p, &a));
+        } else if (n <= MATVEC_MAX_N) {
+            CHECK(run_matvec(b, t, p, &a));
         } else if (l->type == CLINFER_DT_F32) {
             CHECK(run_gemm(b, p->q, 0, p->rows, &a));
         } else {
             uint64_t stage = alloc_limit(b) < STAGE_BYTES ? alloc_limit(b) : STAGE_BYTES;
             int chunk = (int)(stage / ((uint64_t)k * sizeof(float)));
             chunk = chunk < 1 ? 1 : chunk < p->rows ? chunk : p->rows;
-            CHECK(ensure_stage(b, (size_t)chunk * k * sizeof(float)));
+            CHECK(ensure_scratch(b, &b->mm->stage, (size_t)chunk * k * sizeof(float)));
             int part_y = a.y_off, part_bias = a.bias_off;
             for (int r = 0; r < p->rows; r += chunk) {
                 int count = p->rows - r < chunk ? p->rows - r : chunk;
-                CHECK(run_dequant(b, w, p, NULL, 0, 0, p->row0 + r, count, b->mm->stage, 0));
+                CHECK(run_dequant(b, w, p, NULL, 0, 0, p->row0 + r, count, b->mm->stage.mem, 0));
                 a.y_off = part_y + r;
                 a.bias_off = part_bias + r;
-                CHECK(run_gemm(b, b->mm->stage, 0, count, &a));
+                CHECK(run_gemm(b, b->mm->stage.mem, 0, count, &a));
             }
         }
     }
+    if (op->matmul.y.buf->mem == b->mm->act.x) cl_matmul_forget(b); /* x may be overwritten */
 cleanup:
     return st;
 }

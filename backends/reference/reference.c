@@ -196,7 +196,16 @@ static clinfer_status op_matmul(ref_ctx *c, const clinfer_op *o) {
     CHECK(operand(op, "y", o->matmul.y, ny, sizeof(float), false, &y));
     CHECK(operand(op, "bias", o->matmul.bias, nb, sizeof(float), true, &bias));
     CHECK(disjoint(op, o->matmul.x, nx, o->matmul.y, ny));
-    CHECK(scratch_reserve(c, (size_t)o->matmul.k));
+    if (o->matmul.x_q8 && o->matmul.k % CLINFER_Q8_ACT_BLOCK != 0)
+        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
+                            "reference matmul: x_q8 needs k a multiple of %d, k is %d",
+                            CLINFER_Q8_ACT_BLOCK, o->matmul.k);
+    /* scratch: a weight row of k floats, then with x_q8 the rounded copy of x */
+    CHECK(scratch_reserve(c, (size_t)o->matmul.k + (o->matmul.x_q8 ? nx : 0)));
+    if (o->matmul.x_q8) {
+        ref_round_q8(x, c->scratch + o->matmul.k, nx);
+        x = c->scratch + o->matmul.k;
+    }
     ref_matmul(o->matmul.w, x, y, bias, o->matmul.n, o->matmul.accumulate, c->scratch);
 cleanup:
     return st;
