@@ -112,6 +112,13 @@ typedef struct clinfer_op {
     };
 } clinfer_op;
 
+/* The kernel time of one op as the device measured it (timing_collect). */
+typedef struct {
+    double ms;         /* summed END - START of its launches */
+    double start, end; /* ms since the backend's first timed launch: its first START, last END */
+    uint32_t launches; /* kernels it enqueued (0: none, e.g. an empty op) */
+} clinfer_op_timing;
+
 typedef struct clinfer_backend_i {
     int api_version; /* CLINFER_BACKEND_API */
     const char *(*name)(void *ctx);
@@ -131,6 +138,14 @@ typedef struct clinfer_backend_i {
     clinfer_status (*op)(void *ctx, const clinfer_op *op);
     clinfer_status (*sync)(void *ctx);
     void (*destroy)(void *ctx);
+    /* Optional (NULL: the backend cannot time its kernels), for the profiler, which otherwise
+     * has to wait for the device after each op. timing_mark tags the launches of the ops
+     * enqueued after it with op_index, starting a recording if none is open; false where this
+     * instance cannot time (nothing recorded). timing_collect waits for the device, fills
+     * ops[0, n_ops) from the recorded launches (those tagged >= n_ops are dropped) and ends the
+     * recording; call it after a failed op too. */
+    bool (*timing_mark)(void *ctx, size_t op_index);
+    clinfer_status (*timing_collect)(void *ctx, clinfer_op_timing *ops, size_t n_ops);
 } clinfer_backend_i;
 
 #define CLINFER_BACKEND_API 1

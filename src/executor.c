@@ -293,41 +293,74 @@ double exec_now_ms(void) {
     return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
+/* Step i's op at position pos0. */
+static clinfer_op step_op(const exec_plan *p, size_t i, int pos0) {
+    clinfer_op op = p->steps[i].op;
+    size_t shift = (size_t)pos0 * p->steps[i].pos_stride;
+    switch (op.kind) {
+    case CLINFER_OP_ROPE:
+        op.rope.pos0 = pos0;
+        op.rope.k_dst.offset += shift;
+        op.rope.v_dst.offset += shift;
+        break;
+    case CLINFER_OP_ATTENTION:
+        op.attention.pos0 = pos0;
+        break;
+    case CLINFER_OP_STORE:
+        op.store.dst.offset += shift;
+        break;
+    case CLINFER_OP_EMBED:
+        op.embed.ids.offset += shift;
+        break;
+    default:
+        break;
+    }
+    return op;
+}
+
+/* The end of a walk whose kernels the backend timed: one wait, then every op's kernel times;
+ * st is the walk's status. */
+static clinfer_status collect_timings(const clinfer_backend *be, const exec_plan *p, int pos0,
+                                      size_t end, exec_profile *profile, clinfer_status st) {
+    if (st != CLINFER_OK) { /* end the recording, keeping the walk's error as the one reported */
+        char error[1024];
+        snprintf(error, sizeof error, "%s", clinfer_last_error());
+        be->i->timing_collect(be->ctx, profile->timing, 0);
+        return clinfer_fail(st, "%s", error);
+    }
+    if ((st = be->i->timing_collect(be->ctx, profile->timing, end)) != CLINFER_OK) return st;
+    exec_profile_walk_end(profile, true);
+    for (size_t i = 0; i < end; i++) {
+        clinfer_op op = step_op(p, i, pos0);
+        exec_profile_device_op(profile, &op, p->steps[i].w_type, &profile->timing[i]);
+    }
+    return CLINFER_OK;
+}
+
 clinfer_status exec_plan_run(const clinfer_model *m, const exec_plan *p, int pos0, bool with_logits,
                              exec_profile *profile) {
     const clinfer_backend *be = m->backend;
     size_t end = with_logits ? p->n_steps : p->n_body;
     clinfer_status st = CLINFER_OK;
-    if (profile) exec_profile_walk(profile, p->n);
+    /* A backend that times its kernels runs the walk as unprofiled; else each op is waited for. */
+    bool timed = false;
+    if (profile) {
+        st = exec_profile_walk(profile, p->n, end);
+        timed = st == CLINFER_OK && be->i->timing_mark && be->i->timing_mark(be->ctx, 0);
+    }
     for (size_t i = 0; i < end && st == CLINFER_OK; i++) {
-        clinfer_op op = p->steps[i].op;
-        size_t shift = (size_t)pos0 * p->steps[i].pos_stride;
-        switch (op.kind) {
-        case CLINFER_OP_ROPE:
-            op.rope.pos0 = pos0;
-            op.rope.k_dst.offset += shift;
-            op.rope.v_dst.offset += shift;
-            break;
-        case CLINFER_OP_ATTENTION:
-            op.attention.pos0 = pos0;
-            break;
-        case CLINFER_OP_STORE:
-            op.store.dst.offset += shift;
-            break;
-        case CLINFER_OP_EMBED:
-            op.embed.ids.offset += shift;
-            break;
-        default:
-            break;
-        }
+        clinfer_op op = step_op(p, i, pos0);
+        if (timed) be->i->timing_mark(be->ctx, i);
         double t0 = profile ? exec_now_ms() : 0;
         st = be->i->op(be->ctx, &op);
-        if (st == CLINFER_OK && profile && (st = be->i->sync(be->ctx)) == CLINFER_OK)
+        if (st == CLINFER_OK && profile && !timed && (st = be->i->sync(be->ctx)) == CLINFER_OK)
             exec_profile_op(profile, &op, p->steps[i].w_type, t0, exec_now_ms());
         if (st != CLINFER_OK)
             clinfer_error_prefix("executor: op %zu of %zu (kind %d, n %d, pos0 %d)", i, end,
                                  (int)op.kind, p->n, pos0);
     }
+    if (timed) return collect_timings(be, p, pos0, end, profile, st);
+    if (profile && st == CLINFER_OK) exec_profile_walk_end(profile, false);
     return st;
 }
 

@@ -113,44 +113,96 @@ void exec_op_cost(const clinfer_op *op, clinfer_dtype w_type, double *bytes, dou
     *flops = f;
 }
 
-void exec_profile_walk(exec_profile *p, int n) {
-    p->n_tokens += (uint64_t)n;
-    p->n_walks++;
+clinfer_status exec_profile_walk(exec_profile *p, int n, size_t n_ops) {
+    if (n_ops > p->timing_cap) {
+        clinfer_op_timing *grown = realloc(p->timing, n_ops * sizeof *grown);
+        if (!grown)
+            return clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "profile: %zu op timings", n_ops);
+        p->timing = grown;
+        p->timing_cap = n_ops;
+    }
+    p->walk_n = n;
+    p->walk_t0 = exec_now_ms();
+    return CLINFER_OK;
+}
+
+void exec_profile_walk_end(exec_profile *p, bool timed) {
+    exec_profile_walks *w = &p->walks[p->walk_n > 1];
+    w->wall_ms += exec_now_ms() - p->walk_t0;
+    w->tokens += (uint64_t)p->walk_n;
+    w->walks++;
+    p->timed |= timed;
+}
+
+/* One op: ms of time, launches launches, a trace event over [start, end) (ms from time zero). */
+static void record(exec_profile *p, const clinfer_op *op, clinfer_dtype w_type, double ms,
+                   uint32_t launches, double start, double end) {
+    double bytes, flops;
+    exec_op_cost(op, w_type, &bytes, &flops);
+    exec_profile_walks *w = &p->walks[p->walk_n > 1];
+    w->op_ms += ms;
+    w->launches += launches;
+    p->ops[op->kind]++;
+    p->launches[op->kind] += launches;
+    p->ms[op->kind] += ms;
+    p->bytes[op->kind] += bytes;
+    p->flops[op->kind] += flops;
+    if (!p->trace || !launches) return;
+    fprintf(p->trace,
+            "%s{\"name\": \"%s\", \"cat\": \"op\", \"ph\": \"X\", \"pid\": 1, \"tid\": 1, "
+            "\"ts\": %.3f, \"dur\": %.3f, \"args\": {\"ms\": %.6f, \"launches\": %u, "
+            "\"bytes\": %.0f, \"flops\": %.0f}}",
+            p->n_events++ ? ",\n" : "", exec_op_name(op->kind), 1e3 * start, 1e3 * (end - start),
+            ms, launches, bytes, flops);
 }
 
 void exec_profile_op(exec_profile *p, const clinfer_op *op, clinfer_dtype w_type, double t0,
                      double t1) {
-    double bytes, flops;
-    exec_op_cost(op, w_type, &bytes, &flops);
-    p->count[op->kind]++;
-    p->ms[op->kind] += t1 - t0;
-    p->bytes[op->kind] += bytes;
-    p->flops[op->kind] += flops;
-    if (!p->trace) return;
-    fprintf(p->trace,
-            "%s{\"name\": \"%s\", \"cat\": \"op\", \"ph\": \"X\", \"pid\": 1, \"tid\": 1, "
-            "\"ts\": %.3f, \"dur\": %.3f, \"args\": {\"bytes\": %.0f, \"flops\": %.0f}}",
-            p->n_events++ ? ",\n" : "", exec_op_name(op->kind), 1e3 * (t0 - p->t_origin),
-            1e3 * (t1 - t0), bytes, flops);
+    record(p, op, w_type, t1 - t0, 1, t0 - p->t_origin, t1 - p->t_origin);
+}
+
+void exec_profile_device_op(exec_profile *p, const clinfer_op *op, clinfer_dtype w_type,
+                            const clinfer_op_timing *t) {
+    record(p, op, w_type, t->ms, t->launches, t->start, t->end);
+}
+
+static void print_walks(const exec_profile *p, int kind, FILE *out) {
+    const exec_profile_walks *w = &p->walks[kind];
+    if (!w->tokens) return;
+    double tokens = (double)w->tokens, gaps = w->wall_ms - w->op_ms;
+    fprintf(out,
+            "  %s: %llu tokens in %llu walks: wall %.3f ms/token = %s %.3f ms + gaps %.3f ms "
+            "(%.1f launches/token, gap per launch %.1f us)\n",
+            kind ? "prefill" : "decode", (unsigned long long)w->tokens,
+            (unsigned long long)w->walks, w->wall_ms / tokens, p->timed ? "kernels" : "ops",
+            w->op_ms / tokens, gaps / tokens, (double)w->launches / tokens,
+            w->launches ? 1e3 * gaps / (double)w->launches : 0.0);
 }
 
 static void print_table(const exec_profile *p, FILE *out) {
     double total = 0;
     for (int k = 0; k < CLINFER_OP_COUNT; k++)
         total += p->ms[k];
-    fprintf(out,
-            "profile: %.1f ms in ops over %llu tokens in %llu plan walks (%.3f ms per token; "
-            "the device is waited for after each op)\n",
-            total, (unsigned long long)p->n_tokens, (unsigned long long)p->n_walks,
-            p->n_tokens ? total / (double)p->n_tokens : 0.0);
-    fprintf(out, "  %-9s %9s %11s %6s %9s %9s %9s\n", "op", "launches", "total ms", "share",
-            "us/op", "GB/s", "GFLOP/s");
+    if (!p->walks[0].walks && !p->walks[1].walks) {
+        fputs("profile: no plan walk completed\n", out);
+        return;
+    }
+    fputs(p->timed ? "profile: kernel times from the device's clock, nothing waited for; launches "
+                     "are kernels\n"
+                   : "profile: host times, each op waited for (the backend cannot time its "
+                     "kernels), so small ops include the wait; launches are ops\n",
+          out);
+    print_walks(p, 0, out);
+    print_walks(p, 1, out);
+    fprintf(out, "  %-9s %8s %9s %11s %6s %9s %9s %9s\n", "op", "ops", "launches",
+            p->timed ? "kernel ms" : "op ms", "share", "us/op", "GB/s", "GFLOP/s");
     for (int k = 0; k < CLINFER_OP_COUNT; k++) {
-        if (!p->count[k]) continue;
+        if (!p->ops[k]) continue;
         double s = p->ms[k] / 1e3;
-        fprintf(out, "  %-9s %9llu %11.2f %5.1f%% %9.1f %9.2f %9.2f\n",
-                exec_op_name((clinfer_op_kind)k), (unsigned long long)p->count[k], p->ms[k],
-                total > 0 ? 100 * p->ms[k] / total : 0.0, 1e3 * p->ms[k] / (double)p->count[k],
+        fprintf(out, "  %-9s %8llu %9llu %11.2f %5.1f%% %9.1f %9.2f %9.2f\n",
+                exec_op_name((clinfer_op_kind)k), (unsigned long long)p->ops[k],
+                (unsigned long long)p->launches[k], p->ms[k],
+                total > 0 ? 100 * p->ms[k] / total : 0.0, 1e3 * p->ms[k] / (double)p->ops[k],
                 s > 0 ? p->bytes[k] / s / 1e9 : 0.0, s > 0 ? p->flops[k] / s / 1e9 : 0.0);
     }
 }
@@ -162,5 +214,6 @@ void exec_profile_free(exec_profile *p, FILE *out) {
         fputs("\n]}\n", p->trace);
         if (fclose(p->trace) != 0) fprintf(out, "profile: writing the trace failed\n");
     }
+    free(p->timing);
     free(p);
 }

@@ -1,8 +1,10 @@
 /* The executor's profiler (src/profile.h): profiling and tracing leave the logits bit for bit
- * as they are, on the reference backend and on OpenCL; the Chrome trace is valid JSON with one
- * complete event per op; op costs follow the shapes. And `clinfer bench --json --profile`
+ * as they are, on the reference backend and on OpenCL, waited per op or timed by the device; the
+ * table's times add up (matmul > 0, op time <= wall time); the Chrome trace is valid JSON with
+ * one complete event per op; op costs follow the shapes. And `clinfer bench --json --profile`
  * (argv[1] is the binary) reports every test and prints the profile table. */
 #include <cjson/cJSON.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,33 +62,75 @@ static int trace_events(const char *path, const char *name) {
     return n;
 }
 
-static void test_same_logits(const char *model_path, clinfer_backend_kind kind) {
-    char trace[128];
+/* Checks the table eval_logits' context printed: matmul took time, the op times of a token fit
+ * in its wall time, and the times come from the device exactly when the backend was timed. */
+static void check_table(const char *path, const char *what, bool timed) {
+    FILE *f = fopen(path, "r");
+    char line[512];
+    bool header = false;
+    int decode = 0, matmul = 0;
+    while (f && fgets(line, sizeof line, f)) {
+        double wall, ops, gaps, ms;
+        unsigned long long n_ops, launches;
+        header |= strstr(line, timed ? "kernel times from the device's clock" : "host times") != 0;
+        if (sscanf(line,
+                   " decode: %*u tokens in %*u walks: wall %lf ms/token = %*s %lf ms + gaps %lf",
+                   &wall, &ops, &gaps) == 3) {
+            decode++;
+            EXPECT(ops > 0 && ops <= wall && gaps >= 0, "%s: op time %g ms of a %g ms token", what,
+                   ops, wall);
+        }
+        if (sscanf(line, " matmul %llu %llu %lf", &n_ops, &launches, &ms) == 3) {
+            matmul++;
+            EXPECT(ms > 0 && launches >= n_ops && n_ops > 0,
+                   "%s: %llu matmuls, %llu launches, %g ms", what, n_ops, launches, ms);
+        }
+    }
+    if (f) fclose(f);
+    EXPECT(header && decode == 1 && matmul == 1, "%s: the table lacks lines (%d %d %d)", what,
+           header, decode, matmul);
+}
+
+/* timing_queue: the model is loaded with CLINFER_PROFILE set, so that an OpenCL backend times
+ * its kernels; else the profile waits for each op. */
+static void test_same_logits(const char *model_path, clinfer_backend_kind kind, bool timing_queue) {
+    char trace[128], table[128], what[64];
     snprintf(trace, sizeof trace, "profile_trace_%d.json", (int)getpid());
+    snprintf(table, sizeof table, "profile_table_%d.txt", (int)getpid());
+    snprintf(what, sizeof what, "backend %d%s", (int)kind, timing_queue ? " timed" : "");
     size_t n = (size_t)(1 + N_DECODE) * tiny_model_n_vocab();
     float *plain = calloc(n, sizeof *plain), *profiled = calloc(n, sizeof *profiled);
     clinfer_model *m = NULL;
     clinfer_model_params p;
     clinfer_model_params_default(&p);
     p.backend = kind;
+    if (timing_queue) setenv("CLINFER_PROFILE", "1", 1);
     EXPECT_OK(clinfer_model_load(model_path, &p, &m));
+    unsetenv("CLINFER_PROFILE");
     if (!m || !plain || !profiled) goto cleanup;
 
-    unsetenv("CLINFER_PROFILE");
-    unsetenv("CLINFER_TRACE");
     EXPECT_OK(eval_logits(m, plain));
     setenv("CLINFER_PROFILE", "1", 1);
     setenv("CLINFER_TRACE", trace, 1);
+    /* the table goes to stderr as the context is freed */
+    fflush(stderr);
+    int saved_stderr = dup(2), table_fd = open(table, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (saved_stderr >= 0 && table_fd >= 0) dup2(table_fd, 2);
     EXPECT_OK(eval_logits(m, profiled));
+    fflush(stderr);
+    if (saved_stderr >= 0) dup2(saved_stderr, 2);
+    if (saved_stderr >= 0) close(saved_stderr);
+    if (table_fd >= 0) close(table_fd);
     unsetenv("CLINFER_PROFILE");
     unsetenv("CLINFER_TRACE");
-    EXPECT(!memcmp(plain, profiled, n * sizeof *plain),
-           "backend %d: logits differ with profiling on", (int)kind);
+    EXPECT(!memcmp(plain, profiled, n * sizeof *plain), "%s: logits differ with profiling on",
+           what);
+    check_table(table, what, timing_queue && kind == CLINFER_BACKEND_OPENCL);
 
     /* One event per op: each plan walk (the prompt's and N_DECODE single tokens) starts with
      * the one embedding lookup of a llama model, whatever else the executor fuses. */
     int embeds = trace_events(trace, "embed");
-    EXPECT(embeds == 1 + N_DECODE, "backend %d: %d embed events in the trace", (int)kind, embeds);
+    EXPECT(embeds == 1 + N_DECODE, "%s: %d embed events in the trace", what, embeds);
 
     /* A trace file that cannot be written fails context creation cleanly. */
     setenv("CLINFER_TRACE", "/nonexistent-dir/trace.json", 1);
@@ -98,6 +142,7 @@ static void test_same_logits(const char *model_path, clinfer_backend_kind kind) 
     unsetenv("CLINFER_TRACE");
 cleanup:
     remove(trace);
+    remove(table);
     clinfer_model_free(m);
     free(plain);
     free(profiled);
@@ -178,11 +223,12 @@ int main(int argc, char **argv) {
     if (tiny_model_write(&spec, path) != 0) return 1;
 
     test_costs();
-    test_same_logits(path, CLINFER_BACKEND_REFERENCE);
+    test_same_logits(path, CLINFER_BACKEND_REFERENCE, false);
     if (argc > 1) test_bench_command(argv[1], path);
     size_t n_devices = 0;
     bool have_opencl = clinfer_device_count(&n_devices) == CLINFER_OK && n_devices > 0;
-    if (have_opencl) test_same_logits(path, CLINFER_BACKEND_OPENCL);
+    for (int timed = 0; have_opencl && timed < 2; timed++)
+        test_same_logits(path, CLINFER_BACKEND_OPENCL, timed);
     remove(path);
     int rc = finish("test_profile");
     if (!rc && !have_opencl) {

@@ -287,10 +287,13 @@ static clinfer_status launch(cl_backend_ctx *b, kernel_id id, size_t n_args, con
     for (size_t i = 0; i < n_args; i++)
         CHECK(cl_check(b, clSetKernelArg(k, (cl_uint)i, args[i].size, args[i].value),
                        "clSetKernelArg(%s, %zu)", name, i));
+    cl_event event = NULL;
     cl_int err = cl_fault("enqueue");
     if (err == CL_SUCCESS)
-        err = clEnqueueNDRangeKernel(b->queue, k, dims, NULL, global, local, 0, NULL, NULL);
+        err = clEnqueueNDRangeKernel(b->queue, k, dims, NULL, global, local, 0, NULL,
+                                     cl_timing_slot(b, &event));
     CHECK(cl_check(b, err, "clEnqueueNDRangeKernel(%s)", name));
+    CHECK(cl_timing_keep(b, event));
 cleanup:
     return st;
 }
@@ -716,6 +719,71 @@ static clinfer_status cl_sync(void *ctx) {
     return cl_check(b, clFinish(b->queue), "clFinish");
 }
 
+/* ---- kernel timing --------------------------------------------------------------------- */
+
+clinfer_status cl_timing_keep(cl_backend_ctx *b, cl_event event) {
+    cl_timing *t = &b->timing;
+    if (!event) return CLINFER_OK;
+    if (t->n == t->cap) {
+        size_t cap = t->cap ? 2 * t->cap : 1024;
+        cl_timed_launch *grown = realloc(t->launches, cap * sizeof *grown);
+        if (!grown) {
+            clReleaseEvent(event);
+            return clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "OpenCL: %zu profiling events", cap);
+        }
+        t->launches = grown;
+        t->cap = cap;
+    }
+    t->launches[t->n++] = (cl_timed_launch){event, t->op};
+    return CLINFER_OK;
+}
+
+static bool cl_timing_mark(void *ctx, size_t op_index) {
+    cl_backend_ctx *b = ctx;
+    b->timing.recording = b->timing.enabled;
+    b->timing.op = op_index;
+    return b->timing.enabled;
+}
+
+/* Adds one launch's START and END (ns) to its op's record. */
+static void add_launch(cl_timing *t, clinfer_op_timing *o, cl_ulong start, cl_ulong end) {
+    if (!t->origin) t->origin = start;
+    /* signed: an event queued before the first one collected may start earlier */
+    double s = (double)(cl_long)(start - t->origin) / 1e6,
+           e = (double)(cl_long)(end - t->origin) / 1e6;
+    o->ms += e - s;
+    if (!o->launches || s < o->start) o->start = s;
+    if (!o->launches || e > o->end) o->end = e;
+    o->launches++;
+}
+
+static clinfer_status cl_timing_collect(void *ctx, clinfer_op_timing *ops, size_t n_ops) {
+    cl_backend_ctx *b = ctx;
+    cl_timing *t = &b->timing;
+    clinfer_status st = cl_sync(b);
+    for (size_t i = 0; i < n_ops; i++)
+        ops[i] = (clinfer_op_timing){0};
+    for (size_t i = 0; i < t->n; i++) {
+        cl_ulong start = 0, end = 0;
+        cl_event e = t->launches[i].event;
+        if (st == CLINFER_OK)
+            st = cl_check(
+                b,
+                clGetEventProfilingInfo(e, CL_PROFILING_COMMAND_START, sizeof start, &start, NULL),
+                "clGetEventProfilingInfo(START)");
+        if (st == CLINFER_OK)
+            st = cl_check(
+                b, clGetEventProfilingInfo(e, CL_PROFILING_COMMAND_END, sizeof end, &end, NULL),
+                "clGetEventProfilingInfo(END)");
+        if (st == CLINFER_OK && t->launches[i].op < n_ops)
+            add_launch(t, &ops[t->launches[i].op], start, end);
+        clReleaseEvent(e);
+    }
+    t->n = 0;
+    t->recording = false;
+    return st;
+}
+
 /* ---- lifetime -------------------------------------------------------------------------- */
 
 static void ops_release_kernels(struct cl_ops_state *ops) {
@@ -833,6 +901,9 @@ static void cl_destroy(void *ctx) {
     cl_backend_ctx *b = ctx;
     if (!b) return;
     if (b->queue) clFinish(b->queue);
+    for (size_t i = 0; i < b->timing.n; i++)
+        clReleaseEvent(b->timing.launches[i].event);
+    free(b->timing.launches);
     if (b->mm) cl_matmul_free(b);
     ops_free(b->ops);
     if (b->queue) clReleaseCommandQueue(b->queue);
@@ -852,7 +923,16 @@ static const clinfer_backend_i cl_interface = {
     .op = cl_op,
     .sync = cl_sync,
     .destroy = cl_destroy,
+    .timing_mark = cl_timing_mark,
+    .timing_collect = cl_timing_collect,
 };
+
+/* Profiling events need a queue created for them: done where the profiler is asked for
+ * (src/profile.h) when the backend is created. */
+static bool profiler_wanted(void) {
+    const char *table = getenv("CLINFER_PROFILE"), *trace = getenv("CLINFER_TRACE");
+    return (table && *table && *table != '0') || (trace && *trace);
+}
 
 clinfer_status clinfer_backend_opencl_create(size_t device_index, clinfer_backend **out) {
     clinfer_status st = CLINFER_OK;
@@ -868,7 +948,9 @@ clinfer_status clinfer_backend_opencl_create(size_t device_index, clinfer_backen
     CHECK(clinfer_device_get_info(device_index, &b->info));
     b->context = clCreateContext(NULL, 1, &b->device, NULL, NULL, &err);
     CHECK(cl_check(b, err, "clCreateContext(%s)", b->info.name));
-    b->queue = clCreateCommandQueue(b->context, b->device, 0, &err);
+    b->timing.enabled = profiler_wanted();
+    b->queue = clCreateCommandQueue(b->context, b->device,
+                                    b->timing.enabled ? CL_QUEUE_PROFILING_ENABLE : 0, &err);
     CHECK(cl_check(b, err, "clCreateCommandQueue(%s)", b->info.name));
     snprintf(b->description, sizeof b->description, "OpenCL: %s (%s, %s)", b->info.name,
              b->info.vendor == CLINFER_VENDOR_POCL ? "PoCL" : b->info.platform,

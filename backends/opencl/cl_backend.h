@@ -16,6 +16,22 @@ struct cl_matmul_state; /* owned by matmul_cl.c */
 struct cl_ops_state;    /* owned by backend_cl.c */
 struct cl_weight;       /* owned by matmul_cl.c */
 
+/* Profiling events (timing_mark .. timing_collect): each launch keeps its event, tagged with the
+ * op it belongs to. The array only grows, so recording allocates nothing per launch. */
+typedef struct {
+    cl_event event;
+    size_t op;
+} cl_timed_launch;
+
+typedef struct {
+    bool enabled;   /* the queue has CL_QUEUE_PROFILING_ENABLE */
+    bool recording; /* launches keep events */
+    size_t op;      /* the tag of the launches enqueued now */
+    cl_timed_launch *launches;
+    size_t n, cap;
+    cl_ulong origin; /* START of the first timed launch (ns); 0: none yet */
+} cl_timing;
+
 typedef struct cl_backend_ctx {
     cl_platform_id platform;
     cl_device_id device;
@@ -25,6 +41,7 @@ typedef struct cl_backend_ctx {
     char description[256];
     struct cl_matmul_state *mm;
     struct cl_ops_state *ops;
+    cl_timing timing;
 } cl_backend_ctx;
 
 struct clinfer_buffer {
@@ -37,6 +54,13 @@ struct clinfer_buffer {
  * plain (non-weight) buffer. */
 clinfer_status cl_check_ref(const char *op, const char *name, clinfer_ref ref, size_t count,
                             size_t elem);
+
+/* backend_cl.c: the event argument of a launch: slot while recording, else NULL (no event). */
+static inline cl_event *cl_timing_slot(cl_backend_ctx *b, cl_event *slot) {
+    return b->timing.recording ? slot : NULL;
+}
+/* Keeps the event a launch filled in through cl_timing_slot (NULL: none) for timing_collect. */
+clinfer_status cl_timing_keep(cl_backend_ctx *b, cl_event event);
 
 /* matmul_cl.c */
 clinfer_status cl_matmul_init(cl_backend_ctx *b);

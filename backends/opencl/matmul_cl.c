@@ -168,15 +168,17 @@ static clinfer_status launch(cl_backend_ctx *b, cl_kernel kernel, const char *na
             return clinfer_fail(err, "OpenCL matmul: clSetKernelArg(%s, %u) failed: %s", name, i,
                                 clinfer_status_str(err));
     }
+    cl_event event = NULL;
     cl_int err = cl_fault("enqueue");
     if (err == CL_SUCCESS)
-        err = clEnqueueNDRangeKernel(b->queue, kernel, 2, NULL, global, local, 0, NULL, NULL);
+        err = clEnqueueNDRangeKernel(b->queue, kernel, 2, NULL, global, local, 0, NULL,
+                                     cl_timing_slot(b, &event));
     if (err != CL_SUCCESS)
         return clinfer_fail(err,
                             "OpenCL matmul: clEnqueueNDRangeKernel(%s, global %zu x %zu) failed: "
                             "%s (%d)",
                             name, global[0], global[1], clinfer_status_str(err), err);
-    return CLINFER_OK;
+    return cl_timing_keep(b, event);
 }
 
 static size_t round_up(size_t v, size_t to) {
@@ -488,18 +490,20 @@ static clinfer_status run_gemm(cl_backend_ctx *b, cl_mem w, int w_off, int rows,
             if (st != CLINFER_OK) return st;
         }
         /* Row-major y[n][rows] = x[n][k] . w[rows][k]^T; beta 1 keeps the y to accumulate onto
-         * or what bias_fill wrote. */
+         * or what bias_fill wrote. The event is its last kernel's (CLBlast issue 159): the
+         * profile counts any pad/transpose kernels it runs besides as gaps. */
+        cl_event event = NULL;
         CLBlastStatusCode cs =
             CLBlastSgemm(CLBlastLayoutRowMajor, CLBlastTransposeNo, CLBlastTransposeYes,
                          (size_t)a->n, (size_t)rows, (size_t)a->k, 1.0f, a->x, (size_t)a->x_off,
                          (size_t)a->k, w, (size_t)w_off, (size_t)a->k, a->flags ? 1.0f : 0.0f, a->y,
-                         (size_t)a->y_off, (size_t)a->ldy, &b->queue, NULL);
+                         (size_t)a->y_off, (size_t)a->ldy, &b->queue, cl_timing_slot(b, &event));
         if (cs != CLBlastSuccess)
             /* OpenCL errors pass through; CLBlast's own codes (<= -1000) are not device faults */
             return clinfer_fail(cs < 0 && cs > -1000 ? cs : CLINFER_ERR_UNSUPPORTED,
                                 "OpenCL matmul: CLBlastSgemm(%d x %d x %d) failed with %d", a->n,
                                 rows, a->k, (int)cs);
-        return CLINFER_OK;
+        return cl_timing_keep(b, event);
     }
 #endif
     karg args[] = {{sizeof(cl_mem), &w},        {sizeof(int), &w_off},   {sizeof(int), &a->k},
