@@ -64,6 +64,7 @@ typedef struct clinfer_op {
             clinfer_ref x, w, b, y; /* b only for layernorm */
             int n, d;
             float eps;
+            bool y_q8; /* hint: the next op is an x_q8 MATMUL over y (see eltwise) */
         } norm;
         struct {
             clinfer_ref x;
@@ -104,6 +105,9 @@ typedef struct clinfer_op {
             clinfer_ref a, b, y;
             size_t count, b_count;
             float scale; /* OP_SCALE */
+            /* Hint: the next op is an x_q8 MATMUL with y as its x, so a backend may round y to
+             * 8 bits as it writes it (one pass less); results are the same either way. */
+            bool y_q8;
         } eltwise;
         struct {
             clinfer_ref x, ids;

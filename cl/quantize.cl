@@ -3,27 +3,80 @@
  * halves away from zero; a block with a NaN or an infinity gets d = NaN and q = 0. Built with
  * -cl-fp32-correctly-rounded-divide-sqrt so 1 / d rounds as the host's does.
  *
- * Global size (k / 32, n): item (b, c) rounds block b of row c of x (rows of k elements at
- * x + x_off) into xq[c][b * 32 ..] (char) and xd[c][b] = (d, d * sum q) (float2), and, when
- * want_f is set, the f32 values d * q into xf[c][..] for the kernels that take f32 x. */
-__kernel void quantize_q8_act(__global const float *x, int x_off, int k, __global char *xq,
-                              __global float2 *xd, __global float *xf, int want_f) {
-    int b = get_global_id(0), c = get_global_id(1);
-    size_t at = (size_t)c * k + (size_t)b * 32;
-    __global const float *xb = x + x_off + at;
-    float amax = 0.0f;
-    int finite = 1;
-    for (int i = 0; i < 32; i++) {
-        amax = fmax(amax, fabs(xb[i]));
-        finite = finite && isfinite(xb[i]);
-    }
+ * Rows of k elements are blocks in a row, so block i of the whole tensor (k % 32 == 0) goes to
+ * xq[32 i ..] (char) and xd[i] = (d, d * sum q) (float2), and, when want_f is set, its f32 values
+ * d * q to xf[32 i ..] for the kernels that take f32 x.
+ *
+ * quantize_q8_act rounds a tensor x. rmsnorm_q8_act and swiglu_q8_act are the RMSNORM and SWIGLU
+ * ops that round their output y as they write it, when the next op is an x_q8 matmul over y:
+ * one launch instead of two. They compute what norm.cl's and elementwise.cl's kernels do, up
+ * to float rounding. */
+
+/* Rounds block i, the 32 values v[0..4) (float8 lanes: PoCL keeps them in vector registers and
+ * calls its vector math; scalar loops over a private float[32] ran 3-4x slower). */
+static void round_block(const float8 *v, size_t i, __global char *xq, __global float2 *xd,
+                        __global float *xf, int want_f) {
+    float8 m = fmax(fmax(fabs(v[0]), fabs(v[1])), fmax(fabs(v[2]), fabs(v[3])));
+    float4 m4 = fmax(m.lo, m.hi);
+    float amax = fmax(fmax(m4.x, m4.y), fmax(m4.z, m4.w));
+    int finite = all(isfinite(v[0]) & isfinite(v[1]) & isfinite(v[2]) & isfinite(v[3]));
     float d = finite ? amax / 127.0f : NAN, id = finite && d != 0.0f ? 1.0f / d : 0.0f;
-    int sum = 0;
-    for (int i = 0; i < 32; i++) {
-        char q = finite ? (char)round(xb[i] * id) : 0;
-        xq[at + i] = q;
-        sum += q;
-        if (want_f) xf[at + i] = d * (float)q;
+    int8 sum = 0;
+    for (int j = 0; j < 4; j++) {
+        char8 q = finite ? convert_char8(round(v[j] * id)) : (char8)0;
+        vstore8(q, 4 * i + j, xq);
+        sum += convert_int8(q);
+        if (want_f) vstore8(d * convert_float8(q), 4 * i + j, xf);
     }
-    xd[(size_t)c * (k / 32) + b] = (float2)(d, d * (float)sum);
+    int4 s4 = sum.lo + sum.hi;
+    xd[i] = (float2)(d, d * (float)(s4.x + s4.y + s4.z + s4.w));
+}
+
+/* Global size: the blocks of x (x_off onwards). */
+__kernel void quantize_q8_act(__global const float *x, int x_off, __global char *xq,
+                              __global float2 *xd, __global float *xf, int want_f) {
+    size_t i = get_global_id(0);
+    float8 v[4];
+    for (int j = 0; j < 4; j++)
+        v[j] = vload8(4 * i + j, x + x_off);
+    round_block(v, i, xq, xd, xf, want_f);
+}
+
+/* Global size (d / 32, n): item (b, r) writes block b of row r of y = x / sqrt(mean(x^2) + eps)
+ * * w (has_w) and rounds it; each item sums its row's squares itself (rows are short). */
+__kernel void rmsnorm_q8_act(__global const float *x, ulong x_off, __global const float *w,
+                             ulong w_off, int has_w, __global float *y, ulong y_off, int d,
+                             float eps, __global char *xq, __global float2 *xd,
+                             __global float *xf, int want_f) {
+    int b = get_global_id(0), r = get_global_id(1);
+    __global const float *xr = x + x_off + (size_t)r * d;
+    float8 acc = 0.0f;
+    for (int c = 0; c < d / 8; c++) {
+        float8 v = vload8(c, xr);
+        acc = fma(v, v, acc);
+    }
+    float4 a4 = acc.lo + acc.hi;
+    float inv = 1.0f / sqrt((a4.x + a4.y + a4.z + a4.w) / d + eps);
+    float8 v[4];
+    for (int j = 0; j < 4; j++) {
+        size_t c = 4 * (size_t)b + j; /* in float8s */
+        v[j] = vload8(c, xr) * inv;
+        if (has_w) v[j] *= vload8(c, w + w_off);
+        vstore8(v[j], c, y + y_off + (size_t)r * d);
+    }
+    round_block(v, (size_t)r * (d / 32) + b, xq, xd, xf, want_f);
+}
+
+/* Global size: the blocks of y (count / 32): y = silu(a) * b. */
+__kernel void swiglu_q8_act(__global const float *a, ulong a_off, __global const float *b,
+                            ulong b_off, __global float *y, ulong y_off, __global char *xq,
+                            __global float2 *xd, __global float *xf, int want_f) {
+    size_t i = get_global_id(0);
+    float8 v[4];
+    for (int j = 0; j < 4; j++) {
+        float8 s = vload8(4 * i + j, a + a_off);
+        v[j] = s / (1.0f + exp(-s)) * vload8(4 * i + j, b + b_off);
+        vstore8(v[j], 4 * i + j, y + y_off);
+    }
+    round_block(v, i, xq, xd, xf, want_f);
 }

@@ -61,24 +61,20 @@ static clinfer_ref at(clinfer_buffer *buf, size_t offset) {
     return (clinfer_ref){buf, offset};
 }
 
-/* Weight types whose matmuls take 8-bit activations, for integer dot products with their
- * integer blocks; F16/F32 rows would only lose precision. */
-static bool takes_q8_act(clinfer_dtype type) {
-    switch (type) {
-    case CLINFER_DT_Q8_0:
-    case CLINFER_DT_Q4_0:
-    case CLINFER_DT_Q4_1:
-    case CLINFER_DT_Q4_K:
-    case CLINFER_DT_Q6_K:
-        return true;
-    default:
-        return false;
-    }
+static bool same_ref(clinfer_ref a, clinfer_ref b) {
+    return a.buf == b.buf && a.offset == b.offset;
 }
 
 static void matmul(builder *b, const clinfer_matrix *w, clinfer_ref x, clinfer_ref y,
                    clinfer_ref bias, int n, bool accumulate) {
-    bool x_q8 = !b->f32_activations && takes_q8_act(w->type) && w->k % CLINFER_Q8_ACT_BLOCK == 0;
+    bool x_q8 = !b->f32_activations && clinfer_dtype_takes_q8_act(w->type) &&
+                w->k % CLINFER_Q8_ACT_BLOCK == 0;
+    if (x_q8 && b->steps && b->count > 0) { /* the op that made x may round it as well */
+        clinfer_op *prev = &b->steps[b->count - 1].op;
+        if (prev->kind == CLINFER_OP_RMSNORM && same_ref(prev->norm.y, x)) prev->norm.y_q8 = true;
+        if (prev->kind == CLINFER_OP_SWIGLU && same_ref(prev->eltwise.y, x))
+            prev->eltwise.y_q8 = true;
+    }
     push(b,
          (clinfer_op){.kind = CLINFER_OP_MATMUL,
                       .matmul = {.w = w->w,

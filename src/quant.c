@@ -398,6 +398,19 @@ void clinfer_quantize_row(clinfer_dtype type, const float *src, void *dst, size_
     }
 }
 
+bool clinfer_dtype_takes_q8_act(clinfer_dtype type) {
+    switch (type) {
+    case CLINFER_DT_Q8_0:
+    case CLINFER_DT_Q4_0:
+    case CLINFER_DT_Q4_1:
+    case CLINFER_DT_Q4_K:
+    case CLINFER_DT_Q6_K:
+        return true;
+    default:
+        return false;
+    }
+}
+
 void clinfer_quantize_q8_act(const float *x, size_t k, int8_t *q, float *d) {
     for (size_t b = 0; b < k / CLINFER_Q8_ACT_BLOCK; b++) {
         const float *xb = x + b * CLINFER_Q8_ACT_BLOCK;

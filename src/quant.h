@@ -3,6 +3,7 @@
 #ifndef CLINFER_QUANT_H
 #define CLINFER_QUANT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -73,5 +74,8 @@ void clinfer_quantize_row(clinfer_dtype type, const float *src, void *dst, size_
  * Every backend rounds this way, so their results stay comparable. k % 32 == 0. */
 #define CLINFER_Q8_ACT_BLOCK 32
 void clinfer_quantize_q8_act(const float *x, size_t k, int8_t *q, float *d);
+/* Weight types whose matmuls take 8-bit activations, for integer dot products with their integer
+ * blocks; F16/F32 rows would only lose precision. */
+bool clinfer_dtype_takes_q8_act(clinfer_dtype type);
 
 #endif

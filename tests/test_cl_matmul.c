@@ -270,15 +270,16 @@ static void run_q8(int side, const pair *w, int m, int k, clinfer_ref x, clinfer
 
 /* A device may keep the rounded x for the next matmul over the same x (q, k, v): whatever
  * changes x in between (a buffer write, another op, a matmul writing into x's buffer) must be
- * seen. Each step's result is compared with the reference. */
+ * seen. An rmsnorm or swiglu with the y_q8 hint may round x as it writes it (steps 4, 5). Each
+ * step's result is compared with the reference. */
 static void test_q8_reuse(clinfer_dtype type) {
     const int m = 40, k = clinfer_dtype_block_elems(type) == 256 ? 256 : 96;
     pair w = weight_new(type, m, k), w2 = weight_new(type, k, k);
-    pair x = pair_random(2 * (size_t)k), y = pair_random((size_t)m);
+    pair x = pair_random(2 * (size_t)k), y = pair_random((size_t)m), src = pair_random((size_t)k);
     float *fresh = malloc((size_t)k * sizeof *fresh);
     rng_fill(fresh, (size_t)k, -2.0f, 2.0f);
     char what[96];
-    for (int step = 0; step < 4 && w.buf[REF] && w.buf[CL] && w2.buf[REF] && w2.buf[CL]; step++) {
+    for (int step = 0; step < 6 && w.buf[REF] && w.buf[CL] && w2.buf[REF] && w2.buf[CL]; step++) {
         for (int s = 0; s < SIDES; s++) {
             clinfer_ref x0 = {x.buf[s], 0}, x1 = {x.buf[s], (size_t)k};
             if (step == 1) /* a write to x */
@@ -291,6 +292,19 @@ static void test_q8_reuse(clinfer_dtype type) {
                 EXPECT_OK(be[s]->i->op(be[s]->ctx, &op));
             }
             if (step == 3) run_q8(s, &w2, k, k, x0, x1); /* a matmul into x's buffer */
+            clinfer_ref from = {src.buf[s], 0};
+            if (step == 4) {
+                clinfer_op op = {.kind = CLINFER_OP_RMSNORM};
+                op.norm = (typeof(op.norm)){
+                    .x = from, .w = from, .y = x0, .n = 1, .d = k, .eps = 1e-5f, .y_q8 = true};
+                EXPECT_OK(be[s]->i->op(be[s]->ctx, &op));
+            }
+            if (step == 5) {
+                clinfer_op op = {.kind = CLINFER_OP_SWIGLU};
+                op.eltwise = (typeof(op.eltwise)){
+                    .a = from, .b = x1, .y = x0, .count = (size_t)k, .y_q8 = true};
+                EXPECT_OK(be[s]->i->op(be[s]->ctx, &op));
+            }
             run_q8(s, &w, m, k, step == 3 ? x1 : x0, (clinfer_ref){y.buf[s], 0});
             if (step == 0) run_q8(s, &w, m, k, x0, (clinfer_ref){y.buf[s], 0}); /* reuse */
         }
@@ -302,6 +316,7 @@ static void test_q8_reuse(clinfer_dtype type) {
     pair_free(&w2);
     pair_free(&x);
     pair_free(&y);
+    pair_free(&src);
 }
 
 /* Bad records are rejected with a status, and the backend stays usable. */

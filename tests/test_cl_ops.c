@@ -121,6 +121,7 @@ static void test_eltwise(void) {
                     op.eltwise.count = n;
                     op.eltwise.b_count = b_counts[bc];
                     op.eltwise.scale = 0.37f;
+                    op.eltwise.y_q8 = bc == 0; /* only a hint: y is the same */
                     run(s, &op, "eltwise");
                 }
                 char what[64];
@@ -185,6 +186,7 @@ static void test_norms(void) {
                 op.norm.n = n;
                 op.norm.d = d;
                 op.norm.eps = 1e-5f;
+                op.norm.y_q8 = i % 4 == 2; /* only a hint: y is the same */
                 run(s, &op, "norm");
             }
             char what[64];
@@ -449,7 +451,7 @@ static void test_bad_args(void) {
     if (!small || !big) return;
 
     clinfer_op op = {.kind = CLINFER_OP_ADD};
-    op.eltwise = (typeof(op.eltwise)){{small, 0}, {small, 0}, {big, 0}, 65, 1, 0};
+    op.eltwise = (typeof(op.eltwise)){{small, 0}, {small, 0}, {big, 0}, 65, 1, 0, false};
     expect_rejected(&op, "add reading past a 64-float buffer");
     op.eltwise.count = 10;
     op.eltwise.a.offset = 60;
@@ -458,11 +460,11 @@ static void test_bad_args(void) {
     expect_rejected(&op, "add with a wrapping offset");
     op.eltwise.a = (clinfer_ref){NULL, 0};
     expect_rejected(&op, "add without a");
-    op.eltwise = (typeof(op.eltwise)){{small, 0}, {small, 0}, {small, 0}, 10, 0, 0};
+    op.eltwise = (typeof(op.eltwise)){{small, 0}, {small, 0}, {small, 0}, 10, 0, 0, false};
     expect_rejected(&op, "add with b_count 0");
 
     op = (clinfer_op){.kind = CLINFER_OP_RMSNORM};
-    op.norm = (typeof(op.norm)){{small, 0}, {small, 0}, {0}, {small, 0}, -1, 8, 1e-5f};
+    op.norm = (typeof(op.norm)){{small, 0}, {small, 0}, {0}, {small, 0}, -1, 8, 1e-5f, false};
     expect_rejected(&op, "rmsnorm with n -1");
     op.norm.n = 9;
     expect_rejected(&op, "rmsnorm of 9 x 8 in 64 floats");
@@ -542,7 +544,7 @@ static void test_bad_args(void) {
     clinfer_buffer *weight = NULL;
     EXPECT_OK(i->weight_create(ctx, CLINFER_DT_F32, 4, 8, rows, &weight));
     op = (clinfer_op){.kind = CLINFER_OP_SILU};
-    op.eltwise = (typeof(op.eltwise)){{weight, 0}, {0}, {small, 0}, 8, 0, 0};
+    op.eltwise = (typeof(op.eltwise)){{weight, 0}, {0}, {small, 0}, 8, 0, 0, false};
     expect_rejected(&op, "silu reading a weight as an activation");
     i->buffer_free(ctx, weight);
 
@@ -556,7 +558,7 @@ static void test_bad_args(void) {
 
     /* Still usable after all the rejections. */
     op = (clinfer_op){.kind = CLINFER_OP_SCALE};
-    op.eltwise = (typeof(op.eltwise)){{small, 0}, {0}, {small, 0}, 64, 0, 2.0f};
+    op.eltwise = (typeof(op.eltwise)){{small, 0}, {0}, {small, 0}, 64, 0, 2.0f, false};
     EXPECT_OK(i->op(ctx, &op));
     EXPECT_OK(i->sync(ctx));
     i->buffer_free(ctx, small);

@@ -338,7 +338,9 @@ static clinfer_status op_norm(cl_backend_ctx *b, const clinfer_op *op) {
     cl_ulong x_off = op->norm.x.offset, w_off = op->norm.w.offset, b_off = op->norm.b.offset,
              y_off = op->norm.y.offset;
     cl_int has_w = op->norm.w.buf != NULL, has_b = op->norm.b.buf != NULL;
-    if (layer) {
+    if (cl_round_output(op)) {
+        CHECK(cl_rounding_op(b, op));
+    } else if (layer) {
         kernel_arg args[] = {ARG(op->norm.x.buf->mem),
                              ARG(x_off),
                              ARG(w),
@@ -638,6 +640,7 @@ static clinfer_status op_eltwise(cl_backend_ctx *b, const clinfer_op *op) {
         CHECK(cl_check_ref(name, "b", op->eltwise.b, b_count, sizeof(float)));
     }
     if (count == 0) goto cleanup;
+    if (cl_round_output(op)) return cl_rounding_op(b, op);
     cl_mem a = op->eltwise.a.buf->mem, y = op->eltwise.y.buf->mem;
     cl_ulong a_off = op->eltwise.a.offset, b_off = op->eltwise.b.offset,
              y_off = op->eltwise.y.offset, n = count, nb = b_count;

@@ -99,11 +99,13 @@ typedef struct {
 
 /* The 8-bit activations of the last x_q8 matmul (quantize.cl): q (char), d (float2 per block)
  * and, for kernels that take f32, f = d * q. Consecutive matmuls over the same x (q, k and v;
- * gate and up) reuse them; any other op may have written x, so cl_matmul_forget drops them. */
+ * gate and up) reuse them, as does the matmul after an op that made them with its output
+ * (cl_round_output); any other op may have written x, so cl_matmul_forget drops them. */
 typedef struct {
     scratch q, d, f;
     cl_mem x; /* what they were made from; NULL: nothing valid */
-    int x_off, k, n, has_f;
+    size_t x_off, count;
+    int has_f;
 } act_q8;
 
 struct cl_matmul_state {
@@ -115,8 +117,9 @@ struct cl_matmul_state {
     cl_kernel gemm, bias_fill;
     scratch stage;
     cl_program quantize_program;
-    cl_kernel quantize;
+    cl_kernel quantize, rmsnorm_q8, swiglu_q8;
     act_q8 act;
+    int q8_dots;     /* a weight type has matvec_q8 (1) or has not (0); -1: no type built yet */
     int use_clblast; /* f32 GEMM through CLBlast (tuning table: GPUs only) */
 };
 
@@ -208,6 +211,8 @@ static clinfer_status build_type(cl_backend_ctx *b, const type_layout *l) {
         t->matvec_q8 = clCreateKernel(t->program, "matvec_q8", &q8_err);
     }
     if (st == CLINFER_OK) st = cl_error(err, "clCreateKernel(matvec.cl)");
+    if (st == CLINFER_OK && clinfer_dtype_takes_q8_act(l->type))
+        b->mm->q8_dots = t->matvec_q8 != NULL; /* the same for all such types: AVX2 or not */
     if (st != CLINFER_OK) { /* leave nothing half-built: the next call tries again */
         clinfer_error_prefix("building matvec.cl for %s", clinfer_dtype_name(l->type));
         if (t->matvec) clReleaseKernel(t->matvec);
@@ -246,8 +251,17 @@ clinfer_status cl_matmul_init(cl_backend_ctx *b) {
     CHECK(cl_error(err, "clCreateKernel(bias_fill)"));
     CHECK(cl_program_build(b->context, b->device, &b->info, "quantize.cl",
                            "-cl-fp32-correctly-rounded-divide-sqrt", &s->quantize_program));
-    s->quantize = clCreateKernel(s->quantize_program, "quantize_q8_act", &err);
-    CHECK(cl_error(err, "clCreateKernel(quantize_q8_act)"));
+    const struct {
+        cl_kernel *kernel;
+        const char *name;
+    } rounding[] = {{&s->quantize, "quantize_q8_act"},
+                    {&s->rmsnorm_q8, "rmsnorm_q8_act"},
+                    {&s->swiglu_q8, "swiglu_q8_act"}};
+    for (size_t i = 0; i < sizeof rounding / sizeof rounding[0]; i++) {
+        *rounding[i].kernel = clCreateKernel(s->quantize_program, rounding[i].name, &err);
+        CHECK(cl_error(err, rounding[i].name));
+    }
+    s->q8_dots = -1;
     /* matvec.cl for f32 now, so a device that cannot build it fails at context creation. */
     CHECK(build_type(b, layout_of(CLINFER_DT_F32)));
 cleanup:
@@ -271,7 +285,9 @@ void cl_matmul_free(cl_backend_ctx *b) {
     scratch *bufs[] = {&s->stage, &s->act.q, &s->act.d, &s->act.f};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         if (bufs[i]->mem) clReleaseMemObject(bufs[i]->mem);
-    if (s->quantize) clReleaseKernel(s->quantize);
+    cl_kernel rounding[] = {s->quantize, s->rmsnorm_q8, s->swiglu_q8};
+    for (size_t i = 0; i < sizeof rounding / sizeof rounding[0]; i++)
+        if (rounding[i]) clReleaseKernel(rounding[i]);
     if (s->quantize_program) clReleaseProgram(s->quantize_program);
     if (s->gemm) clReleaseKernel(s->gemm);
     if (s->bias_fill) clReleaseKernel(s->bias_fill);
@@ -542,29 +558,93 @@ void cl_matmul_forget(cl_backend_ctx *b) {
     if (b->mm) b->mm->act.x = NULL;
 }
 
-/* Rounds the op's x to 8 bits (quantize.cl) unless the last x_q8 matmul left it so; with want_f
- * the f32 form d * q too. */
-static clinfer_status quantize_x(cl_backend_ctx *b, const clinfer_op *op, int want_f) {
+/* Makes room for count rounded activations (and their f32 form with *want_f): the arguments
+ * xq, xd, xf and want_f of the kernels in quantize.cl go to args[0 .. 4), pointing at the
+ * caller's *want_f. */
+static clinfer_status act_args(cl_backend_ctx *b, size_t count, int *want_f, karg args[4]) {
     act_q8 *act = &b->mm->act;
-    int k = op->matmul.k, n = op->matmul.n, x_off = (int)op->matmul.x.offset;
-    cl_mem x = op->matmul.x.buf->mem;
-    if (act->x == x && act->x_off == x_off && act->k == k && act->n == n && (act->has_f || !want_f))
-        return CLINFER_OK;
     clinfer_status st = CLINFER_OK;
     act->x = NULL;
-    size_t count = (size_t)n * k, blocks = count / CLINFER_Q8_ACT_BLOCK;
     CHECK(ensure_scratch(b, &act->q, count));
-    CHECK(ensure_scratch(b, &act->d, blocks * 2 * sizeof(float)));
-    if (want_f) CHECK(ensure_scratch(b, &act->f, count * sizeof(float)));
-    cl_mem f = want_f ? act->f.mem : act->q.mem; /* never written without want_f */
-    size_t global[2] = {(size_t)k / CLINFER_Q8_ACT_BLOCK, (size_t)n};
-    karg args[] = {
-        {sizeof(cl_mem), &x},          {sizeof(int), &x_off},         {sizeof(int), &k},
-        {sizeof(cl_mem), &act->q.mem}, {sizeof(cl_mem), &act->d.mem}, {sizeof(cl_mem), &f},
-        {sizeof(int), &want_f}};
-    CHECK(launch(b, b->mm->quantize, "quantize_q8_act", args, sizeof args / sizeof args[0], global,
-                 NULL));
-    *act = (act_q8){act->q, act->d, act->f, x, x_off, k, n, want_f};
+    CHECK(ensure_scratch(b, &act->d, count / CLINFER_Q8_ACT_BLOCK * 2 * sizeof(float)));
+    if (*want_f) CHECK(ensure_scratch(b, &act->f, count * sizeof(float)));
+    args[0] = (karg){sizeof(cl_mem), &act->q.mem};
+    args[1] = (karg){sizeof(cl_mem), &act->d.mem};
+    args[2] = (karg){sizeof(cl_mem), *want_f ? &act->f.mem : &act->q.mem}; /* unwritten if not */
+    args[3] = (karg){sizeof(int), want_f};
+cleanup:
+    return st;
+}
+
+/* Rounds the op's x to 8 bits (quantize.cl) unless the last op left it so; with want_f the f32
+ * form d * q too. */
+static clinfer_status quantize_x(cl_backend_ctx *b, const clinfer_op *op, int want_f) {
+    act_q8 *act = &b->mm->act;
+    size_t count = (size_t)op->matmul.n * (size_t)op->matmul.k;
+    cl_mem x = op->matmul.x.buf->mem;
+    int x_off = (int)op->matmul.x.offset;
+    if (act->x == x && act->x_off == op->matmul.x.offset && act->count == count &&
+        (act->has_f || !want_f))
+        return CLINFER_OK;
+    clinfer_status st = CLINFER_OK;
+    karg args[6] = {{sizeof(cl_mem), &x}, {sizeof(int), &x_off}};
+    CHECK(act_args(b, count, &want_f, args + 2));
+    size_t global[2] = {count / CLINFER_Q8_ACT_BLOCK, 1};
+    CHECK(launch(b, b->mm->quantize, "quantize_q8_act", args, 6, global, NULL));
+    *act = (act_q8){act->q, act->d, act->f, x, op->matmul.x.offset, count, want_f};
+cleanup:
+    return st;
+}
+
+bool cl_round_output(const clinfer_op *op) {
+    if (op->kind == CLINFER_OP_RMSNORM)
+        return op->norm.y_q8 && op->norm.n > 0 && op->norm.d % CLINFER_Q8_ACT_BLOCK == 0 &&
+               op->norm.y.buf != op->norm.x.buf; /* its items read whole rows of x */
+    return op->kind == CLINFER_OP_SWIGLU && op->eltwise.y_q8 && op->eltwise.count > 0 &&
+           op->eltwise.count % CLINFER_Q8_ACT_BLOCK == 0;
+}
+
+clinfer_status cl_rounding_op(cl_backend_ctx *b, const clinfer_op *op) {
+    clinfer_status st = CLINFER_OK;
+    struct cl_matmul_state *s = b->mm;
+    int want_f = s->q8_dots != 1, norm = op->kind == CLINFER_OP_RMSNORM;
+    clinfer_ref y = norm ? op->norm.y : op->eltwise.y;
+    size_t count = norm ? (size_t)op->norm.n * (size_t)op->norm.d : op->eltwise.count;
+    karg args[13];
+    size_t n_args, global[2];
+    cl_ulong off[3];
+    int has_w = norm && op->norm.w.buf != NULL; /* the arguments point at these locals */
+    if (norm) {
+        const clinfer_ref *x = &op->norm.x, *w = &op->norm.w;
+        off[0] = x->offset, off[1] = w->offset, off[2] = y.offset;
+        karg head[] = {{sizeof(cl_mem), &x->buf->mem},
+                       {sizeof(cl_ulong), &off[0]},
+                       {sizeof(cl_mem), has_w ? &w->buf->mem : &x->buf->mem},
+                       {sizeof(cl_ulong), &off[1]},
+                       {sizeof(int), &has_w},
+                       {sizeof(cl_mem), &y.buf->mem},
+                       {sizeof(cl_ulong), &off[2]},
+                       {sizeof(int), &op->norm.d},
+                       {sizeof(float), &op->norm.eps}};
+        n_args = sizeof head / sizeof head[0];
+        memcpy(args, head, sizeof head);
+        global[0] = (size_t)op->norm.d / CLINFER_Q8_ACT_BLOCK;
+        global[1] = (size_t)op->norm.n;
+    } else {
+        const clinfer_ref *a = &op->eltwise.a, *g = &op->eltwise.b;
+        off[0] = a->offset, off[1] = g->offset, off[2] = y.offset;
+        karg head[] = {{sizeof(cl_mem), &a->buf->mem}, {sizeof(cl_ulong), &off[0]},
+                       {sizeof(cl_mem), &g->buf->mem}, {sizeof(cl_ulong), &off[1]},
+                       {sizeof(cl_mem), &y.buf->mem},  {sizeof(cl_ulong), &off[2]}};
+        n_args = sizeof head / sizeof head[0];
+        memcpy(args, head, sizeof head);
+        global[0] = count / CLINFER_Q8_ACT_BLOCK;
+        global[1] = 1;
+    }
+    CHECK(act_args(b, count, &want_f, args + n_args));
+    CHECK(launch(b, norm ? s->rmsnorm_q8 : s->swiglu_q8, norm ? "rmsnorm_q8_act" : "swiglu_q8_act",
+                 args, (cl_uint)n_args + 4, global, NULL));
+    s->act = (act_q8){s->act.q, s->act.d, s->act.f, y.buf->mem, y.offset, count, want_f};
 cleanup:
     return st;
 }
