@@ -22,7 +22,7 @@ typedef struct {
 } clinfer_ref;
 
 typedef enum {
-    CLINFER_OP_MATMUL,    /* y[n][m] (+)= x[n][k] . W[m][k]^T + bias[m] */
+    CLINFER_OP_MATMUL,    /* y[n][m] (+)= x[n][k] . W[row0 .. row0 + m)[k]^T + bias[m] */
     CLINFER_OP_EMBED,     /* y[n][k] = W[ids[i]][:], dequantized */
     CLINFER_OP_RMSNORM,   /* y[n][d] = x / sqrt(mean(x^2) + eps) * w */
     CLINFER_OP_LAYERNORM, /* y[n][d] = (x - mean) / sqrt(var + eps) * w + b */
@@ -46,9 +46,10 @@ typedef struct clinfer_op {
     clinfer_op_kind kind;
     union {
         struct {
-            clinfer_buffer *w; /* from weight_create: m rows of k elements */
+            clinfer_buffer *w; /* from weight_create: rows of k elements, row0 + m of them or more */
             clinfer_ref x, y, bias;
             int m, k, n;
+            int row0; /* the first weight row used: one weight can hold several matrices */
             bool accumulate; /* y += instead of y = (fuses a residual add) */
             /* x is first rounded to 8 bits per 32-element block (clinfer_quantize_q8_act) and
              * read as d * q: what lets a backend use integer dot products on quantized

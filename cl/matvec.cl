@@ -15,7 +15,9 @@
  * share it, so the dot product scales once per SPS chunks and never materialises dequantized
  * weights. f16 is read with vload_half16 (no cl_khr_fp16 needed).
  *
- * Kernels (x[c][k] at x + x_off + c*ldx, y[c][r] at y + y_off + c*ldy + r; c = get_global_id(1)):
+ * The matvec kernels compute the part's rows r0 .. r0 + rows - 1 (a weight may hold several
+ * matrices), output i = row r0 + i (x[c][k] at x + x_off + c*ldx, y[c][i] at y + y_off + c*ldy + i,
+ * bias[bias_off + i]; c = get_global_id(1)):
  *   matvec_rows    one work-item per row, two float16 accumulators, no local memory or barriers
  *                  (cpu-rows: PoCL vectorises the float16 arithmetic)
  *   matvec_rows_n  the same for 2 .. MV_MAX_N columns at once (x[c] for c < n, one launch
@@ -25,7 +27,7 @@
  *   matvec_q8      quantized weights against 8-bit activations, AVX2 hosts only (see below)
  *   dequant_rows   out[i][0..k) = W[row(i)] for row(i) = ids[i] (embedding) or first + i;
  *                  rows outside this part are left alone, ids outside [0, m) give zeros
- * flags: bit 0 accumulate (y +=), bit 1 add bias[r]. */
+ * flags: bit 0 accumulate (y +=), bit 1 add the bias. */
 
 #ifndef MV_WG
 #define MV_WG 64
@@ -265,11 +267,11 @@ INLINE void store_y(__global float *y, int r, float s, __global const float *bia
     y[r] = s;
 }
 
-__kernel void matvec_rows(wq_t wq, ws_t ws, int k, int rows, __global const float *x, int x_off,
-                          int ldx, __global float *y, int y_off, int ldy,
+__kernel void matvec_rows(wq_t wq, ws_t ws, int k, int r0, int rows, __global const float *x,
+                          int x_off, int ldx, __global float *y, int y_off, int ldy,
                           __global const float *bias, int bias_off, int flags) {
-    int r = get_global_id(0), c = get_global_id(1);
-    if (r >= rows) return;
+    int i = get_global_id(0), c = get_global_id(1), r = r0 + i;
+    if (i >= rows) return;
     __global const float *xc = x + x_off + (size_t)c * ldx;
     int nb = k / BLK, b = 0;
     float16 a0 = 0.0f, a1 = 0.0f;
@@ -279,16 +281,16 @@ __kernel void matvec_rows(wq_t wq, ws_t ws, int k, int rows, __global const floa
     }
     if (b < nb) a0 = blk_dot(wq, ws, r, k, b, xc, a0);
     float s = hsum16(a0 + a1) + tail_dot(wq, r, k, 0, 1, xc);
-    store_y(y + y_off + (size_t)c * ldy, r, s, bias, bias_off, flags);
+    store_y(y + y_off + (size_t)c * ldy, i, s, bias, bias_off, flags);
 }
 
 /* 2 .. MV_MAX_N columns: each weight block is decoded once for all of them; the per-column
  * accumulators live in a private array (L1 on CPUs) instead of re-reading W per column. */
-__kernel void matvec_rows_n(wq_t wq, ws_t ws, int k, int rows, __global const float *x, int x_off,
-                            int ldx, __global float *y, int y_off, int ldy,
+__kernel void matvec_rows_n(wq_t wq, ws_t ws, int k, int r0, int rows, __global const float *x,
+                            int x_off, int ldx, __global float *y, int y_off, int ldy,
                             __global const float *bias, int bias_off, int flags, int n) {
-    int r = get_global_id(0);
-    if (r >= rows) return;
+    int i = get_global_id(0), r = r0 + i;
+    if (i >= rows) return;
     float16 acc[MV_MAX_N];
     for (int c = 0; c < n; c++)
         acc[c] = 0.0f;
@@ -302,15 +304,15 @@ __kernel void matvec_rows_n(wq_t wq, ws_t ws, int k, int rows, __global const fl
     }
     for (int c = 0; c < n; c++) {
         float s = hsum16(acc[c]) + tail_dot(wq, r, k, 0, 1, x0 + (size_t)c * ldx);
-        store_y(y + y_off + (size_t)c * ldy, r, s, bias, bias_off, flags);
+        store_y(y + y_off + (size_t)c * ldy, i, s, bias, bias_off, flags);
     }
 }
 
-__kernel void matvec_wg(wq_t wq, ws_t ws, int k, int rows, __global const float *x, int x_off,
-                        int ldx, __global float *y, int y_off, int ldy, __global const float *bias,
-                        int bias_off, int flags) {
+__kernel void matvec_wg(wq_t wq, ws_t ws, int k, int r0, int rows, __global const float *x,
+                        int x_off, int ldx, __global float *y, int y_off, int ldy,
+                        __global const float *bias, int bias_off, int flags) {
     __local float red[MV_WG];
-    int r = get_group_id(0), c = get_global_id(1), lid = get_local_id(0);
+    int i = get_group_id(0), r = r0 + i, c = get_global_id(1), lid = get_local_id(0);
     __global const float *xc = x + x_off + (size_t)c * ldx;
     float16 acc = 0.0f;
     for (int b = lid; b < k / BLK; b += MV_WG)
@@ -321,8 +323,8 @@ __kernel void matvec_wg(wq_t wq, ws_t ws, int k, int rows, __global const float 
         if (lid < s) red[lid] += red[lid + s];
         barrier(CLK_LOCAL_MEM_FENCE);
     }
-    if (lid == 0 && r < rows)
-        store_y(y + y_off + (size_t)c * ldy, r, red[0], bias, bias_off, flags);
+    if (lid == 0 && i < rows)
+        store_y(y + y_off + (size_t)c * ldy, i, red[0], bias, bias_off, flags);
 }
 
 /* ---- 8-bit activations (the MATMUL op's x_q8) --------------------------------------------
@@ -471,12 +473,12 @@ INLINE void blk_dot_q8(wq_t wq, ws_t ws, int r, int nb, int b, __global const ch
 }
 #endif
 
-/* One work-item per (row, column): global size (rows rounded up, n). */
-__kernel void matvec_q8(wq_t wq, ws_t ws, int k, int rows, __global const char *xq,
+/* One work-item per (output row, column): global size (rows rounded up, n). */
+__kernel void matvec_q8(wq_t wq, ws_t ws, int k, int r0, int rows, __global const char *xq,
                         __global const float2 *xd, __global float *y, int y_off, int ldy,
                         __global const float *bias, int bias_off, int flags) {
-    int r = get_global_id(0), c = get_global_id(1);
-    if (r >= rows) return;
+    int i = get_global_id(0), c = get_global_id(1), r = r0 + i;
+    if (i >= rows) return;
     int nb = k / Q8_BLK, b = 0;
     xq += (size_t)c * k;
     xd += (size_t)c * (k / 32);
@@ -490,7 +492,7 @@ __kernel void matvec_q8(wq_t wq, ws_t ws, int k, int rows, __global const char *
     float8 a = a0 + a1;
     float4 h = a.lo + a.hi;
     float s = h.x + h.y + h.z + h.w + o0 + o1;
-    store_y(y + y_off + (size_t)c * ldy, r, s, bias, bias_off, flags);
+    store_y(y + y_off + (size_t)c * ldy, i, s, bias, bias_off, flags);
 }
 #endif
 

@@ -32,8 +32,7 @@ void exec_buffer_sizes(const clinfer_hparams *hp, uint32_t n_ctx, uint32_t n_bat
     bytes[EXEC_POS] = gpt2 ? n * hp->n_embd * f : 0;
     bytes[EXEC_QKV] = n * (q_dim + 2 * kv_dim) * f;
     bytes[EXEC_ATT] = n * q_dim * f;
-    bytes[EXEC_FF_A] = n * hp->n_ff * f;
-    bytes[EXEC_FF_B] = gpt2 ? 0 : n * hp->n_ff * f;
+    bytes[EXEC_FF_A] = (gpt2 ? 1 : 2) * n * hp->n_ff * f;
     bytes[EXEC_FF_C] = n * hp->n_ff * f;
     bytes[EXEC_LOGITS] = (size_t)hp->n_vocab * f;
     bytes[EXEC_IDS] = (size_t)n_ctx * sizeof(int32_t);
@@ -65,6 +64,20 @@ static bool same_ref(clinfer_ref a, clinfer_ref b) {
     return a.buf == b.buf && a.offset == b.offset;
 }
 
+/* Whether op can take on `next` (both matmuls) as more rows: the next rows of the same weight
+ * over the same x into the next outputs, as for one token's q, k and v or gate and up. */
+static bool extends(const clinfer_op *op, const clinfer_op *next) {
+    if (op->kind != CLINFER_OP_MATMUL || op->matmul.n != 1 || next->matmul.n != 1) return false;
+    clinfer_ref y = op->matmul.y, bias = op->matmul.bias;
+    bool bias_next = bias.buf
+                         ? same_ref(next->matmul.bias, at(bias.buf, bias.offset + op->matmul.m))
+                         : !next->matmul.bias.buf;
+    return op->matmul.w == next->matmul.w && op->matmul.row0 + op->matmul.m == next->matmul.row0 &&
+           same_ref(op->matmul.x, next->matmul.x) &&
+           same_ref(next->matmul.y, at(y.buf, y.offset + op->matmul.m)) && bias_next &&
+           op->matmul.accumulate == next->matmul.accumulate && op->matmul.x_q8 == next->matmul.x_q8;
+}
+
 static void matmul(builder *b, const clinfer_matrix *w, clinfer_ref x, clinfer_ref y,
                    clinfer_ref bias, int n, bool accumulate) {
     bool x_q8 = !b->f32_activations && clinfer_dtype_takes_q8_act(w->type) &&
@@ -75,18 +88,22 @@ static void matmul(builder *b, const clinfer_matrix *w, clinfer_ref x, clinfer_r
         if (prev->kind == CLINFER_OP_SWIGLU && same_ref(prev->eltwise.y, x))
             prev->eltwise.y_q8 = true;
     }
-    push(b,
-         (clinfer_op){.kind = CLINFER_OP_MATMUL,
-                      .matmul = {.w = w->w,
-                                 .x = x,
-                                 .y = y,
-                                 .bias = bias,
-                                 .m = w->m,
-                                 .k = w->k,
-                                 .n = n,
-                                 .accumulate = accumulate,
-                                 .x_q8 = x_q8}},
-         0);
+    clinfer_op op = {.kind = CLINFER_OP_MATMUL,
+                     .matmul = {.w = w->w,
+                                .x = x,
+                                .y = y,
+                                .bias = bias,
+                                .m = w->m,
+                                .k = w->k,
+                                .n = n,
+                                .row0 = w->row0,
+                                .accumulate = accumulate,
+                                .x_q8 = x_q8}};
+    if (b->steps && b->count > 0 && extends(&b->steps[b->count - 1].op, &op)) {
+        b->steps[b->count - 1].op.matmul.m += w->m; /* one launch instead of two */
+        return;
+    }
+    push(b, op, 0);
     set_w_type(b, w->type);
 }
 
@@ -231,7 +248,7 @@ static void ffn_block(builder *b, const clinfer_model *m, const exec_state *s, i
                           .eltwise = {.a = ff_a, .y = ff_c, .count = count}},
              0);
     } else {
-        clinfer_ref ff_b = at(buf[EXEC_FF_B], 0);
+        clinfer_ref ff_b = at(buf[EXEC_FF_A], count);
         matmul(b, &l->ffn_gate, xn, ff_a, (clinfer_ref){0}, n, false);
         matmul(b, &l->ffn_up, xn, ff_b, l->ffn_up_b, n, false);
         push(b,

@@ -21,8 +21,8 @@ typedef enum {
     EXEC_QKV,     /* [n][n_head][head_dim] queries, then [n][n_head_kv][head_dim] keys, then
                    * values the same (keys and values before they are stored in the cache) */
     EXEC_ATT,     /* [n][n_head][head_dim] attention output */
-    EXEC_FF_A,    /* [n][n_ff] gate (gpt2: up) */
-    EXEC_FF_B,    /* [n][n_ff] up */
+    EXEC_FF_A,    /* [n][n_ff] gate, then [n][n_ff] up (gpt2: up only); for one token both
+                   * are one row, which one matmul over the stacked weight writes */
     EXEC_FF_C,    /* [n][n_ff] activated */
     EXEC_LOGITS,  /* [n_vocab] of the last token */
     EXEC_IDS,     /* [n_ctx] int32: the sequence's token ids, written once per eval */

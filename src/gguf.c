@@ -622,6 +622,10 @@ cleanup:
 
 void gguf_release(const gguf_file *f, const void *ptr, size_t len) {
     if (!f || !f->map || len == 0) return;
+    uintptr_t map = (uintptr_t)f->map;
+    if ((uintptr_t)ptr < map || (uintptr_t)ptr - map > f->size ||
+        len > f->size - ((uintptr_t)ptr - map))
+        return; /* not the file's pages (a copy staged on the heap): nothing to drop */
     uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
     uintptr_t lo = ((uintptr_t)ptr + page - 1) / page * page,
               hi = ((uintptr_t)ptr + len) / page * page;

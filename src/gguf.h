@@ -60,7 +60,7 @@ clinfer_status gguf_open_memory(const void *data, size_t size, gguf_file **out);
 void gguf_close(gguf_file *f);
 /* Tells the kernel that the whole pages of a mapped file inside [ptr, ptr + len) are no longer
  * needed (weights already copied to a backend), so they stop counting in resident memory; they
- * stay readable. No effect on files opened from memory. */
+ * stay readable. No effect on files opened from memory or on pointers outside the mapping. */
 void gguf_release(const gguf_file *f, const void *ptr, size_t len);
 
 uint32_t gguf_version(const gguf_file *f);

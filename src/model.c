@@ -211,6 +211,53 @@ static clinfer_status load_matrix(loader *ld, const char *name, uint32_t k, uint
     return upload_rows(ld, t, name, 0, (int)rows, out);
 }
 
+/* The rows [row0, row0 + m) of the weight `whole` holds, as a matrix of their own. */
+static clinfer_matrix rows_of(const clinfer_matrix *whole, int row0, int m) {
+    return (clinfer_matrix){whole->w, whole->type, m, whole->k, row0};
+}
+
+/* Loads matrices that multiply the same input (names[i]: rows[i] x k), stacking each run of
+ * neighbours of one type into one weight (see clinfer_matrix). */
+static clinfer_status load_stacked(loader *ld, const char *const *names, const uint32_t *rows,
+                                   size_t n, uint32_t k, clinfer_matrix *const *out) {
+    clinfer_status st = CLINFER_OK;
+    const gguf_tensor *t[4];
+    uint8_t *host = NULL;
+    for (size_t i = 0; i < n; i++)
+        if (!(t[i] = find_shaped(ld->m, names[i], k, rows[i], true, &st))) return st;
+    for (size_t i = 0, end; i < n; i = end) {
+        size_t row_bytes = clinfer_dtype_row_bytes(t[i]->type, k), total = 0;
+        for (end = i; end < n && t[end]->type == t[i]->type; end++)
+            total += rows[end];
+        if (end == i + 1) { /* nothing to stack with */
+            CHECK(upload_rows(ld, t[i], names[i], 0, (int)rows[i], out[i]));
+            continue;
+        }
+        if (!ld->upload) continue;
+        if (!(host = malloc(total * row_bytes)))
+            CHECK(clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "model: %zu bytes to stack '%s'",
+                               total * row_bytes, names[i]));
+        size_t at = 0;
+        for (size_t j = i; j < end; j++) {
+            memcpy(host + at * row_bytes, t[j]->data, rows[j] * row_bytes);
+            gguf_release(ld->m->gguf, t[j]->data, rows[j] * row_bytes);
+            at += rows[j];
+        }
+        gguf_tensor stacked = *t[i];
+        stacked.ne[1] = (int64_t)total;
+        stacked.data = host;
+        CHECK(upload_rows(ld, &stacked, names[i], 0, (int)total, out[i]));
+        free(host);
+        host = NULL;
+        clinfer_matrix whole = *out[i];
+        for (size_t j = i, row0 = 0; j < end; row0 += rows[j++])
+            *out[j] = rows_of(&whole, (int)row0, (int)rows[j]);
+    }
+cleanup:
+    free(host);
+    return st;
+}
+
 /* Converts a vector tensor of n elements to f32 into the stage; *out points at it. */
 static clinfer_status load_vector(loader *ld, const char *name, uint32_t n, bool required,
                                   clinfer_ref *out) {
@@ -243,17 +290,24 @@ static clinfer_status load_layer(loader *ld, uint32_t il) {
         const gguf_tensor *t =
             find_shaped(m, NAME("attn_qkv.weight"), E, q_dim + 2 * kv_dim, true, &st);
         if (!t) goto cleanup;
-        CHECK(upload_rows(ld, t, name, 0, (int)q_dim, &l->wq));
-        CHECK(upload_rows(ld, t, name, (int)q_dim, (int)kv_dim, &l->wk));
-        CHECK(upload_rows(ld, t, name, (int)(q_dim + kv_dim), (int)kv_dim, &l->wv));
+        clinfer_matrix qkv = {0};
+        CHECK(upload_rows(ld, t, name, 0, (int)(q_dim + 2 * kv_dim), &qkv));
+        l->wq = rows_of(&qkv, 0, (int)q_dim);
+        l->wk = rows_of(&qkv, (int)q_dim, (int)kv_dim);
+        l->wv = rows_of(&qkv, (int)(q_dim + kv_dim), (int)kv_dim);
         CHECK(load_vector(ld, NAME("attn_qkv.bias"), q_dim + 2 * kv_dim, true, &l->bq));
         l->bk = (clinfer_ref){l->bq.buf, l->bq.offset + q_dim};
         l->bv = (clinfer_ref){l->bq.buf, l->bq.offset + q_dim + kv_dim};
     } else {
         bool qkv_bias = hp->arch == CLINFER_ARCH_QWEN2;
-        CHECK(load_matrix(ld, NAME("attn_q.weight"), E, q_dim, true, &l->wq));
-        CHECK(load_matrix(ld, NAME("attn_k.weight"), E, kv_dim, true, &l->wk));
-        CHECK(load_matrix(ld, NAME("attn_v.weight"), E, kv_dim, true, &l->wv));
+        char names[3][96];
+        const char *const suffix[] = {"q", "k", "v"};
+        for (int i = 0; i < 3; i++)
+            snprintf(names[i], sizeof names[i], "blk.%u.attn_%s.weight", il, suffix[i]);
+        const char *const qkv_names[] = {names[0], names[1], names[2]};
+        const uint32_t rows[] = {q_dim, kv_dim, kv_dim};
+        clinfer_matrix *const outs[] = {&l->wq, &l->wk, &l->wv};
+        CHECK(load_stacked(ld, qkv_names, rows, 3, E, outs));
         CHECK(load_vector(ld, NAME("attn_q.bias"), q_dim, qkv_bias, &l->bq));
         CHECK(load_vector(ld, NAME("attn_k.bias"), kv_dim, qkv_bias, &l->bk));
         CHECK(load_vector(ld, NAME("attn_v.bias"), kv_dim, qkv_bias, &l->bv));
@@ -262,8 +316,17 @@ static clinfer_status load_layer(loader *ld, uint32_t il) {
     CHECK(load_vector(ld, NAME("attn_output.bias"), E, gpt2, &l->bo));
     CHECK(load_vector(ld, NAME("ffn_norm.weight"), E, true, &l->ffn_norm));
     CHECK(load_vector(ld, NAME("ffn_norm.bias"), E, gpt2, &l->ffn_norm_b));
-    if (!gpt2) CHECK(load_matrix(ld, NAME("ffn_gate.weight"), E, F, true, &l->ffn_gate));
-    CHECK(load_matrix(ld, NAME("ffn_up.weight"), E, F, true, &l->ffn_up));
+    if (gpt2) {
+        CHECK(load_matrix(ld, NAME("ffn_up.weight"), E, F, true, &l->ffn_up));
+    } else {
+        char gate[96], up[96];
+        snprintf(gate, sizeof gate, "blk.%u.ffn_gate.weight", il);
+        snprintf(up, sizeof up, "blk.%u.ffn_up.weight", il);
+        const char *const ffn_names[] = {gate, up};
+        const uint32_t rows[] = {F, F};
+        clinfer_matrix *const outs[] = {&l->ffn_gate, &l->ffn_up};
+        CHECK(load_stacked(ld, ffn_names, rows, 2, E, outs));
+    }
     CHECK(load_vector(ld, NAME("ffn_up.bias"), F, gpt2, &l->ffn_up_b));
     CHECK(load_matrix(ld, NAME("ffn_down.weight"), F, E, true, &l->ffn_down));
     CHECK(load_vector(ld, NAME("ffn_down.bias"), E, gpt2, &l->ffn_down_b));
@@ -442,7 +505,7 @@ cleanup:
 }
 
 static void free_matrix(clinfer_model *m, clinfer_matrix *w) {
-    if (w->w) m->backend->i->buffer_free(m->backend->ctx, w->w);
+    if (w->w && w->row0 == 0) m->backend->i->buffer_free(m->backend->ctx, w->w);
     w->w = NULL;
 }
 

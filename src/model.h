@@ -37,11 +37,15 @@ typedef struct {
     float norm_eps;
 } clinfer_hparams;
 
-/* A weight matrix on the backend: m output rows of k input elements (GGUF ne[0] = k). */
+/* A weight matrix on the backend: m output rows of k input elements (GGUF ne[0] = k), rows
+ * row0 .. row0 + m - 1 of w. Matrices of one type and k that the same input multiplies (q, k, v;
+ * gate, up) share one weight, stacked in that order, so that one matmul can run them together;
+ * the one with row0 == 0 owns it. */
 typedef struct {
     clinfer_buffer *w;
     clinfer_dtype type;
     int m, k;
+    int row0;
 } clinfer_matrix;
 
 /* Norm weights and biases are f32 vectors packed into one small buffer (model->vectors);

@@ -101,21 +101,24 @@ static void compare(const pair *p, size_t offset, size_t n, double limit, const 
 
 /* y = W x (+ bias) or y += ..., with x and y at odd offsets so no kernel may assume alignment;
  * x_q8: x rounded to 8 bits first (integer dot products on devices that have them). */
-static void check_matmul(const pair *w, clinfer_dtype type, int m, int k, int n, bool accumulate,
-                         bool bias, bool x_q8, const char *why) {
+/* y = x . W^T over W's rows [row0, row0 + m). */
+static void check_matmul(const pair *w, clinfer_dtype type, int row0, int m, int k, int n,
+                         bool accumulate, bool bias, bool x_q8, const char *why) {
     const size_t x_off = 3, y_off = 5;
     pair x = pair_random(x_off + (size_t)n * k);
     pair y = pair_random(y_off + (size_t)n * m); /* accumulate adds to these */
     pair b = pair_random(1 + (size_t)m);
     char what[160];
-    snprintf(what, sizeof what, "%s matmul %s m %d k %d n %d%s%s%s", why, clinfer_dtype_name(type),
-             m, k, n, accumulate ? " accumulate" : "", bias ? " bias" : "", x_q8 ? " x_q8" : "");
+    snprintf(what, sizeof what, "%s matmul %s rows %d + %d k %d n %d%s%s%s", why,
+             clinfer_dtype_name(type), row0, m, k, n, accumulate ? " accumulate" : "",
+             bias ? " bias" : "", x_q8 ? " x_q8" : "");
     for (int s = 0; s < SIDES; s++) {
         clinfer_op op = {.kind = CLINFER_OP_MATMUL};
         op.matmul.w = w->buf[s];
         op.matmul.x = (clinfer_ref){x.buf[s], x_off};
         op.matmul.y = (clinfer_ref){y.buf[s], y_off};
         op.matmul.bias = (clinfer_ref){bias ? b.buf[s] : NULL, 1};
+        op.matmul.row0 = row0;
         op.matmul.m = m;
         op.matmul.k = k;
         op.matmul.n = n;
@@ -219,11 +222,17 @@ static void test_shapes(clinfer_dtype type) {
             for (size_t ni = 0; ni < sizeof ns / sizeof ns[0]; ni++, variant++) {
                 /* large shapes only at a few n: the reference is slow */
                 if ((size_t)m * k >= 576 * 576 && ns[ni] > 9 && ni % 2) continue;
-                check_matmul(&w, type, m, k, ns[ni], variant % 2, variant % 3 == 1, false, "grid");
+                check_matmul(&w, type, 0, m, k, ns[ni], variant % 2, variant % 3 == 1, false,
+                             "grid");
                 if (q8 && ns[ni] <= 9) /* matvec (integer kernels) and GEMM on d * q */
-                    check_matmul(&w, type, m, k, ns[ni], variant % 2, variant % 3 == 0, true,
+                    check_matmul(&w, type, 0, m, k, ns[ni], variant % 2, variant % 3 == 0, true,
                                  "grid");
             }
+            if (m == 67) /* rows in the middle, as of stacked q, k, v */
+                for (int n = 1; n <= 17; n += 8) {
+                    check_matmul(&w, type, 3, 60, k, n, n > 1, true, false, "rows");
+                    if (q8) check_matmul(&w, type, 64, 3, k, n, false, false, true, "rows");
+                }
             if (m == 67 || m == 576) check_embed(&w, type, m, k, "grid");
             pair_free(&w);
         }
@@ -231,8 +240,8 @@ static void test_shapes(clinfer_dtype type) {
     int k = blk == 256 ? 512 : 576;
     pair w = weight_new(type, 67, k);
     if (w.buf[REF] && w.buf[CL]) {
-        check_matmul(&w, type, 67, k, 128, false, true, false, "batch");
-        if (q8) check_matmul(&w, type, 67, k, 128, true, false, true, "batch");
+        check_matmul(&w, type, 0, 67, k, 128, false, true, false, "batch");
+        if (q8) check_matmul(&w, type, 0, 67, k, 128, true, false, true, "batch");
         check_embed_out_of_range(&w, 67, k);
     }
     pair_free(&w);
@@ -248,8 +257,11 @@ static void test_split(clinfer_dtype type) {
     setenv("CLINFER_MAX_ALLOC", limit, 1);
     pair w = weight_new(type, m, k);
     if (w.buf[REF] && w.buf[CL]) { /* the limit also cuts GEMM's f32 staging into chunks */
-        for (int n = 1; n <= 17; n += 8)
-            check_matmul(&w, type, m, k, n, n > 1, true, n == 1 && q8, "split");
+        for (int n = 1; n <= 17; n += 8) {
+            check_matmul(&w, type, 0, m, k, n, n > 1, true, n == 1 && q8, "split");
+            /* a range that starts and ends inside parts */
+            check_matmul(&w, type, 7, m - 12, k, n, false, n > 1, n == 1 && q8, "split");
+        }
         check_embed(&w, type, m, k, "split");
     }
     unsetenv("CLINFER_MAX_ALLOC");
@@ -341,6 +353,15 @@ static void test_rejects(void) {
     st = be[CL]->i->op(be[CL]->ctx, &op);
     EXPECT(st == CLINFER_ERR_INVALID_ARGUMENT, "matmul with the wrong m: %s",
            clinfer_status_str(st));
+    op.matmul.m = 1;
+    op.matmul.row0 = 2; /* rows 2 .. 2 of a 2-row weight */
+    st = be[CL]->i->op(be[CL]->ctx, &op);
+    EXPECT(st == CLINFER_ERR_INVALID_ARGUMENT, "matmul past the weight's rows: %s",
+           clinfer_status_str(st));
+    op.matmul.row0 = -1;
+    st = be[CL]->i->op(be[CL]->ctx, &op);
+    EXPECT(st == CLINFER_ERR_INVALID_ARGUMENT, "matmul from row -1: %s", clinfer_status_str(st));
+    op.matmul.row0 = 0;
     op.matmul.m = 2;
     op.matmul.n = 2;
     op.matmul.x.offset = 8; /* 8 + 2 * 32 > 64 */

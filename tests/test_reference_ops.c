@@ -171,6 +171,34 @@ static void test_matmul_q8(void) {
     }
 }
 
+/* A row range of a weight (stacked q, k, v): row r of W is all r + 1, x all ones, so output i
+ * of rows [row0, row0 + m) is k (row0 + i + 1); rows outside the weight are rejected. */
+static void test_matmul_rows(void) {
+    enum { M = 5, K = 32 };
+    float wd[M * K], ones[K], y[M];
+    for (int i = 0; i < M * K; i++)
+        wd[i] = (float)(i / K + 1);
+    for (int i = 0; i < K; i++)
+        ones[i] = 1.0f;
+    clinfer_buffer *w = NULL, *x = upload_f32(ones, K), *yb = upload_f32(ones, M);
+    EXPECT_OK(be->i->weight_create(be->ctx, CLINFER_DT_F32, M, K, wd, &w));
+    clinfer_op op = {
+        .kind = CLINFER_OP_MATMUL,
+        .matmul = {.w = w, .x = ref(x), .y = ref(yb), .m = 3, .k = K, .n = 1, .row0 = 1}};
+    EXPECT_OK(run(&op));
+    EXPECT_OK(be->i->buffer_read(be->ctx, yb, 0, sizeof y, y));
+    for (int i = 0; i < 3; i++)
+        EXPECT(y[i] == (float)(K * (i + 2)), "rows 1 .. 3: y[%d] = %g", i, (double)y[i]);
+    EXPECT(y[3] == 1.0f && y[4] == 1.0f, "rows 1 .. 3 wrote past y[2]");
+    op.matmul.row0 = 3; /* rows 3 .. 5 of 5 */
+    EXPECT(run(&op) == CLINFER_ERR_INVALID_ARGUMENT, "rows past the weight accepted");
+    op.matmul.row0 = -1;
+    EXPECT(run(&op) == CLINFER_ERR_INVALID_ARGUMENT, "row0 -1 accepted");
+    release(w);
+    release(x);
+    release(yb);
+}
+
 static void test_embed(void) {
     rng_seed(2);
     for (size_t t = 0; t < N_TYPES; t++) {
@@ -915,6 +943,7 @@ int main(void) {
     EXPECT(be->i->api_version == CLINFER_BACKEND_API, "api version");
     test_matmul();
     test_matmul_q8();
+    test_matmul_rows();
     test_embed();
     test_norms();
     test_rope();

@@ -445,35 +445,39 @@ static clinfer_status check_operand(const char *op, const char *name, clinfer_re
     return CLINFER_OK;
 }
 
-static clinfer_status check_weight(const char *op, const clinfer_buffer *wb, int m, int k, int n) {
+/* Rows [row0, row0 + m) of k elements of wb, all of them when whole. */
+static clinfer_status check_weight(const char *op, const clinfer_buffer *wb, int row0, int m, int k,
+                                   int n, bool whole) {
     if (!wb || !wb->weight)
         return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "OpenCL %s: w is not a weight", op);
-    if (wb->weight->m != m || wb->weight->k != k || n <= 0)
+    const struct cl_weight *w = wb->weight;
+    if (row0 < 0 || m <= 0 || row0 > w->m - m || (whole && m != w->m) || w->k != k || n <= 0)
         return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
-                            "OpenCL %s: m %d, k %d, n %d against a weight of %d x %d", op, m, k, n,
-                            wb->weight->m, wb->weight->k);
+                            "OpenCL %s: rows %d .. %d, k %d, n %d against a weight of %d x %d", op,
+                            row0, row0 + m, k, n, w->m, w->k);
     return CLINFER_OK;
 }
 
 /* ---- matmul ---------------------------------------------------------------------------- */
 
-/* What one matmul launch needs besides the weight rows. */
+/* What one matmul launch needs besides the weight part: its rows [r0, r0 + rows). */
 typedef struct {
     cl_mem x, y, bias;
-    int x_off, y_off, bias_off; /* y_off and bias_off already include the part's first row */
+    int x_off, y_off, bias_off; /* y_off and bias_off already point at row r0's outputs */
     int k, n, ldy, flags;
+    int r0, rows;
 } mm_args;
 
 static clinfer_status run_matvec(cl_backend_ctx *b, const type_kernels *t, const weight_part *p,
                                  const mm_args *a) {
     cl_mem ws = p->s ? p->s : p->q; /* f32/f16 kernels never read ws */
-    int rows = p->rows;
+    int rows = a->rows;
     karg args[] = {
-        {sizeof(cl_mem), &p->q},  {sizeof(cl_mem), &ws},      {sizeof(int), &a->k},
-        {sizeof(int), &rows},     {sizeof(cl_mem), &a->x},    {sizeof(int), &a->x_off},
-        {sizeof(int), &a->k},     {sizeof(cl_mem), &a->y},    {sizeof(int), &a->y_off},
-        {sizeof(int), &a->ldy},   {sizeof(cl_mem), &a->bias}, {sizeof(int), &a->bias_off},
-        {sizeof(int), &a->flags}, {sizeof(int), &a->n}};
+        {sizeof(cl_mem), &p->q},     {sizeof(cl_mem), &ws},    {sizeof(int), &a->k},
+        {sizeof(int), &a->r0},       {sizeof(int), &rows},     {sizeof(cl_mem), &a->x},
+        {sizeof(int), &a->x_off},    {sizeof(int), &a->k},     {sizeof(cl_mem), &a->y},
+        {sizeof(int), &a->y_off},    {sizeof(int), &a->ldy},   {sizeof(cl_mem), &a->bias},
+        {sizeof(int), &a->bias_off}, {sizeof(int), &a->flags}, {sizeof(int), &a->n}};
     cl_uint n_args = sizeof args / sizeof args[0] - 1; /* n only for matvec_rows_n */
     cl_kernel kernel = t->matvec;
     size_t global[2] = {(size_t)rows * b->mm->mv_wg, (size_t)a->n}, local[2] = {b->mm->mv_wg, 1};
@@ -651,11 +655,12 @@ cleanup:
 
 static clinfer_status run_matvec_q8(cl_backend_ctx *b, const type_kernels *t, const weight_part *p,
                                     const mm_args *a) {
-    int rows = p->rows;
+    int rows = a->rows;
     cl_mem ws = p->s;
     karg args[] = {{sizeof(cl_mem), &p->q},
                    {sizeof(cl_mem), &ws},
                    {sizeof(int), &a->k},
+                   {sizeof(int), &a->r0},
                    {sizeof(int), &rows},
                    {sizeof(cl_mem), &b->mm->act.q.mem},
                    {sizeof(cl_mem), &b->mm->act.d.mem},
@@ -689,7 +694,8 @@ static clinfer_status run_dequant(cl_backend_ctx *b, const struct cl_weight *w,
 clinfer_status cl_matmul(cl_backend_ctx *b, const clinfer_op *op) {
     clinfer_status st = CLINFER_OK;
     int m = op->matmul.m, k = op->matmul.k, n = op->matmul.n;
-    CHECK(check_weight("matmul", op->matmul.w, m, k, n));
+    int row0 = op->matmul.row0;
+    CHECK(check_weight("matmul", op->matmul.w, row0, m, k, n, false));
     CHECK(check_operand("matmul", "x", op->matmul.x, (size_t)n * k, sizeof(float)));
     CHECK(check_operand("matmul", "y", op->matmul.y, (size_t)n * m, sizeof(float)));
     int has_bias = op->matmul.bias.buf != NULL;
@@ -722,23 +728,29 @@ clinfer_status cl_matmul(cl_backend_ctx *b, const clinfer_op *op) {
     }
     for (int i = 0; i < w->n_parts; i++) {
         const weight_part *p = &w->parts[i];
-        a.y_off = (int)op->matmul.y.offset + p->row0;
-        a.bias_off = (has_bias ? (int)op->matmul.bias.offset : 0) + p->row0;
+        /* the op's rows this part holds: [lo, hi) in the weight's numbering */
+        int lo = p->row0 > row0 ? p->row0 : row0;
+        int hi = p->row0 + p->rows < row0 + m ? p->row0 + p->rows : row0 + m;
+        if (lo >= hi) continue;
+        a.r0 = lo - p->row0;
+        a.rows = hi - lo;
+        a.y_off = (int)op->matmul.y.offset + (lo - row0);
+        a.bias_off = (has_bias ? (int)op->matmul.bias.offset : 0) + (lo - row0);
         if (q8_kernel) {
             CHECK(run_matvec_q8(b, t, p, &a));
         } else if (n <= MATVEC_MAX_N) {
             CHECK(run_matvec(b, t, p, &a));
         } else if (l->type == CLINFER_DT_F32) {
-            CHECK(run_gemm(b, p->q, 0, p->rows, &a));
+            CHECK(run_gemm(b, p->q, a.r0 * k, a.rows, &a));
         } else {
             uint64_t stage = alloc_limit(b) < STAGE_BYTES ? alloc_limit(b) : STAGE_BYTES;
             int chunk = (int)(stage / ((uint64_t)k * sizeof(float)));
-            chunk = chunk < 1 ? 1 : chunk < p->rows ? chunk : p->rows;
+            chunk = chunk < 1 ? 1 : chunk < a.rows ? chunk : a.rows;
             CHECK(ensure_scratch(b, &b->mm->stage, (size_t)chunk * k * sizeof(float)));
             int part_y = a.y_off, part_bias = a.bias_off;
-            for (int r = 0; r < p->rows; r += chunk) {
-                int count = p->rows - r < chunk ? p->rows - r : chunk;
-                CHECK(run_dequant(b, w, p, NULL, 0, 0, p->row0 + r, count, b->mm->stage.mem, 0));
+            for (int r = 0; r < a.rows; r += chunk) {
+                int count = a.rows - r < chunk ? a.rows - r : chunk;
+                CHECK(run_dequant(b, w, p, NULL, 0, 0, lo + r, count, b->mm->stage.mem, 0));
                 a.y_off = part_y + r;
                 a.bias_off = part_bias + r;
                 CHECK(run_gemm(b, b->mm->stage.mem, 0, count, &a));
@@ -753,7 +765,7 @@ cleanup:
 clinfer_status cl_embed(cl_backend_ctx *b, const clinfer_op *op) {
     clinfer_status st = CLINFER_OK;
     int m = op->embed.m, k = op->embed.k, n = op->embed.n;
-    CHECK(check_weight("embed", op->embed.w, m, k, n));
+    CHECK(check_weight("embed", op->embed.w, 0, m, k, n, true));
     CHECK(check_operand("embed", "ids", op->embed.ids, (size_t)n, sizeof(int32_t)));
     CHECK(check_operand("embed", "y", op->embed.y, (size_t)n * k, sizeof(float)));
     const struct cl_weight *w = op->embed.w->weight;

@@ -171,15 +171,18 @@ static clinfer_status disjoint(const char *op, clinfer_ref a, size_t a_count, cl
     return CLINFER_OK;
 }
 
-static clinfer_status weight_operand(const char *op, const clinfer_buffer *w, int m, int k) {
+/* w's rows [row0, row0 + m) of k elements; whole: they must be all its rows. */
+static clinfer_status weight_operand(const char *op, const clinfer_buffer *w, int row0, int m,
+                                     int k, bool whole) {
     if (!w || !w->is_weight)
         return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
                             "reference %s: w is %s, not a buffer from weight_create", op,
                             w ? "a plain buffer" : "NULL");
-    if (w->m != m || w->k != k)
+    if (row0 < 0 || m < 0 || row0 > w->m - m || w->k != k || (whole && m != w->m))
         return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
-                            "reference %s: op says %d x %d but the weight is %d x %d", op, m, k,
-                            w->m, w->k);
+                            "reference %s: op says rows %d .. %d of %d elements but the weight is "
+                            "%d x %d",
+                            op, row0, row0 + m, k, w->m, w->k);
     return CLINFER_OK;
 }
 
@@ -188,7 +191,7 @@ static clinfer_status op_matmul(ref_ctx *c, const clinfer_op *o) {
     clinfer_status st;
     size_t nx, ny, nb;
     void *x, *y, *bias;
-    CHECK(weight_operand(op, o->matmul.w, o->matmul.m, o->matmul.k));
+    CHECK(weight_operand(op, o->matmul.w, o->matmul.row0, o->matmul.m, o->matmul.k, false));
     CHECK(extent(op, &nx, o->matmul.n, o->matmul.k, 1));
     CHECK(extent(op, &ny, o->matmul.n, o->matmul.m, 1));
     CHECK(extent(op, &nb, o->matmul.m, 1, 1));
@@ -206,7 +209,8 @@ static clinfer_status op_matmul(ref_ctx *c, const clinfer_op *o) {
         ref_round_q8(x, c->scratch + o->matmul.k, nx);
         x = c->scratch + o->matmul.k;
     }
-    ref_matmul(o->matmul.w, x, y, bias, o->matmul.n, o->matmul.accumulate, c->scratch);
+    ref_matmul(o->matmul.w, o->matmul.row0, o->matmul.m, x, y, bias, o->matmul.n,
+               o->matmul.accumulate, c->scratch);
 cleanup:
     return st;
 }
@@ -225,7 +229,7 @@ static clinfer_status op_embed(const clinfer_op *o) {
     clinfer_status st;
     size_t ny;
     void *ids, *y;
-    CHECK(weight_operand(op, o->embed.w, o->embed.m, o->embed.k));
+    CHECK(weight_operand(op, o->embed.w, 0, o->embed.m, o->embed.k, true));
     CHECK(extent(op, &ny, o->embed.n, o->embed.k, 1));
     CHECK(operand(op, "ids", o->embed.ids, (size_t)o->embed.n, sizeof(int32_t), false, &ids));
     CHECK(operand(op, "y", o->embed.y, ny, sizeof(float), false, &y));

@@ -39,12 +39,12 @@ void ref_round_q8(const float *x, float *xq, size_t count) {
     }
 }
 
-void ref_matmul(const clinfer_buffer *w, const float *x, float *y, const float *bias, int n,
-                bool accumulate, float *row) {
-    size_t m = (size_t)w->m, k = (size_t)w->k;
+void ref_matmul(const clinfer_buffer *w, int row0, int rows, const float *x, float *y,
+                const float *bias, int n, bool accumulate, float *row) {
+    size_t m = (size_t)rows, k = (size_t)w->k;
     /* Weight-row outer loop: each row is dequantized once and used for all n inputs. */
     for (size_t i = 0; i < m; i++) {
-        const float *wr = weight_row(w, (int)i, row);
+        const float *wr = weight_row(w, row0 + (int)i, row);
         float b = bias ? bias[i] : 0.0f;
         for (size_t r = 0; r < (size_t)n; r++) {
             float v = ref_dot(x + r * k, wr, k) + b;
