@@ -11,8 +11,12 @@
 #  4. Refuses to report when the 1-minute load average is above 1.0 (--force overrides; the
 #     load is printed either way, before and after).
 #  5. Runs `llama-bench -t 2 -p 128 -n 64 -r 3` and `clinfer bench -p 128 -n 64 -r 3` on each
-#     file and prints a markdown table: tokens/s of both and the ratio clinfer / llama.cpp for
-#     pp128 and tg64, time to first token of a 16-token prompt and peak resident memory.
+#     file, back to back, for --rounds rounds (default 3), and prints a markdown table: tokens/s
+#     of both and the ratio clinfer / llama.cpp for pp128 and tg64, time to first token of a
+#     16-token prompt and peak resident memory. Speeds and times are medians over the rounds
+#     (± the median round's stddev), ratios the median of the rounds' ratios: on a shared
+#     machine the speed of both drifts by tens of percent within minutes, and a ratio taken
+#     from two runs a minute apart inherits that.
 #
 # Time to first token: clinfer's is what `clinfer bench` measures in-process (model load, the
 # 16-token prompt, the first greedy token; warm kernel cache), plus one cold start with an empty
@@ -21,7 +25,7 @@
 # bound: process start and exit are in it). Peak memory: each benchmark process's maximum
 # resident set size (wait4's ru_maxrss).
 #
-# usage: bench/compare_llamacpp.sh [--force] [--threads N] [--reps R]
+# usage: bench/compare_llamacpp.sh [--force] [--threads N] [--reps R] [--rounds K]
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -30,12 +34,14 @@ version=${LLAMA_CPP_PYTHON_VERSION:-0.3.36}
 force=0
 threads=2
 reps=3
+rounds=3
 while [ $# -gt 0 ]; do
     case $1 in
     --force) force=1 ;;
     --threads) threads=$2; shift ;;
     --reps) reps=$2; shift ;;
-    -h | --help) sed -n '2,24p' "$0"; exit 0 ;;
+    --rounds) rounds=$2; shift ;;
+    -h | --help) sed -n '2,28p' "$0"; exit 0 ;;
     *) echo "compare_llamacpp: unknown argument '$1' (see --help)" >&2; exit 1 ;;
     esac
     shift
@@ -107,11 +113,12 @@ fi
 # ---- 5. both engines on every file --------------------------------------------------------
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
-python3 - "$clinfer" "$llama_bin/llama-bench" "$threads" "$reps" "$scratch" "${files[@]}" <<'EOF'
-import json, os, subprocess, sys, tempfile, time
+python3 - "$clinfer" "$llama_bin/llama-bench" "$threads" "$reps" "$rounds" "$scratch" \
+    "${files[@]}" <<'EOF'
+import json, os, statistics, subprocess, sys, tempfile, time
 
-clinfer, llama_bench, threads, reps, scratch = sys.argv[1:6]
-files = sys.argv[6:]
+clinfer, llama_bench, threads, reps, rounds, scratch = sys.argv[1:7]
+files = sys.argv[7:]
 
 def run(cmd, env=None):
     """Runs cmd; returns (stdout, wall seconds, the process's peak resident MiB)."""
@@ -128,28 +135,47 @@ def run(cmd, env=None):
                      % (" ".join(cmd), code, err.read()[-2000:]))
         return stdout, wall, usage.ru_maxrss / 1024
 
-rows = []
-for path in files:
-    name = os.path.basename(path)
-    sys.stderr.write("compare_llamacpp: %s\n" % name)
+def one_round(path, name):
+    """Both engines on one file, back to back: their speeds, TTFTs and peak RSS."""
     lb_cmd = [llama_bench, "-m", path, "-t", threads, "-p", "128", "-n", "64", "-r", reps,
               "-o", "json"]
     text, _, lb_rss = run(lb_cmd)
-    lb = json.loads(text)
-    speed = {("pp" if r["n_gen"] == 0 else "tg"): (r["avg_ts"], r["stddev_ts"]) for r in lb}
+    speed = {("pp" if r["n_gen"] == 0 else "tg"): (r["avg_ts"], r["stddev_ts"])
+             for r in json.loads(text)}
     _, lb_ttft, _ = run([llama_bench, "-m", path, "-t", threads, "-p", "16", "-n", "0",
                          "-r", "1", "--no-warmup", "-o", "json"])
     cl_cmd = [clinfer, "bench", "-m", path, "-p", "128", "-n", "64", "-r", reps, "--json"]
     cl = json.loads(run(cl_cmd)[0])
     ours = {t["test"][:2]: (t["avg_ts"], t["stddev_ts"]) for t in cl["tests"]}
+    return {"ours": ours, "theirs": speed, "ttft": cl["ttft_ms"], "lb_ttft": lb_ttft * 1e3,
+            "rss": cl["peak_rss_mib"], "lb_rss": lb_rss, "backend": cl["backend"]}
+
+def median_of(results, key, test):
+    """The median round's (mean, stddev) of one engine's test."""
+    ordered = sorted((r[key][test] for r in results), key=lambda v: v[0])
+    return ordered[(len(ordered) - 1) // 2]
+
+rows = []
+for path in files:
+    name = os.path.basename(path)
+    sys.stderr.write("compare_llamacpp: %s\n" % name)
+    results = [one_round(path, name) for _ in range(int(rounds))]
     cold = None
     if name.endswith("Q4_1.gguf"):
         with tempfile.TemporaryDirectory(dir=scratch) as empty:
             env = dict(os.environ, CLINFER_CACHE_DIR=empty)
             cold = json.loads(run([clinfer, "bench", "-m", path, "-p", "0", "-n", "0", "-r", "1",
                                    "--json"], env)[0])["ttft_ms"]
-    rows.append((name, ours, speed, cl["ttft_ms"], cold, lb_ttft * 1e3, cl["peak_rss_mib"],
-                 lb_rss, cl["backend"]))
+    row = {"name": name, "cold": cold, "backend": results[0]["backend"]}
+    for test in ("pp", "tg"):
+        row[test] = (median_of(results, "ours", test), median_of(results, "theirs", test),
+                     statistics.median(r["ours"][test][0] / r["theirs"][test][0]
+                                       for r in results))
+    for key in ("ttft", "lb_ttft"):
+        row[key] = statistics.median(r[key] for r in results)
+    for key in ("rss", "lb_rss"):
+        row[key] = max(r[key] for r in results)
+    rows.append(row)
 
 def ts(v):
     return "%.1f ± %.1f" % v
@@ -157,13 +183,16 @@ def ts(v):
 print("| model | pp128 clinfer | pp128 llama.cpp | pp ratio | tg64 clinfer | tg64 llama.cpp "
       "| tg ratio | TTFT clinfer (cold) | TTFT llama.cpp | peak RSS clinfer | peak RSS llama.cpp |")
 print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
-for name, ours, theirs, ttft, cold, lb_ttft, rss, lb_rss, _ in rows:
-    print("| %s | %s | %s | %.2f | %s | %s | %.2f | %.0f ms%s | %.0f ms | %.0f MiB | %.0f MiB |" % (
-        name, ts(ours["pp"]), ts(theirs["pp"]), ours["pp"][0] / theirs["pp"][0],
-        ts(ours["tg"]), ts(theirs["tg"]), ours["tg"][0] / theirs["tg"][0], ttft,
-        " (%.0f ms)" % cold if cold is not None else "", lb_ttft, rss, lb_rss))
+for r in rows:
+    cells = [r["name"]]
+    for test in ("pp", "tg"):
+        ours, theirs, ratio = r[test]
+        cells += [ts(ours), ts(theirs), "%.2f" % ratio]
+    cells += ["%.0f ms%s" % (r["ttft"], " (%.0f ms)" % r["cold"] if r["cold"] is not None else ""),
+              "%.0f ms" % r["lb_ttft"], "%.0f MiB" % r["rss"], "%.0f MiB" % r["lb_rss"]]
+    print("| " + " | ".join(cells) + " |")
 print()
-print("clinfer device: %s; llama.cpp: CPU backend, %s threads; %s repetitions each" % (
-    rows[0][8], threads, reps))
+print("clinfer device: %s; llama.cpp: CPU backend, %s threads; %s repetitions per run, medians "
+      "over %s rounds of both engines back to back" % (rows[0]["backend"], threads, reps, rounds))
 EOF
 say "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
