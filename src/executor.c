@@ -39,7 +39,9 @@ void exec_buffer_sizes(const clinfer_hparams *hp, uint32_t n_ctx, uint32_t n_bat
     bytes[EXEC_POS_IDS] = gpt2 ? (size_t)n_ctx * sizeof(int32_t) : 0;
 }
 
-/* Builds in two passes: with steps == NULL only counting, then filling the exact array. */
+/* Builds in two passes: with steps == NULL only counting, then filling the array. Merging and
+ * hints look at the step before, so they happen in the second pass only, which may therefore
+ * use fewer steps than counted. */
 typedef struct {
     plan_step *steps;
     size_t count;
