@@ -744,14 +744,14 @@ static clinfer_status get_int(const gguf_file *f, const char *key, int64_t lo, i
 }
 
 clinfer_status gguf_get_u32(const gguf_file *f, const char *key, uint32_t *out) {
-    int64_t v;
+    int64_t v = 0; /* gcc -O3 cannot tell that get_int sets it whenever it returns OK */
     clinfer_status st = get_int(f, key, 0, UINT32_MAX, GGUF_TYPE_UINT32, &v);
     if (st == CLINFER_OK) *out = (uint32_t)v;
     return st;
 }
 
 clinfer_status gguf_get_i32(const gguf_file *f, const char *key, int32_t *out) {
-    int64_t v;
+    int64_t v = 0; /* as in gguf_get_u32 */
     clinfer_status st = get_int(f, key, INT32_MIN, INT32_MAX, GGUF_TYPE_INT32, &v);
     if (st == CLINFER_OK) *out = (int32_t)v;
     return st;

@@ -148,6 +148,7 @@ static clinfer_status operand(const char *op, const char *what, clinfer_ref r, s
 
 /* *out = a * b * c for positive a, b, c, failing on a non-positive factor or overflow. */
 static clinfer_status extent(const char *op, size_t *out, long long a, long long b, long long c) {
+    *out = 0; /* defined on failure too: gcc -O3 cannot tell that clinfer_fail returns non-zero */
     if (a <= 0 || b <= 0 || c <= 0)
         return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
                             "reference %s: dimensions %lld x %lld x %lld must be positive", op, a,
