@@ -401,7 +401,11 @@ clinfer_status cl_program_build_source(cl_context ctx, cl_device_id dev,
     char *options = malloc(options_size);
     if (!options)
         return clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "building %s: no memory for options", name);
-    snprintf(options, options_size, "%s%s%s -cl-std=CL1.2", params, *extra ? " " : "", extra);
+    /* -w on PoCL: its clang prints "N warnings generated." straight to stderr for -Wpsabi notes
+     * (float16 arguments on hosts without AVX-512, its own builtins' included), which every user
+     * would see on a first run; the notes change nothing here, and PoCL rejects -Wno-psabi. */
+    snprintf(options, options_size, "%s%s%s -cl-std=CL1.2%s", params, *extra ? " " : "", extra,
+             info->vendor == CLINFER_VENDOR_POCL ? " -w" : "");
 
     double start = now_ms();
     bool cached = cache_entry_path(source, options, info, dir, path);
