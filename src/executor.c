@@ -337,6 +337,7 @@ static clinfer_op step_op(const exec_plan *p, size_t i, int pos0) {
  * st is the walk's status. */
 static clinfer_status collect_timings(const clinfer_backend *be, const exec_plan *p, int pos0,
                                       size_t end, exec_profile *profile, clinfer_status st) {
+    exec_profile_enqueued(profile);
     if (st != CLINFER_OK) { /* end the recording, keeping the walk's error as the one reported */
         char error[1024];
         snprintf(error, sizeof error, "%s", clinfer_last_error());

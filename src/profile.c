@@ -126,9 +126,14 @@ clinfer_status exec_profile_walk(exec_profile *p, int n, size_t n_ops) {
     return CLINFER_OK;
 }
 
+void exec_profile_enqueued(exec_profile *p) {
+    p->walk_enqueued = exec_now_ms();
+}
+
 void exec_profile_walk_end(exec_profile *p, bool timed) {
     exec_profile_walks *w = &p->walks[p->walk_n > 1];
     w->wall_ms += exec_now_ms() - p->walk_t0;
+    if (timed) w->enqueue_ms += p->walk_enqueued - p->walk_t0;
     w->tokens += (uint64_t)p->walk_n;
     w->walks++;
     p->timed |= timed;
@@ -172,11 +177,15 @@ static void print_walks(const exec_profile *p, int kind, FILE *out) {
     double tokens = (double)w->tokens, gaps = w->wall_ms - w->op_ms;
     fprintf(out,
             "  %s: %llu tokens in %llu walks: wall %.3f ms/token = %s %.3f ms + gaps %.3f ms "
-            "(%.1f launches/token, gap per launch %.1f us)\n",
+            "(%.1f launches/token, gap per launch %.1f us)",
             kind ? "prefill" : "decode", (unsigned long long)w->tokens,
             (unsigned long long)w->walks, w->wall_ms / tokens, p->timed ? "kernels" : "ops",
             w->op_ms / tokens, gaps / tokens, (double)w->launches / tokens,
             w->launches ? 1e3 * gaps / (double)w->launches : 0.0);
+    if (p->timed) /* the host's share: enqueueing runs on the cores a CPU device computes on */
+        fprintf(out, "; host enqueue %.3f ms/token (%.1f us per launch)", w->enqueue_ms / tokens,
+                w->launches ? 1e3 * w->enqueue_ms / (double)w->launches : 0.0);
+    fputc('\n', out);
 }
 
 static void print_table(const exec_profile *p, FILE *out) {

@@ -24,8 +24,9 @@
 /* Plan walks of one kind: single tokens (decode) or several (prefill). */
 typedef struct {
     uint64_t tokens, walks, launches;
-    double wall_ms; /* from the walk's first enqueue until its last op finished */
-    double op_ms;   /* summed op (kernel) time */
+    double wall_ms;    /* from the walk's first enqueue until its last op finished */
+    double enqueue_ms; /* timed walks: from the first enqueue until the last one returned */
+    double op_ms;      /* summed op (kernel) time */
 } exec_profile_walks;
 
 typedef struct {
@@ -42,7 +43,7 @@ typedef struct {
     double t_origin; /* ms: the trace's time zero for host times */
     /* the walk under way */
     int walk_n;
-    double walk_t0;
+    double walk_t0, walk_enqueued;
     clinfer_op_timing *timing; /* its ops' kernel times, for timing_collect */
     size_t timing_cap;
 } exec_profile;
@@ -58,7 +59,9 @@ void exec_op_cost(const clinfer_op *op, clinfer_dtype w_type, double *bytes, dou
 
 /* Starts a plan walk over n tokens and n_ops ops, making room for their timings. */
 clinfer_status exec_profile_walk(exec_profile *profile, int n, size_t n_ops);
-/* Ends it; timed: its ops are recorded with exec_profile_device_op. */
+/* Marks the end of its enqueueing (timed walks), then ends it; timed: its ops are recorded
+ * with exec_profile_device_op. */
+void exec_profile_enqueued(exec_profile *profile);
 void exec_profile_walk_end(exec_profile *profile, bool timed);
 
 /* Records one op that ran from t0 to t1 (ms, exec_now_ms, the wait for the device included). */

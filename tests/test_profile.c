@@ -62,8 +62,9 @@ static int trace_events(const char *path, const char *name) {
     return n;
 }
 
-/* Checks the table eval_logits' context printed: matmul took time, the op times of a token fit
- * in its wall time, and the times come from the device exactly when the backend was timed. */
+/* Checks the table eval_logits' context printed: matmul took time, the op times (and, timed,
+ * the host's enqueue time) of a token fit in its wall time, and the times come from the device
+ * exactly when the backend was timed. */
 static void check_table(const char *path, const char *what, bool timed) {
     FILE *f = fopen(path, "r");
     char line[512];
@@ -79,6 +80,14 @@ static void check_table(const char *path, const char *what, bool timed) {
             decode++;
             EXPECT(ops > 0 && ops <= wall && gaps >= 0, "%s: op time %g ms of a %g ms token", what,
                    ops, wall);
+            /* timed walks also say how long the host took to enqueue them */
+            const char *host = strstr(line, "; host enqueue ");
+            double enqueue = -1;
+            EXPECT(!host == !timed, "%s: host enqueue time %s", what,
+                   timed ? "missing" : "untimed");
+            if (host) sscanf(host, "; host enqueue %lf", &enqueue);
+            EXPECT(!host || (enqueue > 0 && enqueue <= wall), "%s: enqueue %g ms of a %g ms token",
+                   what, enqueue, wall);
         }
         if (sscanf(line, " matmul %llu %llu %lf", &n_ops, &launches, &ms) == 3) {
             matmul++;
