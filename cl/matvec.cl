@@ -347,9 +347,14 @@ INLINE v32c join16(char16 a, char16 b) {
                                    17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31);
 }
 
+/* Loads through byte-aligned vector types: vload16 of chars, once blk8_dot_q8 unrolled eight
+ * blocks, compiled to 16-bit word inserts. */
+typedef char v32c_u __attribute__((vector_size(32), aligned(1)));
+typedef uchar v16u_u __attribute__((vector_size(16), aligned(1)));
+
 /* Bytes 32 i .. 32 i + 31 of p. */
 INLINE v32c load32(__global const char *p, size_t i) {
-    return join16(vload16(2 * i, p), vload16(2 * i + 1, p));
+    return *(__global const v32c_u *)(p + 32 * i);
 }
 
 /* Sum of u[i] * s[i] (u read as unsigned bytes, s as signed) as 8 partial sums, lane j from
@@ -359,11 +364,6 @@ INLINE v8i dot_u8s8(v32c u, v32c s) {
     v16s pairs = __builtin_ia32_pmaddubsw256(u, s);
     return __builtin_ia32_pmaddwd256(pairs, (v16s){1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1});
 }
-
-#if defined(WT_Q4_K) || defined(WT_Q6_K)
-/* blk_dot_q8 takes a whole super-block: its 8 blocks of x end in one vector of 8 integer dots,
- * so the conversion and the FMAs with the per-block factors happen once per 256 weights. */
-#define Q8_BLK 256
 
 /* Lane j = the sum of v[j]'s 8 lanes. vphaddd adds neighbours within each 128-bit half: two
  * rounds leave (v[0..3] low-half sums | v[0..3] high-half sums) in a, the same for v[4..7] in b;
@@ -376,6 +376,11 @@ INLINE v8i hsum8x8(const v8i *v) {
     return __builtin_shufflevector(a, b, 0, 1, 2, 3, 8, 9, 10, 11) +
            __builtin_shufflevector(a, b, 4, 5, 6, 7, 12, 13, 14, 15);
 }
+
+#if defined(WT_Q4_K) || defined(WT_Q6_K)
+/* blk_dot_q8 takes a whole super-block: its 8 blocks of x end in one vector of 8 integer dots,
+ * so the conversion and the FMAs with the per-block factors happen once per 256 weights. */
+#define Q8_BLK 256
 #else
 #define Q8_BLK 32
 #endif
@@ -471,6 +476,42 @@ INLINE void blk_dot_q8(wq_t wq, ws_t ws, int r, int nb, int b, __global const ch
     *off = fma(m, dx.y, *off);
 #endif
 }
+
+/* Blocks b .. b + 7 of row r, as the K types take a super-block: the 8 integer dots end in one
+ * vector (lane j: block b + j), converted once and scaled by one FMA with the 8 blocks' factors,
+ * which the separate scale array holds side by side, where blk_dot_q8 converts and scales
+ * 8 lanes for each block. */
+INLINE void blk8_dot_q8(wq_t wq, ws_t ws, int r, int nb, int b, __global const char *xq,
+                        __global const float2 *xd, float8 *acc, float8 *off) {
+    size_t blk = (size_t)r * nb + b;
+    v8i dots[8];
+#pragma unroll
+    for (int j = 0; j < 8; j++) {
+        v32c x = load32(xq, b + j);
+#ifdef WT_Q8_0
+        v32c w = load32((__global const char *)wq, blk + j);
+        dots[j] = dot_u8s8(__builtin_ia32_psignb256(w, w), __builtin_ia32_psignb256(x, w));
+#else
+        uchar16 u = __builtin_astype(*((__global const v16u_u *)wq + blk + j), uchar16);
+        dots[j] = dot_u8s8(join16(as_char16(u & (uchar)0xF), as_char16(u >> (uchar)4)), x);
+#endif
+    }
+    float8 s = convert_float8(__builtin_astype(hsum8x8(dots), int8));
+    float16 x = vload16(0, (__global const float *)(xd + b)); /* (d, d * sum q) per block */
+#ifdef WT_Q4_1
+    float16 dm = vload16(0, (__global const float *)ws + 2 * blk);
+    *acc = fma(s, dm.even * x.even, *acc);
+    *off = fma(dm.odd, x.odd, *off);
+#else
+    float8 d = vload8(0, (__global const float *)ws + blk);
+    *acc = fma(s, d * x.even, *acc);
+#ifdef WT_Q4_0
+    *off = fma(-8.0f * d, x.odd, *off);
+#else
+    (void)off;
+#endif
+#endif
+}
 #endif
 
 /* One work-item per (output row, column): global size (rows rounded up, n). */
@@ -484,6 +525,13 @@ __kernel void matvec_q8(wq_t wq, ws_t ws, int k, int r0, int rows, __global cons
     xd += (size_t)c * (k / 32);
     float8 a0 = 0.0f, a1 = 0.0f;
     float o0 = 0.0f, o1 = 0.0f;
+#if Q8_BLK == 32
+    float8 o8 = 0.0f;
+    for (; b + 8 <= nb; b += 8)
+        blk8_dot_q8(wq, ws, r, nb, b, xq, xd, &a0, &o8);
+    float4 o4 = o8.lo + o8.hi;
+    o0 = (o4.x + o4.y) + (o4.z + o4.w);
+#endif
     for (; b + 1 < nb; b += 2) { /* two chains: the FMA latency hides behind the other block */
         blk_dot_q8(wq, ws, r, nb, b, xq, xd, &a0, &o0);
         blk_dot_q8(wq, ws, r, nb, b + 1, xq, xd, &a1, &o1);
