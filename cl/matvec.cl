@@ -25,9 +25,12 @@
  *   matvec_wg      one work-group of MV_WG items per row, blocks strided over the items,
  *                  local-memory tree reduction (gpu-local-reduce, gpu-subgroup)
  *   matvec_q8      quantized weights against 8-bit activations, AVX2 hosts only (see below)
+ *   matvec_q8_il   the same over rows interleaved by 16, 16 rows per work-item (AVX-512)
  *   dequant_rows   out[i][0..k) = W[row(i)] for row(i) = ids[i] (embedding) or first + i;
  *                  rows outside this part are left alone, ids outside [0, m) give zeros
- * flags: bit 0 accumulate (y +=), bit 1 add the bias. */
+ * flags: bit 0 accumulate (y +=), bit 1 add the bias. il: Q8_0/Q4_0/Q4_1 weights are stored with
+ * their rows interleaved by 16 (word_at), as the host lays them out for matvec_q8_il; the other
+ * kernels read either layout. */
 
 #ifndef MV_WG
 #define MV_WG 64
@@ -46,6 +49,23 @@
 typedef __global const uchar *wq_t;
 typedef __global const uchar *ws_t;
 
+/* Rows interleaved by 16 (il, Q8_0/Q4_0/Q4_1 on AVX-512 hosts, see matvec_q8_il): the 4-byte
+ * words of rows 16g .. 16g + 15 lie word-major, row-minor, so one 64-byte load holds the same
+ * word of 16 rows. The index of word t of row r's block b, with w words per block (of quants or
+ * of scales) and nb blocks per row, in either layout: */
+INLINE size_t word_at(int il, int r, int nb, int b, int w, int t) {
+    if (il) return (((size_t)(r / 16) * nb + b) * w + t) * 16 + r % 16;
+    return ((size_t)r * nb + b) * w + t;
+}
+
+/* Words t0 .. t0 + 3 of row r's block b (w words per block). */
+INLINE uint4 words4(wq_t wq, int il, int r, int nb, int b, int w, int t0) {
+    __global const uint *p = (__global const uint *)wq;
+    if (!il) return vload4(0, p + word_at(0, r, nb, b, w, t0));
+    size_t i = word_at(1, r, nb, b, w, t0);
+    return (uint4)(p[i], p[i + 16], p[i + 32], p[i + 48]);
+}
+
 #if defined(WT_F32) || defined(WT_F16)
 #define BLK 16
 #define NCH 1
@@ -62,8 +82,9 @@ typedef __global const uchar *ws_t;
 #define CHUNK16(wq, r, k, i) vload_half16(0, (__global const half *)(wq) + (size_t)(r) * (k) + (i))
 #endif
 
-INLINE void blk_values(wq_t wq, ws_t ws, int r, int k, int b, float16 *q, float *sc, float *of) {
-    (void)ws;
+INLINE void blk_values(wq_t wq, ws_t ws, int il, int r, int k, int b, float16 *q, float *sc,
+                       float *of) {
+    (void)ws, (void)il;
     q[0] = CHUNK16(wq, r, k, b * 16);
     sc[0] = 1.0f;
     of[0] = 0.0f;
@@ -77,13 +98,12 @@ INLINE void blk_values(wq_t wq, ws_t ws, int r, int k, int b, float16 *q, float 
 #define HAS_OFFSET 0
 #define HAS_TAIL 0
 
-INLINE void blk_values(wq_t wq, ws_t ws, int r, int k, int b, float16 *q, float *sc, float *of) {
-    size_t blk = (size_t)r * (k / BLK) + b;
-    __global const char *p = (__global const char *)wq + blk * 32;
-    float d = ((__global const float *)ws)[blk];
+INLINE void blk_values(wq_t wq, ws_t ws, int il, int r, int k, int b, float16 *q, float *sc,
+                       float *of) {
+    float d = ((__global const float *)ws)[word_at(il, r, k / BLK, b, 1, 0)];
 #pragma unroll
     for (int j = 0; j < 2; j++) {
-        q[j] = convert_float16(vload16(j, p));
+        q[j] = convert_float16(as_char16(words4(wq, il, r, k / BLK, b, 8, 4 * j)));
         sc[j] = d;
         of[j] = 0.0f;
     }
@@ -102,15 +122,16 @@ INLINE void blk_values(wq_t wq, ws_t ws, int r, int k, int b, float16 *q, float 
 #endif
 
 /* Low nibbles hold elements 0..15, high nibbles 16..31. */
-INLINE void blk_values(wq_t wq, ws_t ws, int r, int k, int b, float16 *q, float *sc, float *of) {
-    size_t blk = (size_t)r * (k / BLK) + b;
-    uchar16 u = vload16(blk, wq);
+INLINE void blk_values(wq_t wq, ws_t ws, int il, int r, int k, int b, float16 *q, float *sc,
+                       float *of) {
+    int nb = k / BLK;
+    uchar16 u = as_uchar16(words4(wq, il, r, nb, b, 4, 0));
+    __global const float *s = (__global const float *)ws;
 #ifdef WT_Q4_0
-    float d = ((__global const float *)ws)[blk], m = 0.0f;
+    float d = s[word_at(il, r, nb, b, 1, 0)], m = 0.0f;
     char zero = 8;
 #else
-    float2 dm = vload2(blk, (__global const float *)ws);
-    float d = dm.x, m = dm.y;
+    float d = s[word_at(il, r, nb, b, 2, 0)], m = s[word_at(il, r, nb, b, 2, 1)];
     char zero = 0;
 #endif
     q[0] = convert_float16(as_char16(u & (uchar)0xF) - zero);
@@ -142,7 +163,9 @@ INLINE void scale_min_k4(int j, __global const uchar *s, float *scale, float *mi
 
 /* Quarter g of a super-block: sub-block 2g is the low nibbles of its 32 bytes, 2g+1 the high
  * ones. The header per super-block is f32 d, f32 dmin, then the 12 packed scale bytes. */
-INLINE void blk_values(wq_t wq, ws_t ws, int r, int k, int b, float16 *q, float *sc, float *of) {
+INLINE void blk_values(wq_t wq, ws_t ws, int il, int r, int k, int b, float16 *q, float *sc,
+                       float *of) {
+    (void)il;
     size_t quarter = (size_t)r * (k / BLK) + b;
     int g = (int)(quarter % 4);
     __global const uchar *p = wq + quarter * 32;
@@ -175,7 +198,9 @@ INLINE void blk_values(wq_t wq, ws_t ws, int r, int k, int b, float16 *q, float 
 /* A half is ql[64] (low 4 bits) and qh[32] (2 high bits); its element 32t + 16g + l
  * (t < 4, g < 2, l < 16) is the low (t < 2) or high (t >= 2) nibble of ql[32 (t & 1) + 16g + l]
  * with bits 2t, 2t+1 of qh[16g + l], scaled by scales[8 half + 2t + g]. */
-INLINE void blk_values(wq_t wq, ws_t ws, int r, int k, int b, float16 *q, float *sc, float *of) {
+INLINE void blk_values(wq_t wq, ws_t ws, int il, int r, int k, int b, float16 *q, float *sc,
+                       float *of) {
+    (void)il;
     size_t half_idx = (size_t)r * (k / BLK) + b, sb = half_idx / 2;
     int hh = (int)(half_idx % 2);
     __global const uchar *ql = wq + sb * 192 + 64 * hh, *qh = wq + sb * 192 + 128 + 32 * hh;
@@ -233,11 +258,11 @@ INLINE float16 values_dot(const float16 *q, const float *sc, const float *of,
     return acc;
 }
 
-INLINE float16 blk_dot(wq_t wq, ws_t ws, int r, int k, int b, __global const float *x,
+INLINE float16 blk_dot(wq_t wq, ws_t ws, int il, int r, int k, int b, __global const float *x,
                        float16 acc) {
     float16 q[NCH];
     float sc[NCH], of[NCH];
-    blk_values(wq, ws, r, k, b, q, sc, of);
+    blk_values(wq, ws, il, r, k, b, q, sc, of);
     return values_dot(q, sc, of, x + (size_t)b * BLK, acc);
 }
 
@@ -267,28 +292,29 @@ INLINE void store_y(__global float *y, int r, float s, __global const float *bia
     y[r] = s;
 }
 
-__kernel void matvec_rows(wq_t wq, ws_t ws, int k, int r0, int rows, __global const float *x,
-                          int x_off, int ldx, __global float *y, int y_off, int ldy,
-                          __global const float *bias, int bias_off, int flags) {
+__kernel void matvec_rows(wq_t wq, ws_t ws, int il, int k, int r0, int rows,
+                          __global const float *x, int x_off, int ldx, __global float *y, int y_off,
+                          int ldy, __global const float *bias, int bias_off, int flags) {
     int i = get_global_id(0), c = get_global_id(1), r = r0 + i;
     if (i >= rows) return;
     __global const float *xc = x + x_off + (size_t)c * ldx;
     int nb = k / BLK, b = 0;
     float16 a0 = 0.0f, a1 = 0.0f;
     for (; b + 1 < nb; b += 2) {
-        a0 = blk_dot(wq, ws, r, k, b, xc, a0);
-        a1 = blk_dot(wq, ws, r, k, b + 1, xc, a1);
+        a0 = blk_dot(wq, ws, il, r, k, b, xc, a0);
+        a1 = blk_dot(wq, ws, il, r, k, b + 1, xc, a1);
     }
-    if (b < nb) a0 = blk_dot(wq, ws, r, k, b, xc, a0);
+    if (b < nb) a0 = blk_dot(wq, ws, il, r, k, b, xc, a0);
     float s = hsum16(a0 + a1) + tail_dot(wq, r, k, 0, 1, xc);
     store_y(y + y_off + (size_t)c * ldy, i, s, bias, bias_off, flags);
 }
 
 /* 2 .. MV_MAX_N columns: each weight block is decoded once for all of them; the per-column
  * accumulators live in a private array (L1 on CPUs) instead of re-reading W per column. */
-__kernel void matvec_rows_n(wq_t wq, ws_t ws, int k, int r0, int rows, __global const float *x,
-                            int x_off, int ldx, __global float *y, int y_off, int ldy,
-                            __global const float *bias, int bias_off, int flags, int n) {
+__kernel void matvec_rows_n(wq_t wq, ws_t ws, int il, int k, int r0, int rows,
+                            __global const float *x, int x_off, int ldx, __global float *y,
+                            int y_off, int ldy, __global const float *bias, int bias_off,
+                            int flags, int n) {
     int i = get_global_id(0), r = r0 + i;
     if (i >= rows) return;
     float16 acc[MV_MAX_N];
@@ -298,7 +324,7 @@ __kernel void matvec_rows_n(wq_t wq, ws_t ws, int k, int r0, int rows, __global 
     for (int b = 0; b < k / BLK; b++) {
         float16 q[NCH];
         float sc[NCH], of[NCH];
-        blk_values(wq, ws, r, k, b, q, sc, of);
+        blk_values(wq, ws, il, r, k, b, q, sc, of);
         for (int c = 0; c < n; c++)
             acc[c] = values_dot(q, sc, of, x0 + (size_t)c * ldx + (size_t)b * BLK, acc[c]);
     }
@@ -308,7 +334,7 @@ __kernel void matvec_rows_n(wq_t wq, ws_t ws, int k, int r0, int rows, __global 
     }
 }
 
-__kernel void matvec_wg(wq_t wq, ws_t ws, int k, int r0, int rows, __global const float *x,
+__kernel void matvec_wg(wq_t wq, ws_t ws, int il, int k, int r0, int rows, __global const float *x,
                         int x_off, int ldx, __global float *y, int y_off, int ldy,
                         __global const float *bias, int bias_off, int flags) {
     __local float red[MV_WG];
@@ -316,7 +342,7 @@ __kernel void matvec_wg(wq_t wq, ws_t ws, int k, int r0, int rows, __global cons
     __global const float *xc = x + x_off + (size_t)c * ldx;
     float16 acc = 0.0f;
     for (int b = lid; b < k / BLK; b += MV_WG)
-        acc = blk_dot(wq, ws, r, k, b, xc, acc);
+        acc = blk_dot(wq, ws, il, r, k, b, xc, acc);
     red[lid] = hsum16(acc) + tail_dot(wq, r, k, lid, MV_WG, xc);
     barrier(CLK_LOCAL_MEM_FENCE);
     for (int s = MV_WG / 2; s > 0; s >>= 1) {
@@ -544,10 +570,98 @@ __kernel void matvec_q8(wq_t wq, ws_t ws, int k, int r0, int rows, __global cons
 }
 #endif
 
+/* ---- 16 rows per work-item over 8-bit activations (rows interleaved by 16, AVX-512) -------
+ * One 64-byte load holds the same 4-byte word of 16 rows (word_at's il layout), so lane j of
+ * every vector belongs to row 16g + j: each word of x is broadcast to all lanes, a block's dot
+ * products accumulate vertically through vpmaddubsw + vpmaddwd, and a row never needs a
+ * horizontal sum (the row-major kernel above spends a third of a 576-element row on its
+ * reduction and store). AVX512-VNNI's vpdpbusd would fuse the two, but PoCL's LLVM may know the
+ * host by an older name without it, and a per-function target attribute does not survive PoCL's
+ * work-group wrapper (LLVM "Cannot select" on Zen 4). */
+#if defined(__AVX512BW__) && (defined(WT_Q8_0) || defined(WT_Q4_0) || defined(WT_Q4_1))
+typedef int v16i __attribute__((vector_size(64)));
+typedef char v64c __attribute__((vector_size(64)));
+typedef short v32s __attribute__((vector_size(64)));
+
+#ifdef WT_Q8_0
+#define IL_WORDS 8 /* quant words per block */
+#else
+#define IL_WORDS 4
+#endif
+
+/* Integer dot products of block b of 16 rows (w: its IL_WORDS 64-byte words) with x's block
+ * (xw: its 8 words), lane j for row 16g + j. vpmaddubsw multiplies unsigned by signed bytes and
+ * adds pairs into 16 bits, which must not saturate. */
+INLINE v16i il_block_dot(__global const v16i *w, __global const int *xw) {
+#ifdef WT_Q8_0 /* |q| . (x with q's sign): pairs at most 2 * 128 * 127, so one vpmaddwd each */
+    v16i acc = {};
+    for (int t = 0; t < 8; t++) {
+        v64c q = (v64c)w[t], neg = q < 0, x = (v64c)((v16i){} + xw[t]);
+        v32s pairs = __builtin_ia32_pmaddubsw512((q ^ neg) - neg, (x ^ neg) - neg);
+        acc += __builtin_ia32_pmaddwd512(pairs, (v32s){} + 1);
+    }
+    return acc;
+#else /* word t's low nibbles are elements 4t .. 4t + 3, its high ones 16 + 4t ..: the pairs of
+       * all eight products sum to at most 8 * 2 * 15 * 127 */
+    v32s pairs = {};
+    for (int t = 0; t < 4; t++) {
+        v16i q = w[t];
+        pairs += __builtin_ia32_pmaddubsw512((v64c)(q & 0x0F0F0F0F), (v64c)((v16i){} + xw[t]));
+        pairs += __builtin_ia32_pmaddubsw512((v64c)((q >> 4) & 0x0F0F0F0F),
+                                             (v64c)((v16i){} + xw[4 + t]));
+    }
+    return __builtin_ia32_pmaddwd512(pairs, (v32s){} + 1);
+#endif
+}
+
+/* Work-item (g, c): rows 16g .. 16g + 15 of this part for column c, storing those in
+ * [r0, r0 + rows) as outputs row - r0. Global size (groups covering the rows, n). */
+__kernel void matvec_q8_il(wq_t wq, ws_t ws, int k, int r0, int rows, __global const char *xq,
+                            __global const float2 *xd, __global float *y, int y_off, int ldy,
+                            __global const float *bias, int bias_off, int flags) {
+    int g = r0 / 16 + get_global_id(0), c = get_global_id(1), nb = k / 32;
+    __global const v16i *w = (__global const v16i *)wq + (size_t)g * nb * IL_WORDS;
+#ifdef WT_Q4_1
+    __global const float16 *s = (__global const float16 *)ws + (size_t)g * nb * 2;
+#else
+    __global const float16 *s = (__global const float16 *)ws + (size_t)g * nb;
+#endif
+    __global const int *xw = (__global const int *)(xq + (size_t)c * k);
+    xd += (size_t)c * nb;
+    float16 acc = 0.0f, off = 0.0f;
+    for (int b = 0; b < nb; b++) {
+        float16 dot = convert_float16(__builtin_astype(il_block_dot(w + b * IL_WORDS, xw + 8 * b),
+                                                       int16));
+        float2 dx = xd[b]; /* (d, d * sum q) of x's block */
+#ifdef WT_Q4_1
+        acc = fma(dot, s[2 * b] * dx.x, acc);
+        off = fma(s[2 * b + 1], (float16)dx.y, off); /* the minimum m times sum x */
+#else
+        acc = fma(dot, s[b] * dx.x, acc);
+#ifdef WT_Q4_0
+        off = fma(s[b], (float16)dx.y, off); /* the zero point 8 times sum x, scaled below */
+#endif
+#endif
+    }
+#ifdef WT_Q4_0
+    acc = fma(off, -8.0f, acc);
+#elif defined(WT_Q4_1)
+    acc += off;
+#endif
+    float out[16];
+    vstore16(acc, 0, out);
+    for (int j = 0; j < 16; j++) {
+        int i = 16 * g + j - r0;
+        if (i >= 0 && i < rows)
+            store_y(y + y_off + (size_t)c * ldy, i, out[j], bias, bias_off, flags);
+    }
+}
+#endif
+
 /* Global size (k/BLK + tail, n): item (b, i) writes block b of output row i; the item with
  * b == k/BLK writes the f32/f16 tail. This part holds rows row0 .. row0+rows-1 of the m-row
  * weight; output row i is weight row ids[ids_off + i] (has_ids) or first + i. */
-__kernel void dequant_rows(wq_t wq, ws_t ws, int k, int row0, int rows, int m,
+__kernel void dequant_rows(wq_t wq, ws_t ws, int il, int k, int row0, int rows, int m,
                            __global const int *ids, int ids_off, int has_ids, int first,
                            __global float *out, int out_off) {
     int b = get_global_id(0), i = get_global_id(1);
@@ -565,7 +679,7 @@ __kernel void dequant_rows(wq_t wq, ws_t ws, int k, int row0, int rows, int m,
     if (b < nb) {
         float16 q[NCH];
         float sc[NCH], of[NCH];
-        blk_values(wq, ws, r, k, b, q, sc, of);
+        blk_values(wq, ws, il, r, k, b, q, sc, of);
 #pragma unroll
         for (int j = 0; j < NCH; j++)
             vstore16(q[j] * sc[j] + of[j], 0, o + lo + 16 * j);

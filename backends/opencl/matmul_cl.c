@@ -1,7 +1,9 @@
 /* Matrix products over weights of every storage type (cl/matvec.cl, cl/gemm.cl):
  *   - weight upload: quantized blocks are split into two arrays (quants, scales) so kernels load
  *     the quants of a row with wide aligned loads; rows are split over several cl_mem when one
- *     array would exceed the device's (or CLINFER_MAX_ALLOC's) allocation limit;
+ *     array would exceed the device's (or CLINFER_MAX_ALLOC's) allocation limit; where the
+ *     device built matvec_q8_il (PoCL on an AVX-512 host), Q8_0/Q4_0/Q4_1 rows are interleaved
+ *     by 16 so that kernel reads 16 rows with one load;
  *   - matvec for n <= MATVEC_MAX_N columns (decode), one kernel per kernel path;
  *   - GEMM for more columns (prefill): f32 weights directly, other types staged to f32 in row
  *     chunks by dequant_rows; CLBlast SGEMM instead of our kernel where the table says it wins;
@@ -88,7 +90,8 @@ static const type_layout layouts[N_TYPES] = {
 typedef struct {
     cl_program program; /* matvec.cl built for one weight type; NULL until first used */
     cl_kernel matvec, matvec_n, dequant; /* matvec_n: cpu-rows only, 2 .. MATVEC_MAX_N columns */
-    cl_kernel matvec_q8; /* integer dots on 8-bit x; NULL where the program has none */
+    cl_kernel matvec_q8;    /* integer dots on 8-bit x; NULL where the program has none */
+    cl_kernel matvec_q8_il; /* the same over rows interleaved by 16 (AVX-512); or NULL */
 } type_kernels;
 
 /* A device buffer that only grows. */
@@ -120,6 +123,7 @@ struct cl_matmul_state {
     cl_kernel quantize, rmsnorm_q8, swiglu_q8;
     act_q8 act;
     int q8_dots;     /* a weight type has matvec_q8 (1) or has not (0); -1: no type built yet */
+    int interleave;  /* lay out weights for matvec_q8_il where it exists (CLINFER_INTERLEAVE) */
     int use_clblast; /* f32 GEMM through CLBlast (tuning table: GPUs only) */
 };
 
@@ -131,6 +135,7 @@ typedef struct {
 struct cl_weight {
     const type_layout *layout;
     int m, k;
+    int il; /* the parts' rows are interleaved by 16 (word_at in cl/matvec.cl) */
     int n_parts;
     weight_part parts[];
 };
@@ -206,9 +211,11 @@ static clinfer_status build_type(cl_backend_ctx *b, const type_layout *l) {
     if (st == CLINFER_OK && err == CL_SUCCESS)
         t->dequant = clCreateKernel(t->program, "dequant_rows", &err);
     if (st == CLINFER_OK && err == CL_SUCCESS && b->mm->cpu) {
-        /* present only where matvec.cl compiled its AVX2 integer path */
+        /* present only where matvec.cl compiled its AVX2 / AVX-512 integer paths */
         cl_int q8_err;
         t->matvec_q8 = clCreateKernel(t->program, "matvec_q8", &q8_err);
+        if (b->mm->interleave)
+            t->matvec_q8_il = clCreateKernel(t->program, "matvec_q8_il", &q8_err);
     }
     if (st == CLINFER_OK) st = cl_error(err, "clCreateKernel(matvec.cl)");
     if (st == CLINFER_OK && clinfer_dtype_takes_q8_act(l->type))
@@ -219,6 +226,7 @@ static clinfer_status build_type(cl_backend_ctx *b, const type_layout *l) {
         if (t->matvec_n) clReleaseKernel(t->matvec_n);
         if (t->dequant) clReleaseKernel(t->dequant);
         if (t->matvec_q8) clReleaseKernel(t->matvec_q8);
+        if (t->matvec_q8_il) clReleaseKernel(t->matvec_q8_il);
         if (t->program) clReleaseProgram(t->program);
         *t = (type_kernels){0};
     }
@@ -232,6 +240,8 @@ clinfer_status cl_matmul_init(cl_backend_ctx *b) {
     if (!b->mm) return clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "OpenCL matmul: state");
     struct cl_matmul_state *s = b->mm;
     s->cpu = strcmp(b->info.kernel_path, "cpu-rows") == 0;
+    const char *interleave = getenv("CLINFER_INTERLEAVE");
+    s->interleave = s->cpu && !(interleave && strcmp(interleave, "0") == 0);
     s->gemm_ts = b->info.max_work_group_size >= 256 ? 16 : 8;
     for (s->mv_wg = GPU_WG; s->mv_wg > 1 && s->mv_wg > b->info.max_work_group_size;)
         s->mv_wg /= 2;
@@ -280,6 +290,7 @@ void cl_matmul_free(cl_backend_ctx *b) {
         if (s->types[i].matvec_n) clReleaseKernel(s->types[i].matvec_n);
         if (s->types[i].dequant) clReleaseKernel(s->types[i].dequant);
         if (s->types[i].matvec_q8) clReleaseKernel(s->types[i].matvec_q8);
+        if (s->types[i].matvec_q8_il) clReleaseKernel(s->types[i].matvec_q8_il);
         if (s->types[i].program) clReleaseProgram(s->types[i].program);
     }
     scratch *bufs[] = {&s->stage, &s->act.q, &s->act.d, &s->act.f};
@@ -334,30 +345,50 @@ static void split_blocks(const type_layout *l, const uint8_t *data, size_t row_b
     }
 }
 
+/* Re-lays out row-major rows (a multiple of 16) of nb blocks of w 4-byte words each into rows
+ * interleaved by 16 (word_at in cl/matvec.cl). */
+static void interleave16(const uint32_t *src, uint32_t *dst, size_t rows, size_t nb, size_t w) {
+    for (size_t r = 0; r < rows; r++)
+        for (size_t i = 0; i < nb * w; i++) /* block i / w, word i % w */
+            dst[((r / 16 * nb) * w + i) * 16 + r % 16] = src[r * nb * w + i];
+}
+
+/* Uploads part p; with il its rows are interleaved by 16, zero rows padding the last group. */
 static clinfer_status upload_part(cl_backend_ctx *b, const type_layout *l, const uint8_t *data,
-                                  int k, weight_part *p) {
+                                  int k, int il, weight_part *p) {
     clinfer_status st = CLINFER_OK;
     size_t nb_row = (size_t)k / l->blk, row_bytes = nb_row * l->bytes;
     uint8_t *q = NULL, *s = NULL;
+    uint32_t *qi = NULL, *si = NULL;
     const cl_mem_flags ro = CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR;
     if (!l->s_bytes) { /* f32/f16: the GGUF rows are the layout */
         void *src = (void *)(uintptr_t)(data + (size_t)p->row0 * row_bytes);
         return create_buffer(b, ro, (size_t)p->rows * row_bytes, src, &p->q);
     }
-    size_t q_bytes = (size_t)p->rows * nb_row * l->q_len;
-    size_t s_bytes = (size_t)p->rows * nb_row * l->s_bytes;
-    q = malloc(q_bytes);
-    s = malloc(s_bytes);
-    if (!q || !s)
+    size_t rows = il ? round_up((size_t)p->rows, 16) : (size_t)p->rows;
+    size_t q_bytes = rows * nb_row * l->q_len, s_bytes = rows * nb_row * l->s_bytes;
+    q = calloc(1, q_bytes);
+    s = calloc(1, s_bytes);
+    if (il) {
+        qi = malloc(q_bytes);
+        si = malloc(s_bytes);
+    }
+    if (!q || !s || (il && (!qi || !si)))
         CHECK(clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY,
                            "OpenCL matmul: %zu + %zu bytes to re-lay out %d rows of %s", q_bytes,
                            s_bytes, p->rows, clinfer_dtype_name(l->type)));
     split_blocks(l, data, row_bytes, p->row0, p->rows, k, q, s);
-    CHECK(create_buffer(b, ro, q_bytes, q, &p->q));
-    CHECK(create_buffer(b, ro, s_bytes, s, &p->s));
+    if (il) {
+        interleave16((const uint32_t *)q, qi, rows, nb_row, l->q_len / 4);
+        interleave16((const uint32_t *)s, si, rows, nb_row, l->s_bytes / 4);
+    }
+    CHECK(create_buffer(b, ro, q_bytes, il ? (void *)qi : q, &p->q));
+    CHECK(create_buffer(b, ro, s_bytes, il ? (void *)si : s, &p->s));
 cleanup:
     free(q);
     free(s);
+    free(qi);
+    free(si);
     return st;
 }
 
@@ -388,6 +419,9 @@ clinfer_status cl_weight_create(cl_backend_ctx *b, clinfer_dtype type, int m, in
     size_t widest = nb_row * (l->s_bytes ? l->q_len : l->bytes);
     if (nb_row * l->s_bytes > widest) widest = nb_row * l->s_bytes;
     uint64_t rows_per_part = alloc_limit(b) / widest;
+    /* interleaved parts hold whole groups of 16 rows (the last one padded) */
+    int il = b->mm->types[l - layouts].matvec_q8_il && rows_per_part >= 16;
+    if (il) rows_per_part -= rows_per_part % 16;
     if (rows_per_part == 0)
         CHECK(clinfer_fail(CLINFER_ERR_UNSUPPORTED,
                            "OpenCL weight_create: one %s row of %d elements (%zu bytes) exceeds "
@@ -403,12 +437,13 @@ clinfer_status cl_weight_create(cl_backend_ctx *b, clinfer_dtype type, int m, in
     w->layout = l;
     w->m = m;
     w->k = k;
+    w->il = il;
     for (int i = 0; i < n_parts; i++) {
         weight_part *p = &w->parts[i];
         p->row0 = (int)((uint64_t)i * rows_per_part);
         p->rows = m - p->row0 < (int)rows_per_part ? m - p->row0 : (int)rows_per_part;
         w->n_parts = i + 1; /* counts parts holding buffers, for cleanup */
-        CHECK(upload_part(b, l, data, k, p));
+        CHECK(upload_part(b, l, data, k, il, p));
     }
     buf->weight = w;
     /* as stored: the re-laid-out arrays with their f32 scales (what kernels read) */
@@ -466,6 +501,7 @@ typedef struct {
     int x_off, y_off, bias_off; /* y_off and bias_off already point at row r0's outputs */
     int k, n, ldy, flags;
     int r0, rows;
+    int il; /* the weight's layout */
 } mm_args;
 
 static clinfer_status run_matvec(cl_backend_ctx *b, const type_kernels *t, const weight_part *p,
@@ -473,11 +509,12 @@ static clinfer_status run_matvec(cl_backend_ctx *b, const type_kernels *t, const
     cl_mem ws = p->s ? p->s : p->q; /* f32/f16 kernels never read ws */
     int rows = a->rows;
     karg args[] = {
-        {sizeof(cl_mem), &p->q},     {sizeof(cl_mem), &ws},    {sizeof(int), &a->k},
-        {sizeof(int), &a->r0},       {sizeof(int), &rows},     {sizeof(cl_mem), &a->x},
-        {sizeof(int), &a->x_off},    {sizeof(int), &a->k},     {sizeof(cl_mem), &a->y},
-        {sizeof(int), &a->y_off},    {sizeof(int), &a->ldy},   {sizeof(cl_mem), &a->bias},
-        {sizeof(int), &a->bias_off}, {sizeof(int), &a->flags}, {sizeof(int), &a->n}};
+        {sizeof(cl_mem), &p->q},    {sizeof(cl_mem), &ws},       {sizeof(int), &a->il},
+        {sizeof(int), &a->k},       {sizeof(int), &a->r0},       {sizeof(int), &rows},
+        {sizeof(cl_mem), &a->x},    {sizeof(int), &a->x_off},    {sizeof(int), &a->k},
+        {sizeof(cl_mem), &a->y},    {sizeof(int), &a->y_off},    {sizeof(int), &a->ldy},
+        {sizeof(cl_mem), &a->bias}, {sizeof(int), &a->bias_off}, {sizeof(int), &a->flags},
+        {sizeof(int), &a->n}};
     cl_uint n_args = sizeof args / sizeof args[0] - 1; /* n only for matvec_rows_n */
     cl_kernel kernel = t->matvec;
     size_t global[2] = {(size_t)rows * b->mm->mv_wg, (size_t)a->n}, local[2] = {b->mm->mv_wg, 1};
@@ -657,6 +694,7 @@ static clinfer_status run_matvec_q8(cl_backend_ctx *b, const type_kernels *t, co
                                     const mm_args *a) {
     int rows = a->rows;
     cl_mem ws = p->s;
+    cl_kernel kernel = a->il ? t->matvec_q8_il : t->matvec_q8;
     karg args[] = {{sizeof(cl_mem), &p->q},
                    {sizeof(cl_mem), &ws},
                    {sizeof(int), &a->k},
@@ -671,7 +709,12 @@ static clinfer_status run_matvec_q8(cl_backend_ctx *b, const type_kernels *t, co
                    {sizeof(int), &a->bias_off},
                    {sizeof(int), &a->flags}};
     size_t global[2] = {round_up((size_t)rows, CPU_LOCAL), (size_t)a->n}, local[2] = {CPU_LOCAL, 1};
-    return launch(b, t->matvec_q8, "matvec_q8", args, sizeof args / sizeof args[0], global, local);
+    if (a->il) { /* a work-item per group of 16 rows that holds some of them */
+        global[0] = (size_t)((a->r0 + rows - 1) / 16 - a->r0 / 16 + 1);
+        local[0] = 1;
+    }
+    return launch(b, kernel, a->il ? "matvec_q8_il" : "matvec_q8", args,
+                  sizeof args / sizeof args[0], global, local);
 }
 
 /* Dequantizes rows [first, first + count) of part p (weight-global numbering) into out. */
@@ -684,10 +727,11 @@ static clinfer_status run_dequant(cl_backend_ctx *b, const struct cl_weight *w,
     /* one item per kernel block; for f32/f16 one more per row writes the tail */
     size_t nb = (size_t)w->k / w->layout->kblk + ((size_t)w->k % w->layout->kblk != 0);
     size_t global[2] = {nb, (size_t)count};
-    karg args[] = {{sizeof(cl_mem), &p->q},    {sizeof(cl_mem), &ws},   {sizeof(int), &w->k},
-                   {sizeof(int), &p->row0},    {sizeof(int), &p->rows}, {sizeof(int), &w->m},
-                   {sizeof(cl_mem), &ids_arg}, {sizeof(int), &ids_off}, {sizeof(int), &has_ids},
-                   {sizeof(int), &first},      {sizeof(cl_mem), &out},  {sizeof(int), &out_off}};
+    karg args[] = {{sizeof(cl_mem), &p->q}, {sizeof(cl_mem), &ws},      {sizeof(int), &w->il},
+                   {sizeof(int), &w->k},    {sizeof(int), &p->row0},    {sizeof(int), &p->rows},
+                   {sizeof(int), &w->m},    {sizeof(cl_mem), &ids_arg}, {sizeof(int), &ids_off},
+                   {sizeof(int), &has_ids}, {sizeof(int), &first},      {sizeof(cl_mem), &out},
+                   {sizeof(int), &out_off}};
     return launch(b, t->dequant, "dequant_rows", args, sizeof args / sizeof args[0], global, NULL);
 }
 
@@ -709,7 +753,7 @@ clinfer_status cl_matmul(cl_backend_ctx *b, const clinfer_op *op) {
             CHECK(clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
                                "OpenCL matmul: 8-bit activations need k %% %d == 0, k is %d",
                                CLINFER_Q8_ACT_BLOCK, k));
-        q8_kernel = t->matvec_q8 && n <= MATVEC_MAX_N;
+        q8_kernel = (w->il ? t->matvec_q8_il : t->matvec_q8) && n <= MATVEC_MAX_N;
         CHECK(quantize_x(b, op, !q8_kernel));
     }
     mm_args a = {
@@ -721,6 +765,7 @@ clinfer_status cl_matmul(cl_backend_ctx *b, const clinfer_op *op) {
         .n = n,
         .ldy = m,
         .flags = (op->matmul.accumulate ? F_ACCUMULATE : 0) | (has_bias ? F_BIAS : 0),
+        .il = w->il,
     };
     if (op->matmul.x_q8 && !q8_kernel) { /* the f32 kernels read x as d * q */
         a.x = b->mm->act.f.mem;
