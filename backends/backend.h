@@ -46,10 +46,11 @@ typedef struct clinfer_op {
     clinfer_op_kind kind;
     union {
         struct {
-            clinfer_buffer *w; /* from weight_create: rows of k elements, row0 + m of them or more */
+            clinfer_buffer
+                *w; /* from weight_create: rows of k elements, row0 + m of them or more */
             clinfer_ref x, y, bias;
             int m, k, n;
-            int row0; /* the first weight row used: one weight can hold several matrices */
+            int row0;        /* the first weight row used: one weight can hold several matrices */
             bool accumulate; /* y += instead of y = (fuses a residual add) */
             /* x is first rounded to 8 bits per 32-element block (clinfer_quantize_q8_act) and
              * read as d * q: what lets a backend use integer dot products on quantized
@@ -151,6 +152,11 @@ typedef struct clinfer_backend_i {
      * recording; call it after a failed op too. */
     bool (*timing_mark)(void *ctx, size_t op_index);
     clinfer_status (*timing_collect)(void *ctx, clinfer_op_timing *ops, size_t n_ops);
+    /* Optional (NULL: never): enqueues op and next, the op after it, as one where the backend
+     * can (*fused; e.g. a matmul and the norm of its output in one launch), with the results
+     * of op then next. Otherwise *fused is false and nothing is enqueued: the caller runs them
+     * one by one. */
+    clinfer_status (*op_pair)(void *ctx, const clinfer_op *op, const clinfer_op *next, bool *fused);
 } clinfer_backend_i;
 
 #define CLINFER_BACKEND_API 1

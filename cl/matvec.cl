@@ -579,6 +579,8 @@ __kernel void matvec_q8(wq_t wq, ws_t ws, int k, int r0, int rows, __global cons
  * host by an older name without it, and a per-function target attribute does not survive PoCL's
  * work-group wrapper (LLVM "Cannot select" on Zen 4). */
 #if defined(__AVX512BW__) && (defined(WT_Q8_0) || defined(WT_Q4_0) || defined(WT_Q4_1))
+#include "round_q8.clh"
+
 typedef int v16i __attribute__((vector_size(64)));
 typedef char v64c __attribute__((vector_size(64)));
 typedef short v32s __attribute__((vector_size(64)));
@@ -614,12 +616,12 @@ INLINE v16i il_block_dot(__global const v16i *w, __global const int *xw) {
 #endif
 }
 
-/* Work-item (g, c): rows 16g .. 16g + 15 of this part for column c, storing those in
- * [r0, r0 + rows) as outputs row - r0. Global size (groups covering the rows, n). */
-__kernel void matvec_q8_il(wq_t wq, ws_t ws, int k, int r0, int rows, __global const char *xq,
-                            __global const float2 *xd, __global float *y, int y_off, int ldy,
-                            __global const float *bias, int bias_off, int flags) {
-    int g = r0 / 16 + get_global_id(0), c = get_global_id(1), nb = k / 32;
+/* Rows 16g .. 16g + 15 of this part for column c, storing those in [r0, r0 + rows) as outputs
+ * row - r0 (matvec_q8_il's work-item (g - r0 / 16, c)). */
+INLINE void il_rows(wq_t wq, ws_t ws, int k, int r0, int rows, int g, int c,
+                    __global const char *xq, __global const float2 *xd, __global float *y,
+                    int y_off, int ldy, __global const float *bias, int bias_off, int flags) {
+    int nb = k / 32;
     __global const v16i *w = (__global const v16i *)wq + (size_t)g * nb * IL_WORDS;
 #ifdef WT_Q4_1
     __global const float16 *s = (__global const float16 *)ws + (size_t)g * nb * 2;
@@ -655,6 +657,38 @@ __kernel void matvec_q8_il(wq_t wq, ws_t ws, int k, int r0, int rows, __global c
         if (i >= 0 && i < rows)
             store_y(y + y_off + (size_t)c * ldy, i, out[j], bias, bias_off, flags);
     }
+}
+
+/* Global size (groups of 16 rows that hold some of [r0, r0 + rows), n), rounded up. */
+__kernel void matvec_q8_il(wq_t wq, ws_t ws, int k, int r0, int rows, __global const char *xq,
+                           __global const float2 *xd, __global float *y, int y_off, int ldy,
+                           __global const float *bias, int bias_off, int flags) {
+    int g = r0 / 16 + get_global_id(0);
+    if (16 * g < r0 + rows)
+        il_rows(wq, ws, k, r0, rows, g, get_global_id(1), xq, xd, y, y_off, ldy, bias, bias_off,
+                flags);
+}
+
+/* matvec_q8_il for one column whose launch covers all of y's row (rows outputs), and then the
+ * RMSNORM op that follows it in the plan, by the last work-item to finish: ny = y normalised
+ * (weight nw where has_nw), with want_q rounded to 8 bits for the next matmul (aq, ad, af,
+ * want_f as in quantize.cl). One launch instead of two. done counts the finished work-items
+ * (atomic_inc is sequentially consistent on PoCL, so the last one sees every y; the host uses
+ * this kernel on CPUs only) and is reset by the last one for the next launch. */
+__kernel void matvec_q8_il_norm(wq_t wq, ws_t ws, int k, int rows, __global const char *xq,
+                                __global const float2 *xd, __global float *y, int y_off,
+                                __global const float *bias, int bias_off, int flags,
+                                __global int *done, __global const float *nw, ulong nw_off,
+                                int has_nw, __global float *ny, ulong ny_off, float eps,
+                                int want_q, __global char *aq, __global float2 *ad,
+                                __global float *af, int want_f) {
+    int g = get_global_id(0);
+    if (16 * g < rows)
+        il_rows(wq, ws, k, 0, rows, g, 0, xq, xd, y, y_off, rows, bias, bias_off, flags);
+    if (atomic_inc(done) != (int)get_global_size(0) - 1) return;
+    *done = 0;
+    rmsnorm_row(y + y_off, rows, nw + nw_off, has_nw, ny + ny_off, eps, want_q, aq, ad, af,
+                want_f);
 }
 #endif
 

@@ -12,25 +12,7 @@
  * one launch instead of two. They compute what norm.cl's and elementwise.cl's kernels do, up
  * to float rounding. */
 
-/* Rounds block i, the 32 values v[0..4) (float8 lanes: PoCL keeps them in vector registers and
- * calls its vector math; scalar loops over a private float[32] ran 3-4x slower). */
-static void round_block(const float8 *v, size_t i, __global char *xq, __global float2 *xd,
-                        __global float *xf, int want_f) {
-    float8 m = fmax(fmax(fabs(v[0]), fabs(v[1])), fmax(fabs(v[2]), fabs(v[3])));
-    float4 m4 = fmax(m.lo, m.hi);
-    float amax = fmax(fmax(m4.x, m4.y), fmax(m4.z, m4.w));
-    int finite = all(isfinite(v[0]) & isfinite(v[1]) & isfinite(v[2]) & isfinite(v[3]));
-    float d = finite ? amax / 127.0f : NAN, id = finite && d != 0.0f ? 1.0f / d : 0.0f;
-    int8 sum = 0;
-    for (int j = 0; j < 4; j++) {
-        char8 q = finite ? convert_char8(round(v[j] * id)) : (char8)0;
-        vstore8(q, 4 * i + j, xq);
-        sum += convert_int8(q);
-        if (want_f) vstore8(d * convert_float8(q), 4 * i + j, xf);
-    }
-    int4 s4 = sum.lo + sum.hi;
-    xd[i] = (float2)(d, d * (float)(s4.x + s4.y + s4.z + s4.w));
-}
+#include "round_q8.clh"
 
 /* Global size: the blocks of x (x_off onwards). */
 __kernel void quantize_q8_act(__global const float *x, int x_off, __global char *xq,
@@ -50,13 +32,7 @@ __kernel void rmsnorm_q8_act(__global const float *x, ulong x_off, __global cons
                              __global float *xf, int want_f) {
     int b = get_global_id(0), r = get_global_id(1);
     __global const float *xr = x + x_off + (size_t)r * d;
-    float8 acc = 0.0f;
-    for (int c = 0; c < d / 8; c++) {
-        float8 v = vload8(c, xr);
-        acc = fma(v, v, acc);
-    }
-    float4 a4 = acc.lo + acc.hi;
-    float inv = 1.0f / sqrt((a4.x + a4.y + a4.z + a4.w) / d + eps);
+    float inv = inv_rms(xr, d, eps);
     float8 v[4];
     for (int j = 0; j < 4; j++) {
         size_t c = 4 * (size_t)b + j; /* in float8s */

@@ -368,12 +368,18 @@ clinfer_status exec_plan_run(const clinfer_model *m, const exec_plan *p, int pos
         clinfer_op op = step_op(p, i, pos0);
         if (timed) be->i->timing_mark(be->ctx, i);
         double t0 = profile ? exec_now_ms() : 0;
-        st = be->i->op(be->ctx, &op);
+        bool fused = false; /* with the next step, as one (its time then counts as this op's) */
+        if (be->i->op_pair && i + 1 < end) {
+            clinfer_op next = step_op(p, i + 1, pos0);
+            st = be->i->op_pair(be->ctx, &op, &next, &fused);
+        }
+        if (st == CLINFER_OK && !fused) st = be->i->op(be->ctx, &op);
         if (st == CLINFER_OK && profile && !timed && (st = be->i->sync(be->ctx)) == CLINFER_OK)
             exec_profile_op(profile, &op, p->steps[i].w_type, t0, exec_now_ms());
         if (st != CLINFER_OK)
             clinfer_error_prefix("executor: op %zu of %zu (kind %d, n %d, pos0 %d)", i, end,
                                  (int)op.kind, p->n, pos0);
+        i += fused;
     }
     if (timed) return collect_timings(be, p, pos0, end, profile, st);
     if (profile && st == CLINFER_OK) exec_profile_walk_end(profile, false);

@@ -322,7 +322,7 @@ static clinfer_status launch_rows(cl_backend_ctx *b, kernel_id id, size_t n_args
 
 /* ---- ops ------------------------------------------------------------------------------- */
 
-static clinfer_status op_norm(cl_backend_ctx *b, const clinfer_op *op) {
+static clinfer_status check_norm(const clinfer_op *op) {
     bool layer = op->kind == CLINFER_OP_LAYERNORM;
     const char *name = layer ? "layernorm" : "rmsnorm";
     size_t total;
@@ -332,6 +332,14 @@ static clinfer_status op_norm(cl_backend_ctx *b, const clinfer_op *op) {
     CHECK(cl_check_ref(name, "y", op->norm.y, total, sizeof(float)));
     CHECK(check_optional_ref(name, "w", op->norm.w, (size_t)op->norm.d, sizeof(float)));
     if (layer) CHECK(check_optional_ref(name, "b", op->norm.b, (size_t)op->norm.d, sizeof(float)));
+cleanup:
+    return st;
+}
+
+static clinfer_status op_norm(cl_backend_ctx *b, const clinfer_op *op) {
+    bool layer = op->kind == CLINFER_OP_LAYERNORM;
+    clinfer_status st;
+    CHECK(check_norm(op));
     /* An absent operand binds x's buffer, which the kernel then never reads. */
     cl_mem w = op->norm.w.buf ? op->norm.w.buf->mem : op->norm.x.buf->mem;
     cl_mem bias = layer && op->norm.b.buf ? op->norm.b.buf->mem : op->norm.x.buf->mem;
@@ -715,6 +723,20 @@ static clinfer_status cl_op(void *ctx, const clinfer_op *op) {
     return st;
 }
 
+/* A matmul and the RMSNORM of its output: one launch where the matmul's kernel can end with it. */
+static clinfer_status cl_op_pair(void *ctx, const clinfer_op *op, const clinfer_op *next,
+                                 bool *fused) {
+    cl_backend_ctx *b = ctx;
+    *fused = false;
+    if (!op || !next || op->kind != CLINFER_OP_MATMUL || next->kind != CLINFER_OP_RMSNORM)
+        return CLINFER_OK;
+    clinfer_status st = check_alive(b);
+    if (st == CLINFER_OK) st = check_norm(next);
+    if (st == CLINFER_OK) st = cl_matmul_norm(b, op, next, fused);
+    note_lost(b, st);
+    return st;
+}
+
 static clinfer_status cl_sync(void *ctx) {
     cl_backend_ctx *b = ctx;
     clinfer_status st = check_alive(b);
@@ -927,6 +949,7 @@ static const clinfer_backend_i cl_interface = {
     .sync = cl_sync,
     .destroy = cl_destroy,
     .timing_mark = cl_timing_mark,
+    .op_pair = cl_op_pair,
     .timing_collect = cl_timing_collect,
 };
 

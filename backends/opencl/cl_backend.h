@@ -69,6 +69,10 @@ clinfer_status cl_weight_create(cl_backend_ctx *b, clinfer_dtype type, int m, in
                                 const void *data, clinfer_buffer **out);
 void cl_weight_free(struct cl_weight *w);
 clinfer_status cl_matmul(cl_backend_ctx *b, const clinfer_op *op);
+/* The matmul op and the RMSNORM `norm` of its output in one launch, where the kernel for op can
+ * (*fused); otherwise *fused is false and nothing is enqueued. norm is already checked. */
+clinfer_status cl_matmul_norm(cl_backend_ctx *b, const clinfer_op *op, const clinfer_op *norm,
+                              bool *fused);
 /* Drops the 8-bit activations kept for the next matmul over the same x: call before anything
  * that may write or free a buffer other than through a matmul. */
 void cl_matmul_forget(cl_backend_ctx *b);

@@ -90,8 +90,9 @@ static const type_layout layouts[N_TYPES] = {
 typedef struct {
     cl_program program; /* matvec.cl built for one weight type; NULL until first used */
     cl_kernel matvec, matvec_n, dequant; /* matvec_n: cpu-rows only, 2 .. MATVEC_MAX_N columns */
-    cl_kernel matvec_q8;    /* integer dots on 8-bit x; NULL where the program has none */
-    cl_kernel matvec_q8_il; /* the same over rows interleaved by 16 (AVX-512); or NULL */
+    cl_kernel matvec_q8;         /* integer dots on 8-bit x; NULL where the program has none */
+    cl_kernel matvec_q8_il;      /* the same over rows interleaved by 16 (AVX-512); or NULL */
+    cl_kernel matvec_q8_il_norm; /* matvec_q8_il and the RMSNORM after it; NULL with it */
 } type_kernels;
 
 /* A device buffer that only grows. */
@@ -122,6 +123,8 @@ struct cl_matmul_state {
     cl_program quantize_program;
     cl_kernel quantize, rmsnorm_q8, swiglu_q8;
     act_q8 act;
+    cl_mem
+        done; /* matvec_q8_il's finished work-items, for the norm at its end; 0 between launches */
     int q8_dots;     /* a weight type has matvec_q8 (1) or has not (0); -1: no type built yet */
     int interleave;  /* lay out weights for matvec_q8_il where it exists (CLINFER_INTERLEAVE) */
     int use_clblast; /* f32 GEMM through CLBlast (tuning table: GPUs only) */
@@ -198,9 +201,10 @@ static size_t round_up(size_t v, size_t to) {
 static clinfer_status build_type(cl_backend_ctx *b, const type_layout *l) {
     type_kernels *t = &b->mm->types[l - layouts];
     if (t->program) return CLINFER_OK;
-    char options[64];
-    snprintf(options, sizeof options, "%s -DMV_WG=%zu -DMV_MAX_N=%d", l->define, b->mm->mv_wg,
-             MATVEC_MAX_N);
+    char options[128]; /* the fused norm of matvec_q8_il rounds as quantize.cl does */
+    snprintf(options, sizeof options,
+             "%s -DMV_WG=%zu -DMV_MAX_N=%d -cl-fp32-correctly-rounded-divide-sqrt", l->define,
+             b->mm->mv_wg, MATVEC_MAX_N);
     clinfer_status st =
         cl_program_build(b->context, b->device, &b->info, "matvec.cl", options, &t->program);
     cl_int err = CL_SUCCESS;
@@ -214,8 +218,10 @@ static clinfer_status build_type(cl_backend_ctx *b, const type_layout *l) {
         /* present only where matvec.cl compiled its AVX2 / AVX-512 integer paths */
         cl_int q8_err;
         t->matvec_q8 = clCreateKernel(t->program, "matvec_q8", &q8_err);
-        if (b->mm->interleave)
+        if (b->mm->interleave) {
             t->matvec_q8_il = clCreateKernel(t->program, "matvec_q8_il", &q8_err);
+            t->matvec_q8_il_norm = clCreateKernel(t->program, "matvec_q8_il_norm", &q8_err);
+        }
     }
     if (st == CLINFER_OK) st = cl_error(err, "clCreateKernel(matvec.cl)");
     if (st == CLINFER_OK && clinfer_dtype_takes_q8_act(l->type))
@@ -227,6 +233,7 @@ static clinfer_status build_type(cl_backend_ctx *b, const type_layout *l) {
         if (t->dequant) clReleaseKernel(t->dequant);
         if (t->matvec_q8) clReleaseKernel(t->matvec_q8);
         if (t->matvec_q8_il) clReleaseKernel(t->matvec_q8_il);
+        if (t->matvec_q8_il_norm) clReleaseKernel(t->matvec_q8_il_norm);
         if (t->program) clReleaseProgram(t->program);
         *t = (type_kernels){0};
     }
@@ -272,6 +279,11 @@ clinfer_status cl_matmul_init(cl_backend_ctx *b) {
         CHECK(cl_error(err, rounding[i].name));
     }
     s->q8_dots = -1;
+    if (s->interleave) {
+        cl_int zero = 0;
+        CHECK(create_buffer(b, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, sizeof zero, &zero,
+                            &s->done));
+    }
     /* matvec.cl for f32 now, so a device that cannot build it fails at context creation. */
     CHECK(build_type(b, layout_of(CLINFER_DT_F32)));
 cleanup:
@@ -291,11 +303,13 @@ void cl_matmul_free(cl_backend_ctx *b) {
         if (s->types[i].dequant) clReleaseKernel(s->types[i].dequant);
         if (s->types[i].matvec_q8) clReleaseKernel(s->types[i].matvec_q8);
         if (s->types[i].matvec_q8_il) clReleaseKernel(s->types[i].matvec_q8_il);
+        if (s->types[i].matvec_q8_il_norm) clReleaseKernel(s->types[i].matvec_q8_il_norm);
         if (s->types[i].program) clReleaseProgram(s->types[i].program);
     }
     scratch *bufs[] = {&s->stage, &s->act.q, &s->act.d, &s->act.f};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         if (bufs[i]->mem) clReleaseMemObject(bufs[i]->mem);
+    if (s->done) clReleaseMemObject(s->done);
     cl_kernel rounding[] = {s->quantize, s->rmsnorm_q8, s->swiglu_q8};
     for (size_t i = 0; i < sizeof rounding / sizeof rounding[0]; i++)
         if (rounding[i]) clReleaseKernel(rounding[i]);
@@ -501,7 +515,8 @@ typedef struct {
     int x_off, y_off, bias_off; /* y_off and bias_off already point at row r0's outputs */
     int k, n, ldy, flags;
     int r0, rows;
-    int il; /* the weight's layout */
+    int il;                 /* the weight's layout */
+    const clinfer_op *norm; /* an RMSNORM of y for matvec_q8_il_norm (norm_fusable), or NULL */
 } mm_args;
 
 static clinfer_status run_matvec(cl_backend_ctx *b, const type_kernels *t, const weight_part *p,
@@ -694,7 +709,6 @@ static clinfer_status run_matvec_q8(cl_backend_ctx *b, const type_kernels *t, co
                                     const mm_args *a) {
     int rows = a->rows;
     cl_mem ws = p->s;
-    cl_kernel kernel = a->il ? t->matvec_q8_il : t->matvec_q8;
     karg args[] = {{sizeof(cl_mem), &p->q},
                    {sizeof(cl_mem), &ws},
                    {sizeof(int), &a->k},
@@ -713,8 +727,52 @@ static clinfer_status run_matvec_q8(cl_backend_ctx *b, const type_kernels *t, co
         global[0] = (size_t)((a->r0 + rows - 1) / 16 - a->r0 / 16 + 1);
         local[0] = 1;
     }
-    return launch(b, kernel, a->il ? "matvec_q8_il" : "matvec_q8", args,
-                  sizeof args / sizeof args[0], global, local);
+    return launch(b, a->il ? t->matvec_q8_il : t->matvec_q8, a->il ? "matvec_q8_il" : "matvec_q8",
+                  args, sizeof args / sizeof args[0], global, local);
+}
+
+/* matvec_q8_il_norm: the matmul of a (all rows of a one-part weight, one column), then a->norm,
+ * rounding its output for the next matmul where cl_round_output says so. */
+static clinfer_status run_matvec_q8_norm(cl_backend_ctx *b, const type_kernels *t,
+                                         const weight_part *p, const mm_args *a) {
+    struct cl_matmul_state *s = b->mm;
+    clinfer_status st = CLINFER_OK;
+    const clinfer_op *no = a->norm;
+    cl_mem nw = no->norm.w.buf ? no->norm.w.buf->mem : a->y, ny = no->norm.y.buf->mem;
+    cl_ulong nw_off = no->norm.w.offset, ny_off = no->norm.y.offset;
+    int rows = a->rows, has_nw = no->norm.w.buf != NULL, want_q = cl_round_output(no);
+    int want_f = want_q && s->q8_dots != 1;
+    karg args[23] = {{sizeof(cl_mem), &p->q},
+                     {sizeof(cl_mem), &p->s},
+                     {sizeof(int), &a->k},
+                     {sizeof(int), &rows},
+                     {sizeof(cl_mem), &s->act.q.mem},
+                     {sizeof(cl_mem), &s->act.d.mem},
+                     {sizeof(cl_mem), &a->y},
+                     {sizeof(int), &a->y_off},
+                     {sizeof(cl_mem), &a->bias},
+                     {sizeof(int), &a->bias_off},
+                     {sizeof(int), &a->flags},
+                     {sizeof(cl_mem), &s->done},
+                     {sizeof(cl_mem), &nw},
+                     {sizeof(cl_ulong), &nw_off},
+                     {sizeof(int), &has_nw},
+                     {sizeof(cl_mem), &ny},
+                     {sizeof(cl_ulong), &ny_off},
+                     {sizeof(float), &no->norm.eps},
+                     {sizeof(int), &want_q}};
+    if (want_q) {
+        CHECK(act_args(b, (size_t)rows, &want_f, args + 19));
+    } else { /* the activations stay unwritten */
+        for (int i = 19; i < 22; i++)
+            args[i] = (karg){sizeof(cl_mem), &ny};
+        args[22] = (karg){sizeof(int), &want_f};
+    }
+    size_t global[2] = {(size_t)(rows + 15) / 16, 1}, local[2] = {1, 1};
+    CHECK(launch(b, t->matvec_q8_il_norm, "matvec_q8_il_norm", args, 23, global, local));
+    if (want_q) s->act = (act_q8){s->act.q, s->act.d, s->act.f, ny, ny_off, (size_t)rows, want_f};
+cleanup:
+    return st;
 }
 
 /* Dequantizes rows [first, first + count) of part p (weight-global numbering) into out. */
@@ -735,7 +793,34 @@ static clinfer_status run_dequant(cl_backend_ctx *b, const struct cl_weight *w,
     return launch(b, t->dequant, "dequant_rows", args, sizeof args / sizeof args[0], global, NULL);
 }
 
+/* Whether matvec_q8_il can run `norm`, an RMSNORM (already checked) of the matmul op's output,
+ * at its end: one launch of one column over a weight in one part, writing all of y's row. */
+static bool norm_fusable(const cl_backend_ctx *b, const clinfer_op *op, const clinfer_op *norm) {
+    const clinfer_buffer *wb = op->matmul.w;
+    if (norm->kind != CLINFER_OP_RMSNORM || !op->matmul.x_q8 || op->matmul.n != 1 || !wb ||
+        !wb->weight)
+        return false;
+    const struct cl_weight *w = wb->weight;
+    return w->il && w->n_parts == 1 && b->mm->types[w->layout - layouts].matvec_q8_il_norm &&
+           op->matmul.row0 == 0 && norm->norm.n == 1 && norm->norm.d == op->matmul.m &&
+           norm->norm.d % CLINFER_Q8_ACT_BLOCK == 0 && norm->norm.x.buf == op->matmul.y.buf &&
+           norm->norm.x.offset == op->matmul.y.offset;
+}
+
+static clinfer_status matmul(cl_backend_ctx *b, const clinfer_op *op, const clinfer_op *norm);
+
 clinfer_status cl_matmul(cl_backend_ctx *b, const clinfer_op *op) {
+    return matmul(b, op, NULL);
+}
+
+clinfer_status cl_matmul_norm(cl_backend_ctx *b, const clinfer_op *op, const clinfer_op *norm,
+                              bool *fused) {
+    *fused = norm_fusable(b, op, norm);
+    return *fused ? matmul(b, op, norm) : CLINFER_OK;
+}
+
+/* The matmul op, with norm (norm_fusable) run by its launch's last work-item. */
+static clinfer_status matmul(cl_backend_ctx *b, const clinfer_op *op, const clinfer_op *norm) {
     clinfer_status st = CLINFER_OK;
     int m = op->matmul.m, k = op->matmul.k, n = op->matmul.n;
     int row0 = op->matmul.row0;
@@ -766,6 +851,7 @@ clinfer_status cl_matmul(cl_backend_ctx *b, const clinfer_op *op) {
         .ldy = m,
         .flags = (op->matmul.accumulate ? F_ACCUMULATE : 0) | (has_bias ? F_BIAS : 0),
         .il = w->il,
+        .norm = norm,
     };
     if (op->matmul.x_q8 && !q8_kernel) { /* the f32 kernels read x as d * q */
         a.x = b->mm->act.f.mem;
@@ -781,7 +867,9 @@ clinfer_status cl_matmul(cl_backend_ctx *b, const clinfer_op *op) {
         a.rows = hi - lo;
         a.y_off = (int)op->matmul.y.offset + (lo - row0);
         a.bias_off = (has_bias ? (int)op->matmul.bias.offset : 0) + (lo - row0);
-        if (q8_kernel) {
+        if (norm) {
+            CHECK(run_matvec_q8_norm(b, t, p, &a));
+        } else if (q8_kernel) {
             CHECK(run_matvec_q8(b, t, p, &a));
         } else if (n <= MATVEC_MAX_N) {
             CHECK(run_matvec(b, t, p, &a));
@@ -802,7 +890,8 @@ clinfer_status cl_matmul(cl_backend_ctx *b, const clinfer_op *op) {
             }
         }
     }
-    if (op->matmul.y.buf->mem == b->mm->act.x) cl_matmul_forget(b); /* x may be overwritten */
+    if (!(norm && cl_round_output(norm)) && (op->matmul.y.buf->mem == b->mm->act.x || norm))
+        cl_matmul_forget(b); /* x may be overwritten; norm's y is, and not rounded */
 cleanup:
     return st;
 }
