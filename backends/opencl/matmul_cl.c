@@ -123,6 +123,7 @@ struct cl_matmul_state {
     cl_program quantize_program;
     cl_kernel quantize, rmsnorm_q8, swiglu_q8;
     act_q8 act;
+    act_q8 spare; /* where matvec_q8_il_norm rounds its output while it reads act (then swapped) */
     cl_mem
         done; /* matvec_q8_il's finished work-items, for the norm at its end; 0 between launches */
     int q8_dots;     /* a weight type has matvec_q8 (1) or has not (0); -1: no type built yet */
@@ -306,7 +307,8 @@ void cl_matmul_free(cl_backend_ctx *b) {
         if (s->types[i].matvec_q8_il_norm) clReleaseKernel(s->types[i].matvec_q8_il_norm);
         if (s->types[i].program) clReleaseProgram(s->types[i].program);
     }
-    scratch *bufs[] = {&s->stage, &s->act.q, &s->act.d, &s->act.f};
+    scratch *bufs[] = {&s->stage,   &s->act.q,   &s->act.d,  &s->act.f,
+                       &s->spare.q, &s->spare.d, &s->spare.f};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         if (bufs[i]->mem) clReleaseMemObject(bufs[i]->mem);
     if (s->done) clReleaseMemObject(s->done);
@@ -614,11 +616,11 @@ void cl_matmul_forget(cl_backend_ctx *b) {
     if (b->mm) b->mm->act.x = NULL;
 }
 
-/* Makes room for count rounded activations (and their f32 form with *want_f): the arguments
- * xq, xd, xf and want_f of the kernels in quantize.cl go to args[0 .. 4), pointing at the
- * caller's *want_f. */
-static clinfer_status act_args(cl_backend_ctx *b, size_t count, int *want_f, karg args[4]) {
-    act_q8 *act = &b->mm->act;
+/* Makes room in act for count rounded activations (and their f32 form with *want_f): the
+ * arguments xq, xd, xf and want_f of the kernels in quantize.cl go to args[0 .. 4), pointing at
+ * the caller's *want_f. */
+static clinfer_status act_into(cl_backend_ctx *b, act_q8 *act, size_t count, int *want_f,
+                               karg args[4]) {
     clinfer_status st = CLINFER_OK;
     act->x = NULL;
     CHECK(ensure_scratch(b, &act->q, count));
@@ -630,6 +632,10 @@ static clinfer_status act_args(cl_backend_ctx *b, size_t count, int *want_f, kar
     args[3] = (karg){sizeof(int), want_f};
 cleanup:
     return st;
+}
+
+static clinfer_status act_args(cl_backend_ctx *b, size_t count, int *want_f, karg args[4]) {
+    return act_into(b, &b->mm->act, count, want_f, args);
 }
 
 /* Rounds the op's x to 8 bits (quantize.cl) unless the last op left it so; with want_f the f32
@@ -762,7 +768,7 @@ static clinfer_status run_matvec_q8_norm(cl_backend_ctx *b, const type_kernels *
                      {sizeof(float), &no->norm.eps},
                      {sizeof(int), &want_q}};
     if (want_q) {
-        CHECK(act_args(b, (size_t)rows, &want_f, args + 19));
+        CHECK(act_into(b, &s->spare, (size_t)rows, &want_f, args + 19));
     } else { /* the activations stay unwritten */
         for (int i = 19; i < 22; i++)
             args[i] = (karg){sizeof(cl_mem), &ny};
@@ -770,7 +776,11 @@ static clinfer_status run_matvec_q8_norm(cl_backend_ctx *b, const type_kernels *
     }
     size_t global[2] = {(size_t)(rows + 15) / 16, 1}, local[2] = {1, 1};
     CHECK(launch(b, t->matvec_q8_il_norm, "matvec_q8_il_norm", args, 23, global, local));
-    if (want_q) s->act = (act_q8){s->act.q, s->act.d, s->act.f, ny, ny_off, (size_t)rows, want_f};
+    if (want_q) { /* the rounded output becomes act, the input's buffers the spare */
+        act_q8 input = s->act;
+        s->act = (act_q8){s->spare.q, s->spare.d, s->spare.f, ny, ny_off, (size_t)rows, want_f};
+        s->spare = (act_q8){input.q, input.d, input.f, NULL, 0, 0, 0};
+    }
 cleanup:
     return st;
 }
