@@ -25,7 +25,7 @@
  *   matvec_wg      one work-group of MV_WG items per row, blocks strided over the items,
  *                  local-memory tree reduction (gpu-local-reduce, gpu-subgroup)
  *   matvec_q8      quantized weights against 8-bit activations, AVX2 hosts only (see below)
- *   matvec_q8_il   the same over rows interleaved by 16, 16 rows per work-item (AVX-512)
+ *   matvec_q8_il   the same over rows interleaved by 16, 16 rows per work-item (AVX2 hosts)
  *   dequant_rows   out[i][0..k) = W[row(i)] for row(i) = ids[i] (embedding) or first + i;
  *                  rows outside this part are left alone, ids outside [0, m) give zeros
  * flags: bit 0 accumulate (y +=), bit 1 add the bias. il: Q8_0/Q4_0/Q4_1 weights are stored with
@@ -49,7 +49,7 @@
 typedef __global const uchar *wq_t;
 typedef __global const uchar *ws_t;
 
-/* Rows interleaved by 16 (il, Q8_0/Q4_0/Q4_1 on AVX-512 hosts, see matvec_q8_il): the 4-byte
+/* Rows interleaved by 16 (il, Q8_0/Q4_0/Q4_1 on AVX2 hosts, see matvec_q8_il): the 4-byte
  * words of rows 16g .. 16g + 15 lie word-major, row-minor, so one 64-byte load holds the same
  * word of 16 rows. The index of word t of row r's block b, with w words per block (of quants or
  * of scales) and nb blocks per row, in either layout: */
@@ -570,20 +570,41 @@ __kernel void matvec_q8(wq_t wq, ws_t ws, int k, int r0, int rows, __global cons
 }
 #endif
 
-/* ---- 16 rows per work-item over 8-bit activations (rows interleaved by 16, AVX-512) -------
+/* ---- 16 rows per work-item over 8-bit activations (rows interleaved by 16) -----------------
  * One 64-byte load holds the same 4-byte word of 16 rows (word_at's il layout), so lane j of
- * every vector belongs to row 16g + j: each word of x is broadcast to all lanes, a block's dot
+ * every vector belongs to one row: each word of x is broadcast to all lanes, a block's dot
  * products accumulate vertically through vpmaddubsw + vpmaddwd, and a row never needs a
  * horizontal sum (the row-major kernel above spends a third of a 576-element row on its
- * reduction and store). AVX512-VNNI's vpdpbusd would fuse the two, but PoCL's LLVM may know the
- * host by an older name without it, and a per-function target attribute does not survive PoCL's
+ * reduction and store). AVX-512 takes a group's 16 rows as one vector, AVX2 as two halves of 8.
+ * AVX512-VNNI's vpdpbusd would fuse the two instructions, but PoCL's LLVM may know the host by
+ * an older name without it, and a per-function target attribute does not survive PoCL's
  * work-group wrapper (LLVM "Cannot select" on Zen 4). */
-#if defined(__AVX512BW__) && (defined(WT_Q8_0) || defined(WT_Q4_0) || defined(WT_Q4_1))
+#if (defined(__AVX512BW__) || defined(__AVX2__)) &&                                               \
+    (defined(WT_Q8_0) || defined(WT_Q4_0) || defined(WT_Q4_1))
 #include "round_q8.clh"
 
-typedef int v16i __attribute__((vector_size(64)));
-typedef char v64c __attribute__((vector_size(64)));
-typedef short v32s __attribute__((vector_size(64)));
+#ifdef __AVX512BW__
+#define IL_LANES 16
+#define MADDUBS __builtin_ia32_pmaddubsw512
+#define MADDWD __builtin_ia32_pmaddwd512
+typedef float16 floatL;
+typedef int16 intL;
+#define convert_floatL convert_float16
+#define vloadL vload16
+#define vstoreL vstore16
+#else
+#define IL_LANES 8
+#define MADDUBS __builtin_ia32_pmaddubsw256
+#define MADDWD __builtin_ia32_pmaddwd256
+typedef float8 floatL;
+typedef int8 intL;
+#define convert_floatL convert_float8
+#define vloadL vload8
+#define vstoreL vstore8
+#endif
+typedef int vLi __attribute__((vector_size(4 * IL_LANES)));
+typedef char vLc __attribute__((vector_size(4 * IL_LANES)));
+typedef short vLs __attribute__((vector_size(4 * IL_LANES)));
 
 #ifdef WT_Q8_0
 #define IL_WORDS 8 /* quant words per block */
@@ -591,28 +612,32 @@ typedef short v32s __attribute__((vector_size(64)));
 #define IL_WORDS 4
 #endif
 
-/* Integer dot products of block b of 16 rows (w: its IL_WORDS 64-byte words) with x's block
- * (xw: its 8 words), lane j for row 16g + j. vpmaddubsw multiplies unsigned by signed bytes and
- * adds pairs into 16 bits, which must not saturate. */
-INLINE v16i il_block_dot(__global const v16i *w, __global const int *xw) {
+/* Word t (of 16 rows) of a block at w, lanes h * IL_LANES onwards. */
+INLINE vLi il_word(__global const int *w, int t, int h) {
+    return *(__global const vLi *)(w + 16 * t + IL_LANES * h);
+}
+
+/* Integer dot products of a block of 16 rows (w: its IL_WORDS words) with x's block (xw: its 8
+ * words), lanes h * IL_LANES onwards, lane j for the row of that lane. vpmaddubsw multiplies
+ * unsigned by signed bytes and adds pairs into 16 bits, which must not saturate. */
+INLINE vLi il_block_dot(__global const int *w, int h, __global const int *xw) {
 #ifdef WT_Q8_0 /* |q| . (x with q's sign): pairs at most 2 * 128 * 127, so one vpmaddwd each */
-    v16i acc = {};
+    vLi acc = {};
     for (int t = 0; t < 8; t++) {
-        v64c q = (v64c)w[t], neg = q < 0, x = (v64c)((v16i){} + xw[t]);
-        v32s pairs = __builtin_ia32_pmaddubsw512((q ^ neg) - neg, (x ^ neg) - neg);
-        acc += __builtin_ia32_pmaddwd512(pairs, (v32s){} + 1);
+        vLc q = (vLc)il_word(w, t, h), neg = q < 0, x = (vLc)((vLi){} + xw[t]);
+        vLs pairs = MADDUBS((q ^ neg) - neg, (x ^ neg) - neg);
+        acc += MADDWD(pairs, (vLs){} + 1);
     }
     return acc;
 #else /* word t's low nibbles are elements 4t .. 4t + 3, its high ones 16 + 4t ..: the pairs of
        * all eight products sum to at most 8 * 2 * 15 * 127 */
-    v32s pairs = {};
+    vLs pairs = {};
     for (int t = 0; t < 4; t++) {
-        v16i q = w[t];
-        pairs += __builtin_ia32_pmaddubsw512((v64c)(q & 0x0F0F0F0F), (v64c)((v16i){} + xw[t]));
-        pairs += __builtin_ia32_pmaddubsw512((v64c)((q >> 4) & 0x0F0F0F0F),
-                                             (v64c)((v16i){} + xw[4 + t]));
+        vLi q = il_word(w, t, h);
+        pairs += MADDUBS((vLc)(q & 0x0F0F0F0F), (vLc)((vLi){} + xw[t]));
+        pairs += MADDUBS((vLc)((q >> 4) & 0x0F0F0F0F), (vLc)((vLi){} + xw[4 + t]));
     }
-    return __builtin_ia32_pmaddwd512(pairs, (v32s){} + 1);
+    return MADDWD(pairs, (vLs){} + 1);
 #endif
 }
 
@@ -622,36 +647,40 @@ INLINE void il_rows(wq_t wq, ws_t ws, int k, int r0, int rows, int g, int c,
                     __global const char *xq, __global const float2 *xd, __global float *y,
                     int y_off, int ldy, __global const float *bias, int bias_off, int flags) {
     int nb = k / 32;
-    __global const v16i *w = (__global const v16i *)wq + (size_t)g * nb * IL_WORDS;
+    __global const int *w = (__global const int *)wq + (size_t)g * nb * IL_WORDS * 16;
 #ifdef WT_Q4_1
-    __global const float16 *s = (__global const float16 *)ws + (size_t)g * nb * 2;
+    __global const float *s = (__global const float *)ws + (size_t)g * nb * 32;
 #else
-    __global const float16 *s = (__global const float16 *)ws + (size_t)g * nb;
+    __global const float *s = (__global const float *)ws + (size_t)g * nb * 16;
 #endif
     __global const int *xw = (__global const int *)(xq + (size_t)c * k);
     xd += (size_t)c * nb;
-    float16 acc = 0.0f, off = 0.0f;
-    for (int b = 0; b < nb; b++) {
-        float16 dot = convert_float16(__builtin_astype(il_block_dot(w + b * IL_WORDS, xw + 8 * b),
-                                                       int16));
-        float2 dx = xd[b]; /* (d, d * sum q) of x's block */
-#ifdef WT_Q4_1
-        acc = fma(dot, s[2 * b] * dx.x, acc);
-        off = fma(s[2 * b + 1], (float16)dx.y, off); /* the minimum m times sum x */
-#else
-        acc = fma(dot, s[b] * dx.x, acc);
-#ifdef WT_Q4_0
-        off = fma(s[b], (float16)dx.y, off); /* the zero point 8 times sum x, scaled below */
-#endif
-#endif
-    }
-#ifdef WT_Q4_0
-    acc = fma(off, -8.0f, acc);
-#elif defined(WT_Q4_1)
-    acc += off;
-#endif
     float out[16];
-    vstore16(acc, 0, out);
+    for (int h = 0; h < 16 / IL_LANES; h++) {
+        floatL acc = 0.0f, off = 0.0f;
+        for (int b = 0; b < nb; b++) {
+            floatL dot = convert_floatL(
+                __builtin_astype(il_block_dot(w + b * IL_WORDS * 16, h, xw + 8 * b), intL));
+            float2 dx = xd[b]; /* (d, d * sum q) of x's block */
+#ifdef WT_Q4_1
+            __global const float *sb = s + 32 * b + IL_LANES * h;
+            acc = fma(dot, vloadL(0, sb) * dx.x, acc);
+            off = fma(vloadL(0, sb + 16), (floatL)dx.y, off); /* the minimum m times sum x */
+#else
+            floatL d = vloadL(0, s + 16 * b + IL_LANES * h);
+            acc = fma(dot, d * dx.x, acc);
+#ifdef WT_Q4_0
+            off = fma(d, (floatL)dx.y, off); /* the zero point 8 times sum x, scaled below */
+#endif
+#endif
+        }
+#ifdef WT_Q4_0
+        acc = fma(off, -8.0f, acc);
+#elif defined(WT_Q4_1)
+        acc += off;
+#endif
+        vstoreL(acc, h, out);
+    }
     for (int j = 0; j < 16; j++) {
         int i = 16 * g + j - r0;
         if (i >= 0 && i < rows)

@@ -2,7 +2,7 @@
  *   - weight upload: quantized blocks are split into two arrays (quants, scales) so kernels load
  *     the quants of a row with wide aligned loads; rows are split over several cl_mem when one
  *     array would exceed the device's (or CLINFER_MAX_ALLOC's) allocation limit; where the
- *     device built matvec_q8_il (PoCL on an AVX-512 host), Q8_0/Q4_0/Q4_1 rows are interleaved
+ *     device built matvec_q8_il (PoCL on an AVX2 host), Q8_0/Q4_0/Q4_1 rows are interleaved
  *     by 16 so that kernel reads 16 rows with one load;
  *   - matvec for n <= MATVEC_MAX_N columns (decode), one kernel per kernel path;
  *   - GEMM for more columns (prefill): f32 weights directly, other types staged to f32 in row
@@ -91,7 +91,7 @@ typedef struct {
     cl_program program; /* matvec.cl built for one weight type; NULL until first used */
     cl_kernel matvec, matvec_n, dequant; /* matvec_n: cpu-rows only, 2 .. MATVEC_MAX_N columns */
     cl_kernel matvec_q8;         /* integer dots on 8-bit x; NULL where the program has none */
-    cl_kernel matvec_q8_il;      /* the same over rows interleaved by 16 (AVX-512); or NULL */
+    cl_kernel matvec_q8_il;      /* the same over rows interleaved by 16; or NULL */
     cl_kernel matvec_q8_il_norm; /* matvec_q8_il and the RMSNORM after it; NULL with it */
 } type_kernels;
 
