@@ -641,9 +641,12 @@ INLINE vLi il_block_dot(__global const int *w, int h, __global const int *xw) {
 #endif
 }
 
-/* Rows 16g .. 16g + 15 of this part for column c, storing those in [r0, r0 + rows) as outputs
- * row - r0 (matvec_q8_il's work-item (g - r0 / 16, c)). */
-INLINE void il_rows(wq_t wq, ws_t ws, int k, int r0, int rows, int g, int c,
+#define IL_COLS 4 /* columns per work-item: the weights' words are unpacked once for all */
+
+/* Rows 16g .. 16g + 15 of this part for columns c0 .. c0 + nc - 1 (nc <= IL_COLS, a constant
+ * at each call, so the accumulators stay in registers), storing the rows in [r0, r0 + rows) as
+ * outputs row - r0. */
+INLINE void il_rows(wq_t wq, ws_t ws, int k, int r0, int rows, int g, int c0, const int nc,
                     __global const char *xq, __global const float2 *xd, __global float *y,
                     int y_off, int ldy, __global const float *bias, int bias_off, int flags) {
     int nb = k / 32;
@@ -653,49 +656,66 @@ INLINE void il_rows(wq_t wq, ws_t ws, int k, int r0, int rows, int g, int c,
 #else
     __global const float *s = (__global const float *)ws + (size_t)g * nb * 16;
 #endif
-    __global const int *xw = (__global const int *)(xq + (size_t)c * k);
-    xd += (size_t)c * nb;
-    float out[16];
+    float out[IL_COLS][16];
     for (int h = 0; h < 16 / IL_LANES; h++) {
-        floatL acc = 0.0f, off = 0.0f;
+        floatL acc[IL_COLS], off[IL_COLS];
+#pragma unroll
+        for (int j = 0; j < nc; j++)
+            acc[j] = off[j] = 0.0f;
         for (int b = 0; b < nb; b++) {
-            floatL dot = convert_floatL(
-                __builtin_astype(il_block_dot(w + b * IL_WORDS * 16, h, xw + 8 * b), intL));
-            float2 dx = xd[b]; /* (d, d * sum q) of x's block */
 #ifdef WT_Q4_1
             __global const float *sb = s + 32 * b + IL_LANES * h;
-            acc = fma(dot, vloadL(0, sb) * dx.x, acc);
-            off = fma(vloadL(0, sb + 16), (floatL)dx.y, off); /* the minimum m times sum x */
+            floatL d = vloadL(0, sb), m = vloadL(0, sb + 16);
 #else
             floatL d = vloadL(0, s + 16 * b + IL_LANES * h);
-            acc = fma(dot, d * dx.x, acc);
-#ifdef WT_Q4_0
-            off = fma(d, (floatL)dx.y, off); /* the zero point 8 times sum x, scaled below */
 #endif
+#pragma unroll
+            for (int j = 0; j < nc; j++) {
+                size_t c = (size_t)(c0 + j);
+                __global const int *xw = (__global const int *)(xq + c * k) + 8 * b;
+                floatL dot = convert_floatL(
+                    __builtin_astype(il_block_dot(w + b * IL_WORDS * 16, h, xw), intL));
+                float2 dx = xd[c * nb + b]; /* (d, d * sum q) of x's block */
+                acc[j] = fma(dot, d * dx.x, acc[j]);
+#ifdef WT_Q4_1
+                off[j] = fma(m, (floatL)dx.y, off[j]); /* the minimum m times sum x */
+#elif defined(WT_Q4_0)
+                off[j] = fma(d, (floatL)dx.y, off[j]); /* the zero point 8 times sum x */
 #endif
+            }
         }
+#pragma unroll
+        for (int j = 0; j < nc; j++) {
 #ifdef WT_Q4_0
-        acc = fma(off, -8.0f, acc);
+            acc[j] = fma(off[j], -8.0f, acc[j]);
 #elif defined(WT_Q4_1)
-        acc += off;
+            acc[j] += off[j];
 #endif
-        vstoreL(acc, h, out);
+            vstoreL(acc[j], h, out[j]);
+        }
     }
-    for (int j = 0; j < 16; j++) {
-        int i = 16 * g + j - r0;
-        if (i >= 0 && i < rows)
-            store_y(y + y_off + (size_t)c * ldy, i, out[j], bias, bias_off, flags);
-    }
+#pragma unroll
+    for (int j = 0; j < nc; j++)
+        for (int l = 0; l < 16; l++) {
+            int i = 16 * g + l - r0;
+            if (i >= 0 && i < rows)
+                store_y(y + y_off + (size_t)(c0 + j) * ldy, i, out[j][l], bias, bias_off, flags);
+        }
 }
 
-/* Global size (groups of 16 rows that hold some of [r0, r0 + rows), n), rounded up. */
+/* Global size (groups of 16 rows that hold some of [r0, r0 + rows), columns n / IL_COLS
+ * rounded up), both rounded up: work-item (g, t) takes columns IL_COLS t onwards. */
 __kernel void matvec_q8_il(wq_t wq, ws_t ws, int k, int r0, int rows, __global const char *xq,
-                           __global const float2 *xd, __global float *y, int y_off, int ldy,
-                           __global const float *bias, int bias_off, int flags) {
-    int g = r0 / 16 + get_global_id(0);
-    if (16 * g < r0 + rows)
-        il_rows(wq, ws, k, r0, rows, g, get_global_id(1), xq, xd, y, y_off, ldy, bias, bias_off,
+                           __global const float2 *xd, int n, __global float *y, int y_off,
+                           int ldy, __global const float *bias, int bias_off, int flags) {
+    int g = r0 / 16 + get_global_id(0), c0 = IL_COLS * get_global_id(1);
+    if (16 * g >= r0 + rows || c0 >= n) return;
+    if (c0 + IL_COLS <= n)
+        il_rows(wq, ws, k, r0, rows, g, c0, IL_COLS, xq, xd, y, y_off, ldy, bias, bias_off,
                 flags);
+    else
+        for (int c = c0; c < n; c++)
+            il_rows(wq, ws, k, r0, rows, g, c, 1, xq, xd, y, y_off, ldy, bias, bias_off, flags);
 }
 
 /* matvec_q8_il for one column whose launch covers all of y's row (rows outputs), and then the
@@ -713,7 +733,7 @@ __kernel void matvec_q8_il_norm(wq_t wq, ws_t ws, int k, int rows, __global cons
                                 __global float *af, int want_f) {
     int g = get_global_id(0);
     if (16 * g < rows)
-        il_rows(wq, ws, k, 0, rows, g, 0, xq, xd, y, y_off, rows, bias, bias_off, flags);
+        il_rows(wq, ws, k, 0, rows, g, 0, 1, xq, xd, y, y_off, rows, bias, bias_off, flags);
     if (atomic_inc(done) != (int)get_global_size(0) - 1) return;
     *done = 0;
     rmsnorm_row(y + y_off, rows, nw + nw_off, has_nw, ny + ny_off, eps, want_q, aq, ad, af,

@@ -30,6 +30,7 @@ enum {
     GEMM_GM = 6,      /* rows x columns per item in gemm_rows */
     GEMM_GN = 2,
     STAGE_BYTES = 16 << 20, /* f32 staging of one chunk of a non-f32 weight for GEMM */
+    IL_COLS = 4,            /* columns per work-item of matvec_q8_il (cl/matvec.cl) */
     N_TYPES = 7,
 };
 
@@ -722,19 +723,25 @@ static clinfer_status run_matvec_q8(cl_backend_ctx *b, const type_kernels *t, co
                    {sizeof(int), &rows},
                    {sizeof(cl_mem), &b->mm->act.q.mem},
                    {sizeof(cl_mem), &b->mm->act.d.mem},
+                   {sizeof(int), &a->n}, /* matvec_q8_il only */
                    {sizeof(cl_mem), &a->y},
                    {sizeof(int), &a->y_off},
                    {sizeof(int), &a->ldy},
                    {sizeof(cl_mem), &a->bias},
                    {sizeof(int), &a->bias_off},
                    {sizeof(int), &a->flags}};
-    size_t global[2] = {round_up((size_t)rows, CPU_LOCAL), (size_t)a->n}, local[2] = {CPU_LOCAL, 1};
-    if (a->il) { /* a work-item per group of 16 rows that holds some of them */
-        global[0] = (size_t)((a->r0 + rows - 1) / 16 - a->r0 / 16 + 1);
-        local[0] = 1;
+    cl_uint n_args = sizeof args / sizeof args[0];
+    if (!a->il) { /* one work-item per (row, column) */
+        memmove(args + 7, args + 8, (n_args - 8) * sizeof args[0]);
+        size_t global[2] = {round_up((size_t)rows, CPU_LOCAL), (size_t)a->n};
+        size_t local[2] = {CPU_LOCAL, 1};
+        return launch(b, t->matvec_q8, "matvec_q8", args, n_args - 1, global, local);
     }
-    return launch(b, a->il ? t->matvec_q8_il : t->matvec_q8, a->il ? "matvec_q8_il" : "matvec_q8",
-                  args, sizeof args / sizeof args[0], global, local);
+    /* a work-item per group of 16 rows that holds some of them and IL_COLS columns */
+    size_t global[2] = {(size_t)((a->r0 + rows - 1) / 16 - a->r0 / 16 + 1),
+                        (size_t)(a->n + IL_COLS - 1) / IL_COLS},
+           local[2] = {1, 1};
+    return launch(b, t->matvec_q8_il, "matvec_q8_il", args, n_args, global, local);
 }
 
 /* matvec_q8_il_norm: the matmul of a (all rows of a one-part weight, one column), then a->norm,
@@ -848,7 +855,8 @@ static clinfer_status matmul(cl_backend_ctx *b, const clinfer_op *op, const clin
             CHECK(clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
                                "OpenCL matmul: 8-bit activations need k %% %d == 0, k is %d",
                                CLINFER_Q8_ACT_BLOCK, k));
-        q8_kernel = (w->il ? t->matvec_q8_il : t->matvec_q8) && n <= MATVEC_MAX_N;
+        /* matvec_q8_il takes any n: IL_COLS columns per work-item make it a GEMM */
+        q8_kernel = w->il ? t->matvec_q8_il != NULL : t->matvec_q8 && n <= MATVEC_MAX_N;
         CHECK(quantize_x(b, op, !q8_kernel));
     }
     mm_args a = {
