@@ -20,6 +20,7 @@
  * bias[bias_off + i]; c = get_global_id(1)):
  *   matvec_rows    one work-item per row, two float16 accumulators, no local memory or barriers
  *                  (cpu-rows: PoCL vectorises the float16 arithmetic)
+ *   matvec_rows_norm  the same, then the RMSNORM of y (the op after it), in one launch
  *   matvec_rows_n  the same for 2 .. MV_MAX_N columns at once (x[c] for c < n, one launch
  *                  with global size (rows, 1)), so W is read once
  *   matvec_wg      one work-group of MV_WG items per row, blocks strided over the items,
@@ -292,12 +293,8 @@ INLINE void store_y(__global float *y, int r, float s, __global const float *bia
     y[r] = s;
 }
 
-__kernel void matvec_rows(wq_t wq, ws_t ws, int il, int k, int r0, int rows,
-                          __global const float *x, int x_off, int ldx, __global float *y, int y_off,
-                          int ldy, __global const float *bias, int bias_off, int flags) {
-    int i = get_global_id(0), c = get_global_id(1), r = r0 + i;
-    if (i >= rows) return;
-    __global const float *xc = x + x_off + (size_t)c * ldx;
+/* Row r of the part times xc. */
+INLINE float row_dot(wq_t wq, ws_t ws, int il, int r, int k, __global const float *xc) {
     int nb = k / BLK, b = 0;
     float16 a0 = 0.0f, a1 = 0.0f;
     for (; b + 1 < nb; b += 2) {
@@ -305,8 +302,38 @@ __kernel void matvec_rows(wq_t wq, ws_t ws, int il, int k, int r0, int rows,
         a1 = blk_dot(wq, ws, il, r, k, b + 1, xc, a1);
     }
     if (b < nb) a0 = blk_dot(wq, ws, il, r, k, b, xc, a0);
-    float s = hsum16(a0 + a1) + tail_dot(wq, r, k, 0, 1, xc);
+    return hsum16(a0 + a1) + tail_dot(wq, r, k, 0, 1, xc);
+}
+
+__kernel void matvec_rows(wq_t wq, ws_t ws, int il, int k, int r0, int rows,
+                          __global const float *x, int x_off, int ldx, __global float *y, int y_off,
+                          int ldy, __global const float *bias, int bias_off, int flags) {
+    int i = get_global_id(0), c = get_global_id(1);
+    if (i >= rows) return;
+    float s = row_dot(wq, ws, il, r0 + i, k, x + x_off + (size_t)c * ldx);
     store_y(y + y_off + (size_t)c * ldy, i, s, bias, bias_off, flags);
+}
+
+#include "round_q8.clh"
+
+/* matvec_rows for one column over all rows of the part (y's whole row), NORM_ROWS rows per
+ * work-item, and then the RMSNORM op that follows it in the plan: ny = y normalised (weight nw
+ * where has_nw), by the last work-item to finish. One launch instead of two. done counts the
+ * finished work-items (atomic_inc is sequentially consistent on PoCL, so the last one sees every
+ * y; the host uses this kernel on CPUs only) and is reset by the last one for the next launch. */
+#define NORM_ROWS 8
+__kernel void matvec_rows_norm(wq_t wq, ws_t ws, int il, int k, int rows, __global const float *x,
+                               int x_off, __global float *y, int y_off, __global const float *bias,
+                               int bias_off, int flags, __global int *done,
+                               __global const float *nw, ulong nw_off, int has_nw,
+                               __global float *ny, ulong ny_off, float eps) {
+    int i0 = NORM_ROWS * get_global_id(0);
+    for (int i = i0; i < min(i0 + NORM_ROWS, rows); i++)
+        store_y(y + y_off, i, row_dot(wq, ws, il, i, k, x + x_off), bias, bias_off, flags);
+    if (atomic_inc(done) != (int)get_global_size(0) - 1) return;
+    *done = 0;
+    rmsnorm_row(y + y_off, rows, nw + nw_off, has_nw, ny + ny_off, eps, 0,
+                (__global char *)ny, (__global float2 *)ny, ny, 0);
 }
 
 /* 2 .. MV_MAX_N columns: each weight block is decoded once for all of them; the per-column
@@ -581,7 +608,6 @@ __kernel void matvec_q8(wq_t wq, ws_t ws, int k, int r0, int rows, __global cons
  * work-group wrapper (LLVM "Cannot select" on Zen 4). */
 #if (defined(__AVX512BW__) || defined(__AVX2__)) &&                                               \
     (defined(WT_Q8_0) || defined(WT_Q4_0) || defined(WT_Q4_1))
-#include "round_q8.clh"
 
 #ifdef __AVX512BW__
 #define IL_LANES 16

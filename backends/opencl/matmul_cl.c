@@ -31,6 +31,7 @@ enum {
     GEMM_GN = 2,
     STAGE_BYTES = 16 << 20, /* f32 staging of one chunk of a non-f32 weight for GEMM */
     IL_COLS = 4,            /* columns per work-item of matvec_q8_il (cl/matvec.cl) */
+    NORM_ROWS = 8,          /* rows per work-item of matvec_rows_norm */
     N_TYPES = 7,
 };
 
@@ -91,6 +92,7 @@ static const type_layout layouts[N_TYPES] = {
 typedef struct {
     cl_program program; /* matvec.cl built for one weight type; NULL until first used */
     cl_kernel matvec, matvec_n, dequant; /* matvec_n: cpu-rows only, 2 .. MATVEC_MAX_N columns */
+    cl_kernel matvec_norm;               /* cpu-rows only: matvec_rows and the RMSNORM after it */
     cl_kernel matvec_q8;         /* integer dots on 8-bit x; NULL where the program has none */
     cl_kernel matvec_q8_il;      /* the same over rows interleaved by 16; or NULL */
     cl_kernel matvec_q8_il_norm; /* matvec_q8_il and the RMSNORM after it; NULL with it */
@@ -125,9 +127,8 @@ struct cl_matmul_state {
     cl_kernel quantize, rmsnorm_q8, swiglu_q8;
     act_q8 act;
     act_q8 spare; /* where matvec_q8_il_norm rounds its output while it reads act (then swapped) */
-    cl_mem
-        done; /* matvec_q8_il's finished work-items, for the norm at its end; 0 between launches */
-    int q8_dots;     /* a weight type has matvec_q8 (1) or has not (0); -1: no type built yet */
+    cl_mem done;  /* finished work-items of a matvec with the norm at its end; 0 between launches */
+    int q8_dots;  /* a weight type has matvec_q8 (1) or has not (0); -1: no type built yet */
     int interleave;  /* lay out weights for matvec_q8_il where it exists (CLINFER_INTERLEAVE) */
     int use_clblast; /* f32 GEMM through CLBlast (tuning table: GPUs only) */
 };
@@ -214,6 +215,8 @@ static clinfer_status build_type(cl_backend_ctx *b, const type_layout *l) {
         t->matvec = clCreateKernel(t->program, b->mm->cpu ? "matvec_rows" : "matvec_wg", &err);
     if (st == CLINFER_OK && err == CL_SUCCESS && b->mm->cpu)
         t->matvec_n = clCreateKernel(t->program, "matvec_rows_n", &err);
+    if (st == CLINFER_OK && err == CL_SUCCESS && b->mm->cpu)
+        t->matvec_norm = clCreateKernel(t->program, "matvec_rows_norm", &err);
     if (st == CLINFER_OK && err == CL_SUCCESS)
         t->dequant = clCreateKernel(t->program, "dequant_rows", &err);
     if (st == CLINFER_OK && err == CL_SUCCESS && b->mm->cpu) {
@@ -232,6 +235,7 @@ static clinfer_status build_type(cl_backend_ctx *b, const type_layout *l) {
         clinfer_error_prefix("building matvec.cl for %s", clinfer_dtype_name(l->type));
         if (t->matvec) clReleaseKernel(t->matvec);
         if (t->matvec_n) clReleaseKernel(t->matvec_n);
+        if (t->matvec_norm) clReleaseKernel(t->matvec_norm);
         if (t->dequant) clReleaseKernel(t->dequant);
         if (t->matvec_q8) clReleaseKernel(t->matvec_q8);
         if (t->matvec_q8_il) clReleaseKernel(t->matvec_q8_il);
@@ -281,7 +285,7 @@ clinfer_status cl_matmul_init(cl_backend_ctx *b) {
         CHECK(cl_error(err, rounding[i].name));
     }
     s->q8_dots = -1;
-    if (s->interleave) {
+    if (s->cpu) {
         cl_int zero = 0;
         CHECK(create_buffer(b, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, sizeof zero, &zero,
                             &s->done));
@@ -302,6 +306,7 @@ void cl_matmul_free(cl_backend_ctx *b) {
     for (int i = 0; i < N_TYPES; i++) {
         if (s->types[i].matvec) clReleaseKernel(s->types[i].matvec);
         if (s->types[i].matvec_n) clReleaseKernel(s->types[i].matvec_n);
+        if (s->types[i].matvec_norm) clReleaseKernel(s->types[i].matvec_norm);
         if (s->types[i].dequant) clReleaseKernel(s->types[i].dequant);
         if (s->types[i].matvec_q8) clReleaseKernel(s->types[i].matvec_q8);
         if (s->types[i].matvec_q8_il) clReleaseKernel(s->types[i].matvec_q8_il);
@@ -744,6 +749,28 @@ static clinfer_status run_matvec_q8(cl_backend_ctx *b, const type_kernels *t, co
     return launch(b, t->matvec_q8_il, "matvec_q8_il", args, n_args, global, local);
 }
 
+/* matvec_rows_norm: the matmul of a (all rows of a one-part weight, one column of f32 x), then
+ * the RMSNORM a->norm of its output. */
+static clinfer_status run_matvec_norm(cl_backend_ctx *b, const type_kernels *t,
+                                      const weight_part *p, const mm_args *a) {
+    const clinfer_op *no = a->norm;
+    cl_mem ws = p->s ? p->s : p->q; /* f32/f16 kernels never read ws */
+    cl_mem nw = no->norm.w.buf ? no->norm.w.buf->mem : a->y, ny = no->norm.y.buf->mem;
+    cl_ulong nw_off = no->norm.w.offset, ny_off = no->norm.y.offset;
+    int rows = a->rows, has_nw = no->norm.w.buf != NULL;
+    karg args[] = {
+        {sizeof(cl_mem), &p->q},        {sizeof(cl_mem), &ws},       {sizeof(int), &a->il},
+        {sizeof(int), &a->k},           {sizeof(int), &rows},        {sizeof(cl_mem), &a->x},
+        {sizeof(int), &a->x_off},       {sizeof(cl_mem), &a->y},     {sizeof(int), &a->y_off},
+        {sizeof(cl_mem), &a->bias},     {sizeof(int), &a->bias_off}, {sizeof(int), &a->flags},
+        {sizeof(cl_mem), &b->mm->done}, {sizeof(cl_mem), &nw},       {sizeof(cl_ulong), &nw_off},
+        {sizeof(int), &has_nw},         {sizeof(cl_mem), &ny},       {sizeof(cl_ulong), &ny_off},
+        {sizeof(float), &no->norm.eps}};
+    size_t global[2] = {(size_t)(rows + NORM_ROWS - 1) / NORM_ROWS, 1}, local[2] = {1, 1};
+    return launch(b, t->matvec_norm, "matvec_rows_norm", args, sizeof args / sizeof args[0], global,
+                  local);
+}
+
 /* matvec_q8_il_norm: the matmul of a (all rows of a one-part weight, one column), then a->norm,
  * rounding its output for the next matmul where cl_round_output says so. */
 static clinfer_status run_matvec_q8_norm(cl_backend_ctx *b, const type_kernels *t,
@@ -810,18 +837,18 @@ static clinfer_status run_dequant(cl_backend_ctx *b, const struct cl_weight *w,
     return launch(b, t->dequant, "dequant_rows", args, sizeof args / sizeof args[0], global, NULL);
 }
 
-/* Whether matvec_q8_il can run `norm`, an RMSNORM (already checked) of the matmul op's output,
- * at its end: one launch of one column over a weight in one part, writing all of y's row. */
+/* Whether the matmul op's kernel can run `norm`, an RMSNORM (already checked) of its output, at
+ * its end: one launch of one column over all rows of a one-part weight, through
+ * matvec_q8_il_norm (8-bit x) or matvec_rows_norm (f32 x). */
 static bool norm_fusable(const cl_backend_ctx *b, const clinfer_op *op, const clinfer_op *norm) {
     const clinfer_buffer *wb = op->matmul.w;
-    if (norm->kind != CLINFER_OP_RMSNORM || !op->matmul.x_q8 || op->matmul.n != 1 || !wb ||
-        !wb->weight)
-        return false;
+    if (norm->kind != CLINFER_OP_RMSNORM || op->matmul.n != 1 || !wb || !wb->weight) return false;
     const struct cl_weight *w = wb->weight;
-    return w->il && w->n_parts == 1 && b->mm->types[w->layout - layouts].matvec_q8_il_norm &&
-           op->matmul.row0 == 0 && norm->norm.n == 1 && norm->norm.d == op->matmul.m &&
-           norm->norm.d % CLINFER_Q8_ACT_BLOCK == 0 && norm->norm.x.buf == op->matmul.y.buf &&
-           norm->norm.x.offset == op->matmul.y.offset;
+    const type_kernels *t = &b->mm->types[w->layout - layouts];
+    bool kernel = op->matmul.x_q8 ? w->il && t->matvec_q8_il_norm : t->matvec_norm != NULL;
+    return kernel && w->n_parts == 1 && op->matmul.row0 == 0 && norm->norm.n == 1 &&
+           norm->norm.d == op->matmul.m && norm->norm.d % CLINFER_Q8_ACT_BLOCK == 0 &&
+           norm->norm.x.buf == op->matmul.y.buf && norm->norm.x.offset == op->matmul.y.offset;
 }
 
 static clinfer_status matmul(cl_backend_ctx *b, const clinfer_op *op, const clinfer_op *norm);
@@ -886,7 +913,7 @@ static clinfer_status matmul(cl_backend_ctx *b, const clinfer_op *op, const clin
         a.y_off = (int)op->matmul.y.offset + (lo - row0);
         a.bias_off = (has_bias ? (int)op->matmul.bias.offset : 0) + (lo - row0);
         if (norm) {
-            CHECK(run_matvec_q8_norm(b, t, p, &a));
+            CHECK(q8_kernel ? run_matvec_q8_norm(b, t, p, &a) : run_matvec_norm(b, t, p, &a));
         } else if (q8_kernel) {
             CHECK(run_matvec_q8(b, t, p, &a));
         } else if (n <= MATVEC_MAX_N) {
