@@ -1,36 +1,12 @@
-/* Activations rounded to 8 bits per block of 32 (the MATMUL op's x_q8), exactly as
- * clinfer_quantize_q8_act in src/quant.c: d = max |x| / 127, q = round(x / d) through id = 1 / d,
- * halves away from zero; a block with a NaN or an infinity gets d = NaN and q = 0. Built with
- * -cl-fp32-correctly-rounded-divide-sqrt so 1 / d rounds as the host's does.
- *
- * Rows of k elements are blocks in a row, so block i of the whole tensor (k % 32 == 0) goes to
- * xq[32 i ..] (char) and xd[i] = (d, d * sum q) (float2), and, when want_f is set, its f32 values
- * d * q to xf[32 i ..] for the kernels that take f32 x.
+/* Activations rounded to 8 bits per block of 32 (the MATMUL op's x_q8), as round_q8.clh states.
+ * Rows of k % 32 == 0 elements are whole blocks, so blocks are numbered across the whole tensor.
  *
  * quantize_q8_act rounds a tensor x. rmsnorm_q8_act and swiglu_q8_act are the RMSNORM and SWIGLU
  * ops that round their output y as they write it, when the next op is an x_q8 matmul over y:
  * one launch instead of two. They compute what norm.cl's and elementwise.cl's kernels do, up
  * to float rounding. */
 
-/* Rounds block i, the 32 values v[0..4) (float8 lanes: PoCL keeps them in vector registers and
- * calls its vector math; scalar loops over a private float[32] ran 3-4x slower). */
-static void round_block(const float8 *v, size_t i, __global char *xq, __global float2 *xd,
-                        __global float *xf, int want_f) {
-    float8 m = fmax(fmax(fabs(v[0]), fabs(v[1])), fmax(fabs(v[2]), fabs(v[3])));
-    float4 m4 = fmax(m.lo, m.hi);
-    float amax = fmax(fmax(m4.x, m4.y), fmax(m4.z, m4.w));
-    int finite = all(isfinite(v[0]) & isfinite(v[1]) & isfinite(v[2]) & isfinite(v[3]));
-    float d = finite ? amax / 127.0f : NAN, id = finite && d != 0.0f ? 1.0f / d : 0.0f;
-    int8 sum = 0;
-    for (int j = 0; j < 4; j++) {
-        char8 q = finite ? convert_char8(round(v[j] * id)) : (char8)0;
-        vstore8(q, 4 * i + j, xq);
-        sum += convert_int8(q);
-        if (want_f) vstore8(d * convert_float8(q), 4 * i + j, xf);
-    }
-    int4 s4 = sum.lo + sum.hi;
-    xd[i] = (float2)(d, d * (float)(s4.x + s4.y + s4.z + s4.w));
-}
+#include "round_q8.clh"
 
 /* Global size: the blocks of x (x_off onwards). */
 __kernel void quantize_q8_act(__global const float *x, int x_off, __global char *xq,
