@@ -96,6 +96,22 @@ typedef struct clinfer_op {
             int n, n_head, n_kv_head, head_dim;
             int pos0; /* tokens already in the cache: token i attends to 0 .. pos0 + i */
             float scale;
+            /* Hint: the next op is an x_q8 MATMUL over out (see eltwise). */
+            bool out_q8;
+            /* Optional rotation and cache write first (rope.n_rot 0: none), one launch less
+             * per layer in decode: q and the new keys k_src are rotated as CLINFER_OP_ROPE does
+             * at positions pos0 + i, then the keys and v_src are stored into the caches k and
+             * v at positions pos0 .. pos0 + n - 1, converted to kv_type, and attention runs as
+             * above. k_src and v_src are f32 [n][n_kv_head][head_dim], apart from q and each
+             * other, and neither they nor q lie in a cache's buffer (nor the caches in one).
+             * Afterwards q and k_src hold unspecified values: a backend may rotate them in
+             * place. */
+            struct {
+                int n_rot; /* the first n_rot dims of each head rotate */
+                float freq_base, freq_scale;
+                bool neox;
+                clinfer_ref k_src, v_src;
+            } rope;
         } attention;
         struct {
             clinfer_ref x, y;

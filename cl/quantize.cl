@@ -1,11 +1,5 @@
-/* Activations rounded to 8 bits per block of 32 (the MATMUL op's x_q8), exactly as
- * clinfer_quantize_q8_act in src/quant.c: d = max |x| / 127, q = round(x / d) through id = 1 / d,
- * halves away from zero; a block with a NaN or an infinity gets d = NaN and q = 0. Built with
- * -cl-fp32-correctly-rounded-divide-sqrt so 1 / d rounds as the host's does.
- *
- * Rows of k elements are blocks in a row, so block i of the whole tensor (k % 32 == 0) goes to
- * xq[32 i ..] (char) and xd[i] = (d, d * sum q) (float2), and, when want_f is set, its f32 values
- * d * q to xf[32 i ..] for the kernels that take f32 x.
+/* Activations rounded to 8 bits per block of 32 (the MATMUL op's x_q8), as round_q8.clh states.
+ * Rows of k % 32 == 0 elements are whole blocks, so blocks are numbered across the whole tensor.
  *
  * quantize_q8_act rounds a tensor x. rmsnorm_q8_act and swiglu_q8_act are the RMSNORM and SWIGLU
  * ops that round their output y as they write it, when the next op is an x_q8 matmul over y:

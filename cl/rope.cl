@@ -15,6 +15,8 @@
  * vstore_half_rte (no cl_khr_fp16 needed; k_dst and v_dst then point at halves), as
  * elementwise.cl's store_f16 does; offsets count cache elements. */
 
+#include "rope.clh"
+
 static void kv_put(__global float *dst, size_t i, float value, int f16) {
     if (f16)
         vstore_half_rte(value, i, (__global half *)dst);
@@ -30,8 +32,11 @@ __kernel void rope(__global float *x, ulong x_off, int n, int n_heads, int head_
     size_t id = get_global_id(0);
     if (id >= (size_t)n * half_rot) return;
     int t = id / half_rot, j = id % half_rot;
-    float theta = (float)(pos0 + t) * freq_scale * pow(freq_base, -2.0f * j / n_rot);
-    float c, s = sincos(theta, &c);
+    float8 c8, s8 = rope_sincos8(pos0 + t, j - j % 8, n_rot, freq_base, freq_scale, &c8);
+    float cs[8], ss[8];
+    vstore8(c8, 0, cs);
+    vstore8(s8, 0, ss);
+    float c = cs[j % 8], s = ss[j % 8];
     int i0 = neox ? j : 2 * j;
     int i1 = neox ? j + half_rot : 2 * j + 1;
     int first_key = n_heads - kv_heads;
@@ -39,8 +44,8 @@ __kernel void rope(__global float *x, ulong x_off, int n, int n_heads, int head_
     size_t k_row = k_off + t * kv_dim;
     __global float *row = x + x_off + (size_t)t * n_heads * head_dim;
     for (int h = 0; h < n_heads; h++, row += head_dim) {
-        float x0 = row[i0], x1 = row[i1];
-        float y0 = x0 * c - x1 * s, y1 = x0 * s + x1 * c;
+        float2 y = rope_turn(row[i0], row[i1], c, s);
+        float y0 = y.x, y1 = y.y;
         row[i0] = y0;
         row[i1] = y1;
         if (h < first_key) continue;

@@ -89,6 +89,8 @@ static void matmul(builder *b, const clinfer_matrix *w, clinfer_ref x, clinfer_r
         if (prev->kind == CLINFER_OP_RMSNORM && same_ref(prev->norm.y, x)) prev->norm.y_q8 = true;
         if (prev->kind == CLINFER_OP_SWIGLU && same_ref(prev->eltwise.y, x))
             prev->eltwise.y_q8 = true;
+        if (prev->kind == CLINFER_OP_ATTENTION && same_ref(prev->attention.out, x))
+            prev->attention.out_q8 = true;
     }
     clinfer_op op = {.kind = CLINFER_OP_MATMUL,
                      .matmul = {.w = w->w,
@@ -185,11 +187,24 @@ static void attention_block(builder *b, const clinfer_model *m, const exec_state
     clinfer_ref q = at(buf[EXEC_QKV], 0), k = at(buf[EXEC_QKV], q_count),
                 v = at(buf[EXEC_QKV], q_count + kv_count);
 
+    clinfer_op attention = {.kind = CLINFER_OP_ATTENTION,
+                            .attention = {.q = q,
+                                          .k = at(s->k_cache[il], 0),
+                                          .v = at(s->v_cache[il], 0),
+                                          .out = at(buf[EXEC_ATT], 0),
+                                          .kv_type = s->kv_type,
+                                          .n = n,
+                                          .n_head = (int)hp->n_head,
+                                          .n_kv_head = (int)hp->n_head_kv,
+                                          .head_dim = (int)hp->head_dim,
+                                          .scale = 1.0f / sqrtf((float)hp->head_dim)}};
+    bool gpt2 = hp->arch == CLINFER_ARCH_GPT2;
+
     norm(b, hp, x, l->attn_norm, l->attn_norm_b, xn, n);
     matmul(b, &l->wq, xn, q, l->bq, n, false);
     matmul(b, &l->wk, xn, k, l->bk, n, false);
     matmul(b, &l->wv, xn, v, l->bv, n, false);
-    if (hp->arch == CLINFER_ARCH_GPT2) { /* no rotation to fuse the cache writes into */
+    if (gpt2) { /* no rotation to fuse the cache writes into */
         clinfer_buffer *caches[2] = {s->k_cache[il], s->v_cache[il]};
         clinfer_ref fresh[2] = {k, v};
         for (int i = 0; i < 2; i++)
@@ -200,16 +215,20 @@ static void attention_block(builder *b, const clinfer_model *m, const exec_state
                                         .dst_type = s->kv_type,
                                         .count = kv_count}},
                  kv_dim);
+    } else if (n == 1) {
+        /* Decode: the attention launch rotates the token's q and k and fills the caches
+         * itself, one launch less than a separate rope. */
+        attention.attention.rope.n_rot = (int)hp->n_rot;
+        attention.attention.rope.freq_base = hp->rope_freq_base;
+        attention.attention.rope.freq_scale = hp->rope_freq_scale;
+        attention.attention.rope.neox = hp->rope_neox;
+        attention.attention.rope.k_src = k;
+        attention.attention.rope.v_src = v;
     } else {
         /* The launch that rotates the keys also writes them and v into the caches, saving two
-         * store launches. One token's keys follow its queries: one launch rotates both. */
-        clinfer_op keys;
-        if (n == 1) {
-            keys = rope_op(hp, q, 1, (int)(hp->n_head + hp->n_head_kv));
-        } else {
-            push(b, rope_op(hp, q, n, (int)hp->n_head), 0);
-            keys = rope_op(hp, k, n, (int)hp->n_head_kv);
-        }
+         * store launches. */
+        push(b, rope_op(hp, q, n, (int)hp->n_head), 0);
+        clinfer_op keys = rope_op(hp, k, n, (int)hp->n_head_kv);
         keys.rope.k_dst = at(s->k_cache[il], 0);
         keys.rope.v_src = v;
         keys.rope.v_dst = at(s->v_cache[il], 0);
@@ -217,19 +236,7 @@ static void attention_block(builder *b, const clinfer_model *m, const exec_state
         keys.rope.kv_type = s->kv_type;
         push(b, keys, kv_dim);
     }
-    push(b,
-         (clinfer_op){.kind = CLINFER_OP_ATTENTION,
-                      .attention = {.q = q,
-                                    .k = at(s->k_cache[il], 0),
-                                    .v = at(s->v_cache[il], 0),
-                                    .out = at(buf[EXEC_ATT], 0),
-                                    .kv_type = s->kv_type,
-                                    .n = n,
-                                    .n_head = (int)hp->n_head,
-                                    .n_kv_head = (int)hp->n_head_kv,
-                                    .head_dim = (int)hp->head_dim,
-                                    .scale = 1.0f / sqrtf((float)hp->head_dim)}},
-         0);
+    push(b, attention, 0);
     /* The residual add is fused into the output projection. */
     matmul(b, &l->wo, at(buf[EXEC_ATT], 0), x, l->bo, n, true);
 }
@@ -420,8 +427,10 @@ void exec_plan_print(const exec_plan *p, FILE *out) {
                     op->matmul.x_q8 ? " x q8" : "");
             break;
         case CLINFER_OP_ATTENTION:
-            fprintf(out, " n %d heads %d/%d dim %d", op->attention.n, op->attention.n_head,
-                    op->attention.n_kv_head, op->attention.head_dim);
+            fprintf(out, " n %d heads %d/%d dim %d%s%s", op->attention.n, op->attention.n_head,
+                    op->attention.n_kv_head, op->attention.head_dim,
+                    op->attention.rope.n_rot ? " + rope and cache write" : "",
+                    op->attention.out_q8 ? " out q8" : "");
             break;
         case CLINFER_OP_ROPE:
             fprintf(out, " n %d heads %d", op->rope.n, op->rope.n_heads);

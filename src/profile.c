@@ -75,6 +75,12 @@ void exec_op_cost(const clinfer_op *op, clinfer_dtype w_type, double *bytes, dou
         b = f32_bytes(2 * n * op->attention.n_head * dim) +
             2 * (pos0 + n) * op->attention.n_kv_head * dim * kv_elem;
         f = 4 * attended * op->attention.n_head * dim; /* q.k and p.v */
+        if (op->attention.rope.n_rot) { /* as the ropes it stands for (see the ROPE case) */
+            double kv = n * op->attention.n_kv_head * dim;
+            b += kv * (4 + 2 * kv_elem);
+            f +=
+                3 * n * (op->attention.n_head + op->attention.n_kv_head) * op->attention.rope.n_rot;
+        }
         break;
     }
     case CLINFER_OP_SOFTMAX: {

@@ -14,9 +14,14 @@
  *   1e-9   softmax: the reference sums a row's exponentials sequentially in f32; over 49152
  *          terms that sum is off by ~1e-5 relative, and the work-group paths sum in another
  *          order (measured 4e-10 on PoCL)
- *   1e-9   attention: online softmax rescaling and summation order over up to ~300 positions
+ *   1e-9   attention: online softmax rescaling and summation order over up to ~300 positions;
+ *          with its own rotation and cache write, the caches as rope's (k 1e-9, f16 1e-6, v exact)
+ *   1e-5   a matmul after attention with out_q8: attention's differences may move a value across
+ *          an 8-bit rounding boundary (one step in a block is ~1e-6 of y's energy here)
  *   exact  store and rope's value cache writes (f32 copies; f16 rounding to nearest even on both
- *          sides), argmax ids */
+ *          sides), argmax ids; on the device, attention with its own rotation and cache write
+ *          against the rope and attention launches it replaces (output and caches), and a matmul
+ *          after attention with out_q8 against one after attention without it */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -95,6 +100,17 @@ static void compare_exact(const pair *p, size_t bytes, const char *what) {
     EXPECT(memcmp(out[REF], out[CL], bytes) == 0, "%s [%s]: outputs differ", what, path_name);
     free(out[REF]);
     free(out[CL]);
+}
+
+/* The device's contents of a and b, bytes each, must be equal: two ways of computing one thing. */
+static void compare_cl_exact(const pair *a, const pair *b, size_t bytes, const char *what) {
+    unsigned char *out[2] = {calloc(1, bytes), calloc(1, bytes)};
+    EXPECT_OK(be[CL]->i->sync(be[CL]->ctx));
+    EXPECT_OK(be[CL]->i->buffer_read(be[CL]->ctx, a->buf[CL], 0, bytes, out[0]));
+    EXPECT_OK(be[CL]->i->buffer_read(be[CL]->ctx, b->buf[CL], 0, bytes, out[1]));
+    EXPECT(memcmp(out[0], out[1], bytes) == 0, "%s [%s]: device results differ", what, path_name);
+    free(out[0]);
+    free(out[1]);
 }
 
 /* ---- element-wise ---- */
@@ -311,21 +327,23 @@ static void test_rope_cache(void) {
 
 /* ---- attention ---- */
 
-/* A cache of n_pos x n_kv x head_dim random values, f32 or f16. */
-static pair cache_random(size_t elems, bool f16) {
+/* elems random cache values, f32 or f16 (malloc'd). */
+static void *cache_data(size_t elems, bool f16) {
     float *x = malloc(elems * sizeof *x);
     rng_fill(x, elems, -1.5f, 1.5f);
-    pair p;
-    if (f16) {
-        uint16_t *h = malloc(elems * sizeof *h);
-        for (size_t i = 0; i < elems; i++)
-            h[i] = clinfer_f32_to_f16(x[i]);
-        p = pair_new(h, elems * sizeof *h);
-        free(h);
-    } else {
-        p = pair_new(x, elems * sizeof *x);
-    }
+    if (!f16) return x;
+    uint16_t *h = malloc(elems * sizeof *h);
+    for (size_t i = 0; i < elems; i++)
+        h[i] = clinfer_f32_to_f16(x[i]);
     free(x);
+    return h;
+}
+
+/* A cache of n_pos x n_kv x head_dim random values, f32 or f16. */
+static pair cache_random(size_t elems, bool f16) {
+    void *data = cache_data(elems, f16);
+    pair p = pair_new(data, elems * (f16 ? 2 : 4));
+    free(data);
     return p;
 }
 
@@ -371,6 +389,216 @@ static void test_attention(void) {
                     pair_free(&v);
                     pair_free(&out);
                 }
+}
+
+/* One layer's decode buffers as the executor lays them out: n tokens' q, then k and v, in qkv;
+ * caches of pos0 + n + 2 positions, random throughout (the new slots too, so a missed write
+ * shows). */
+typedef struct {
+    int n_head, n_kv, head_dim, n_rot, n, pos0;
+    bool neox, f16;
+} layer_case;
+
+typedef struct {
+    pair qkv, k, v, out;
+    size_t q_total, kv_total, row, cache_elems;
+} layer_bufs;
+
+/* The sizes of lc's buffers, none allocated. */
+static layer_bufs layer_shape(const layer_case *lc) {
+    layer_bufs l = {0};
+    l.q_total = (size_t)lc->n * lc->n_head * lc->head_dim;
+    l.kv_total = (size_t)lc->n * lc->n_kv * lc->head_dim;
+    l.row = l.q_total + 2 * l.kv_total;
+    l.cache_elems = (size_t)(lc->pos0 + lc->n + 2) * lc->n_kv * lc->head_dim;
+    return l;
+}
+
+static layer_bufs layer_new(const layer_case *lc, const float *qkv, const void *cache) {
+    layer_bufs l = layer_shape(lc);
+    l.qkv = pair_new(qkv, l.row * sizeof(float));
+    l.k = pair_new(cache, l.cache_elems * (lc->f16 ? 2 : 4));
+    l.v = pair_new(cache, l.k.bytes);
+    l.out = pair_new(NULL, l.q_total * sizeof(float));
+    return l;
+}
+
+static void layer_free(layer_bufs *l) {
+    pair_free(&l->qkv);
+    pair_free(&l->k);
+    pair_free(&l->v);
+    pair_free(&l->out);
+}
+
+/* The attention op of lc over l on side s; rope: with its rotation and cache write. */
+static clinfer_op layer_attention(const layer_case *lc, const layer_bufs *l, int s, bool rope) {
+    clinfer_op op = {.kind = CLINFER_OP_ATTENTION};
+    op.attention.q = ref_of(&l->qkv, s, 0);
+    op.attention.k = ref_of(&l->k, s, 0);
+    op.attention.v = ref_of(&l->v, s, 0);
+    op.attention.out = ref_of(&l->out, s, 0);
+    op.attention.kv_type = lc->f16 ? CLINFER_DT_F16 : CLINFER_DT_F32;
+    op.attention.n = lc->n;
+    op.attention.n_head = lc->n_head;
+    op.attention.n_kv_head = lc->n_kv;
+    op.attention.head_dim = lc->head_dim;
+    op.attention.pos0 = lc->pos0;
+    op.attention.scale = 1.0f / sqrtf((float)lc->head_dim);
+    if (rope) {
+        op.attention.rope.n_rot = lc->n_rot;
+        op.attention.rope.freq_base = 10000.0f;
+        op.attention.rope.freq_scale = lc->neox ? 0.5f : 1.0f;
+        op.attention.rope.neox = lc->neox;
+        op.attention.rope.k_src = ref_of(&l->qkv, s, l->q_total);
+        op.attention.rope.v_src = ref_of(&l->qkv, s, l->q_total + l->kv_total);
+    }
+    return op;
+}
+
+/* The rope with cache write that a decode attention op's rotation stands for, as the executor
+ * issued it before: the token's q and k as one row of n_head + n_kv heads. */
+static clinfer_op rope_of(const clinfer_op *at) {
+    size_t slot = (size_t)at->attention.pos0 * at->attention.n_kv_head * at->attention.head_dim;
+    clinfer_op op = {.kind = CLINFER_OP_ROPE};
+    op.rope.x = at->attention.q;
+    op.rope.n = 1;
+    op.rope.n_heads = at->attention.n_head + at->attention.n_kv_head;
+    op.rope.head_dim = at->attention.head_dim;
+    op.rope.n_rot = at->attention.rope.n_rot;
+    op.rope.pos0 = at->attention.pos0;
+    op.rope.freq_base = at->attention.rope.freq_base;
+    op.rope.freq_scale = at->attention.rope.freq_scale;
+    op.rope.neox = at->attention.rope.neox;
+    op.rope.k_dst = (clinfer_ref){at->attention.k.buf, at->attention.k.offset + slot};
+    op.rope.v_src = at->attention.rope.v_src;
+    op.rope.v_dst = (clinfer_ref){at->attention.v.buf, at->attention.v.offset + slot};
+    op.rope.kv_heads = at->attention.n_kv_head;
+    op.rope.kv_type = at->attention.kv_type;
+    return op;
+}
+
+/* Decode attention with its own rotation and cache write: against the reference's, and on the
+ * device against the rope and attention launches it replaces, bit for bit. Query heads share a
+ * kv head (GQA) or not; pos0 spans one chunk of positions and several (attention_merge). */
+static void test_attention_rope(void) {
+    static const int shapes[][4] = {{9, 3, 64, 64},
+                                    {4, 4, 80, 32},
+                                    {6, 2, 32, 32},
+                                    {1, 1, 64, 64},
+                                    {8, 2, 128, 96}}; /* heads, kv, dim, n_rot */
+    static const int pos0s[] = {0, 1, 7, 63, 64, 300, 1000};
+    for (size_t sh = 0; sh < sizeof shapes / sizeof *shapes; sh++)
+        for (size_t p = 0; p < sizeof pos0s / sizeof *pos0s; p++)
+            for (int variant = 0; variant < 4; variant++) {
+                layer_case lc = {shapes[sh][0], shapes[sh][1], shapes[sh][2], shapes[sh][3], 1,
+                                 pos0s[p],      variant & 1,   variant & 2};
+                layer_bufs shape = layer_shape(&lc);
+                float *qkv = malloc(shape.row * sizeof *qkv);
+                rng_fill(qkv, shape.row, -1.0f, 1.0f);
+                void *cache = cache_data(shape.cache_elems, lc.f16);
+                layer_bufs fused = layer_new(&lc, qkv, cache), split = layer_new(&lc, qkv, cache);
+                for (int s = 0; s < SIDES; s++) {
+                    clinfer_op op = layer_attention(&lc, &fused, s, true);
+                    run(s, &op, "attention with rope");
+                }
+                clinfer_op op = layer_attention(&lc, &split, CL, true), rope = rope_of(&op);
+                run(CL, &rope, "rope before attention");
+                op.attention.rope.n_rot = 0;
+                run(CL, &op, "attention after rope");
+                char what[128];
+                int len = snprintf(what, sizeof what,
+                                   "attention+rope heads %d/%d hd %d rot %d pos0 %d neox %d %s",
+                                   lc.n_head, lc.n_kv, lc.head_dim, lc.n_rot, lc.pos0, lc.neox,
+                                   lc.f16 ? "f16" : "f32");
+                size_t rest = sizeof what - (size_t)len;
+                snprintf(what + len, rest, ": out");
+                compare(&fused.out, 0, fused.q_total, 1e-9, what);
+                compare_cl_exact(&fused.out, &split.out, fused.out.bytes, what);
+                snprintf(what + len, rest, ": k cache");
+                compare_cache(&fused.k, fused.cache_elems, lc.f16, lc.f16 ? 1e-6 : 1e-9, what);
+                compare_cl_exact(&fused.k, &split.k, fused.k.bytes, what);
+                snprintf(what + len, rest, ": v cache");
+                compare_exact(&fused.v, fused.v.bytes, what);
+                compare_cl_exact(&fused.v, &split.v, fused.v.bytes, what);
+                free(qkv);
+                free(cache);
+                layer_free(&fused);
+                layer_free(&split);
+            }
+}
+
+/* Attention with the out_q8 hint may round its output for the next x_q8 matmul: that matmul's
+ * result must be the same bits as after attention without the hint. Run with type F32 first,
+ * before any weight type with 8-bit dot products is built, the rounding also writes the f32
+ * form the F32 kernels read; then Q8_0. Cases span one chunk and several, head_dim 80 (heads
+ * are not whole blocks: no rounding there), prefill, and decode with rotation. */
+static void test_attention_q8(clinfer_dtype type) {
+    static const struct {
+        int n_head, n_kv, head_dim, n, pos0;
+        bool rope;
+    } cases[] = {{9, 3, 64, 1, 5, true},  {9, 3, 64, 1, 1000, true}, {9, 3, 64, 1, 300, false},
+                 {4, 4, 80, 1, 10, true}, {6, 2, 32, 7, 20, false},  {4, 2, 64, 3, 0, false}};
+    const int m = 40;
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        layer_case lc = {cases[c].n_head,
+                         cases[c].n_kv,
+                         cases[c].head_dim,
+                         cases[c].head_dim,
+                         cases[c].n,
+                         cases[c].pos0,
+                         false,
+                         true};
+        int k = lc.n_head * lc.head_dim;
+        layer_bufs shape = layer_shape(&lc);
+        size_t w_row = clinfer_dtype_row_bytes(type, (size_t)k);
+        float *qkv = malloc(shape.row * sizeof *qkv), *w_f = malloc((size_t)k * sizeof *w_f);
+        unsigned char *w_data = malloc(w_row * m);
+        rng_fill(qkv, shape.row, -1.0f, 1.0f);
+        for (int r = 0; r < m; r++) {
+            rng_fill(w_f, (size_t)k, -1.0f, 1.0f);
+            clinfer_quantize_row(type, w_f, w_data + w_row * r, (size_t)k);
+        }
+        void *cache = cache_data(shape.cache_elems, lc.f16);
+        layer_bufs l = layer_new(&lc, qkv, cache);
+        pair y[2] = {pair_new(NULL, (size_t)lc.n * m * sizeof(float)),
+                     pair_new(NULL, (size_t)lc.n * m * sizeof(float))};
+        pair w = {.buf = {NULL, NULL}};
+        for (int s = 0; s < SIDES; s++)
+            EXPECT_OK(be[s]->i->weight_create(be[s]->ctx, type, m, k, w_data, &w.buf[s]));
+        /* pass 0 with the hint on both sides, pass 1 without it on the device */
+        for (int pass = 0; pass < 2 && w.buf[REF] && w.buf[CL]; pass++)
+            for (int s = pass; s < SIDES; s++) {
+                /* a backend may have rotated q and k in place: restore them */
+                EXPECT_OK(be[s]->i->buffer_write(be[s]->ctx, l.qkv.buf[s], 0,
+                                                 shape.row * sizeof *qkv, qkv));
+                clinfer_op op = layer_attention(&lc, &l, s, cases[c].rope);
+                op.attention.out_q8 = pass == 0;
+                run(s, &op, "attention before a matmul");
+                clinfer_op mm = {.kind = CLINFER_OP_MATMUL};
+                mm.matmul.w = w.buf[s];
+                mm.matmul.x = ref_of(&l.out, s, 0);
+                mm.matmul.y = ref_of(&y[pass], s, 0);
+                mm.matmul.m = m;
+                mm.matmul.k = k;
+                mm.matmul.n = lc.n;
+                mm.matmul.x_q8 = true;
+                run(s, &mm, "matmul after attention");
+            }
+        char what[128];
+        snprintf(what, sizeof what, "%s matmul after attention heads %d/%d hd %d n %d pos0 %d%s",
+                 clinfer_dtype_name(type), lc.n_head, lc.n_kv, lc.head_dim, lc.n, lc.pos0,
+                 cases[c].rope ? " rope" : "");
+        compare(&y[0], 0, (size_t)lc.n * m, 1e-5, what);
+        compare_cl_exact(&y[0], &y[1], y[0].bytes, what);
+        free(qkv);
+        free(w_f);
+        free(w_data);
+        free(cache);
+        layer_free(&l);
+        pair_free(&y[0]);
+        pair_free(&y[1]);
+        pair_free(&w);
+    }
 }
 
 /* ---- softmax ---- */
@@ -509,8 +737,16 @@ static void test_bad_args(void) {
     i->buffer_free(ctx, vc);
 
     op = (clinfer_op){.kind = CLINFER_OP_ATTENTION};
-    op.attention = (typeof(op.attention)){{big, 0}, {big, 0}, {big, 0}, {big, 0}, CLINFER_DT_F32, 1,
-                                          6,        4,        64,       0,        0.125f};
+    op.attention = (typeof(op.attention)){.q = {big, 0},
+                                          .k = {big, 0},
+                                          .v = {big, 0},
+                                          .out = {big, 0},
+                                          .kv_type = CLINFER_DT_F32,
+                                          .n = 1,
+                                          .n_head = 6,
+                                          .n_kv_head = 4,
+                                          .head_dim = 64,
+                                          .scale = 0.125f};
     expect_rejected(&op, "attention with n_head 6, n_kv_head 4");
     op.attention.n_kv_head = 2;
     op.attention.head_dim = 6;
@@ -521,6 +757,28 @@ static void test_bad_args(void) {
     op.attention.pos0 = 0;
     op.attention.kv_type = CLINFER_DT_Q8_0;
     expect_rejected(&op, "attention with a q8_0 cache");
+    /* with rotation and cache write: q in small, caches in big and vc, new keys and values in
+     * src */
+    clinfer_buffer *src = NULL;
+    EXPECT_OK(i->buffer_alloc(ctx, 4096 * sizeof(float), &vc));
+    EXPECT_OK(i->buffer_alloc(ctx, 128 * sizeof(float), &src));
+    op.attention.kv_type = CLINFER_DT_F32;
+    op.attention.n_head = op.attention.n_kv_head = 1;
+    op.attention.q = (clinfer_ref){small, 0};
+    op.attention.v = (clinfer_ref){vc, 0};
+    op.attention.rope = (typeof(op.attention.rope)){63, 10000.0f, 1.0f, false, {src, 0}, {src, 64}};
+    expect_rejected(&op, "attention with rope.n_rot 63");
+    op.attention.rope.n_rot = 64;
+    op.attention.rope.k_src = (clinfer_ref){small, 0};
+    expect_rejected(&op, "attention with rope.k_src overlapping q");
+    op.attention.rope.k_src = (clinfer_ref){0};
+    expect_rejected(&op, "attention with rope and no rope.k_src");
+    op.attention.rope.k_src = (clinfer_ref){big, 2048};
+    expect_rejected(&op, "attention with rope.k_src in the key cache's buffer");
+    op.attention.rope.k_src = (clinfer_ref){src, 0};
+    EXPECT_OK(i->op(ctx, &op));
+    i->buffer_free(ctx, vc);
+    i->buffer_free(ctx, src);
 
     op = (clinfer_op){.kind = CLINFER_OP_STORE};
     op.store = (typeof(op.store)){{big, 0}, {small, 0}, CLINFER_DT_Q4_0, 8};
@@ -579,6 +837,9 @@ static void test_device(size_t index) {
         test_rope();
         test_rope_cache();
         test_attention();
+        test_attention_rope();
+        test_attention_q8(CLINFER_DT_F32);
+        test_attention_q8(CLINFER_DT_Q8_0);
         test_softmax();
         test_argmax();
         test_bad_args();

@@ -38,13 +38,20 @@ typedef enum {
     PROG_COUNT
 } prog_id;
 
+/* Attention rounds its output as quantize.cl does (round_q8.clh) and rotates as rope.cl does
+ * (rope.clh): all three need the same correctly rounded division to give the same bits. */
+#define EXACT_DIV " -cl-fp32-correctly-rounded-divide-sqrt"
+
 static const struct {
     const char *file;
     const char *options; /* beyond the shared ones */
 } programs[PROG_COUNT] = {
-    [PROG_NORM] = {"norm.cl", ""},          [PROG_ROPE] = {"rope.cl", ""},
-    [PROG_ATTN_F32] = {"attention.cl", ""}, [PROG_ATTN_F16] = {"attention.cl", " -DKV_F16"},
-    [PROG_SOFTMAX] = {"softmax.cl", ""},    [PROG_ELTWISE] = {"elementwise.cl", ""},
+    [PROG_NORM] = {"norm.cl", ""},
+    [PROG_ROPE] = {"rope.cl", EXACT_DIV},
+    [PROG_ATTN_F32] = {"attention.cl", EXACT_DIV},
+    [PROG_ATTN_F16] = {"attention.cl", EXACT_DIV " -DKV_F16"},
+    [PROG_SOFTMAX] = {"softmax.cl", ""},
+    [PROG_ELTWISE] = {"elementwise.cl", ""},
     [PROG_ARGMAX] = {"argmax.cl", ""},
 };
 
@@ -497,9 +504,11 @@ static clinfer_status ensure_scratch(cl_backend_ctx *b, size_t bytes) {
 
 /* Attention splits the positions into chunks so that decode (n_head x 1 rows) still gives every
  * compute unit several work-items (cpu-rows) or work-groups (GPU paths); attention_merge then
- * combines the chunks' partial results. */
+ * combines the chunks' partial results. The kernel takes args, then chunk and part, then tail;
+ * the merge takes the rounding arguments q8 (xq, xd, xf, want_f, round_q8). */
 static clinfer_status attention_launch(cl_backend_ctx *b, kernel_id kernel, const kernel_arg *args,
-                                       size_t n_args, const clinfer_op *op) {
+                                       size_t n_args, const kernel_arg *tail, size_t n_tail,
+                                       const kernel_arg q8[5], const clinfer_op *op) {
     bool groups = b->ops->work_group_per_row;
     int n = op->attention.n, n_head = op->attention.n_head, head_dim = op->attention.head_dim;
     size_t rows = (size_t)n_head * (size_t)n, positions = (size_t)op->attention.pos0 + (size_t)n;
@@ -516,13 +525,14 @@ static clinfer_status attention_launch(cl_backend_ctx *b, kernel_id kernel, cons
         CHECK(ensure_scratch(b, rows * n_chunks * ((size_t)head_dim + 2) * sizeof(float)));
         part = b->ops->scratch;
     }
-    kernel_arg all[20];
+    kernel_arg all[32];
     memcpy(all, args, n_args * sizeof *args);
     all[n_args] = ARG(chunk_arg);
     all[n_args + 1] = ARG(part);
+    memcpy(all + n_args + 2, tail, n_tail * sizeof *tail);
     size_t local[3] = {groups ? b->ops->wg : 1, 1, 1};
     size_t global[3] = {(size_t)n_head * local[0], (size_t)n, n_chunks};
-    CHECK(launch(b, kernel, n_args + 2, all, 3, global, local));
+    CHECK(launch(b, kernel, n_args + 2 + n_tail, all, 3, global, local));
     if (n_chunks > 1) {
         cl_int chunks_arg = (cl_int)n_chunks;
         cl_ulong o_off = op->attention.out.offset;
@@ -532,7 +542,12 @@ static clinfer_status attention_launch(cl_backend_ctx *b, kernel_id kernel, cons
                               ARG(o_off),
                               ARG(op->attention.n),
                               ARG(op->attention.n_head),
-                              ARG(op->attention.head_dim)};
+                              ARG(op->attention.head_dim),
+                              q8[0],
+                              q8[1],
+                              q8[2],
+                              q8[3],
+                              q8[4]};
         size_t merge_local[2] = {1, 1}, merge_global[2] = {(size_t)n_head, (size_t)n};
         CHECK(launch(b, K_ATTN_MERGE, sizeof merge / sizeof *merge, merge, 2, merge_global,
                      merge_local));
@@ -541,11 +556,80 @@ cleanup:
     return st;
 }
 
+static bool overlap(clinfer_ref a, size_t a_count, clinfer_ref b, size_t b_count) {
+    return a.buf == b.buf && a.offset < b.offset + b_count && b.offset < a.offset + a_count;
+}
+
+/* The rotation and cache write of an attention op (backend.h): rotation sizes, the sources'
+ * extents, and buffers apart as the kernels need them (items read q, k_src and v_src while one
+ * writes the caches). */
+static clinfer_status check_attention_rope(const clinfer_op *op, size_t q_total) {
+    const char *name = "attention";
+    int n_rot = op->attention.rope.n_rot;
+    clinfer_ref q = op->attention.q, k_src = op->attention.rope.k_src,
+                v_src = op->attention.rope.v_src;
+    const clinfer_buffer *k = op->attention.k.buf, *v = op->attention.v.buf;
+    size_t kv_total = q_total / (size_t)op->attention.n_head * (size_t)op->attention.n_kv_head;
+    clinfer_status st = CLINFER_OK;
+    if (n_rot <= 0 || n_rot % 2 || n_rot > op->attention.head_dim)
+        CHECK(clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
+                           "OpenCL attention: rope.n_rot %d must be even and in (0, head_dim %d]",
+                           n_rot, op->attention.head_dim));
+    CHECK(cl_check_ref(name, "rope.k_src", k_src, kv_total, sizeof(float)));
+    CHECK(cl_check_ref(name, "rope.v_src", v_src, kv_total, sizeof(float)));
+    if (overlap(k_src, kv_total, q, q_total) || overlap(v_src, kv_total, q, q_total) ||
+        overlap(v_src, kv_total, k_src, kv_total))
+        CHECK(clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
+                           "OpenCL attention: q, rope.k_src and rope.v_src must not overlap"));
+    if (k == v || q.buf == k || q.buf == v || k_src.buf == k || k_src.buf == v || v_src.buf == k ||
+        v_src.buf == v)
+        CHECK(clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
+                           "OpenCL attention: with rope, the caches must be buffers of their own, "
+                           "apart from q, rope.k_src, rope.v_src and each other"));
+cleanup:
+    return st;
+}
+
+/* An attention op's rotation and cache write as the rope launches it stands for, where the
+ * attention kernel does not do them itself: in place, then the caller attends over q. One launch
+ * when the keys follow the queries of a single token, as the executor lays them out. */
+static clinfer_status attention_rope_launches(cl_backend_ctx *b, const clinfer_op *op,
+                                              size_t q_total) {
+    size_t at = (size_t)op->attention.pos0 * op->attention.n_kv_head * op->attention.head_dim;
+    clinfer_ref q = op->attention.q, k_src = op->attention.rope.k_src;
+    clinfer_op keys = {.kind = CLINFER_OP_ROPE,
+                       .rope = {.x = k_src,
+                                .n = op->attention.n,
+                                .n_heads = op->attention.n_kv_head,
+                                .head_dim = op->attention.head_dim,
+                                .n_rot = op->attention.rope.n_rot,
+                                .pos0 = op->attention.pos0,
+                                .freq_base = op->attention.rope.freq_base,
+                                .freq_scale = op->attention.rope.freq_scale,
+                                .neox = op->attention.rope.neox,
+                                .k_dst = {op->attention.k.buf, op->attention.k.offset + at},
+                                .v_src = op->attention.rope.v_src,
+                                .v_dst = {op->attention.v.buf, op->attention.v.offset + at},
+                                .kv_heads = op->attention.n_kv_head,
+                                .kv_type = op->attention.kv_type}};
+    clinfer_op queries = keys;
+    queries.rope.x = q;
+    queries.rope.n_heads = op->attention.n_head;
+    queries.rope.k_dst = (clinfer_ref){0};
+    if (op->attention.n == 1 && k_src.buf == q.buf && k_src.offset == q.offset + q_total) {
+        keys.rope.x = q;
+        keys.rope.n_heads += op->attention.n_head;
+        return op_rope(b, &keys);
+    }
+    clinfer_status st = op_rope(b, &queries);
+    return st == CLINFER_OK ? op_rope(b, &keys) : st;
+}
+
 static clinfer_status op_attention(cl_backend_ctx *b, const clinfer_op *op) {
     const char *name = "attention";
     int n = op->attention.n, n_head = op->attention.n_head, n_kv = op->attention.n_kv_head;
     int head_dim = op->attention.head_dim, pos0 = op->attention.pos0;
-    bool f16 = op->attention.kv_type == CLINFER_DT_F16;
+    bool f16 = op->attention.kv_type == CLINFER_DT_F16, rows = !b->ops->work_group_per_row;
     size_t q_total, kv_total;
     clinfer_status st = CLINFER_OK;
     if (!f16 && op->attention.kv_type != CLINFER_DT_F32)
@@ -568,6 +652,11 @@ static clinfer_status op_attention(cl_backend_ctx *b, const clinfer_op *op) {
     CHECK(cl_check_ref(name, "k", op->attention.k, kv_total, kv_elem));
     CHECK(cl_check_ref(name, "v", op->attention.v, kv_total, kv_elem));
     CHECK(cl_check_ref(name, "out", op->attention.out, q_total, sizeof(float)));
+    bool rope = op->attention.rope.n_rot != 0, rope_in_kernel = rope && rows && n == 1;
+    if (rope) CHECK(check_attention_rope(op, q_total));
+    if (rope && !rope_in_kernel) CHECK(attention_rope_launches(b, op, q_total));
+    /* Unused operands bind out's buffer, which the kernels then never touch through them. */
+    cl_mem out = op->attention.out.buf->mem;
     cl_ulong q_off = op->attention.q.offset, k_off = op->attention.k.offset,
              v_off = op->attention.v.offset, o_off = op->attention.out.offset;
     kernel_arg args[] = {ARG(op->attention.q.buf->mem),
@@ -576,7 +665,7 @@ static clinfer_status op_attention(cl_backend_ctx *b, const clinfer_op *op) {
                          ARG(k_off),
                          ARG(op->attention.v.buf->mem),
                          ARG(v_off),
-                         ARG(op->attention.out.buf->mem),
+                         ARG(out),
                          ARG(o_off),
                          ARG(op->attention.n),
                          ARG(op->attention.n_head),
@@ -584,7 +673,34 @@ static clinfer_status op_attention(cl_backend_ctx *b, const clinfer_op *op) {
                          ARG(op->attention.head_dim),
                          ARG(op->attention.pos0),
                          ARG(op->attention.scale)};
-    CHECK(attention_launch(b, f16 ? K_ATTN_F16 : K_ATTN_F32, args, sizeof args / sizeof *args, op));
+    cl_mem k_src = rope_in_kernel ? op->attention.rope.k_src.buf->mem : out,
+           v_src = rope_in_kernel ? op->attention.rope.v_src.buf->mem : out;
+    cl_ulong k_src_off = rope_in_kernel ? op->attention.rope.k_src.offset : 0,
+             v_src_off = rope_in_kernel ? op->attention.rope.v_src.offset : 0;
+    cl_int n_rot = rope_in_kernel ? op->attention.rope.n_rot : 0, neox = op->attention.rope.neox;
+    /* Rounding out for the next matmul needs whole blocks per head and is done where the
+     * cpu-rows kernels write out; elsewhere that matmul rounds it itself. */
+    cl_int round_q8 = rows && op->attention.out_q8 && head_dim % CLINFER_Q8_ACT_BLOCK == 0,
+           want_f = 0;
+    cl_mem q8_mem[3] = {out, out, out};
+    if (round_q8) CHECK(cl_act_q8_buffers(b, q_total, q8_mem, &want_f));
+    kernel_arg tail[] = {ARG(k_src),
+                         ARG(k_src_off),
+                         ARG(v_src),
+                         ARG(v_src_off),
+                         ARG(n_rot),
+                         ARG(op->attention.rope.freq_base),
+                         ARG(op->attention.rope.freq_scale),
+                         ARG(neox),
+                         ARG(q8_mem[0]),
+                         ARG(q8_mem[1]),
+                         ARG(q8_mem[2]),
+                         ARG(want_f),
+                         ARG(round_q8)};
+    size_t n_tail = sizeof tail / sizeof *tail;
+    CHECK(attention_launch(b, f16 ? K_ATTN_F16 : K_ATTN_F32, args, sizeof args / sizeof *args, tail,
+                           rows ? n_tail : 0, tail + n_tail - 5, op));
+    if (round_q8) cl_act_q8_made(b, op->attention.out, q_total, want_f);
 cleanup:
     return st;
 }

@@ -81,6 +81,12 @@ void cl_matmul_forget(cl_backend_ctx *b);
  * op, already checked. */
 bool cl_round_output(const clinfer_op *op);
 clinfer_status cl_rounding_op(cl_backend_ctx *b, const clinfer_op *op);
+/* For a kernel elsewhere that rounds its output y for the next x_q8 matmul (attention with
+ * out_q8): cl_act_q8_buffers makes room for count rounded values and gives the xq, xd and xf
+ * buffers and want_f of round_q8.clh's round_block; once the launch is enqueued,
+ * cl_act_q8_made records y as rounded, so that matmul does not round it again. */
+clinfer_status cl_act_q8_buffers(cl_backend_ctx *b, size_t count, cl_mem mem[3], int *want_f);
+void cl_act_q8_made(cl_backend_ctx *b, clinfer_ref y, size_t count, int want_f);
 clinfer_status cl_embed(cl_backend_ctx *b, const clinfer_op *op);
 /* 1 when f32 GEMM goes through CLBlast on this context (for bench-ops' side-by-side). */
 int cl_matmul_clblast(const cl_backend_ctx *b);

@@ -717,6 +717,22 @@ cleanup:
     return st;
 }
 
+clinfer_status cl_act_q8_buffers(cl_backend_ctx *b, size_t count, cl_mem mem[3], int *want_f) {
+    act_q8 *act = &b->mm->act;
+    karg args[4];
+    *want_f = b->mm->q8_dots != 1; /* as cl_rounding_op: the next matmul's kernel is not known */
+    clinfer_status st = act_args(b, count, want_f, args);
+    mem[0] = act->q.mem;
+    mem[1] = act->d.mem;
+    mem[2] = *want_f ? act->f.mem : act->q.mem; /* unwritten if not */
+    return st;
+}
+
+void cl_act_q8_made(cl_backend_ctx *b, clinfer_ref y, size_t count, int want_f) {
+    act_q8 *act = &b->mm->act;
+    *act = (act_q8){act->q, act->d, act->f, y.buf->mem, y.offset, count, want_f};
+}
+
 static clinfer_status run_matvec_q8(cl_backend_ctx *b, const type_kernels *t, const weight_part *p,
                                     const mm_args *a) {
     int rows = a->rows;

@@ -350,6 +350,50 @@ static clinfer_status check_heads(const clinfer_op *o) {
     return CLINFER_OK;
 }
 
+/* An attention op's rotation and cache write (backend.h), run as the two ROPE ops it stands
+ * for: the queries, then the keys with the cache write. nq and nkv count the elements of q and
+ * of k_src. Everything is checked before the first rotation, so a rejected op changes nothing. */
+static clinfer_status attention_rope(const clinfer_op *o, size_t nq, size_t nkv) {
+    const char *op = "attention";
+    clinfer_status st;
+    void *unused;
+    clinfer_ref q = o->attention.q, k_src = o->attention.rope.k_src,
+                v_src = o->attention.rope.v_src;
+    const clinfer_buffer *k = o->attention.k.buf, *v = o->attention.v.buf;
+    CHECK(operand(op, "rope.k_src", k_src, nkv, sizeof(float), false, &unused));
+    CHECK(operand(op, "rope.v_src", v_src, nkv, sizeof(float), false, &unused));
+    CHECK(disjoint(op, k_src, nkv, q, nq));
+    CHECK(disjoint(op, v_src, nkv, q, nq));
+    CHECK(disjoint(op, v_src, nkv, k_src, nkv));
+    if (k == v || q.buf == k || q.buf == v || k_src.buf == k || k_src.buf == v || v_src.buf == k ||
+        v_src.buf == v)
+        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
+                            "reference attention: with rope, the caches must be buffers of their "
+                            "own, apart from q, rope.k_src, rope.v_src and each other");
+    size_t at = (size_t)o->attention.pos0 * o->attention.n_kv_head * o->attention.head_dim;
+    clinfer_op rope = {.kind = CLINFER_OP_ROPE,
+                       .rope = {.x = q,
+                                .n = o->attention.n,
+                                .n_heads = o->attention.n_head,
+                                .head_dim = o->attention.head_dim,
+                                .n_rot = o->attention.rope.n_rot,
+                                .pos0 = o->attention.pos0,
+                                .freq_base = o->attention.rope.freq_base,
+                                .freq_scale = o->attention.rope.freq_scale,
+                                .neox = o->attention.rope.neox}};
+    CHECK(op_rope(&rope));
+    rope.rope.x = k_src;
+    rope.rope.n_heads = o->attention.n_kv_head;
+    rope.rope.k_dst = (clinfer_ref){o->attention.k.buf, o->attention.k.offset + at};
+    rope.rope.v_src = v_src;
+    rope.rope.v_dst = (clinfer_ref){o->attention.v.buf, o->attention.v.offset + at};
+    rope.rope.kv_heads = o->attention.n_kv_head;
+    rope.rope.kv_type = o->attention.kv_type;
+    CHECK(op_rope(&rope));
+cleanup:
+    return st;
+}
+
 static clinfer_status op_attention(ref_ctx *c, const clinfer_op *o) {
     const char *op = "attention";
     clinfer_status st;
@@ -365,6 +409,8 @@ static clinfer_status op_attention(ref_ctx *c, const clinfer_op *o) {
     CHECK(operand(op, "v", o->attention.v, nkv, elem, false, &v));
     CHECK(operand(op, "out", o->attention.out, nq, sizeof(float), false, &out));
     CHECK(scratch_reserve(c, (size_t)n_pos + 2 * (size_t)o->attention.head_dim));
+    if (o->attention.rope.n_rot)
+        CHECK(attention_rope(o, nq, nq / (size_t)o->attention.n_head * o->attention.n_kv_head));
     ref_attention(q, k, v, out, o->attention.kv_type, o->attention.n, o->attention.n_head,
                   o->attention.n_kv_head, o->attention.head_dim, o->attention.pos0,
                   o->attention.scale, c->scratch);
