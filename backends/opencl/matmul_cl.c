@@ -285,7 +285,7 @@ clinfer_status cl_matmul_init(cl_backend_ctx *b) {
         CHECK(cl_error(err, rounding[i].name));
     }
     s->q8_dots = -1;
-    if (s->cpu) {
+    if (s->cpu && b->info.type == CLINFER_DEVICE_CPU) { /* see norm_fusable */
         cl_int zero = 0;
         CHECK(create_buffer(b, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, sizeof zero, &zero,
                             &s->done));
@@ -862,7 +862,9 @@ static bool norm_fusable(const cl_backend_ctx *b, const clinfer_op *op, const cl
     const struct cl_weight *w = wb->weight;
     const type_kernels *t = &b->mm->types[w->layout - layouts];
     bool kernel = op->matmul.x_q8 ? w->il && t->matvec_q8_il_norm : t->matvec_norm != NULL;
-    return kernel && w->n_parts == 1 && op->matmul.row0 == 0 && norm->norm.n == 1 &&
+    /* done, the kernels' counter, exists on CPU devices only: the last work-item seeing the
+     * others' rows rests on their coherent memory (the kernel path can be forced on a GPU) */
+    return kernel && b->mm->done && w->n_parts == 1 && op->matmul.row0 == 0 && norm->norm.n == 1 &&
            norm->norm.d == op->matmul.m && norm->norm.d % CLINFER_Q8_ACT_BLOCK == 0 &&
            norm->norm.x.buf == op->matmul.y.buf && norm->norm.x.offset == op->matmul.y.offset;
 }
