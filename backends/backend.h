@@ -134,6 +134,29 @@ typedef struct clinfer_op {
     };
 } clinfer_op;
 
+/* The ROPE op that an ATTENTION op with rope (attention.rope.n_rot > 0) stands for, rotating
+ * the new keys (k_src) and storing them and v_src into the caches at pos0: what a backend runs
+ * before attending where it does not rotate in the attention itself. Its queries are rotated by
+ * the same op with x = q, n_heads = n_head and no cache write (k_dst.buf NULL). */
+static inline clinfer_op clinfer_attention_keys_rope(const clinfer_op *a) {
+    size_t at = (size_t)a->attention.pos0 * a->attention.n_kv_head * a->attention.head_dim;
+    return (clinfer_op){.kind = CLINFER_OP_ROPE,
+                        .rope = {.x = a->attention.rope.k_src,
+                                 .n = a->attention.n,
+                                 .n_heads = a->attention.n_kv_head,
+                                 .head_dim = a->attention.head_dim,
+                                 .n_rot = a->attention.rope.n_rot,
+                                 .pos0 = a->attention.pos0,
+                                 .freq_base = a->attention.rope.freq_base,
+                                 .freq_scale = a->attention.rope.freq_scale,
+                                 .neox = a->attention.rope.neox,
+                                 .k_dst = {a->attention.k.buf, a->attention.k.offset + at},
+                                 .v_src = a->attention.rope.v_src,
+                                 .v_dst = {a->attention.v.buf, a->attention.v.offset + at},
+                                 .kv_heads = a->attention.n_kv_head,
+                                 .kv_type = a->attention.kv_type}};
+}
+
 /* The kernel time of one op as the device measured it (timing_collect). */
 typedef struct {
     double ms;         /* summed END - START of its launches */

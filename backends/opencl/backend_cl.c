@@ -595,23 +595,8 @@ cleanup:
  * when the keys follow the queries of a single token, as the executor lays them out. */
 static clinfer_status attention_rope_launches(cl_backend_ctx *b, const clinfer_op *op,
                                               size_t q_total) {
-    size_t at = (size_t)op->attention.pos0 * op->attention.n_kv_head * op->attention.head_dim;
     clinfer_ref q = op->attention.q, k_src = op->attention.rope.k_src;
-    clinfer_op keys = {.kind = CLINFER_OP_ROPE,
-                       .rope = {.x = k_src,
-                                .n = op->attention.n,
-                                .n_heads = op->attention.n_kv_head,
-                                .head_dim = op->attention.head_dim,
-                                .n_rot = op->attention.rope.n_rot,
-                                .pos0 = op->attention.pos0,
-                                .freq_base = op->attention.rope.freq_base,
-                                .freq_scale = op->attention.rope.freq_scale,
-                                .neox = op->attention.rope.neox,
-                                .k_dst = {op->attention.k.buf, op->attention.k.offset + at},
-                                .v_src = op->attention.rope.v_src,
-                                .v_dst = {op->attention.v.buf, op->attention.v.offset + at},
-                                .kv_heads = op->attention.n_kv_head,
-                                .kv_type = op->attention.kv_type}};
+    clinfer_op keys = clinfer_attention_keys_rope(op);
     clinfer_op queries = keys;
     queries.rope.x = q;
     queries.rope.n_heads = op->attention.n_head;

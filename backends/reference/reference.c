@@ -370,26 +370,12 @@ static clinfer_status attention_rope(const clinfer_op *o, size_t nq, size_t nkv)
         return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
                             "reference attention: with rope, the caches must be buffers of their "
                             "own, apart from q, rope.k_src, rope.v_src and each other");
-    size_t at = (size_t)o->attention.pos0 * o->attention.n_kv_head * o->attention.head_dim;
-    clinfer_op rope = {.kind = CLINFER_OP_ROPE,
-                       .rope = {.x = q,
-                                .n = o->attention.n,
-                                .n_heads = o->attention.n_head,
-                                .head_dim = o->attention.head_dim,
-                                .n_rot = o->attention.rope.n_rot,
-                                .pos0 = o->attention.pos0,
-                                .freq_base = o->attention.rope.freq_base,
-                                .freq_scale = o->attention.rope.freq_scale,
-                                .neox = o->attention.rope.neox}};
-    CHECK(op_rope(&rope));
-    rope.rope.x = k_src;
-    rope.rope.n_heads = o->attention.n_kv_head;
-    rope.rope.k_dst = (clinfer_ref){o->attention.k.buf, o->attention.k.offset + at};
-    rope.rope.v_src = v_src;
-    rope.rope.v_dst = (clinfer_ref){o->attention.v.buf, o->attention.v.offset + at};
-    rope.rope.kv_heads = o->attention.n_kv_head;
-    rope.rope.kv_type = o->attention.kv_type;
-    CHECK(op_rope(&rope));
+    clinfer_op keys = clinfer_attention_keys_rope(o), queries = keys;
+    queries.rope.x = q;
+    queries.rope.n_heads = o->attention.n_head;
+    queries.rope.k_dst = (clinfer_ref){0};
+    CHECK(op_rope(&queries));
+    CHECK(op_rope(&keys));
 cleanup:
     return st;
 }
