@@ -732,8 +732,8 @@ INLINE void il_rows(wq_t wq, ws_t ws, int k, int r0, int rows, int g, int c0, co
 /* Global size (groups of 16 rows that hold some of [r0, r0 + rows), columns n / IL_COLS
  * rounded up), both rounded up: work-item (g, t) takes columns IL_COLS t onwards. */
 __kernel void matvec_q8_il(wq_t wq, ws_t ws, int k, int r0, int rows, __global const char *xq,
-                           __global const float2 *xd, int n, __global float *y, int y_off,
-                           int ldy, __global const float *bias, int bias_off, int flags) {
+                           __global const float2 *xd, __global float *y, int y_off, int ldy,
+                           __global const float *bias, int bias_off, int flags, int n) {
     int g = r0 / 16 + get_global_id(0), c0 = IL_COLS * get_global_id(1);
     if (16 * g >= r0 + rows || c0 >= n) return;
     if (c0 + IL_COLS <= n)

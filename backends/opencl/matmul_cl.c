@@ -95,7 +95,7 @@ typedef struct {
     cl_kernel matvec_norm;               /* cpu-rows only: matvec_rows and the RMSNORM after it */
     cl_kernel matvec_q8;         /* integer dots on 8-bit x; NULL where the program has none */
     cl_kernel matvec_q8_il;      /* the same over rows interleaved by 16; or NULL */
-    cl_kernel matvec_q8_il_norm; /* matvec_q8_il and the RMSNORM after it; NULL with it */
+    cl_kernel matvec_q8_il_norm; /* matvec_q8_il and the RMSNORM after it; NULL as it */
 } type_kernels;
 
 /* A device buffer that only grows. */
@@ -744,25 +744,24 @@ static clinfer_status run_matvec_q8(cl_backend_ctx *b, const type_kernels *t, co
                    {sizeof(int), &rows},
                    {sizeof(cl_mem), &b->mm->act.q.mem},
                    {sizeof(cl_mem), &b->mm->act.d.mem},
-                   {sizeof(int), &a->n}, /* matvec_q8_il only */
                    {sizeof(cl_mem), &a->y},
                    {sizeof(int), &a->y_off},
                    {sizeof(int), &a->ldy},
                    {sizeof(cl_mem), &a->bias},
                    {sizeof(int), &a->bias_off},
-                   {sizeof(int), &a->flags}};
-    cl_uint n_args = sizeof args / sizeof args[0];
-    if (!a->il) { /* one work-item per (row, column) */
-        memmove(args + 7, args + 8, (n_args - 8) * sizeof args[0]);
+                   {sizeof(int), &a->flags},
+                   {sizeof(int), &a->n}};
+    cl_uint n_args = sizeof args / sizeof args[0] - 1; /* n only for matvec_q8_il */
+    if (!a->il) {                                      /* one work-item per (row, column) */
         size_t global[2] = {round_up((size_t)rows, CPU_LOCAL), (size_t)a->n};
         size_t local[2] = {CPU_LOCAL, 1};
-        return launch(b, t->matvec_q8, "matvec_q8", args, n_args - 1, global, local);
+        return launch(b, t->matvec_q8, "matvec_q8", args, n_args, global, local);
     }
     /* a work-item per group of 16 rows that holds some of them and IL_COLS columns */
     size_t global[2] = {(size_t)((a->r0 + rows - 1) / 16 - a->r0 / 16 + 1),
                         (size_t)(a->n + IL_COLS - 1) / IL_COLS},
            local[2] = {1, 1};
-    return launch(b, t->matvec_q8_il, "matvec_q8_il", args, n_args, global, local);
+    return launch(b, t->matvec_q8_il, "matvec_q8_il", args, n_args + 1, global, local);
 }
 
 /* matvec_rows_norm: the matmul of a (all rows of a one-part weight, one column of f32 x), then
