@@ -764,26 +764,45 @@ static clinfer_status run_matvec_q8(cl_backend_ctx *b, const type_kernels *t, co
     return launch(b, t->matvec_q8_il, "matvec_q8_il", args, n_args + 1, global, local);
 }
 
+/* The fused RMSNORM's operands (an absent weight binds y, never read). */
+typedef struct {
+    cl_mem w, y;
+    cl_ulong w_off, y_off;
+    int has_w;
+} norm_operands;
+
+static norm_operands norm_of(const mm_args *a) {
+    const clinfer_op *no = a->norm;
+    return (norm_operands){no->norm.w.buf ? no->norm.w.buf->mem : a->y, no->norm.y.buf->mem,
+                           no->norm.w.offset, no->norm.y.offset, no->norm.w.buf != NULL};
+}
+
+/* The arguments the *_norm kernels take after the matmul's: done, nw, nw_off, has_nw, ny,
+ * ny_off, eps (pointing into o and a). */
+static void norm_args(const cl_backend_ctx *b, const norm_operands *o, const mm_args *a,
+                      karg out[7]) {
+    karg args[] = {
+        {sizeof(cl_mem), &b->mm->done},     {sizeof(cl_mem), &o->w}, {sizeof(cl_ulong), &o->w_off},
+        {sizeof(int), &o->has_w},           {sizeof(cl_mem), &o->y}, {sizeof(cl_ulong), &o->y_off},
+        {sizeof(float), &a->norm->norm.eps}};
+    memcpy(out, args, sizeof args);
+}
+
 /* matvec_rows_norm: the matmul of a (all rows of a one-part weight, one column of f32 x), then
  * the RMSNORM a->norm of its output. */
 static clinfer_status run_matvec_norm(cl_backend_ctx *b, const type_kernels *t,
                                       const weight_part *p, const mm_args *a) {
-    const clinfer_op *no = a->norm;
     cl_mem ws = p->s ? p->s : p->q; /* f32/f16 kernels never read ws */
-    cl_mem nw = no->norm.w.buf ? no->norm.w.buf->mem : a->y, ny = no->norm.y.buf->mem;
-    cl_ulong nw_off = no->norm.w.offset, ny_off = no->norm.y.offset;
-    int rows = a->rows, has_nw = no->norm.w.buf != NULL;
-    karg args[] = {
-        {sizeof(cl_mem), &p->q},        {sizeof(cl_mem), &ws},       {sizeof(int), &a->il},
-        {sizeof(int), &a->k},           {sizeof(int), &rows},        {sizeof(cl_mem), &a->x},
-        {sizeof(int), &a->x_off},       {sizeof(cl_mem), &a->y},     {sizeof(int), &a->y_off},
-        {sizeof(cl_mem), &a->bias},     {sizeof(int), &a->bias_off}, {sizeof(int), &a->flags},
-        {sizeof(cl_mem), &b->mm->done}, {sizeof(cl_mem), &nw},       {sizeof(cl_ulong), &nw_off},
-        {sizeof(int), &has_nw},         {sizeof(cl_mem), &ny},       {sizeof(cl_ulong), &ny_off},
-        {sizeof(float), &no->norm.eps}};
+    norm_operands o = norm_of(a);
+    int rows = a->rows;
+    karg args[19] = {
+        {sizeof(cl_mem), &p->q},    {sizeof(cl_mem), &ws},       {sizeof(int), &a->il},
+        {sizeof(int), &a->k},       {sizeof(int), &rows},        {sizeof(cl_mem), &a->x},
+        {sizeof(int), &a->x_off},   {sizeof(cl_mem), &a->y},     {sizeof(int), &a->y_off},
+        {sizeof(cl_mem), &a->bias}, {sizeof(int), &a->bias_off}, {sizeof(int), &a->flags}};
+    norm_args(b, &o, a, args + 12);
     size_t global[2] = {(size_t)(rows + NORM_ROWS - 1) / NORM_ROWS, 1}, local[2] = {1, 1};
-    return launch(b, t->matvec_norm, "matvec_rows_norm", args, sizeof args / sizeof args[0], global,
-                  local);
+    return launch(b, t->matvec_norm, "matvec_rows_norm", args, 19, global, local);
 }
 
 /* matvec_q8_il_norm: the matmul of a (all rows of a one-part weight, one column), then a->norm,
@@ -792,10 +811,8 @@ static clinfer_status run_matvec_q8_norm(cl_backend_ctx *b, const type_kernels *
                                          const weight_part *p, const mm_args *a) {
     struct cl_matmul_state *s = b->mm;
     clinfer_status st = CLINFER_OK;
-    const clinfer_op *no = a->norm;
-    cl_mem nw = no->norm.w.buf ? no->norm.w.buf->mem : a->y, ny = no->norm.y.buf->mem;
-    cl_ulong nw_off = no->norm.w.offset, ny_off = no->norm.y.offset;
-    int rows = a->rows, has_nw = no->norm.w.buf != NULL, want_q = cl_round_output(no);
+    norm_operands o = norm_of(a);
+    int rows = a->rows, want_q = cl_round_output(a->norm);
     int want_f = want_q && s->q8_dots != 1;
     karg args[23] = {{sizeof(cl_mem), &p->q},
                      {sizeof(cl_mem), &p->s},
@@ -807,27 +824,21 @@ static clinfer_status run_matvec_q8_norm(cl_backend_ctx *b, const type_kernels *
                      {sizeof(int), &a->y_off},
                      {sizeof(cl_mem), &a->bias},
                      {sizeof(int), &a->bias_off},
-                     {sizeof(int), &a->flags},
-                     {sizeof(cl_mem), &s->done},
-                     {sizeof(cl_mem), &nw},
-                     {sizeof(cl_ulong), &nw_off},
-                     {sizeof(int), &has_nw},
-                     {sizeof(cl_mem), &ny},
-                     {sizeof(cl_ulong), &ny_off},
-                     {sizeof(float), &no->norm.eps},
-                     {sizeof(int), &want_q}};
+                     {sizeof(int), &a->flags}};
+    norm_args(b, &o, a, args + 11);
+    args[18] = (karg){sizeof(int), &want_q};
     if (want_q) {
         CHECK(act_into(b, &s->spare, (size_t)rows, &want_f, args + 19));
     } else { /* the activations stay unwritten */
         for (int i = 19; i < 22; i++)
-            args[i] = (karg){sizeof(cl_mem), &ny};
+            args[i] = (karg){sizeof(cl_mem), &o.y};
         args[22] = (karg){sizeof(int), &want_f};
     }
     size_t global[2] = {(size_t)(rows + 15) / 16, 1}, local[2] = {1, 1};
     CHECK(launch(b, t->matvec_q8_il_norm, "matvec_q8_il_norm", args, 23, global, local));
     if (want_q) { /* the rounded output becomes act, the input's buffers the spare */
         act_q8 input = s->act;
-        s->act = (act_q8){s->spare.q, s->spare.d, s->spare.f, ny, ny_off, (size_t)rows, want_f};
+        s->act = (act_q8){s->spare.q, s->spare.d, s->spare.f, o.y, o.y_off, (size_t)rows, want_f};
         s->spare = (act_q8){input.q, input.d, input.f, NULL, 0, 0, 0};
     }
 cleanup:
