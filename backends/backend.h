@@ -46,8 +46,7 @@ typedef struct clinfer_op {
     clinfer_op_kind kind;
     union {
         struct {
-            clinfer_buffer
-                *w; /* from weight_create: rows of k elements, row0 + m of them or more */
+            clinfer_buffer *w; /* from weight_create: rows of k elements, row0 + m or more */
             clinfer_ref x, y, bias;
             int m, k, n;
             int row0;        /* the first weight row used: one weight can hold several matrices */
