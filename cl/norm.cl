@@ -3,13 +3,15 @@
  *   layernorm  y = (x - mean) / sqrt(var + eps) * w + b   (variance from a second pass)
  * w and b are optional: has_w / has_b say whether their buffer argument means anything.
  * Variants, chosen by kernel path:
- *   *_rows  one work-item per row, four accumulators, no barriers (CPU devices)
+ *   *_rows  one work-item per row, no barriers (CPU devices); rmsnorm_rows is round_q8.clh's
+ *           rmsnorm_row, as the CPU kernels that round or fuse the norm compute it
  *   *_wg    one work-group of OPS_WG items per row, local-memory tree reduction (GPUs)
  * OPS_WG is a power of two set by the host. Both variants take the same arguments; the _wg ones
  * run exactly n groups, so they never test n (PoCL miscompiles an early return before a barrier,
  * even a uniform one). */
 
 #include "common.clh"
+#include "round_q8.clh"
 
 static float finish_row(float v, int c, __global const float *w, int has_w, __global const float *b,
                         int has_b) {
@@ -40,11 +42,8 @@ __kernel void rmsnorm_rows(__global const float *x, ulong x_off, __global const 
                            float eps) {
     int r = get_global_id(0);
     if (r >= n) return;
-    __global const float *xr = x + x_off + (size_t)r * d;
-    __global float *yr = y + y_off + (size_t)r * d;
-    float inv = 1.0f / sqrt(row_sum(xr, d, 0.0f, 1) / d + eps);
-    for (int c = 0; c < d; c++)
-        yr[c] = finish_row(xr[c] * inv, c, w + w_off, has_w, w, 0);
+    rmsnorm_row(x + x_off + (size_t)r * d, d, w + w_off, has_w, y + y_off + (size_t)r * d, eps, 0,
+                (__global char *)y, (__global float2 *)y, y, 0);
 }
 
 __kernel void layernorm_rows(__global const float *x, ulong x_off, __global const float *w,

@@ -38,15 +38,16 @@ typedef enum {
     PROG_COUNT
 } prog_id;
 
-/* Attention rounds its output as quantize.cl does (round_q8.clh) and rotates as rope.cl does
- * (rope.clh): all three need the same correctly rounded division to give the same bits. */
+/* Attention rounds its output as quantize.cl does (round_q8.clh), rotates as rope.cl does
+ * (rope.clh), and rmsnorm_rows is round_q8.clh's norm: all need the same correctly rounded
+ * division and square root to give the same bits. */
 #define EXACT_DIV " -cl-fp32-correctly-rounded-divide-sqrt"
 
 static const struct {
     const char *file;
     const char *options; /* beyond the shared ones */
 } programs[PROG_COUNT] = {
-    [PROG_NORM] = {"norm.cl", ""},
+    [PROG_NORM] = {"norm.cl", EXACT_DIV},
     [PROG_ROPE] = {"rope.cl", EXACT_DIV},
     [PROG_ATTN_F32] = {"attention.cl", EXACT_DIV},
     [PROG_ATTN_F16] = {"attention.cl", EXACT_DIV " -DKV_F16"},
