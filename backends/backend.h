@@ -190,11 +190,11 @@ typedef struct clinfer_backend_i {
      * recording; call it after a failed op too. */
     bool (*timing_mark)(void *ctx, size_t op_index);
     clinfer_status (*timing_collect)(void *ctx, clinfer_op_timing *ops, size_t n_ops);
-    /* Optional (NULL: never): enqueues op and next, the op after it, as one where the backend
-     * can (*fused; e.g. a matmul and the norm of its output in one launch), with the results
-     * of op then next. Otherwise *fused is false and nothing is enqueued: the caller runs them
-     * one by one. */
-    clinfer_status (*op_pair)(void *ctx, const clinfer_op *op, const clinfer_op *next, bool *fused);
+    /* Optional (NULL: one launch per op): enqueues a run of ops at the head of ops[0 .. n) in
+     * fewer launches where the backend can (a matmul and the norm of its output in one; on CPU
+     * devices a whole decode step in one), with the results of running them one by one;
+     * *taken says how many (0: none, and nothing is enqueued: the caller runs ops[0] alone). */
+    clinfer_status (*op_run)(void *ctx, const clinfer_op *ops, size_t n, size_t *taken);
 } clinfer_backend_i;
 
 #define CLINFER_BACKEND_API 1

@@ -17,8 +17,10 @@ typedef struct {
 
 struct exec_plan {
     int n;
-    size_t n_body;  /* steps up to the last layer */
-    size_t n_steps; /* plus output norm and LM head */
+    size_t n_body;         /* steps up to the last layer */
+    size_t n_steps;        /* plus output norm and LM head */
+    clinfer_op *walk;      /* n_steps: the ops of the walk under way, at its position */
+    clinfer_dtype *w_type; /* n_steps: each step's w_type, for the profile */
     plan_step steps[];
 };
 
@@ -301,11 +303,24 @@ clinfer_status exec_plan_build(const clinfer_model *m, const exec_state *s, int 
     p->n = n;
     p->n_body = build(&filler, m, s, n);
     p->n_steps = filler.count;
+    p->walk = malloc(p->n_steps * sizeof *p->walk);
+    p->w_type = malloc(p->n_steps * sizeof *p->w_type);
+    if (!p->walk || !p->w_type) {
+        exec_plan_free(p);
+        return clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "executor: no memory for a walk of %zu ops",
+                            counter.count);
+    }
+    for (size_t i = 0; i < p->n_steps; i++)
+        p->w_type[i] = p->steps[i].w_type;
     *out = p;
     return CLINFER_OK;
 }
 
 void exec_plan_free(exec_plan *plan) {
+    if (plan) {
+        free(plan->walk);
+        free(plan->w_type);
+    }
     free(plan);
 }
 
@@ -342,8 +357,8 @@ static clinfer_op step_op(const exec_plan *p, size_t i, int pos0) {
 
 /* The end of a walk whose kernels the backend timed: one wait, then every op's kernel times;
  * st is the walk's status. */
-static clinfer_status collect_timings(const clinfer_backend *be, const exec_plan *p, int pos0,
-                                      size_t end, exec_profile *profile, clinfer_status st) {
+static clinfer_status collect_timings(const clinfer_backend *be, const exec_plan *p, size_t end,
+                                      exec_profile *profile, clinfer_status st) {
     exec_profile_enqueued(profile);
     if (st != CLINFER_OK) { /* end the recording, keeping the walk's error as the one reported */
         char error[1024];
@@ -353,48 +368,51 @@ static clinfer_status collect_timings(const clinfer_backend *be, const exec_plan
     }
     if ((st = be->i->timing_collect(be->ctx, profile->timing, end)) != CLINFER_OK) return st;
     exec_profile_walk_end(profile, true);
-    for (size_t i = 0; i < end; i++) {
-        clinfer_op op = step_op(p, i, pos0);
-        exec_profile_device_op(profile, &op, p->steps[i].w_type, &profile->timing[i]);
-    }
+    for (size_t i = 0; i < end; i += profile->runs[i])
+        exec_profile_device_ops(profile, p->walk + i, profile->runs[i], &profile->timing[i],
+                                p->w_type + i);
     return CLINFER_OK;
 }
 
-clinfer_status exec_plan_run(const clinfer_model *m, const exec_plan *p, int pos0, bool with_logits,
+clinfer_status exec_plan_run(const clinfer_model *m, exec_plan *p, int pos0, bool with_logits,
                              exec_profile *profile) {
     const clinfer_backend *be = m->backend;
     size_t end = with_logits ? p->n_steps : p->n_body;
     clinfer_status st = CLINFER_OK;
-    /* A backend that times its kernels runs the walk as unprofiled; else each op is waited for. */
+    for (size_t i = 0; i < end; i++)
+        p->walk[i] = step_op(p, i, pos0);
+    /* A backend that times its kernels runs the walk as unprofiled; else each run of ops is
+     * waited for. */
     bool timed = false;
     if (profile) {
         st = exec_profile_walk(profile, p->n, end);
         timed = st == CLINFER_OK && be->i->timing_mark && be->i->timing_mark(be->ctx, 0);
     }
-    for (size_t i = 0; i < end && st == CLINFER_OK; i++) {
-        clinfer_op op = step_op(p, i, pos0);
+    size_t taken = 1;
+    for (size_t i = 0; i < end && st == CLINFER_OK; i += taken) {
         if (timed) be->i->timing_mark(be->ctx, i);
         double t0 = profile ? exec_now_ms() : 0;
-        bool fused = false; /* with the next step, as one (its time then counts as this op's) */
-        if (be->i->op_pair && i + 1 < end) {
-            clinfer_op next = step_op(p, i + 1, pos0);
-            st = be->i->op_pair(be->ctx, &op, &next, &fused);
+        /* a run of ops in fewer launches where the backend can; its time counts as one */
+        taken = 0;
+        if (be->i->op_run) st = be->i->op_run(be->ctx, p->walk + i, end - i, &taken);
+        if (st == CLINFER_OK && taken == 0) {
+            st = be->i->op(be->ctx, &p->walk[i]);
+            taken = 1;
         }
-        if (st == CLINFER_OK && !fused) st = be->i->op(be->ctx, &op);
+        if (profile) profile->runs[i] = taken;
         if (st == CLINFER_OK && profile && !timed && (st = be->i->sync(be->ctx)) == CLINFER_OK)
-            exec_profile_op(profile, &op, p->steps[i].w_type, t0, exec_now_ms());
+            exec_profile_ops(profile, p->walk + i, taken, p->w_type + i, t0, exec_now_ms());
         if (st != CLINFER_OK)
             clinfer_error_prefix("executor: op %zu of %zu (kind %d, n %d, pos0 %d)", i, end,
-                                 (int)op.kind, p->n, pos0);
-        i += fused;
+                                 (int)p->walk[i].kind, p->n, pos0);
     }
-    if (timed) return collect_timings(be, p, pos0, end, profile, st);
+    if (timed) return collect_timings(be, p, end, profile, st);
     if (profile && st == CLINFER_OK) exec_profile_walk_end(profile, false);
     return st;
 }
 
 const char *exec_op_name(clinfer_op_kind kind) {
-    static const char *names[CLINFER_OP_COUNT] = {
+    static const char *names[EXEC_PROFILE_ROWS] = {
         [CLINFER_OP_MATMUL] = "matmul",
         [CLINFER_OP_EMBED] = "embed",
         [CLINFER_OP_RMSNORM] = "rmsnorm",
@@ -411,8 +429,9 @@ const char *exec_op_name(clinfer_op_kind kind) {
         [CLINFER_OP_GELU_ERF] = "gelu_erf",
         [CLINFER_OP_SWIGLU] = "swiglu",
         [CLINFER_OP_ARGMAX] = "argmax",
+        [EXEC_PROFILE_GRAPH] = "graph", /* the profile's row for runs of ops */
     };
-    return kind < CLINFER_OP_COUNT && names[kind] ? names[kind] : "?";
+    return (int)kind < EXEC_PROFILE_ROWS && names[kind] ? names[kind] : "?";
 }
 
 void exec_plan_print(const exec_plan *p, FILE *out) {

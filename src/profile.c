@@ -122,9 +122,10 @@ void exec_op_cost(const clinfer_op *op, clinfer_dtype w_type, double *bytes, dou
 clinfer_status exec_profile_walk(exec_profile *p, int n, size_t n_ops) {
     if (n_ops > p->timing_cap) {
         clinfer_op_timing *grown = realloc(p->timing, n_ops * sizeof *grown);
-        if (!grown)
-            return clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "profile: %zu op timings", n_ops);
-        p->timing = grown;
+        if (grown) p->timing = grown;
+        size_t *runs = grown ? realloc(p->runs, n_ops * sizeof *runs) : NULL;
+        if (runs) p->runs = runs;
+        if (!runs) return clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "profile: %zu op timings", n_ops);
         p->timing_cap = n_ops;
     }
     p->walk_n = n;
@@ -145,36 +146,60 @@ void exec_profile_walk_end(exec_profile *p, bool timed) {
     p->timed |= timed;
 }
 
-/* One op: ms of time, launches launches, a trace event over [start, end) (ms from time zero). */
-static void record(exec_profile *p, const clinfer_op *op, clinfer_dtype w_type, double ms,
-                   uint32_t launches, double start, double end) {
-    double bytes, flops;
-    exec_op_cost(op, w_type, &bytes, &flops);
+/* Row `row` gets ms of time and launches launches, and a trace event over [start, end) (ms from
+ * time zero), for bytes and flops of work; a run (the graph row) of n_ops ops from first on. */
+static void record(exec_profile *p, int row, double bytes, double flops, double ms,
+                   uint32_t launches, double start, double end, size_t n_ops,
+                   clinfer_op_kind first) {
     exec_profile_walks *w = &p->walks[p->walk_n > 1];
     w->op_ms += ms;
     w->launches += launches;
-    p->ops[op->kind]++;
-    p->launches[op->kind] += launches;
-    p->ms[op->kind] += ms;
-    p->bytes[op->kind] += bytes;
-    p->flops[op->kind] += flops;
+    p->ops[row]++;
+    p->launches[row] += launches;
+    p->ms[row] += ms;
+    p->bytes[row] += bytes;
+    p->flops[row] += flops;
     if (!p->trace || !launches) return;
     fprintf(p->trace,
             "%s{\"name\": \"%s\", \"cat\": \"op\", \"ph\": \"X\", \"pid\": 1, \"tid\": 1, "
             "\"ts\": %.3f, \"dur\": %.3f, \"args\": {\"ms\": %.6f, \"launches\": %u, "
-            "\"bytes\": %.0f, \"flops\": %.0f}}",
-            p->n_events++ ? ",\n" : "", exec_op_name(op->kind), 1e3 * start, 1e3 * (end - start),
-            ms, launches, bytes, flops);
+            "\"bytes\": %.0f, \"flops\": %.0f",
+            p->n_events++ ? ",\n" : "", exec_op_name((clinfer_op_kind)row), 1e3 * start,
+            1e3 * (end - start), ms, launches, bytes, flops);
+    if (row == EXEC_PROFILE_GRAPH)
+        fprintf(p->trace, ", \"ops\": %zu, \"first\": \"%s\"", n_ops, exec_op_name(first));
+    fputs("}}", p->trace);
 }
 
-void exec_profile_op(exec_profile *p, const clinfer_op *op, clinfer_dtype w_type, double t0,
-                     double t1) {
-    record(p, op, w_type, t1 - t0, 1, t0 - p->t_origin, t1 - p->t_origin);
+/* A run of n ops with its time: see EXEC_PROFILE_GRAPH. */
+static void record_run(exec_profile *p, const clinfer_op *ops, size_t n,
+                       const clinfer_dtype *w_type, double ms, uint32_t launches, double start,
+                       double end) {
+    double run_bytes = 0, run_flops = 0;
+    for (size_t i = 0; i < n; i++) {
+        double bytes, flops;
+        exec_op_cost(&ops[i], w_type[i], &bytes, &flops);
+        run_bytes += bytes;
+        run_flops += flops;
+        if (n > 2 || i > 0)
+            record(p, ops[i].kind, n > 2 ? 0 : bytes, n > 2 ? 0 : flops, 0, 0, start, end, 1,
+                   ops[i].kind);
+        else
+            record(p, ops[i].kind, bytes, flops, ms, launches, start, end, 1, ops[i].kind);
+    }
+    if (n > 2)
+        record(p, EXEC_PROFILE_GRAPH, run_bytes, run_flops, ms, launches, start, end, n,
+               ops[0].kind);
 }
 
-void exec_profile_device_op(exec_profile *p, const clinfer_op *op, clinfer_dtype w_type,
-                            const clinfer_op_timing *t) {
-    record(p, op, w_type, t->ms, t->launches, t->start, t->end);
+void exec_profile_ops(exec_profile *p, const clinfer_op *ops, size_t n, const clinfer_dtype *w_type,
+                      double t0, double t1) {
+    record_run(p, ops, n, w_type, t1 - t0, 1, t0 - p->t_origin, t1 - p->t_origin);
+}
+
+void exec_profile_device_ops(exec_profile *p, const clinfer_op *ops, size_t n,
+                             const clinfer_op_timing *t, const clinfer_dtype *w_type) {
+    record_run(p, ops, n, w_type, t->ms, t->launches, t->start, t->end);
 }
 
 static void print_walks(const exec_profile *p, int kind, FILE *out) {
@@ -196,7 +221,7 @@ static void print_walks(const exec_profile *p, int kind, FILE *out) {
 
 static void print_table(const exec_profile *p, FILE *out) {
     double total = 0;
-    for (int k = 0; k < CLINFER_OP_COUNT; k++)
+    for (int k = 0; k < EXEC_PROFILE_ROWS; k++)
         total += p->ms[k];
     if (!p->walks[0].walks && !p->walks[1].walks) {
         fputs("profile: no plan walk completed\n", out);
@@ -211,7 +236,7 @@ static void print_table(const exec_profile *p, FILE *out) {
     print_walks(p, 1, out);
     fprintf(out, "  %-9s %8s %9s %11s %6s %9s %9s %9s\n", "op", "ops", "launches",
             p->timed ? "kernel ms" : "op ms", "share", "us/op", "GB/s", "GFLOP/s");
-    for (int k = 0; k < CLINFER_OP_COUNT; k++) {
+    for (int k = 0; k < EXEC_PROFILE_ROWS; k++) {
         if (!p->ops[k]) continue;
         double s = p->ms[k] / 1e3;
         fprintf(out, "  %-9s %8llu %9llu %11.2f %5.1f%% %9.1f %9.2f %9.2f\n",
@@ -230,5 +255,6 @@ void exec_profile_free(exec_profile *p, FILE *out) {
         if (fclose(p->trace) != 0) fprintf(out, "profile: writing the trace failed\n");
     }
     free(p->timing);
+    free(p->runs);
     free(p);
 }

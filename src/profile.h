@@ -29,12 +29,19 @@ typedef struct {
     double op_ms;      /* summed op (kernel) time */
 } exec_profile_walks;
 
+/* The rows of the table: one per op kind, then EXEC_PROFILE_GRAPH for runs of more than two
+ * ops that the backend enqueued as one (op_run), whose time cannot be split among their ops:
+ * those ops count in their kinds' rows without time or launches. A pair (a matmul and the norm
+ * of its output) counts as its first op. */
+#define EXEC_PROFILE_GRAPH CLINFER_OP_COUNT
+#define EXEC_PROFILE_ROWS (CLINFER_OP_COUNT + 1)
+
 typedef struct {
-    uint64_t ops[CLINFER_OP_COUNT];
-    uint64_t launches[CLINFER_OP_COUNT]; /* device launches when timed, else ops */
-    double ms[CLINFER_OP_COUNT];
-    double bytes[CLINFER_OP_COUNT];
-    double flops[CLINFER_OP_COUNT];
+    uint64_t ops[EXEC_PROFILE_ROWS];
+    uint64_t launches[EXEC_PROFILE_ROWS]; /* device launches when timed, else ops */
+    double ms[EXEC_PROFILE_ROWS];
+    double bytes[EXEC_PROFILE_ROWS];
+    double flops[EXEC_PROFILE_ROWS];
     exec_profile_walks walks[2]; /* [0]: one token, [1]: several */
     bool timed;                  /* walks were timed by the backend (see above) */
     bool table;                  /* CLINFER_PROFILE: print the table at the end */
@@ -45,6 +52,7 @@ typedef struct {
     int walk_n;
     double walk_t0, walk_enqueued;
     clinfer_op_timing *timing; /* its ops' kernel times, for timing_collect */
+    size_t *runs;              /* at each run's first op: the ops it took */
     size_t timing_cap;
 } exec_profile;
 
@@ -64,11 +72,12 @@ clinfer_status exec_profile_walk(exec_profile *profile, int n, size_t n_ops);
 void exec_profile_enqueued(exec_profile *profile);
 void exec_profile_walk_end(exec_profile *profile, bool timed);
 
-/* Records one op that ran from t0 to t1 (ms, exec_now_ms, the wait for the device included). */
-void exec_profile_op(exec_profile *profile, const clinfer_op *op, clinfer_dtype w_type, double t0,
-                     double t1);
-/* Records one op as the backend timed its kernels. */
-void exec_profile_device_op(exec_profile *profile, const clinfer_op *op, clinfer_dtype w_type,
-                            const clinfer_op_timing *t);
+/* Records a run of n ops enqueued as one (n = 1: a single op; w_type: theirs) that ran from t0
+ * to t1 (ms, exec_now_ms, the wait for the device included). */
+void exec_profile_ops(exec_profile *profile, const clinfer_op *ops, size_t n,
+                      const clinfer_dtype *w_type, double t0, double t1);
+/* Records a run of n ops as the backend timed its kernels (t: the run's). */
+void exec_profile_device_ops(exec_profile *profile, const clinfer_op *ops, size_t n,
+                             const clinfer_op_timing *t, const clinfer_dtype *w_type);
 
 #endif

@@ -330,7 +330,7 @@ static clinfer_status launch_rows(cl_backend_ctx *b, kernel_id id, size_t n_args
 
 /* ---- ops ------------------------------------------------------------------------------- */
 
-static clinfer_status check_norm(const clinfer_op *op) {
+clinfer_status cl_check_norm(const clinfer_op *op) {
     bool layer = op->kind == CLINFER_OP_LAYERNORM;
     const char *name = layer ? "layernorm" : "rmsnorm";
     size_t total;
@@ -347,7 +347,7 @@ cleanup:
 static clinfer_status op_norm(cl_backend_ctx *b, const clinfer_op *op) {
     bool layer = op->kind == CLINFER_OP_LAYERNORM;
     clinfer_status st;
-    CHECK(check_norm(op));
+    CHECK(cl_check_norm(op));
     /* An absent operand binds x's buffer, which the kernel then never reads. */
     cl_mem w = op->norm.w.buf ? op->norm.w.buf->mem : op->norm.x.buf->mem;
     cl_mem bias = layer && op->norm.b.buf ? op->norm.b.buf->mem : op->norm.x.buf->mem;
@@ -507,25 +507,38 @@ static clinfer_status ensure_scratch(cl_backend_ctx *b, size_t bytes) {
  * compute unit several work-items (cpu-rows) or work-groups (GPU paths); attention_merge then
  * combines the chunks' partial results. The kernel takes args, then chunk and part, then tail;
  * the merge takes the rounding arguments q8 (xq, xd, xf, want_f, round_q8). */
+clinfer_status cl_attention_scratch(cl_backend_ctx *b, size_t bytes, cl_mem *part) {
+    clinfer_status st = ensure_scratch(b, bytes);
+    *part = b->ops->scratch;
+    return st;
+}
+
+void cl_attention_chunks(const cl_backend_ctx *b, const clinfer_op *op, size_t *chunk,
+                         size_t *n_chunks) {
+    bool groups = b->ops->work_group_per_row;
+    size_t rows = (size_t)op->attention.n_head * (size_t)op->attention.n;
+    size_t positions = (size_t)op->attention.pos0 + (size_t)op->attention.n;
+    size_t units = b->info.compute_units ? b->info.compute_units : 1;
+    size_t target = units * (groups ? 4 : 16), min_chunk = groups ? b->ops->wg : 64;
+    size_t want = rows >= target ? 1 : (target + rows - 1) / rows;
+    *chunk = (positions + want - 1) / want;
+    if (*chunk < min_chunk) *chunk = min_chunk;
+    *n_chunks = (positions + *chunk - 1) / *chunk;
+}
+
 static clinfer_status attention_launch(cl_backend_ctx *b, kernel_id kernel, const kernel_arg *args,
                                        size_t n_args, const kernel_arg *tail, size_t n_tail,
                                        const kernel_arg q8[5], const clinfer_op *op) {
     bool groups = b->ops->work_group_per_row;
     int n = op->attention.n, n_head = op->attention.n_head, head_dim = op->attention.head_dim;
-    size_t rows = (size_t)n_head * (size_t)n, positions = (size_t)op->attention.pos0 + (size_t)n;
-    size_t units = b->info.compute_units ? b->info.compute_units : 1;
-    size_t target = units * (groups ? 4 : 16), min_chunk = groups ? b->ops->wg : 64;
-    size_t want = rows >= target ? 1 : (target + rows - 1) / rows;
-    size_t chunk = (positions + want - 1) / want;
-    if (chunk < min_chunk) chunk = min_chunk;
-    size_t n_chunks = (positions + chunk - 1) / chunk;
+    size_t rows = (size_t)n_head * (size_t)n, chunk, n_chunks;
+    cl_attention_chunks(b, op, &chunk, &n_chunks);
     clinfer_status st = CLINFER_OK;
     cl_int chunk_arg = (cl_int)chunk;
     cl_mem part = op->attention.out.buf->mem; /* not read when there is one chunk */
-    if (n_chunks > 1) {
-        CHECK(ensure_scratch(b, rows * n_chunks * ((size_t)head_dim + 2) * sizeof(float)));
-        part = b->ops->scratch;
-    }
+    if (n_chunks > 1)
+        CHECK(cl_attention_scratch(b, rows * n_chunks * ((size_t)head_dim + 2) * sizeof(float),
+                                   &part));
     kernel_arg all[32];
     memcpy(all, args, n_args * sizeof *args);
     all[n_args] = ARG(chunk_arg);
@@ -611,18 +624,18 @@ static clinfer_status attention_rope_launches(cl_backend_ctx *b, const clinfer_o
     return st == CLINFER_OK ? op_rope(b, &keys) : st;
 }
 
-static clinfer_status op_attention(cl_backend_ctx *b, const clinfer_op *op) {
+clinfer_status cl_check_attention(const clinfer_op *op, size_t *q_total) {
     const char *name = "attention";
     int n = op->attention.n, n_head = op->attention.n_head, n_kv = op->attention.n_kv_head;
     int head_dim = op->attention.head_dim, pos0 = op->attention.pos0;
-    bool f16 = op->attention.kv_type == CLINFER_DT_F16, rows = !b->ops->work_group_per_row;
-    size_t q_total, kv_total;
+    bool f16 = op->attention.kv_type == CLINFER_DT_F16;
+    size_t kv_total;
     clinfer_status st = CLINFER_OK;
     if (!f16 && op->attention.kv_type != CLINFER_DT_F32)
         CHECK(clinfer_fail(CLINFER_ERR_UNSUPPORTED,
                            "OpenCL attention: KV cache type %s (want f32 or f16)",
                            clinfer_dtype_name(op->attention.kv_type)));
-    CHECK(check_dims(name, &q_total, 3, n, n_head, head_dim));
+    CHECK(check_dims(name, q_total, 3, n, n_head, head_dim));
     if (pos0 < 0 || pos0 > INT32_MAX - n || n_kv <= 0 || n_head % n_kv)
         CHECK(clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
                            "OpenCL attention: pos0 %d must be >= 0 and n_kv_head %d must divide "
@@ -634,12 +647,22 @@ static clinfer_status op_attention(cl_backend_ctx *b, const clinfer_op *op) {
                            head_dim, MAX_HEAD_DIM));
     CHECK(check_dims(name, &kv_total, 3, pos0 + n, n_kv, head_dim));
     size_t kv_elem = f16 ? sizeof(uint16_t) : sizeof(float);
-    CHECK(cl_check_ref(name, "q", op->attention.q, q_total, sizeof(float)));
+    CHECK(cl_check_ref(name, "q", op->attention.q, *q_total, sizeof(float)));
     CHECK(cl_check_ref(name, "k", op->attention.k, kv_total, kv_elem));
     CHECK(cl_check_ref(name, "v", op->attention.v, kv_total, kv_elem));
-    CHECK(cl_check_ref(name, "out", op->attention.out, q_total, sizeof(float)));
+    CHECK(cl_check_ref(name, "out", op->attention.out, *q_total, sizeof(float)));
+    if (op->attention.rope.n_rot != 0) CHECK(check_attention_rope(op, *q_total));
+cleanup:
+    return st;
+}
+
+static clinfer_status op_attention(cl_backend_ctx *b, const clinfer_op *op) {
+    int n = op->attention.n, head_dim = op->attention.head_dim;
+    bool f16 = op->attention.kv_type == CLINFER_DT_F16, rows = !b->ops->work_group_per_row;
+    size_t q_total;
+    clinfer_status st = CLINFER_OK;
+    CHECK(cl_check_attention(op, &q_total));
     bool rope = op->attention.rope.n_rot != 0, rope_in_kernel = rope && rows && n == 1;
-    if (rope) CHECK(check_attention_rope(op, q_total));
     if (rope && !rope_in_kernel) CHECK(attention_rope_launches(b, op, q_total));
     /* Unused operands bind out's buffer, which the kernels then never touch through them. */
     cl_mem out = op->attention.out.buf->mem;
@@ -724,44 +747,54 @@ cleanup:
 
 /* add, mul, scale, silu, gelu, gelu_erf, swiglu: a and y hold count elements; b holds b_count
  * (add, mul: broadcast) or count (swiglu). */
-static clinfer_status op_eltwise(cl_backend_ctx *b, const clinfer_op *op) {
-    static const struct {
-        kernel_id kernel;
-        const char *name;
-        int operands; /* 1: a only, 2: a and b broadcast, 3: a and b of equal size */
-    } table[] = {
-        [CLINFER_OP_ADD] = {K_ADD, "add", 2},
-        [CLINFER_OP_MUL] = {K_MUL, "mul", 2},
-        [CLINFER_OP_SCALE] = {K_SCALE, "scale", 1},
-        [CLINFER_OP_SILU] = {K_SILU, "silu", 1},
-        [CLINFER_OP_GELU] = {K_GELU, "gelu", 1},
-        [CLINFER_OP_GELU_ERF] = {K_GELU_ERF, "gelu_erf", 1},
-        [CLINFER_OP_SWIGLU] = {K_SWIGLU, "swiglu", 3},
-    };
-    const char *name = table[op->kind].name;
+static const struct {
+    kernel_id kernel;
+    const char *name;
+    int operands; /* 1: a only, 2: a and b broadcast, 3: a and b of equal size */
+} eltwise_table[] = {
+    [CLINFER_OP_ADD] = {K_ADD, "add", 2},
+    [CLINFER_OP_MUL] = {K_MUL, "mul", 2},
+    [CLINFER_OP_SCALE] = {K_SCALE, "scale", 1},
+    [CLINFER_OP_SILU] = {K_SILU, "silu", 1},
+    [CLINFER_OP_GELU] = {K_GELU, "gelu", 1},
+    [CLINFER_OP_GELU_ERF] = {K_GELU_ERF, "gelu_erf", 1},
+    [CLINFER_OP_SWIGLU] = {K_SWIGLU, "swiglu", 3},
+};
+
+clinfer_status cl_check_eltwise(const clinfer_op *op) {
+    const char *name = eltwise_table[op->kind].name;
     size_t count = op->eltwise.count;
-    size_t b_count = table[op->kind].operands == 3 ? count : op->eltwise.b_count;
+    size_t b_count = eltwise_table[op->kind].operands == 3 ? count : op->eltwise.b_count;
     clinfer_status st = CLINFER_OK;
     CHECK(cl_check_ref(name, "a", op->eltwise.a, count, sizeof(float)));
     CHECK(cl_check_ref(name, "y", op->eltwise.y, count, sizeof(float)));
-    if (table[op->kind].operands > 1) {
+    if (eltwise_table[op->kind].operands > 1) {
         if (b_count == 0 && count > 0)
             CHECK(clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "OpenCL %s: b_count is 0", name));
         CHECK(cl_check_ref(name, "b", op->eltwise.b, b_count, sizeof(float)));
     }
+cleanup:
+    return st;
+}
+
+static clinfer_status op_eltwise(cl_backend_ctx *b, const clinfer_op *op) {
+    size_t count = op->eltwise.count;
+    size_t b_count = eltwise_table[op->kind].operands == 3 ? count : op->eltwise.b_count;
+    clinfer_status st = CLINFER_OK;
+    CHECK(cl_check_eltwise(op));
     if (count == 0) goto cleanup;
     if (cl_round_output(op)) return cl_rounding_op(b, op);
     cl_mem a = op->eltwise.a.buf->mem, y = op->eltwise.y.buf->mem;
     cl_ulong a_off = op->eltwise.a.offset, b_off = op->eltwise.b.offset,
              y_off = op->eltwise.y.offset, n = count, nb = b_count;
     size_t local = ELT_LOCAL, global = elementwise_global(count);
-    kernel_id k = table[op->kind].kernel;
-    if (table[op->kind].operands == 1) {
+    kernel_id k = eltwise_table[op->kind].kernel;
+    if (eltwise_table[op->kind].operands == 1) {
         /* Only scale reads the last argument. */
         kernel_arg args[] = {ARG(a),     ARG(a_off), ARG(y),
                              ARG(y_off), ARG(n),     ARG(op->eltwise.scale)};
         CHECK(launch(b, k, 6, args, 1, &global, &local));
-    } else if (table[op->kind].operands == 2) {
+    } else if (eltwise_table[op->kind].operands == 2) {
         kernel_arg args[] = {ARG(a),     ARG(a_off), ARG(op->eltwise.b.buf->mem),
                              ARG(b_off), ARG(nb),    ARG(y),
                              ARG(y_off), ARG(n)};
@@ -825,16 +858,19 @@ static clinfer_status cl_op(void *ctx, const clinfer_op *op) {
     return st;
 }
 
-/* A matmul and the RMSNORM of its output: one launch where the matmul's kernel can end with it. */
-static clinfer_status cl_op_pair(void *ctx, const clinfer_op *op, const clinfer_op *next,
-                                 bool *fused) {
+/* A run of ops in one launch of graph.cl where the device can, else a matmul and the RMSNORM of
+ * its output in one launch where the matmul's kernel can end with it. */
+static clinfer_status cl_op_run(void *ctx, const clinfer_op *ops, size_t n, size_t *taken) {
     cl_backend_ctx *b = ctx;
-    *fused = false;
-    if (!op || !next || op->kind != CLINFER_OP_MATMUL || next->kind != CLINFER_OP_RMSNORM)
-        return CLINFER_OK;
     clinfer_status st = check_alive(b);
-    if (st == CLINFER_OK) st = check_norm(next);
-    if (st == CLINFER_OK) st = cl_matmul_norm(b, op, next, fused);
+    *taken = 0;
+    if (st == CLINFER_OK && ops) st = cl_graph_run(b, ops, n, taken);
+    if (st == CLINFER_OK && *taken == 0 && n >= 2 && ops[0].kind == CLINFER_OP_MATMUL &&
+        ops[1].kind == CLINFER_OP_RMSNORM && cl_check_norm(&ops[1]) == CLINFER_OK) {
+        bool fused;
+        st = cl_matmul_norm(b, &ops[0], &ops[1], &fused);
+        *taken = fused ? 2 : 0;
+    }
     note_lost(b, st);
     return st;
 }
@@ -1031,6 +1067,7 @@ static void cl_destroy(void *ctx) {
     for (size_t i = 0; i < b->timing.n; i++)
         clReleaseEvent(b->timing.launches[i].event);
     free(b->timing.launches);
+    cl_graph_free(b);
     if (b->mm) cl_matmul_free(b);
     ops_free(b->ops);
     if (b->queue) clReleaseCommandQueue(b->queue);
@@ -1051,7 +1088,7 @@ static const clinfer_backend_i cl_interface = {
     .sync = cl_sync,
     .destroy = cl_destroy,
     .timing_mark = cl_timing_mark,
-    .op_pair = cl_op_pair,
+    .op_run = cl_op_run,
     .timing_collect = cl_timing_collect,
 };
 
@@ -1085,6 +1122,7 @@ clinfer_status clinfer_backend_opencl_create(size_t device_index, clinfer_backen
              b->info.kernel_path);
     CHECK(ops_init(b));
     CHECK(cl_matmul_init(b));
+    CHECK(cl_graph_init(b));
     backend->i = &cl_interface;
     backend->ctx = b;
     *out = backend;

@@ -2,6 +2,7 @@
  *   backend_cl.c  context, queue, buffers, op dispatch, the non-matmul ops
  *   matmul_cl.c   weight upload/re-layout (split above CL_DEVICE_MAX_MEM_ALLOC_SIZE),
  *                 matvec/GEMM over every weight type, CLBlast, embedding gather
+ *   graph_cl.c    runs of decode ops in one launch (cl/graph.cl) on CPU devices
  *   device.c      enumeration, capabilities, kernel path, selection
  *   program.c     program builds from the embedded cl/ sources, binary cache */
 #ifndef CLINFER_CL_BACKEND_H
@@ -41,6 +42,7 @@ typedef struct cl_backend_ctx {
     char description[256];
     struct cl_matmul_state *mm;
     struct cl_ops_state *ops;
+    struct cl_graph_state *graph;
     cl_timing timing;
 } cl_backend_ctx;
 
@@ -61,6 +63,24 @@ static inline cl_event *cl_timing_slot(cl_backend_ctx *b, cl_event *slot) {
 }
 /* Keeps the event a launch filled in through cl_timing_slot (NULL: none) for timing_collect. */
 clinfer_status cl_timing_keep(cl_backend_ctx *b, cl_event event);
+
+/* backend_cl.c: an op's operands against its buffers, as its launch checks them (the graph
+ * checks before it encodes). */
+clinfer_status cl_check_norm(const clinfer_op *op);
+clinfer_status cl_check_eltwise(const clinfer_op *op);
+clinfer_status cl_check_attention(const clinfer_op *op, size_t *q_total);
+/* How an attention op's positions are split: chunk positions per item, n_chunks items per
+ * (head, token); with more than one chunk, part (grown to bytes) holds their partial results. */
+void cl_attention_chunks(const cl_backend_ctx *b, const clinfer_op *op, size_t *chunk,
+                         size_t *n_chunks);
+clinfer_status cl_attention_scratch(cl_backend_ctx *b, size_t bytes, cl_mem *part);
+
+/* graph_cl.c: a run of ops in one launch of graph.cl on CPU devices. cl_graph_run enqueues
+ * ops[0 .. *taken) that way, *taken 0 where it takes none (the caller runs ops[0]). */
+struct cl_graph_state; /* owned by graph_cl.c */
+clinfer_status cl_graph_init(cl_backend_ctx *b);
+void cl_graph_free(cl_backend_ctx *b);
+clinfer_status cl_graph_run(cl_backend_ctx *b, const clinfer_op *ops, size_t n, size_t *taken);
 
 /* matmul_cl.c */
 clinfer_status cl_matmul_init(cl_backend_ctx *b);
@@ -88,6 +108,20 @@ clinfer_status cl_rounding_op(cl_backend_ctx *b, const clinfer_op *op);
 clinfer_status cl_act_q8_buffers(cl_backend_ctx *b, size_t count, cl_mem mem[3], int *want_f);
 void cl_act_q8_made(cl_backend_ctx *b, clinfer_ref y, size_t count, int want_f);
 clinfer_status cl_embed(cl_backend_ctx *b, const clinfer_op *op);
+/* What graph_cl.c needs to know of a MATMUL or EMBED op's weight, after checking the op as the
+ * per-op path does: its type and first part's arrays (s is q for f32/f16), whether its rows are
+ * interleaved, the bytes a row takes as stored, and the matvec the per-op path would run:
+ * CL_MM_ROWS over f32 x (or d * q of 8-bit x), CL_MM_IL or CL_MM_Q8 over 8-bit x (the values of
+ * graph.cl's MM_ROWS, MM_IL and MM_Q8). */
+enum { CL_MM_ROWS, CL_MM_IL, CL_MM_Q8 };
+typedef struct {
+    clinfer_dtype type;
+    int parts;
+    cl_mem q, s;
+    int il, variant;
+    size_t row_bytes;
+} cl_weight_view;
+clinfer_status cl_weight_view_of(cl_backend_ctx *b, const clinfer_op *op, cl_weight_view *v);
 /* 1 when f32 GEMM goes through CLBlast on this context (for bench-ops' side-by-side). */
 int cl_matmul_clblast(const cl_backend_ctx *b);
 

@@ -891,27 +891,42 @@ clinfer_status cl_matmul_norm(cl_backend_ctx *b, const clinfer_op *op, const cli
     return *fused ? matmul(b, op, norm) : CLINFER_OK;
 }
 
+/* The operands of a matmul op against its weight and buffers. */
+static clinfer_status check_matmul(const clinfer_op *op) {
+    clinfer_status st = CLINFER_OK;
+    int m = op->matmul.m, k = op->matmul.k, n = op->matmul.n;
+    CHECK(check_weight("matmul", op->matmul.w, op->matmul.row0, m, k, n, false));
+    CHECK(check_operand("matmul", "x", op->matmul.x, (size_t)n * k, sizeof(float)));
+    CHECK(check_operand("matmul", "y", op->matmul.y, (size_t)n * m, sizeof(float)));
+    if (op->matmul.bias.buf)
+        CHECK(check_operand("matmul", "bias", op->matmul.bias, (size_t)m, sizeof(float)));
+    if (op->matmul.x_q8 && k % CLINFER_Q8_ACT_BLOCK)
+        CHECK(clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
+                           "OpenCL matmul: 8-bit activations need k %% %d == 0, k is %d",
+                           CLINFER_Q8_ACT_BLOCK, k));
+cleanup:
+    return st;
+}
+
+/* Whether a matmul over 8-bit x runs an integer kernel (else f32 kernels read x as d * q). */
+static int q8_kernel_for(const struct cl_weight *w, const type_kernels *t, int n) {
+    /* matvec_q8_il takes any n: IL_COLS columns per work-item make it a GEMM */
+    return w->il ? t->matvec_q8_il != NULL : t->matvec_q8 && n <= MATVEC_MAX_N;
+}
+
 /* The matmul op, with norm (norm_fusable) run by its launch's last work-item. */
 static clinfer_status matmul(cl_backend_ctx *b, const clinfer_op *op, const clinfer_op *norm) {
     clinfer_status st = CLINFER_OK;
     int m = op->matmul.m, k = op->matmul.k, n = op->matmul.n;
     int row0 = op->matmul.row0;
-    CHECK(check_weight("matmul", op->matmul.w, row0, m, k, n, false));
-    CHECK(check_operand("matmul", "x", op->matmul.x, (size_t)n * k, sizeof(float)));
-    CHECK(check_operand("matmul", "y", op->matmul.y, (size_t)n * m, sizeof(float)));
+    CHECK(check_matmul(op));
     int has_bias = op->matmul.bias.buf != NULL;
-    if (has_bias) CHECK(check_operand("matmul", "bias", op->matmul.bias, (size_t)m, sizeof(float)));
     const struct cl_weight *w = op->matmul.w->weight;
     const type_layout *l = w->layout;
     const type_kernels *t = &b->mm->types[l - layouts];
     int q8_kernel = 0;
     if (op->matmul.x_q8) {
-        if (k % CLINFER_Q8_ACT_BLOCK)
-            CHECK(clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
-                               "OpenCL matmul: 8-bit activations need k %% %d == 0, k is %d",
-                               CLINFER_Q8_ACT_BLOCK, k));
-        /* matvec_q8_il takes any n: IL_COLS columns per work-item make it a GEMM */
-        q8_kernel = w->il ? t->matvec_q8_il != NULL : t->matvec_q8 && n <= MATVEC_MAX_N;
+        q8_kernel = q8_kernel_for(w, t, n);
         CHECK(quantize_x(b, op, !q8_kernel));
     }
     mm_args a = {
@@ -969,12 +984,20 @@ cleanup:
     return st;
 }
 
-clinfer_status cl_embed(cl_backend_ctx *b, const clinfer_op *op) {
+static clinfer_status check_embed(const clinfer_op *op) {
     clinfer_status st = CLINFER_OK;
     int m = op->embed.m, k = op->embed.k, n = op->embed.n;
     CHECK(check_weight("embed", op->embed.w, 0, m, k, n, true));
     CHECK(check_operand("embed", "ids", op->embed.ids, (size_t)n, sizeof(int32_t)));
     CHECK(check_operand("embed", "y", op->embed.y, (size_t)n * k, sizeof(float)));
+cleanup:
+    return st;
+}
+
+clinfer_status cl_embed(cl_backend_ctx *b, const clinfer_op *op) {
+    clinfer_status st = CLINFER_OK;
+    int n = op->embed.n;
+    CHECK(check_embed(op));
     const struct cl_weight *w = op->embed.w->weight;
     /* Every part looks at every id and writes the rows it holds; ids outside [0, m) give zero
      * rows (written by the first part) instead of reading out of bounds. */
@@ -983,4 +1006,25 @@ clinfer_status cl_embed(cl_backend_ctx *b, const clinfer_op *op) {
                           0, n, op->embed.y.buf->mem, (int)op->embed.y.offset));
 cleanup:
     return st;
+}
+
+clinfer_status cl_weight_view_of(cl_backend_ctx *b, const clinfer_op *op, cl_weight_view *v) {
+    bool matmul = op->kind == CLINFER_OP_MATMUL;
+    clinfer_status st = matmul ? check_matmul(op) : check_embed(op);
+    if (st != CLINFER_OK) return st;
+    const struct cl_weight *w = (matmul ? op->matmul.w : op->embed.w)->weight;
+    const type_kernels *t = &b->mm->types[w->layout - layouts];
+    int q8 = matmul && op->matmul.x_q8 && q8_kernel_for(w, t, op->matmul.n);
+    *v = (cl_weight_view){.type = w->layout->type,
+                          .parts = w->n_parts,
+                          .q = w->parts[0].q,
+                          .s = w->parts[0].s ? w->parts[0].s : w->parts[0].q,
+                          .il = w->il,
+                          .variant = !q8     ? CL_MM_ROWS
+                                     : w->il ? CL_MM_IL
+                                             : CL_MM_Q8,
+                          .row_bytes = (size_t)w->k / w->layout->blk *
+                                       (w->layout->s_bytes ? w->layout->q_len + w->layout->s_bytes
+                                                           : w->layout->bytes)};
+    return CLINFER_OK;
 }

@@ -1,0 +1,525 @@
+/* Runs of decode ops in one launch of cl/graph.cl, on CPU devices (see the kernel's banner for
+ * how its work-groups take tasks and wait for each other without a launch between ops).
+ *
+ * cl_graph_run takes the longest run of ops at the head of a walk that the kernel can do:
+ * single-token matmuls, embeddings, RMS norms, SwiGLUs and attentions, the weights all of one
+ * type (the program is built per weight type and KV cache type), each weight in one part. Each
+ * op is checked as its own launch would check it first; an op that fails the check, or that
+ * the kernel cannot do, ends the run and goes through the per-op path, which reports it. Each
+ * op becomes a record (its operands as slots of the launch's buffer arguments) split into
+ * tasks; an 8-bit matmul whose x is not yet rounded gets a rounding record before it, and an
+ * attention split into chunks a merge record after it, exactly as the per-op path launches
+ * them. The records go to the device through a ring of host copies, so encoding the next run
+ * never waits for the last one to be read. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cl_backend.h"
+#include "error.h"
+#include "fault.h"
+#include "program.h"
+
+enum {
+    G_INTS = 32,    /* ints per record (graph.cl) */
+    G_LINE = 16,    /* ints between two counters of ctl (graph.cl) */
+    N_SLOTS = 64,   /* buffer arguments of run_graph */
+    MAX_RECS = 512, /* records per launch */
+    RING = 4,       /* host copies of the records */
+    MIN_RUN = 3,    /* fewer ops gain little over their own launches (and a matmul and its
+                     * norm pair up without a graph) */
+    /* work per task: about this many bytes of weights or activations read, and at least two
+     * tasks per compute unit where the op has that much work */
+    TASK_BYTES = 32 << 10,
+    /* reserved slots: the rounded activations (xq, xd, xf) and attention's chunk results */
+    SLOT_XQ = 0,
+    SLOT_XD,
+    SLOT_XF,
+    SLOT_PART,
+    FIRST_FREE_SLOT,
+};
+
+/* Record kinds and fields: as graph.cl. */
+enum { G_EMBED = 1, G_RMSNORM, G_QUANTIZE, G_MATMUL, G_ATTENTION, G_MERGE, G_SWIGLU };
+#define Q8_AT 28
+
+/* The weight types a program can be built for, in -D form. */
+static const struct {
+    clinfer_dtype type;
+    const char *define;
+} graph_types[] = {{CLINFER_DT_F32, "-DWT_F32"},   {CLINFER_DT_F16, "-DWT_F16"},
+                   {CLINFER_DT_Q8_0, "-DWT_Q8_0"}, {CLINFER_DT_Q4_0, "-DWT_Q4_0"},
+                   {CLINFER_DT_Q4_1, "-DWT_Q4_1"}, {CLINFER_DT_Q4_K, "-DWT_Q4_K"},
+                   {CLINFER_DT_Q6_K, "-DWT_Q6_K"}};
+#define N_GRAPH_TYPES (sizeof graph_types / sizeof graph_types[0])
+
+struct cl_graph_state {
+    cl_program programs[N_GRAPH_TYPES][2]; /* [type][kv f16]; built when first needed */
+    cl_kernel kernels[N_GRAPH_TYPES][2];
+    cl_mem recs, ctl;
+    int32_t *host[RING];
+    cl_event written[RING]; /* the write of host[i] to recs, until it is known done */
+    int next;
+};
+
+/* One run being put together: records, the buffers they name, and what the rounded
+ * activations hold. */
+typedef struct {
+    cl_backend_ctx *b;
+    int type;   /* index into graph_types; -1 until an op with a weight fixes it */
+    int kv_f16; /* -1 until an attention fixes it */
+    int want_f; /* the roundings also write d * q for f32 kernels (no integer dots here) */
+    cl_mem slots[N_SLOTS];
+    int n_slots;
+    int32_t *recs; /* NULL while only sizing the run */
+    size_t n_recs;
+    size_t q8_count, part_bytes; /* the most any op needs of act and of attention's scratch */
+    struct {
+        clinfer_ref ref; /* buf NULL: nothing rounded */
+        size_t count;
+    } rounded;
+} encoder;
+
+/* ---- buffers and records --------------------------------------------------------------- */
+
+/* The slot of mem, added when there is room; -1 when the launch's arguments are used up. */
+static int slot_of(encoder *e, cl_mem mem) {
+    for (int i = 0; i < e->n_slots; i++)
+        if (e->slots[i] == mem) return i;
+    if (e->n_slots == N_SLOTS) return -1;
+    e->slots[e->n_slots] = mem;
+    return e->n_slots++;
+}
+
+/* Whether the buffers of an op (up to 8) fit in the slots left, taking them if so. */
+static bool take_slots(encoder *e, const cl_mem *mems, int n) {
+    int before = e->n_slots;
+    for (int i = 0; i < n; i++)
+        if (slot_of(e, mems[i]) < 0) {
+            e->n_slots = before;
+            return false;
+        }
+    return true;
+}
+
+/* A new record of kind split into tasks, its rounding fields pointing at act; NULL while
+ * sizing (the caller then writes nothing). */
+static int32_t *record(encoder *e, int kind, size_t tasks) {
+    size_t i = e->n_recs++;
+    if (!e->recs) return NULL;
+    int32_t *r = e->recs + i * G_INTS;
+    memset(r, 0, G_INTS * sizeof *r);
+    r[0] = kind;
+    r[1] = (int32_t)tasks;
+    r[Q8_AT] = SLOT_XQ;
+    r[Q8_AT + 1] = SLOT_XD;
+    r[Q8_AT + 2] = SLOT_XF;
+    r[Q8_AT + 3] = e->want_f;
+    return r;
+}
+
+/* Fields at..at+1 of r: the operand ref (its buffer already has a slot). */
+static void put_ref(encoder *e, int32_t *r, int at, clinfer_ref ref) {
+    r[at] = slot_of(e, ref.buf->mem);
+    r[at + 1] = (int32_t)ref.offset;
+}
+
+static void put_mem(encoder *e, int32_t *r, int at, cl_mem mem) {
+    r[at] = slot_of(e, mem);
+    r[at + 1] = 0;
+}
+
+static int32_t float_bits(float f) {
+    int32_t i;
+    memcpy(&i, &f, sizeof i);
+    return i;
+}
+
+/* How work items of unit_bytes each are split: *per_task of them per task, the task count
+ * returned. */
+static size_t split(const encoder *e, size_t work, size_t unit_bytes, size_t *per_task) {
+    size_t units = e->b->info.compute_units ? e->b->info.compute_units : 1;
+    size_t per = unit_bytes < TASK_BYTES ? TASK_BYTES / unit_bytes : 1;
+    if ((work + per - 1) / per < 2 * units) per = (work + 2 * units - 1) / (2 * units);
+    *per_task = per ? per : 1;
+    return (work + *per_task - 1) / *per_task;
+}
+
+/* ---- ops ------------------------------------------------------------------------------- */
+
+/* The op's weight type must be the run's (the first weight fixes it). */
+static bool same_type(encoder *e, clinfer_dtype type) {
+    int t = -1;
+    for (size_t i = 0; i < N_GRAPH_TYPES; i++)
+        if (graph_types[i].type == type) t = (int)i;
+    if (t < 0 || (e->type >= 0 && e->type != t)) return false;
+    e->type = t;
+    return true;
+}
+
+/* An op writes y: what was rounded from its buffer no longer holds. */
+static void written(encoder *e, clinfer_buffer *y) {
+    if (e->rounded.ref.buf == y) e->rounded.ref.buf = NULL;
+}
+
+static void rounded_from(encoder *e, clinfer_ref x, size_t count) {
+    e->rounded.ref = x;
+    e->rounded.count = count;
+    if (count > e->q8_count) e->q8_count = count;
+}
+
+static bool encode_matmul(encoder *e, const clinfer_op *op) {
+    cl_weight_view w;
+    if (op->matmul.n != 1 || cl_weight_view_of(e->b, op, &w) != CLINFER_OK || w.parts != 1 ||
+        !same_type(e, w.type))
+        return false;
+    clinfer_ref x = op->matmul.x, y = op->matmul.y, bias = op->matmul.bias;
+    int k = op->matmul.k, m = op->matmul.m, x_q8 = op->matmul.x_q8;
+    cl_mem mems[5] = {w.q, w.s, x.buf->mem, y.buf->mem, bias.buf ? bias.buf->mem : y.buf->mem};
+    if (!take_slots(e, mems, 5)) return false;
+    size_t count = (size_t)k;
+    bool fresh = e->rounded.ref.buf == x.buf && e->rounded.ref.offset == x.offset &&
+                 e->rounded.count == count;
+    if (x_q8 && !fresh) { /* as quantize_x: round x first */
+        size_t per_task, tasks = split(e, count / 32, 32 * 5, &per_task);
+        int32_t *r = record(e, G_QUANTIZE, tasks);
+        if (r) {
+            put_ref(e, r, 2, x);
+            r[4] = (int32_t)count;
+            r[5] = (int32_t)per_task;
+        }
+        rounded_from(e, x, count);
+    }
+    int variant = w.variant, il = variant == CL_MM_IL;
+    int r0 = op->matmul.row0, g0 = r0 / 16, work = il ? (r0 + m - 1) / 16 + 1 - g0 : m;
+    size_t per_task, tasks = split(e, (size_t)work, w.row_bytes * (il ? 16 : 1), &per_task);
+    int32_t *r = record(e, G_MATMUL, tasks);
+    if (r) {
+        put_mem(e, r, 2, w.q);
+        put_mem(e, r, 4, w.s);
+        r[6] = w.il;
+        r[7] = k;
+        r[8] = r0;
+        r[9] = m;
+        if (x_q8 && variant == CL_MM_ROWS) /* the f32 kernel reads x as d * q */
+            r[10] = SLOT_XF, r[11] = 0;
+        else
+            put_ref(e, r, 10, x);
+        put_ref(e, r, 12, y);
+        put_ref(e, r, 14, bias.buf ? bias : y);
+        r[16] = (op->matmul.accumulate ? 1 : 0) | (bias.buf ? 2 : 0);
+        r[17] = variant;
+        r[18] = (int32_t)per_task;
+    }
+    written(e, y.buf);
+    return true;
+}
+
+static bool encode_embed(encoder *e, const clinfer_op *op) {
+    cl_weight_view w;
+    if (cl_weight_view_of(e->b, op, &w) != CLINFER_OK || w.parts != 1 || !same_type(e, w.type))
+        return false;
+    cl_mem mems[4] = {w.q, w.s, op->embed.ids.buf->mem, op->embed.y.buf->mem};
+    if (!take_slots(e, mems, 4)) return false;
+    int32_t *r = record(e, G_EMBED, (size_t)op->embed.n);
+    if (r) {
+        put_mem(e, r, 2, w.q);
+        put_mem(e, r, 4, w.s);
+        r[6] = w.il;
+        r[7] = op->embed.k;
+        r[8] = op->embed.m;
+        put_ref(e, r, 9, op->embed.ids);
+        put_ref(e, r, 11, op->embed.y);
+    }
+    written(e, op->embed.y.buf);
+    return true;
+}
+
+static bool encode_rmsnorm(encoder *e, const clinfer_op *op) {
+    if (cl_check_norm(op) != CLINFER_OK) return false;
+    clinfer_ref x = op->norm.x, w = op->norm.w, y = op->norm.y;
+    cl_mem mems[3] = {x.buf->mem, w.buf ? w.buf->mem : x.buf->mem, y.buf->mem};
+    if (!take_slots(e, mems, 3)) return false;
+    bool want_q = cl_round_output(op);
+    int32_t *r = record(e, G_RMSNORM, (size_t)op->norm.n);
+    if (r) {
+        put_ref(e, r, 2, x);
+        put_ref(e, r, 4, w.buf ? w : x);
+        r[6] = w.buf != NULL;
+        put_ref(e, r, 7, y);
+        r[9] = op->norm.d;
+        r[10] = float_bits(op->norm.eps);
+        r[11] = want_q;
+    }
+    written(e, y.buf);
+    if (want_q) rounded_from(e, y, (size_t)op->norm.n * (size_t)op->norm.d);
+    return true;
+}
+
+static bool encode_swiglu(encoder *e, const clinfer_op *op) {
+    size_t count = op->eltwise.count;
+    if (cl_check_eltwise(op) != CLINFER_OK || count == 0 || count > INT32_MAX) return false;
+    clinfer_ref a = op->eltwise.a, g = op->eltwise.b, y = op->eltwise.y;
+    cl_mem mems[3] = {a.buf->mem, g.buf->mem, y.buf->mem};
+    if (!take_slots(e, mems, 3)) return false;
+    bool want_q = cl_round_output(op);
+    size_t per_task, tasks = split(e, (count + 31) / 32, 32 * 12, &per_task);
+    int32_t *r = record(e, G_SWIGLU, tasks);
+    if (r) {
+        put_ref(e, r, 2, a);
+        put_ref(e, r, 4, g);
+        put_ref(e, r, 6, y);
+        r[8] = (int32_t)count;
+        r[9] = want_q;
+        r[10] = (int32_t)per_task;
+    }
+    written(e, y.buf);
+    if (want_q) rounded_from(e, y, count);
+    return true;
+}
+
+/* The attention record's fields; the merge record repeats them. */
+static void put_attention(encoder *e, int32_t *r, const clinfer_op *op, size_t chunk,
+                          size_t n_chunks, int round_q8) {
+    int rope = op->attention.rope.n_rot != 0;
+    put_ref(e, r, 2, op->attention.q);
+    put_ref(e, r, 4, op->attention.k);
+    put_ref(e, r, 6, op->attention.v);
+    put_ref(e, r, 8, op->attention.out);
+    r[10] = SLOT_PART, r[11] = 0;
+    put_ref(e, r, 12, rope ? op->attention.rope.k_src : op->attention.out);
+    put_ref(e, r, 14, rope ? op->attention.rope.v_src : op->attention.out);
+    r[16] = op->attention.n_head;
+    r[17] = op->attention.n_kv_head;
+    r[18] = op->attention.head_dim;
+    r[19] = op->attention.pos0;
+    r[20] = (int32_t)chunk;
+    r[21] = (int32_t)n_chunks;
+    r[22] = float_bits(op->attention.scale);
+    r[23] = op->attention.rope.n_rot;
+    r[24] = op->attention.rope.neox;
+    r[25] = float_bits(op->attention.rope.freq_base);
+    r[26] = float_bits(op->attention.rope.freq_scale);
+    r[27] = round_q8;
+}
+
+static bool encode_attention(encoder *e, const clinfer_op *op) {
+    size_t q_total, chunk, n_chunks;
+    int f16 = op->attention.kv_type == CLINFER_DT_F16, rope = op->attention.rope.n_rot != 0;
+    if (op->attention.n != 1 || cl_check_attention(op, &q_total) != CLINFER_OK ||
+        (e->kv_f16 >= 0 && e->kv_f16 != f16))
+        return false;
+    clinfer_ref out = op->attention.out;
+    cl_mem mems[6] = {op->attention.q.buf->mem,
+                      op->attention.k.buf->mem,
+                      op->attention.v.buf->mem,
+                      out.buf->mem,
+                      rope ? op->attention.rope.k_src.buf->mem : out.buf->mem,
+                      rope ? op->attention.rope.v_src.buf->mem : out.buf->mem};
+    if (!take_slots(e, mems, 6)) return false;
+    e->kv_f16 = f16;
+    cl_attention_chunks(e->b, op, &chunk, &n_chunks);
+    int head_dim = op->attention.head_dim, n_head = op->attention.n_head;
+    int round_q8 = op->attention.out_q8 && head_dim % 32 == 0; /* as op_attention on cpu-rows */
+    size_t part = (size_t)n_head * n_chunks * ((size_t)head_dim + 2) * sizeof(float);
+    if (n_chunks > 1 && part > e->part_bytes) e->part_bytes = part;
+    int32_t *r = record(e, G_ATTENTION, (size_t)n_head * n_chunks);
+    if (r) put_attention(e, r, op, chunk, n_chunks, round_q8);
+    if (n_chunks > 1) {
+        r = record(e, G_MERGE, (size_t)n_head);
+        if (r) put_attention(e, r, op, chunk, n_chunks, round_q8);
+    }
+    written(e, out.buf);
+    if (round_q8) rounded_from(e, out, q_total);
+    return true;
+}
+
+/* Adds op to the run; false where the kernel cannot take it (or its check failed). */
+static bool encode(encoder *e, const clinfer_op *op) {
+    if (e->n_recs + 3 > MAX_RECS) return false; /* room for its records */
+    switch (op->kind) {
+    case CLINFER_OP_MATMUL:
+        return encode_matmul(e, op);
+    case CLINFER_OP_EMBED:
+        return encode_embed(e, op);
+    case CLINFER_OP_RMSNORM:
+        return encode_rmsnorm(e, op);
+    case CLINFER_OP_SWIGLU:
+        return encode_swiglu(e, op);
+    case CLINFER_OP_ATTENTION:
+        return encode_attention(e, op);
+    default:
+        return false;
+    }
+}
+
+/* ---- programs and launch --------------------------------------------------------------- */
+
+static clinfer_status graph_kernel(cl_backend_ctx *b, int type, int kv_f16, cl_kernel *out) {
+    struct cl_graph_state *g = b->graph;
+    clinfer_status st = CLINFER_OK;
+    if (!g->kernels[type][kv_f16]) {
+        char options[128];
+        snprintf(options, sizeof options,
+                 "%s%s -DMAX_HEAD_DIM=256 -cl-fp32-correctly-rounded-divide-sqrt",
+                 graph_types[type].define, kv_f16 ? " -DKV_F16" : "");
+        cl_program program = NULL;
+        cl_int err = CL_SUCCESS;
+        st = cl_program_build(b->context, b->device, &b->info, "graph.cl", options, &program);
+        cl_kernel kernel = st == CLINFER_OK ? clCreateKernel(program, "run_graph", &err) : NULL;
+        if (st == CLINFER_OK && err != CL_SUCCESS)
+            st = clinfer_fail(err, "OpenCL graph: clCreateKernel(run_graph) failed: %s",
+                              clinfer_status_str(err));
+        if (st != CLINFER_OK) {
+            if (program) clReleaseProgram(program);
+            return st;
+        }
+        g->programs[type][kv_f16] = program;
+        g->kernels[type][kv_f16] = kernel;
+    }
+    *out = g->kernels[type][kv_f16];
+    return st;
+}
+
+/* A host copy of the records that no pending write still reads, and where its write's event
+ * goes. */
+static clinfer_status free_copy(cl_backend_ctx *b, int32_t **host, cl_event **written) {
+    struct cl_graph_state *g = b->graph;
+    int i = g->next;
+    g->next = (g->next + 1) % RING;
+    *host = g->host[i];
+    *written = &g->written[i];
+    if (!g->written[i]) return CLINFER_OK;
+    cl_int err = clWaitForEvents(1, &g->written[i]);
+    clReleaseEvent(g->written[i]);
+    g->written[i] = NULL;
+    if (err != CL_SUCCESS)
+        return clinfer_fail(err, "OpenCL graph: waiting for a records write failed: %s",
+                            clinfer_status_str(err));
+    return CLINFER_OK;
+}
+
+static clinfer_status launch(cl_backend_ctx *b, cl_kernel kernel, const encoder *e,
+                             cl_event *written) {
+    struct cl_graph_state *g = b->graph;
+    cl_int n_recs = (cl_int)e->n_recs, err = CL_SUCCESS;
+    err = clEnqueueWriteBuffer(b->queue, g->recs, CL_FALSE, 0, e->n_recs * G_INTS * sizeof(int32_t),
+                               e->recs, 0, NULL, written);
+    if (err != CL_SUCCESS)
+        return clinfer_fail(err, "OpenCL graph: writing %zu records failed: %s", e->n_recs,
+                            clinfer_status_str(err));
+    cl_mem args[3 + N_SLOTS] = {g->recs};
+    for (int i = 0; i < N_SLOTS; i++) /* unused slots repeat the first buffer */
+        args[3 + i] = e->slots[i < e->n_slots ? i : 0];
+    for (cl_uint i = 0; i < 3 + N_SLOTS && err == CL_SUCCESS; i++)
+        err = i == 1   ? clSetKernelArg(kernel, i, sizeof n_recs, &n_recs)
+              : i == 2 ? clSetKernelArg(kernel, i, sizeof(cl_mem), &g->ctl)
+                       : clSetKernelArg(kernel, i, sizeof(cl_mem), &args[i]);
+    if (err != CL_SUCCESS)
+        return clinfer_fail(err, "OpenCL graph: clSetKernelArg(run_graph) failed: %s",
+                            clinfer_status_str(err));
+    size_t units = b->info.compute_units ? b->info.compute_units : 1, one = 1;
+    cl_event event = NULL;
+    err = cl_fault("enqueue");
+    if (err == CL_SUCCESS)
+        err = clEnqueueNDRangeKernel(b->queue, kernel, 1, NULL, &units, &one, 0, NULL,
+                                     cl_timing_slot(b, &event));
+    if (err != CL_SUCCESS)
+        return clinfer_fail(err, "OpenCL graph: clEnqueueNDRangeKernel(run_graph) failed: %s (%d)",
+                            clinfer_status_str(err), err);
+    return cl_timing_keep(b, event);
+}
+
+clinfer_status cl_graph_run(cl_backend_ctx *b, const clinfer_op *ops, size_t n, size_t *taken) {
+    struct cl_graph_state *g = b->graph;
+    clinfer_status st = CLINFER_OK;
+    *taken = 0;
+    if (!g) return CLINFER_OK;
+    /* Size the run first: act and attention's scratch must not move while it is encoded. */
+    encoder e = {.b = b, .type = -1, .kv_f16 = -1, .n_slots = FIRST_FREE_SLOT};
+    size_t end = 0;
+    while (end < n && encode(&e, &ops[end]))
+        end++;
+    if (end < MIN_RUN) return CLINFER_OK;
+    cl_mem act[3] = {g->ctl, g->ctl, g->ctl}, part = g->ctl; /* unused slots name any buffer */
+    int want_f = 0;
+    if (e.q8_count) CHECK(cl_act_q8_buffers(b, e.q8_count, act, &want_f));
+    if (e.part_bytes) CHECK(cl_attention_scratch(b, e.part_bytes, &part));
+    cl_kernel kernel;
+    CHECK(graph_kernel(b, e.type, e.kv_f16 > 0, &kernel));
+    cl_event *written = NULL;
+    int32_t *host = NULL;
+    CHECK(free_copy(b, &host, &written));
+    /* Encode for real: the same ops, the reserved slots filled. */
+    e = (encoder){.b = b,
+                  .type = -1,
+                  .kv_f16 = -1,
+                  .want_f = want_f,
+                  .slots = {act[0], act[1], act[2], part},
+                  .n_slots = FIRST_FREE_SLOT,
+                  .recs = host};
+    for (size_t i = 0; i < end; i++)
+        if (!encode(&e, &ops[i]))
+            CHECK(clinfer_fail(CLINFER_ERR_UNSUPPORTED,
+                               "OpenCL graph: op %zu of %zu no longer fits", i, end));
+    CHECK(launch(b, kernel, &e, written));
+    if (e.rounded.ref.buf) /* the matmul after the run finds its x rounded */
+        cl_act_q8_made(b, e.rounded.ref, e.rounded.count, want_f);
+    else
+        cl_matmul_forget(b);
+    *taken = end;
+cleanup:
+    return st;
+}
+
+clinfer_status cl_graph_init(cl_backend_ctx *b) {
+    const char *env = getenv("CLINFER_GRAPH");
+    /* the kernel's waiting rests on coherent memory between work-groups: CPU devices */
+    if (b->info.type != CLINFER_DEVICE_CPU || strcmp(b->info.kernel_path, "cpu-rows") != 0 ||
+        (env && strcmp(env, "0") == 0))
+        return CLINFER_OK;
+    clinfer_status st = CLINFER_OK;
+    struct cl_graph_state *g = calloc(1, sizeof *g);
+    if (!g) return clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "OpenCL graph: state");
+    b->graph = g;
+    size_t ctl_bytes = (size_t)(MAX_RECS + 2) * G_LINE * sizeof(int32_t);
+    int32_t *zeros = calloc(1, ctl_bytes);
+    for (int i = 0; i < RING; i++)
+        g->host[i] = malloc(MAX_RECS * G_INTS * sizeof(int32_t));
+    bool have = zeros != NULL;
+    for (int i = 0; i < RING; i++)
+        have = have && g->host[i] != NULL;
+    if (!have) CHECK(clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "OpenCL graph: record copies"));
+    cl_int err = cl_fault("alloc");
+    if (err == CL_SUCCESS)
+        g->ctl = clCreateBuffer(b->context, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, ctl_bytes,
+                                zeros, &err);
+    if (err == CL_SUCCESS) err = cl_fault("alloc");
+    if (err == CL_SUCCESS)
+        g->recs = clCreateBuffer(b->context, CL_MEM_READ_ONLY, MAX_RECS * G_INTS * sizeof(int32_t),
+                                 NULL, &err);
+    if (err != CL_SUCCESS)
+        CHECK(
+            clinfer_fail(err, "OpenCL graph: clCreateBuffer failed: %s", clinfer_status_str(err)));
+cleanup:
+    free(zeros);
+    return st;
+}
+
+void cl_graph_free(cl_backend_ctx *b) {
+    struct cl_graph_state *g = b->graph;
+    if (!g) return;
+    for (size_t t = 0; t < N_GRAPH_TYPES; t++)
+        for (int kv = 0; kv < 2; kv++) {
+            if (g->kernels[t][kv]) clReleaseKernel(g->kernels[t][kv]);
+            if (g->programs[t][kv]) clReleaseProgram(g->programs[t][kv]);
+        }
+    for (int i = 0; i < RING; i++) {
+        if (g->written[i]) clReleaseEvent(g->written[i]);
+        free(g->host[i]);
+    }
+    if (g->recs) clReleaseMemObject(g->recs);
+    if (g->ctl) clReleaseMemObject(g->ctl);
+    free(g);
+    b->graph = NULL;
+}

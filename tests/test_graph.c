@@ -1,0 +1,292 @@
+/* Graph launches (backends/opencl/graph_cl.c, cl/graph.cl: runs of decode ops in one launch on
+ * CPU devices) against the per-op launches they replace, which must give the same bits:
+ *   - models: tiny llama, qwen2 and gpt2 models of every weight type, f16 and f32 KV caches,
+ *     8-bit and f32 activations; a prompt, then single tokens until attention splits the
+ *     positions into chunks; the logits of every step are identical with CLINFER_GRAPH=0, and
+ *     the trace shows that graph launches ran the decode steps (llama and qwen2; none of gpt2's
+ *     runs is long enough);
+ *   - ops: a run stops before an op the kernel cannot do (a LAYERNORM) and before a bad one (a
+ *     matmul past its output buffer), which op() then rejects with its own message; a run that
+ *     names more buffers than a launch takes is split over several launches; the outputs are
+ *     those of the per-op backend.
+ * Skipped (77) without a CPU OpenCL device, where the backend takes no graph launches. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "backend.h"
+#include "check.h"
+#include "random.h"
+#include "tiny_model.h"
+
+#define N_PROMPT 8
+#define N_DECODE 100 /* past 64 positions: attention then runs in chunks and merges them */
+
+enum { PER_OP, GRAPH, SIDES };
+
+/* ---- models ------------------------------------------------------------------------------ */
+
+static clinfer_model *load(const char *path, bool graph) {
+    clinfer_model_params p;
+    clinfer_model_params_default(&p);
+    p.backend = CLINFER_BACKEND_OPENCL;
+    if (!graph) setenv("CLINFER_GRAPH", "0", 1);
+    clinfer_model *m = NULL;
+    EXPECT_OK(clinfer_model_load(path, &p, &m));
+    unsetenv("CLINFER_GRAPH");
+    return m;
+}
+
+/* The logits after the prompt and after each single token, appended to out. */
+static clinfer_status steps(clinfer_model *m, const clinfer_context_params *cp, float *out) {
+    clinfer_context *ctx = NULL;
+    const float *logits;
+    size_t n_vocab = 0;
+    int32_t ids[N_PROMPT + N_DECODE];
+    for (int i = 0; i < N_PROMPT + N_DECODE; i++)
+        ids[i] = 3 + (i * 53) % 250;
+    clinfer_status st = clinfer_context_create(m, cp, &ctx);
+    if (st == CLINFER_OK) st = clinfer_eval(ctx, ids, N_PROMPT);
+    for (int i = 0; st == CLINFER_OK && i <= N_DECODE; i++) {
+        st = clinfer_get_logits(ctx, &logits, &n_vocab);
+        if (st == CLINFER_OK) memcpy(out + (size_t)i * n_vocab, logits, n_vocab * sizeof *out);
+        if (st == CLINFER_OK && i < N_DECODE) st = clinfer_eval(ctx, &ids[N_PROMPT + i], 1);
+    }
+    clinfer_context_free(ctx);
+    return st;
+}
+
+/* Graph events in a Chrome trace written by CLINFER_TRACE. */
+static int graph_events(const char *path) {
+    FILE *f = fopen(path, "r");
+    int n = 0;
+    char line[1024];
+    while (f && fgets(line, sizeof line, f))
+        n += strstr(line, "\"name\": \"graph\"") != NULL;
+    if (f) fclose(f);
+    return n;
+}
+
+static void test_model(const char *arch, clinfer_dtype type, bool kv_f32, bool f32_act) {
+    char path[128], trace[128], what[64];
+    snprintf(what, sizeof what, "%s %s%s%s", arch, clinfer_dtype_name(type),
+             kv_f32 ? " kv f32" : "", f32_act ? " f32 act" : "");
+    snprintf(path, sizeof path, "graph_model_%d.gguf", (int)getpid());
+    snprintf(trace, sizeof trace, "graph_trace_%d.json", (int)getpid());
+    tiny_model_spec spec;
+    tiny_model_default(&spec, arch, type);
+    EXPECT(tiny_model_write(&spec, path) == 0, "writing %s", path);
+    size_t n = (size_t)(N_DECODE + 1) * tiny_model_n_vocab();
+    float *logits[SIDES] = {calloc(n, sizeof(float)), calloc(n, sizeof(float))};
+    clinfer_context_params cp;
+    clinfer_context_params_default(&cp);
+    cp.kv_f32 = kv_f32;
+    cp.f32_activations = f32_act;
+    for (int side = 0; side < SIDES; side++) {
+        clinfer_model *m = load(path, side == GRAPH);
+        if (side == GRAPH) setenv("CLINFER_TRACE", trace, 1);
+        if (m) EXPECT_OK(steps(m, &cp, logits[side]));
+        unsetenv("CLINFER_TRACE");
+        clinfer_model_free(m);
+    }
+    size_t differ = 0;
+    for (size_t i = 0; i < n && !differ; i++)
+        if (memcmp(&logits[PER_OP][i], &logits[GRAPH][i], sizeof(float))) differ = i + 1;
+    EXPECT(!differ, "%s: logits differ from the per-op launches at step %zu", what,
+           differ ? (differ - 1) / tiny_model_n_vocab() : 0);
+    /* gpt2's layer norms, stores and gelus leave no run of three ops the kernel can do */
+    int graphs = graph_events(trace), want = strcmp(arch, "gpt2") ? N_DECODE : 0;
+    EXPECT(want ? graphs >= want : graphs == 0, "%s: %d graph launches for %d decode steps", what,
+           graphs, N_DECODE);
+    printf("%s: %d steps identical, %d graph launches\n", what, N_DECODE + 1, graphs);
+    free(logits[PER_OP]);
+    free(logits[GRAPH]);
+    remove(path);
+    remove(trace);
+}
+
+/* ---- ops ---------------------------------------------------------------------------------- */
+
+#define D 64    /* rows of x and outputs */
+#define N_MM 40 /* matmuls of the long run: 80 weight buffers, more than a launch's slots */
+
+/* The same buffers on both backends. */
+typedef struct {
+    clinfer_backend *be;
+    clinfer_buffer *x, *xn, *y, *z, *w[N_MM];
+} side;
+
+static side sides[SIDES];
+
+static void side_init(side *s, bool graph, const float *x, const float *norm_w,
+                      const unsigned char *weights) {
+    if (!graph) setenv("CLINFER_GRAPH", "0", 1);
+    EXPECT_OK(clinfer_backend_opencl_create(0, &s->be));
+    unsetenv("CLINFER_GRAPH");
+    if (!s->be) return;
+    const clinfer_backend_i *i = s->be->i;
+    size_t row = clinfer_dtype_row_bytes(CLINFER_DT_Q4_0, D);
+    EXPECT_OK(i->buffer_alloc(s->be->ctx, 2 * D * sizeof(float), &s->x));
+    EXPECT_OK(i->buffer_write(s->be->ctx, s->x, 0, D * sizeof(float), x));
+    EXPECT_OK(i->buffer_write(s->be->ctx, s->x, D * sizeof(float), D * sizeof(float), norm_w));
+    EXPECT_OK(i->buffer_alloc(s->be->ctx, D * sizeof(float), &s->xn));
+    EXPECT_OK(i->buffer_alloc(s->be->ctx, D * sizeof(float), &s->y));
+    EXPECT_OK(i->buffer_alloc(s->be->ctx, D * sizeof(float), &s->z));
+    for (int m = 0; m < N_MM; m++)
+        EXPECT_OK(
+            i->weight_create(s->be->ctx, CLINFER_DT_Q4_0, D, D, weights + m * D * row, &s->w[m]));
+}
+
+static void side_free(side *s) {
+    if (!s->be) return;
+    clinfer_buffer *bufs[] = {s->x, s->xn, s->y, s->z};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
+        s->be->i->buffer_free(s->be->ctx, bufs[i]);
+    for (int m = 0; m < N_MM; m++)
+        s->be->i->buffer_free(s->be->ctx, s->w[m]);
+    clinfer_backend_free(s->be);
+}
+
+static clinfer_ref at(clinfer_buffer *b, size_t offset) {
+    return (clinfer_ref){b, offset};
+}
+
+static clinfer_op norm_op(const side *s) { /* xn = rmsnorm(x) * w, rounded for the matmul */
+    return (clinfer_op){.kind = CLINFER_OP_RMSNORM,
+                        .norm = {.x = at(s->x, 0),
+                                 .w = at(s->x, D),
+                                 .y = at(s->xn, 0),
+                                 .n = 1,
+                                 .d = D,
+                                 .eps = 1e-5f,
+                                 .y_q8 = true}};
+}
+
+/* y (+)= W[m] x, accumulating into the residual stream x */
+static clinfer_op matmul_op(const side *s, int m, clinfer_buffer *y) {
+    return (clinfer_op){.kind = CLINFER_OP_MATMUL,
+                        .matmul = {.w = s->w[m],
+                                   .x = at(s->xn, 0),
+                                   .y = at(y, 0),
+                                   .m = D,
+                                   .k = D,
+                                   .n = 1,
+                                   .accumulate = y == s->x,
+                                   .x_q8 = true}};
+}
+
+/* Runs ops as the executor does: runs where the backend takes them, else one op; *runs gets
+ * the number of steps, bad the index of the op that failed (-1: none). */
+static void run_ops(const side *s, const clinfer_op *ops, size_t n, int *runs, int *bad) {
+    *runs = 0;
+    *bad = -1;
+    for (size_t i = 0; i < n;) {
+        size_t taken = 0;
+        clinfer_status st = s->be->i->op_run(s->be->ctx, ops + i, n - i, &taken);
+        EXPECT(st == CLINFER_OK, "op_run at %zu: %s", i, clinfer_last_error());
+        if (taken == 0) {
+            st = s->be->i->op(s->be->ctx, &ops[i]);
+            if (st != CLINFER_OK && *bad < 0) *bad = (int)i;
+            taken = 1;
+        }
+        i += taken;
+        ++*runs;
+    }
+    EXPECT_OK(s->be->i->sync(s->be->ctx));
+}
+
+static void expect_same(clinfer_buffer *const *bufs, const char *what) {
+    float out[SIDES][D];
+    for (int k = 0; k < SIDES; k++)
+        EXPECT_OK(sides[k].be->i->buffer_read(sides[k].be->ctx, bufs[k], 0, sizeof out[k], out[k]));
+    EXPECT(!memcmp(out[PER_OP], out[GRAPH], sizeof out[0]), "%s: outputs differ", what);
+}
+
+static void test_ops(void) {
+    float x[D], norm_w[D];
+    rng_seed(11);
+    rng_fill(x, D, -1.0f, 1.0f);
+    rng_fill(norm_w, D, 0.5f, 1.5f);
+    size_t row = clinfer_dtype_row_bytes(CLINFER_DT_Q4_0, D);
+    unsigned char *weights = malloc(N_MM * D * row);
+    float f[D];
+    for (int r = 0; r < N_MM * D; r++) {
+        rng_fill(f, D, -1.0f, 1.0f);
+        clinfer_quantize_row(CLINFER_DT_Q4_0, f, weights + r * row, D);
+    }
+    for (int k = 0; k < SIDES; k++)
+        side_init(&sides[k], k == GRAPH, x, norm_w, weights);
+    free(weights);
+    if (!sides[PER_OP].be || !sides[GRAPH].be) return;
+
+    /* norm and two matmuls, a layernorm the graph cannot do, the same again, then a matmul past
+     * its output */
+    int runs[SIDES], bad[SIDES];
+    for (int k = 0; k < SIDES; k++) {
+        const side *s = &sides[k];
+        clinfer_op bad_mm = matmul_op(s, 4, s->y);
+        bad_mm.matmul.y.offset = 1; /* D outputs from element 1 of a D-element buffer */
+        clinfer_op ops[] = {norm_op(s),
+                            matmul_op(s, 0, s->y),
+                            matmul_op(s, 1, s->x),
+                            {.kind = CLINFER_OP_LAYERNORM,
+                             .norm = {.x = at(s->y, 0), .y = at(s->z, 0), .n = 1, .d = D}},
+                            norm_op(s),
+                            matmul_op(s, 2, s->y),
+                            matmul_op(s, 3, s->x),
+                            bad_mm};
+        run_ops(s, ops, sizeof ops / sizeof ops[0], &runs[k], &bad[k]);
+        if (k == GRAPH)
+            EXPECT(strstr(clinfer_last_error(), "needs elements"), "the bad matmul's message: %s",
+                   clinfer_last_error());
+    }
+    EXPECT(bad[PER_OP] == 7 && bad[GRAPH] == 7, "the bad matmul fails (per-op %d, graph %d)",
+           bad[PER_OP], bad[GRAPH]);
+    EXPECT(runs[GRAPH] == 4, "graph steps: %d, want 4 (2 runs, the layernorm, the bad matmul)",
+           runs[GRAPH]);
+    expect_same((clinfer_buffer *[]){sides[0].z, sides[1].z}, "the layernorm's output");
+    expect_same((clinfer_buffer *[]){sides[0].x, sides[1].x}, "the residual after it");
+    expect_same((clinfer_buffer *[]){sides[0].y, sides[1].y}, "the last matmul's output");
+
+    /* N_MM matmuls, each over its own weight: more buffers than one launch takes */
+    clinfer_op chain[SIDES][2 * N_MM];
+    for (int k = 0; k < SIDES; k++) {
+        const side *s = &sides[k];
+        for (int m = 0; m < N_MM; m++) {
+            chain[k][2 * m] = norm_op(s);
+            chain[k][2 * m + 1] = matmul_op(s, m, m % 2 ? s->x : s->y);
+        }
+        run_ops(s, chain[k], 2 * N_MM, &runs[k], &bad[k]);
+    }
+    EXPECT(bad[GRAPH] < 0 && runs[GRAPH] > 1 && runs[GRAPH] < 2 * N_MM,
+           "the long run: %d graph steps, failure at %d", runs[GRAPH], bad[GRAPH]);
+    expect_same((clinfer_buffer *[]){sides[0].x, sides[1].x}, "the long run's x");
+    expect_same((clinfer_buffer *[]){sides[0].y, sides[1].y}, "the long run's y");
+    printf("ops: runs stop at a layernorm and a bad matmul; %d matmuls in %d launches\n", N_MM,
+           runs[GRAPH]);
+    for (int k = 0; k < SIDES; k++)
+        side_free(&sides[k]);
+}
+
+int main(void) {
+    size_t count = 0;
+    clinfer_device_info info;
+    if (clinfer_device_count(&count) != CLINFER_OK || count == 0 ||
+        clinfer_device_get_info(0, &info) != CLINFER_OK || info.type != CLINFER_DEVICE_CPU) {
+        printf("no CPU OpenCL device as device 0: graph launches are not used\n");
+        return 77;
+    }
+    test_ops();
+    static const char *const archs[] = {"llama", "qwen2", "gpt2"};
+    static const clinfer_dtype types[] = {CLINFER_DT_F32,  CLINFER_DT_F16,  CLINFER_DT_Q8_0,
+                                          CLINFER_DT_Q4_0, CLINFER_DT_Q4_1, CLINFER_DT_Q4_K,
+                                          CLINFER_DT_Q6_K};
+    for (size_t a = 0; a < 3; a++)
+        for (size_t t = 0; t < sizeof types / sizeof types[0]; t++)
+            test_model(archs[a], types[t], false, false);
+    test_model("llama", CLINFER_DT_Q4_0, true, false);
+    test_model("qwen2", CLINFER_DT_Q8_0, false, true);
+    test_model("llama", CLINFER_DT_F16, true, false);
+    return finish("test_graph");
+}
