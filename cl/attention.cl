@@ -44,7 +44,9 @@ __kernel void attention_rows(__global const float *q, ulong q_off, __global kv_t
                    v_src + v_src_off, xq, xd, xf, n, n_head, n_kv_head, head_dim, pos0, chunk,
                    (int)get_global_size(2), scale, n_rot, neox, freq_base, freq_scale, want_f,
                    round_q8};
-    attention_item(&a, h, i, get_global_id(2));
+    float cs[ROPE_TABLE], ss[ROPE_TABLE];
+    if (n_rot) rope_table(pos0, n_rot, freq_base, freq_scale, cs, ss);
+    attention_item(&a, h, i, get_global_id(2), cs, ss);
 }
 
 /* Combines the chunks of attention_rows (attention_merge_item): work-item (h, i). */

@@ -26,15 +26,24 @@
 #define G_INTS 32
 #define G_LINE 16
 
-/* Record kinds and their fields (graph_cl.c writes them): an operand is a slot then an offset
- * in elements; floats are stored as their bits. Every record starts with kind, tasks. */
-#define G_EMBED 1     /* w (q, s), il, k, m, ids, y, n: rows y[i] = W[ids[i]] */
-#define G_RMSNORM 2   /* x, w, has_w, y, n, d, eps, want_q, q8 */
-#define G_QUANTIZE 3  /* x, count, q8 */
-#define G_MATMUL 4    /* w (q, s), il, k, r0, rows, x, y, bias, flags, variant, per_task, q8 */
-#define G_ATTENTION 5 /* q, k, v, out, part, k_src, v_src, shape..., q8 */
-#define G_MERGE 6     /* as G_ATTENTION: combine its chunks */
-#define G_SWIGLU 7    /* a, b, y, count, want_q, per_task, q8 */
+/* Record kinds and their fields (graph_cl.c writes them; every record starts with kind, tasks,
+ * and ends with the q8 fields at Q8_AT; an operand is a slot then an offset in elements, floats
+ * are stored as their bits):
+ *   G_EMBED      w (q, s: byte offsets), il, k, m, ids, y: a task per row, y[i] = W[ids[i]]
+ *   G_RMSNORM    x, w, has_w, y, d, eps, want_q: a task per row
+ *   G_QUANTIZE   x, count, per_task
+ *   G_MATMUL     w (q, s), il, k, r0, rows, x, y, bias, flags, variant, per_task
+ *   G_ATTENTION  q, k, v, out, part, k_src, v_src, n_head, n_kv_head, head_dim, pos0, chunk,
+ *                n_chunks, scale, n_rot, neox, freq_base, freq_scale, round_q8
+ *   G_MERGE      as G_ATTENTION: combines its chunks
+ *   G_SWIGLU     a, b, y, count, want_q, per_task */
+#define G_EMBED 1
+#define G_RMSNORM 2
+#define G_QUANTIZE 3
+#define G_MATMUL 4
+#define G_ATTENTION 5
+#define G_MERGE 6
+#define G_SWIGLU 7
 
 /* matmul variants: f32 x (row_dot), 8-bit x over rows interleaved by 16 (il_rows), 8-bit x
  * row-major (q8_row_dot) */
@@ -180,7 +189,15 @@ static void swiglu_task(__global const int *r, int task, const slot_t *slots) {
     }
 }
 
-static void run_task(__global const int *r, int task, const slot_t *slots) {
+/* A work-group's angles of the rotation, computed once per position: every attention of a
+ * decode step rotates by the same ones. */
+typedef struct {
+    int pos, n_rot; /* n_rot 0: none yet */
+    float freq_base, freq_scale;
+    float cs[ROPE_TABLE], ss[ROPE_TABLE];
+} rope_cache;
+
+static void run_task(__global const int *r, int task, const slot_t *slots, rope_cache *rope) {
     switch (r[0]) {
     case G_EMBED:
         embed_task(r, task, slots);
@@ -196,7 +213,15 @@ static void run_task(__global const int *r, int task, const slot_t *slots) {
         break;
     case G_ATTENTION: {
         attn_args a = attention_of(r, slots);
-        attention_item(&a, task / a.n_chunks, 0, task % a.n_chunks);
+        if (a.n_rot && (rope->n_rot != a.n_rot || rope->pos != a.pos0 ||
+                        rope->freq_base != a.freq_base || rope->freq_scale != a.freq_scale)) {
+            rope_table(a.pos0, a.n_rot, a.freq_base, a.freq_scale, rope->cs, rope->ss);
+            rope->pos = a.pos0;
+            rope->n_rot = a.n_rot;
+            rope->freq_base = a.freq_base;
+            rope->freq_scale = a.freq_scale;
+        }
+        attention_item(&a, task / a.n_chunks, 0, task % a.n_chunks, rope->cs, rope->ss);
         break;
     }
     case G_MERGE: {
@@ -232,14 +257,19 @@ static void wait_for(__global volatile int *counter, int want) {
 __kernel void run_graph(__global const int *recs, int n_recs,
                         __global volatile int *ctl SLOTS_64(SLOT_PARAM)) {
     slot_t slots[64] = {SLOTS_64(SLOT_VALUE)};
+    rope_cache rope = {.n_rot = 0};
     int rec = 0, first = 0; /* the record of the last ticket and its first ticket */
+    int ready = 0;          /* records before this one are known to be done */
     for (;;) {
         int ticket = atomic_inc(ctl);
         while (rec < n_recs && ticket >= first + recs[rec * G_INTS + 1])
             first += recs[rec++ * G_INTS + 1];
         if (rec >= n_recs) break;
-        if (rec > 0) wait_for(ctl + G_LINE * (rec + 1), recs[(rec - 1) * G_INTS + 1]);
-        run_task(recs + rec * G_INTS, ticket - first, slots);
+        if (rec > ready) {
+            wait_for(ctl + G_LINE * (rec + 1), recs[(rec - 1) * G_INTS + 1]);
+            ready = rec;
+        }
+        run_task(recs + rec * G_INTS, ticket - first, slots, &rope);
         atomic_inc(ctl + G_LINE * (rec + 2));
     }
     if (atomic_inc(ctl + G_LINE) != (int)get_num_groups(0) - 1) return;

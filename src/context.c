@@ -8,12 +8,16 @@
 
 #define DEFAULT_N_BATCH 256
 #define MAX_N_CTX (1u << 24)
+/* CL_DEVICE_MAX_MEM_ALLOC_SIZE is at least this on every OpenCL device */
+#define KV_GROUP_BYTES ((size_t)128 << 20)
 
 struct clinfer_context {
     clinfer_model *model;
     uint32_t n_ctx, n_batch;
     uint32_t n_past;
     exec_state state;
+    clinfer_buffer **kv_bufs; /* [2 * n_kv_bufs]: K then V of each group of layers */
+    uint32_t n_kv_bufs;
     exec_plan **plans; /* [n_batch + 1]: the plan for n tokens, built on first use */
     float *logits;     /* [n_vocab] of the last evaluated token */
     bool has_logits;
@@ -82,18 +86,30 @@ static clinfer_status create_buffers(clinfer_context *c, bool kv_f32) {
         if (sizes[i]) CHECK(alloc(c, sizes[i], &s->buf[i]));
 
     s->kv_type = kv_f32 ? CLINFER_DT_F32 : CLINFER_DT_F16;
-    size_t cache_bytes = (size_t)c->n_ctx * hp->n_head_kv * hp->head_dim * kv_elem_bytes(kv_f32);
+    size_t cache = (size_t)c->n_ctx * hp->n_head_kv * hp->head_dim; /* elements per layer */
+    size_t cache_bytes = cache * kv_elem_bytes(kv_f32);
+    /* Layers share buffers of at most KV_GROUP_BYTES: few buffers (a graph launch names every
+     * buffer of a decode step), none past what every OpenCL device can allocate. */
+    uint32_t per_buf = cache_bytes < KV_GROUP_BYTES ? (uint32_t)(KV_GROUP_BYTES / cache_bytes) : 1;
+    if (per_buf > hp->n_layer) per_buf = hp->n_layer;
+    c->n_kv_bufs = (hp->n_layer + per_buf - 1) / per_buf;
     s->k_cache = calloc(hp->n_layer, sizeof *s->k_cache);
     s->v_cache = calloc(hp->n_layer, sizeof *s->v_cache);
-    if (!s->k_cache || !s->v_cache) {
+    c->kv_bufs = calloc(2 * (size_t)c->n_kv_bufs, sizeof *c->kv_bufs);
+    if (!s->k_cache || !s->v_cache || !c->kv_bufs) {
         st = clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "context: no memory for %u cache handles",
                           hp->n_layer);
         goto cleanup;
     }
-    /* One buffer per layer keeps each allocation small (CL_DEVICE_MAX_MEM_ALLOC_SIZE). */
     for (uint32_t il = 0; il < hp->n_layer; il++) {
-        CHECK(alloc(c, cache_bytes, &s->k_cache[il]));
-        CHECK(alloc(c, cache_bytes, &s->v_cache[il]));
+        uint32_t g = il / per_buf, in_buf = il - g * per_buf;
+        if (in_buf == 0) {
+            uint32_t layers = hp->n_layer - il < per_buf ? hp->n_layer - il : per_buf;
+            CHECK(alloc(c, layers * cache_bytes, &c->kv_bufs[2 * g]));
+            CHECK(alloc(c, layers * cache_bytes, &c->kv_bufs[2 * g + 1]));
+        }
+        s->k_cache[il] = (clinfer_ref){c->kv_bufs[2 * g], in_buf * cache};
+        s->v_cache[il] = (clinfer_ref){c->kv_bufs[2 * g + 1], in_buf * cache};
     }
 
     if (s->buf[EXEC_POS_IDS]) {
@@ -170,11 +186,10 @@ void clinfer_context_free(clinfer_context *c) {
     pthread_mutex_lock(&c->model->backend_lock);
     for (int i = 0; i < EXEC_COUNT; i++)
         if (s->buf[i]) be->i->buffer_free(be->ctx, s->buf[i]);
-    for (uint32_t il = 0; il < c->model->hp.n_layer; il++) {
-        if (s->k_cache && s->k_cache[il]) be->i->buffer_free(be->ctx, s->k_cache[il]);
-        if (s->v_cache && s->v_cache[il]) be->i->buffer_free(be->ctx, s->v_cache[il]);
-    }
+    for (uint32_t i = 0; c->kv_bufs && i < 2 * c->n_kv_bufs; i++)
+        if (c->kv_bufs[i]) be->i->buffer_free(be->ctx, c->kv_bufs[i]);
     pthread_mutex_unlock(&c->model->backend_lock);
+    free(c->kv_bufs);
     free(s->k_cache);
     free(s->v_cache);
     for (uint32_t n = 0; c->plans && n <= c->n_batch; n++)

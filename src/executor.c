@@ -191,8 +191,8 @@ static void attention_block(builder *b, const clinfer_model *m, const exec_state
 
     clinfer_op attention = {.kind = CLINFER_OP_ATTENTION,
                             .attention = {.q = q,
-                                          .k = at(s->k_cache[il], 0),
-                                          .v = at(s->v_cache[il], 0),
+                                          .k = s->k_cache[il],
+                                          .v = s->v_cache[il],
                                           .out = at(buf[EXEC_ATT], 0),
                                           .kv_type = s->kv_type,
                                           .n = n,
@@ -207,13 +207,13 @@ static void attention_block(builder *b, const clinfer_model *m, const exec_state
     matmul(b, &l->wk, xn, k, l->bk, n, false);
     matmul(b, &l->wv, xn, v, l->bv, n, false);
     if (gpt2) { /* no rotation to fuse the cache writes into */
-        clinfer_buffer *caches[2] = {s->k_cache[il], s->v_cache[il]};
+        clinfer_ref caches[2] = {s->k_cache[il], s->v_cache[il]};
         clinfer_ref fresh[2] = {k, v};
         for (int i = 0; i < 2; i++)
             push(b,
                  (clinfer_op){.kind = CLINFER_OP_STORE,
                               .store = {.src = fresh[i],
-                                        .dst = at(caches[i], 0),
+                                        .dst = caches[i],
                                         .dst_type = s->kv_type,
                                         .count = kv_count}},
                  kv_dim);
@@ -231,9 +231,9 @@ static void attention_block(builder *b, const clinfer_model *m, const exec_state
          * store launches. */
         push(b, rope_op(hp, q, n, (int)hp->n_head), 0);
         clinfer_op keys = rope_op(hp, k, n, (int)hp->n_head_kv);
-        keys.rope.k_dst = at(s->k_cache[il], 0);
+        keys.rope.k_dst = s->k_cache[il];
         keys.rope.v_src = v;
-        keys.rope.v_dst = at(s->v_cache[il], 0);
+        keys.rope.v_dst = s->v_cache[il];
         keys.rope.kv_heads = (int)hp->n_head_kv;
         keys.rope.kv_type = s->kv_type;
         push(b, keys, kv_dim);

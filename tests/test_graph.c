@@ -5,11 +5,14 @@
  *     positions into chunks; the logits of every step are identical with CLINFER_GRAPH=0, and
  *     the trace shows that graph launches ran the decode steps (llama and qwen2; none of gpt2's
  *     runs is long enough);
+ *   - two models decoding at once from two threads, their graph launches sharing the device's
+ *     threads: both finish, with the logits of decoding alone;
  *   - ops: a run stops before an op the kernel cannot do (a LAYERNORM) and before a bad one (a
  *     matmul past its output buffer), which op() then rejects with its own message; a run that
  *     names more buffers than a launch takes is split over several launches; the outputs are
  *     those of the per-op backend.
  * Skipped (77) without a CPU OpenCL device, where the backend takes no graph launches. */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,25 +39,6 @@ static clinfer_model *load(const char *path, bool graph) {
     EXPECT_OK(clinfer_model_load(path, &p, &m));
     unsetenv("CLINFER_GRAPH");
     return m;
-}
-
-/* The logits after the prompt and after each single token, appended to out. */
-static clinfer_status steps(clinfer_model *m, const clinfer_context_params *cp, float *out) {
-    clinfer_context *ctx = NULL;
-    const float *logits;
-    size_t n_vocab = 0;
-    int32_t ids[N_PROMPT + N_DECODE];
-    for (int i = 0; i < N_PROMPT + N_DECODE; i++)
-        ids[i] = 3 + (i * 53) % 250;
-    clinfer_status st = clinfer_context_create(m, cp, &ctx);
-    if (st == CLINFER_OK) st = clinfer_eval(ctx, ids, N_PROMPT);
-    for (int i = 0; st == CLINFER_OK && i <= N_DECODE; i++) {
-        st = clinfer_get_logits(ctx, &logits, &n_vocab);
-        if (st == CLINFER_OK) memcpy(out + (size_t)i * n_vocab, logits, n_vocab * sizeof *out);
-        if (st == CLINFER_OK && i < N_DECODE) st = clinfer_eval(ctx, &ids[N_PROMPT + i], 1);
-    }
-    clinfer_context_free(ctx);
-    return st;
 }
 
 /* Graph events in a Chrome trace written by CLINFER_TRACE. */
@@ -86,7 +70,7 @@ static void test_model(const char *arch, clinfer_dtype type, bool kv_f32, bool f
     for (int side = 0; side < SIDES; side++) {
         clinfer_model *m = load(path, side == GRAPH);
         if (side == GRAPH) setenv("CLINFER_TRACE", trace, 1);
-        if (m) EXPECT_OK(steps(m, &cp, logits[side]));
+        if (m) EXPECT_OK(tiny_model_decode(m, &cp, N_PROMPT, N_DECODE, logits[side]));
         unsetenv("CLINFER_TRACE");
         clinfer_model_free(m);
     }
@@ -106,15 +90,64 @@ static void test_model(const char *arch, clinfer_dtype type, bool kv_f32, bool f
     remove(trace);
 }
 
+/* Two models (two backends on one device) decoding at once from two threads: their graph
+ * launches share the device's threads, so one launch may run while the other's work-groups wait
+ * for a thread; each must still finish, with the logits of a model decoding alone. */
+typedef struct {
+    clinfer_model *model;
+    float *logits;
+    clinfer_status st;
+} job;
+
+static void *run_job(void *arg) {
+    job *j = arg;
+    j->st = tiny_model_decode(j->model, NULL, N_PROMPT, N_DECODE, j->logits);
+    return NULL;
+}
+
+static void test_concurrent(void) {
+    char path[128];
+    snprintf(path, sizeof path, "graph_threads_%d.gguf", (int)getpid());
+    tiny_model_spec spec;
+    tiny_model_default(&spec, "llama", CLINFER_DT_Q4_0);
+    EXPECT(tiny_model_write(&spec, path) == 0, "writing %s", path);
+    size_t n = (size_t)(N_DECODE + 1) * tiny_model_n_vocab();
+    job jobs[3];
+    for (int i = 0; i < 3; i++)
+        jobs[i] = (job){.model = load(path, true), .logits = calloc(n, sizeof(float))};
+    if (jobs[0].model && jobs[1].model && jobs[2].model) {
+        run_job(&jobs[0]);
+        pthread_t t[2];
+        for (int i = 0; i < 2; i++)
+            EXPECT(pthread_create(&t[i], NULL, run_job, &jobs[1 + i]) == 0, "thread %d", i);
+        for (int i = 0; i < 2; i++)
+            pthread_join(t[i], NULL);
+        for (int i = 0; i < 3; i++)
+            EXPECT(jobs[i].st == CLINFER_OK, "model %d: %s", i, clinfer_status_str(jobs[i].st));
+        for (int i = 1; i < 3; i++)
+            EXPECT(!memcmp(jobs[i].logits, jobs[0].logits, n * sizeof(float)),
+                   "model %d, decoding beside another, differs from decoding alone", i);
+        printf("two models decoding at once: logits as alone\n");
+    }
+    for (int i = 0; i < 3; i++) {
+        clinfer_model_free(jobs[i].model);
+        free(jobs[i].logits);
+    }
+    remove(path);
+}
+
 /* ---- ops ---------------------------------------------------------------------------------- */
 
-#define D 64    /* rows of x and outputs */
-#define N_MM 40 /* matmuls of the long run: 80 weight buffers, more than a launch's slots */
+#define D 64  /* rows of x and outputs */
+#define N_W 5 /* weights */
+#define N_OUT                                                                                      \
+    70 /* matmuls of the long run, each into a buffer of its own: more buffers than a              \
+        * launch takes */
 
 /* The same buffers on both backends. */
 typedef struct {
     clinfer_backend *be;
-    clinfer_buffer *x, *xn, *y, *z, *w[N_MM];
+    clinfer_buffer *x, *xn, *y, *z, *w[N_W], *out[N_OUT];
 } side;
 
 static side sides[SIDES];
@@ -133,9 +166,11 @@ static void side_init(side *s, bool graph, const float *x, const float *norm_w,
     EXPECT_OK(i->buffer_alloc(s->be->ctx, D * sizeof(float), &s->xn));
     EXPECT_OK(i->buffer_alloc(s->be->ctx, D * sizeof(float), &s->y));
     EXPECT_OK(i->buffer_alloc(s->be->ctx, D * sizeof(float), &s->z));
-    for (int m = 0; m < N_MM; m++)
+    for (int m = 0; m < N_W; m++)
         EXPECT_OK(
             i->weight_create(s->be->ctx, CLINFER_DT_Q4_0, D, D, weights + m * D * row, &s->w[m]));
+    for (int o = 0; o < N_OUT; o++)
+        EXPECT_OK(i->buffer_alloc(s->be->ctx, D * sizeof(float), &s->out[o]));
 }
 
 static void side_free(side *s) {
@@ -143,8 +178,10 @@ static void side_free(side *s) {
     clinfer_buffer *bufs[] = {s->x, s->xn, s->y, s->z};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         s->be->i->buffer_free(s->be->ctx, bufs[i]);
-    for (int m = 0; m < N_MM; m++)
+    for (int m = 0; m < N_W; m++)
         s->be->i->buffer_free(s->be->ctx, s->w[m]);
+    for (int o = 0; o < N_OUT; o++)
+        s->be->i->buffer_free(s->be->ctx, s->out[o]);
     clinfer_backend_free(s->be);
 }
 
@@ -209,9 +246,9 @@ static void test_ops(void) {
     rng_fill(x, D, -1.0f, 1.0f);
     rng_fill(norm_w, D, 0.5f, 1.5f);
     size_t row = clinfer_dtype_row_bytes(CLINFER_DT_Q4_0, D);
-    unsigned char *weights = malloc(N_MM * D * row);
+    unsigned char *weights = malloc(N_W * D * row);
     float f[D];
-    for (int r = 0; r < N_MM * D; r++) {
+    for (int r = 0; r < N_W * D; r++) {
         rng_fill(f, D, -1.0f, 1.0f);
         clinfer_quantize_row(CLINFER_DT_Q4_0, f, weights + r * row, D);
     }
@@ -249,22 +286,24 @@ static void test_ops(void) {
     expect_same((clinfer_buffer *[]){sides[0].x, sides[1].x}, "the residual after it");
     expect_same((clinfer_buffer *[]){sides[0].y, sides[1].y}, "the last matmul's output");
 
-    /* N_MM matmuls, each over its own weight: more buffers than one launch takes */
-    clinfer_op chain[SIDES][2 * N_MM];
+    /* N_OUT matmuls, each into a buffer of its own: more buffers than one launch takes */
+    clinfer_op chain[SIDES][2 + N_OUT];
     for (int k = 0; k < SIDES; k++) {
         const side *s = &sides[k];
-        for (int m = 0; m < N_MM; m++) {
-            chain[k][2 * m] = norm_op(s);
-            chain[k][2 * m + 1] = matmul_op(s, m, m % 2 ? s->x : s->y);
-        }
-        run_ops(s, chain[k], 2 * N_MM, &runs[k], &bad[k]);
+        chain[k][0] = norm_op(s);
+        for (int o = 0; o < N_OUT; o++)
+            chain[k][1 + o] = matmul_op(s, o % N_W, s->out[o]);
+        chain[k][1 + N_OUT] = matmul_op(s, 0, s->x);
+        run_ops(s, chain[k], 2 + N_OUT, &runs[k], &bad[k]);
     }
-    EXPECT(bad[GRAPH] < 0 && runs[GRAPH] > 1 && runs[GRAPH] < 2 * N_MM,
+    EXPECT(bad[GRAPH] < 0 && runs[GRAPH] > 1 && runs[GRAPH] < 2 + N_OUT,
            "the long run: %d graph steps, failure at %d", runs[GRAPH], bad[GRAPH]);
+    for (int o = 0; o < N_OUT; o++)
+        expect_same((clinfer_buffer *[]){sides[0].out[o], sides[1].out[o]}, "the long run");
     expect_same((clinfer_buffer *[]){sides[0].x, sides[1].x}, "the long run's x");
-    expect_same((clinfer_buffer *[]){sides[0].y, sides[1].y}, "the long run's y");
-    printf("ops: runs stop at a layernorm and a bad matmul; %d matmuls in %d launches\n", N_MM,
-           runs[GRAPH]);
+    printf("ops: runs stop at a layernorm and a bad matmul; %d matmuls into as many buffers in %d "
+           "launches\n",
+           N_OUT + 1, runs[GRAPH]);
     for (int k = 0; k < SIDES; k++)
         side_free(&sides[k]);
 }
@@ -278,6 +317,7 @@ int main(void) {
         return 77;
     }
     test_ops();
+    test_concurrent();
     static const char *const archs[] = {"llama", "qwen2", "gpt2"};
     static const clinfer_dtype types[] = {CLINFER_DT_F32,  CLINFER_DT_F16,  CLINFER_DT_Q8_0,
                                           CLINFER_DT_Q4_0, CLINFER_DT_Q4_1, CLINFER_DT_Q4_K,

@@ -18,26 +18,6 @@
 #define N_PROMPT 12
 #define N_DECODE 4
 
-/* The prompt in one eval, then N_DECODE single tokens; the logits after each step are appended
- * to out ([(1 + N_DECODE) * n_vocab]). */
-static clinfer_status eval_logits(clinfer_model *m, float *out) {
-    clinfer_context *ctx = NULL;
-    const float *logits;
-    size_t n_vocab = 0;
-    int32_t ids[N_PROMPT + N_DECODE];
-    for (int i = 0; i < N_PROMPT + N_DECODE; i++)
-        ids[i] = 3 + (i * 37) % 200;
-    clinfer_status st = clinfer_context_create(m, NULL, &ctx);
-    if (st == CLINFER_OK) st = clinfer_eval(ctx, ids, N_PROMPT);
-    for (int step = 0; st == CLINFER_OK && step <= N_DECODE; step++) {
-        st = clinfer_get_logits(ctx, &logits, &n_vocab);
-        if (st == CLINFER_OK) memcpy(out + (size_t)step * n_vocab, logits, n_vocab * sizeof *out);
-        if (st == CLINFER_OK && step < N_DECODE) st = clinfer_eval(ctx, &ids[N_PROMPT + step], 1);
-    }
-    clinfer_context_free(ctx);
-    return st;
-}
-
 /* Counts the trace's events named name, and graph events (runs of ops in one launch) that
  * begin with an op of that name; -1 when it is not the expected JSON. */
 static int trace_events(const char *path, const char *name) {
@@ -67,9 +47,10 @@ static int trace_events(const char *path, const char *name) {
     return n;
 }
 
-/* Checks the table eval_logits' context printed: matmul took time (its own launches, or graph
- * launches that ran runs of ops), the op times (and, timed, the host's enqueue time) of a token
- * fit in its wall time, and the times come from the device exactly when the backend was timed. */
+/* Checks the table tiny_model_decode's context printed: matmul took time (its own launches, or
+ * graph launches that ran runs of ops), the op times (and, timed, the host's enqueue time) of a
+ * token fit in its wall time, and the times come from the device exactly when the backend was
+ * timed. */
 static void check_table(const char *path, const char *what, bool timed) {
     FILE *f = fopen(path, "r");
     char line[512];
@@ -130,14 +111,14 @@ static void test_same_logits(const char *model_path, clinfer_backend_kind kind, 
     unsetenv("CLINFER_PROFILE");
     if (!m || !plain || !profiled) goto cleanup;
 
-    EXPECT_OK(eval_logits(m, plain));
+    EXPECT_OK(tiny_model_decode(m, NULL, N_PROMPT, N_DECODE, plain));
     setenv("CLINFER_PROFILE", "1", 1);
     setenv("CLINFER_TRACE", trace, 1);
     /* the table goes to stderr as the context is freed */
     fflush(stderr);
     int saved_stderr = dup(2), table_fd = open(table, O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (saved_stderr >= 0 && table_fd >= 0) dup2(table_fd, 2);
-    EXPECT_OK(eval_logits(m, profiled));
+    EXPECT_OK(tiny_model_decode(m, NULL, N_PROMPT, N_DECODE, profiled));
     fflush(stderr);
     if (saved_stderr >= 0) dup2(saved_stderr, 2);
     if (saved_stderr >= 0) close(saved_stderr);

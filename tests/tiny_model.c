@@ -211,3 +211,24 @@ int tiny_model_write(const tiny_model_spec *s, const char *path) {
     gw_free(w);
     return rc ? -1 : 0;
 }
+
+clinfer_status tiny_model_decode(clinfer_model *m, const clinfer_context_params *cp, int n_prompt,
+                                 int n_decode, float *out) {
+    clinfer_context *ctx = NULL;
+    const float *logits;
+    size_t n_vocab = 0;
+    int32_t *ids = malloc((size_t)(n_prompt + n_decode) * sizeof *ids);
+    if (!ids) return CLINFER_ERR_OUT_OF_MEMORY;
+    for (int i = 0; i < n_prompt + n_decode; i++)
+        ids[i] = 3 + (i * 53) % 250;
+    clinfer_status st = clinfer_context_create(m, cp, &ctx);
+    if (st == CLINFER_OK) st = clinfer_eval(ctx, ids, (size_t)n_prompt);
+    for (int i = 0; st == CLINFER_OK && i <= n_decode; i++) {
+        st = clinfer_get_logits(ctx, &logits, &n_vocab);
+        if (st == CLINFER_OK) memcpy(out + (size_t)i * n_vocab, logits, n_vocab * sizeof *out);
+        if (st == CLINFER_OK && i < n_decode) st = clinfer_eval(ctx, &ids[n_prompt + i], 1);
+    }
+    clinfer_context_free(ctx);
+    free(ids);
+    return st;
+}

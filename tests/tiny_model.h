@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "clinfer.h"
 #include "quant.h"
 
 typedef struct {
@@ -31,5 +32,11 @@ uint32_t tiny_model_n_vocab(void);
 
 /* Writes the model; 0 on success, -1 on failure (message on stderr). */
 int tiny_model_write(const tiny_model_spec *spec, const char *path);
+
+/* Decodes on a new context (cp NULL: defaults): n_prompt token ids in one eval, then n_decode
+ * more one by one, appending the logits after the prompt and after each token to out
+ * ([(1 + n_decode) * tiny_model_n_vocab()]). The ids are a fixed sequence of the vocabulary's. */
+clinfer_status tiny_model_decode(clinfer_model *m, const clinfer_context_params *cp, int n_prompt,
+                                 int n_decode, float *out);
 
 #endif

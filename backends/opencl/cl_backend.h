@@ -106,10 +106,12 @@ clinfer_status cl_rounding_op(cl_backend_ctx *b, const clinfer_op *op);
  * buffers and want_f of round_q8.clh's round_block; once the launch is enqueued,
  * cl_act_q8_made records y as rounded, so that matmul does not round it again. */
 clinfer_status cl_act_q8_buffers(cl_backend_ctx *b, size_t count, cl_mem mem[3], int *want_f);
+int cl_act_q8_want_f(const cl_backend_ctx *b); /* the want_f cl_act_q8_buffers gives */
 void cl_act_q8_made(cl_backend_ctx *b, clinfer_ref y, size_t count, int want_f);
 clinfer_status cl_embed(cl_backend_ctx *b, const clinfer_op *op);
 /* What graph_cl.c needs to know of a MATMUL or EMBED op's weight, after checking the op as the
- * per-op path does: its type and first part's arrays (s is q for f32/f16), whether its rows are
+ * per-op path does: its type and first part's arrays (their arena, where it has one; s is q for
+ * f32/f16), whether its rows are
  * interleaved, the bytes a row takes as stored, and the matvec the per-op path would run:
  * CL_MM_ROWS over f32 x (or d * q of 8-bit x), CL_MM_IL or CL_MM_Q8 over 8-bit x (the values of
  * graph.cl's MM_ROWS, MM_IL and MM_Q8). */
@@ -117,7 +119,8 @@ enum { CL_MM_ROWS, CL_MM_IL, CL_MM_Q8 };
 typedef struct {
     clinfer_dtype type;
     int parts;
-    cl_mem q, s;
+    cl_mem q, s; /* at q_off and s_off bytes */
+    size_t q_off, s_off;
     int il, variant;
     size_t row_bytes;
 } cl_weight_view;

@@ -9,8 +9,10 @@
  * op becomes a record (its operands as slots of the launch's buffer arguments) split into
  * tasks; an 8-bit matmul whose x is not yet rounded gets a rounding record before it, and an
  * attention split into chunks a merge record after it, exactly as the per-op path launches
- * them. The records go to the device through a ring of host copies, so encoding the next run
- * never waits for the last one to be read. */
+ * them. The records travel in a buffer made for the launch from the host's copy
+ * (CL_MEM_COPY_HOST_PTR): a write command would cost a launch's wake-ups of the device's
+ * threads, and the buffer is gone once the kernel is. */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,12 +27,13 @@ enum {
     G_LINE = 16,    /* ints between two counters of ctl (graph.cl) */
     N_SLOTS = 64,   /* buffer arguments of run_graph */
     MAX_RECS = 512, /* records per launch */
-    RING = 4,       /* host copies of the records */
     MIN_RUN = 3,    /* fewer ops gain little over their own launches (and a matmul and its
                      * norm pair up without a graph) */
-    /* work per task: about this many bytes of weights or activations read, and at least two
-     * tasks per compute unit where the op has that much work */
-    TASK_BYTES = 32 << 10,
+    /* Tasks per op: one per TASK_BYTES of weights or activations read, at least two and at
+     * most MAX_TASKS per compute unit (every task costs two atomic operations on lines the other
+     * units share; the last one decides how long the others wait) */
+    TASK_BYTES = 256 << 10,
+    MAX_TASKS = 32,
     /* reserved slots: the rounded activations (xq, xd, xf) and attention's chunk results */
     SLOT_XQ = 0,
     SLOT_XD,
@@ -56,10 +59,8 @@ static const struct {
 struct cl_graph_state {
     cl_program programs[N_GRAPH_TYPES][2]; /* [type][kv f16]; built when first needed */
     cl_kernel kernels[N_GRAPH_TYPES][2];
-    cl_mem recs, ctl;
-    int32_t *host[RING];
-    cl_event written[RING]; /* the write of host[i] to recs, until it is known done */
-    int next;
+    cl_mem ctl;
+    int32_t *recs; /* MAX_RECS records being encoded */
 };
 
 /* One run being put together: records, the buffers they name, and what the rounded
@@ -71,7 +72,7 @@ typedef struct {
     int want_f; /* the roundings also write d * q for f32 kernels (no integer dots here) */
     cl_mem slots[N_SLOTS];
     int n_slots;
-    int32_t *recs; /* NULL while only sizing the run */
+    int32_t *recs;
     size_t n_recs;
     size_t q8_count, part_bytes; /* the most any op needs of act and of attention's scratch */
     struct {
@@ -82,11 +83,16 @@ typedef struct {
 
 /* ---- buffers and records --------------------------------------------------------------- */
 
-/* The slot of mem, added when there is room; -1 when the launch's arguments are used up. */
+/* The slot of mem, added when there is room; -1 when the launch's arguments are used up, or
+ * when offsets into mem would not fit the records' 32 bits. */
 static int slot_of(encoder *e, cl_mem mem) {
     for (int i = 0; i < e->n_slots; i++)
         if (e->slots[i] == mem) return i;
-    if (e->n_slots == N_SLOTS) return -1;
+    size_t size = 0;
+    if (e->n_slots == N_SLOTS ||
+        clGetMemObjectInfo(mem, CL_MEM_SIZE, sizeof size, &size, NULL) != CL_SUCCESS ||
+        size > UINT32_MAX)
+        return -1;
     e->slots[e->n_slots] = mem;
     return e->n_slots++;
 }
@@ -102,12 +108,9 @@ static bool take_slots(encoder *e, const cl_mem *mems, int n) {
     return true;
 }
 
-/* A new record of kind split into tasks, its rounding fields pointing at act; NULL while
- * sizing (the caller then writes nothing). */
+/* A new record of kind split into tasks, its rounding fields naming the reserved slots. */
 static int32_t *record(encoder *e, int kind, size_t tasks) {
-    size_t i = e->n_recs++;
-    if (!e->recs) return NULL;
-    int32_t *r = e->recs + i * G_INTS;
+    int32_t *r = e->recs + e->n_recs++ * G_INTS;
     memset(r, 0, G_INTS * sizeof *r);
     r[0] = kind;
     r[1] = (int32_t)tasks;
@@ -124,9 +127,10 @@ static void put_ref(encoder *e, int32_t *r, int at, clinfer_ref ref) {
     r[at + 1] = (int32_t)ref.offset;
 }
 
-static void put_mem(encoder *e, int32_t *r, int at, cl_mem mem) {
+/* Fields at..at+1 of r: bytes from offset of mem (which already has a slot). */
+static void put_mem(encoder *e, int32_t *r, int at, cl_mem mem, size_t offset) {
     r[at] = slot_of(e, mem);
-    r[at + 1] = 0;
+    r[at + 1] = (int32_t)offset;
 }
 
 static int32_t float_bits(float f) {
@@ -139,9 +143,11 @@ static int32_t float_bits(float f) {
  * returned. */
 static size_t split(const encoder *e, size_t work, size_t unit_bytes, size_t *per_task) {
     size_t units = e->b->info.compute_units ? e->b->info.compute_units : 1;
-    size_t per = unit_bytes < TASK_BYTES ? TASK_BYTES / unit_bytes : 1;
-    if ((work + per - 1) / per < 2 * units) per = (work + 2 * units - 1) / (2 * units);
-    *per_task = per ? per : 1;
+    size_t tasks = work * unit_bytes / TASK_BYTES;
+    if (tasks < 2 * units) tasks = 2 * units;
+    if (tasks > MAX_TASKS * units) tasks = MAX_TASKS * units;
+    if (tasks > work) tasks = work;
+    *per_task = (work + tasks - 1) / tasks;
     return (work + *per_task - 1) / *per_task;
 }
 
@@ -183,34 +189,30 @@ static bool encode_matmul(encoder *e, const clinfer_op *op) {
     if (x_q8 && !fresh) { /* as quantize_x: round x first */
         size_t per_task, tasks = split(e, count / 32, 32 * 5, &per_task);
         int32_t *r = record(e, G_QUANTIZE, tasks);
-        if (r) {
-            put_ref(e, r, 2, x);
-            r[4] = (int32_t)count;
-            r[5] = (int32_t)per_task;
-        }
+        put_ref(e, r, 2, x);
+        r[4] = (int32_t)count;
+        r[5] = (int32_t)per_task;
         rounded_from(e, x, count);
     }
     int variant = w.variant, il = variant == CL_MM_IL;
     int r0 = op->matmul.row0, g0 = r0 / 16, work = il ? (r0 + m - 1) / 16 + 1 - g0 : m;
     size_t per_task, tasks = split(e, (size_t)work, w.row_bytes * (il ? 16 : 1), &per_task);
     int32_t *r = record(e, G_MATMUL, tasks);
-    if (r) {
-        put_mem(e, r, 2, w.q);
-        put_mem(e, r, 4, w.s);
-        r[6] = w.il;
-        r[7] = k;
-        r[8] = r0;
-        r[9] = m;
-        if (x_q8 && variant == CL_MM_ROWS) /* the f32 kernel reads x as d * q */
-            r[10] = SLOT_XF, r[11] = 0;
-        else
-            put_ref(e, r, 10, x);
-        put_ref(e, r, 12, y);
-        put_ref(e, r, 14, bias.buf ? bias : y);
-        r[16] = (op->matmul.accumulate ? 1 : 0) | (bias.buf ? 2 : 0);
-        r[17] = variant;
-        r[18] = (int32_t)per_task;
-    }
+    put_mem(e, r, 2, w.q, w.q_off);
+    put_mem(e, r, 4, w.s, w.s_off);
+    r[6] = w.il;
+    r[7] = k;
+    r[8] = r0;
+    r[9] = m;
+    if (x_q8 && variant == CL_MM_ROWS) /* the f32 kernel reads x as d * q */
+        r[10] = SLOT_XF, r[11] = 0;
+    else
+        put_ref(e, r, 10, x);
+    put_ref(e, r, 12, y);
+    put_ref(e, r, 14, bias.buf ? bias : y);
+    r[16] = (op->matmul.accumulate ? 1 : 0) | (bias.buf ? 2 : 0);
+    r[17] = variant;
+    r[18] = (int32_t)per_task;
     written(e, y.buf);
     return true;
 }
@@ -222,15 +224,13 @@ static bool encode_embed(encoder *e, const clinfer_op *op) {
     cl_mem mems[4] = {w.q, w.s, op->embed.ids.buf->mem, op->embed.y.buf->mem};
     if (!take_slots(e, mems, 4)) return false;
     int32_t *r = record(e, G_EMBED, (size_t)op->embed.n);
-    if (r) {
-        put_mem(e, r, 2, w.q);
-        put_mem(e, r, 4, w.s);
-        r[6] = w.il;
-        r[7] = op->embed.k;
-        r[8] = op->embed.m;
-        put_ref(e, r, 9, op->embed.ids);
-        put_ref(e, r, 11, op->embed.y);
-    }
+    put_mem(e, r, 2, w.q, w.q_off);
+    put_mem(e, r, 4, w.s, w.s_off);
+    r[6] = w.il;
+    r[7] = op->embed.k;
+    r[8] = op->embed.m;
+    put_ref(e, r, 9, op->embed.ids);
+    put_ref(e, r, 11, op->embed.y);
     written(e, op->embed.y.buf);
     return true;
 }
@@ -242,15 +242,13 @@ static bool encode_rmsnorm(encoder *e, const clinfer_op *op) {
     if (!take_slots(e, mems, 3)) return false;
     bool want_q = cl_round_output(op);
     int32_t *r = record(e, G_RMSNORM, (size_t)op->norm.n);
-    if (r) {
-        put_ref(e, r, 2, x);
-        put_ref(e, r, 4, w.buf ? w : x);
-        r[6] = w.buf != NULL;
-        put_ref(e, r, 7, y);
-        r[9] = op->norm.d;
-        r[10] = float_bits(op->norm.eps);
-        r[11] = want_q;
-    }
+    put_ref(e, r, 2, x);
+    put_ref(e, r, 4, w.buf ? w : x);
+    r[6] = w.buf != NULL;
+    put_ref(e, r, 7, y);
+    r[9] = op->norm.d;
+    r[10] = float_bits(op->norm.eps);
+    r[11] = want_q;
     written(e, y.buf);
     if (want_q) rounded_from(e, y, (size_t)op->norm.n * (size_t)op->norm.d);
     return true;
@@ -265,14 +263,12 @@ static bool encode_swiglu(encoder *e, const clinfer_op *op) {
     bool want_q = cl_round_output(op);
     size_t per_task, tasks = split(e, (count + 31) / 32, 32 * 12, &per_task);
     int32_t *r = record(e, G_SWIGLU, tasks);
-    if (r) {
-        put_ref(e, r, 2, a);
-        put_ref(e, r, 4, g);
-        put_ref(e, r, 6, y);
-        r[8] = (int32_t)count;
-        r[9] = want_q;
-        r[10] = (int32_t)per_task;
-    }
+    put_ref(e, r, 2, a);
+    put_ref(e, r, 4, g);
+    put_ref(e, r, 6, y);
+    r[8] = (int32_t)count;
+    r[9] = want_q;
+    r[10] = (int32_t)per_task;
     written(e, y.buf);
     if (want_q) rounded_from(e, y, count);
     return true;
@@ -324,10 +320,10 @@ static bool encode_attention(encoder *e, const clinfer_op *op) {
     size_t part = (size_t)n_head * n_chunks * ((size_t)head_dim + 2) * sizeof(float);
     if (n_chunks > 1 && part > e->part_bytes) e->part_bytes = part;
     int32_t *r = record(e, G_ATTENTION, (size_t)n_head * n_chunks);
-    if (r) put_attention(e, r, op, chunk, n_chunks, round_q8);
+    put_attention(e, r, op, chunk, n_chunks, round_q8);
     if (n_chunks > 1) {
         r = record(e, G_MERGE, (size_t)n_head);
-        if (r) put_attention(e, r, op, chunk, n_chunks, round_q8);
+        put_attention(e, r, op, chunk, n_chunks, round_q8);
     }
     written(e, out.buf);
     if (round_q8) rounded_from(e, out, q_total);
@@ -381,51 +377,32 @@ static clinfer_status graph_kernel(cl_backend_ctx *b, int type, int kv_f16, cl_k
     return st;
 }
 
-/* A host copy of the records that no pending write still reads, and where its write's event
- * goes. */
-static clinfer_status free_copy(cl_backend_ctx *b, int32_t **host, cl_event **written) {
+static clinfer_status launch(cl_backend_ctx *b, cl_kernel kernel, const encoder *e) {
     struct cl_graph_state *g = b->graph;
-    int i = g->next;
-    g->next = (g->next + 1) % RING;
-    *host = g->host[i];
-    *written = &g->written[i];
-    if (!g->written[i]) return CLINFER_OK;
-    cl_int err = clWaitForEvents(1, &g->written[i]);
-    clReleaseEvent(g->written[i]);
-    g->written[i] = NULL;
+    cl_int n_recs = (cl_int)e->n_recs, err = cl_fault("alloc");
+    cl_mem recs = NULL;
+    if (err == CL_SUCCESS)
+        recs = clCreateBuffer(b->context, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR,
+                              e->n_recs * G_INTS * sizeof(int32_t), e->recs, &err);
     if (err != CL_SUCCESS)
-        return clinfer_fail(err, "OpenCL graph: waiting for a records write failed: %s",
+        return clinfer_fail(err, "OpenCL graph: a buffer for %zu records: %s", e->n_recs,
                             clinfer_status_str(err));
-    return CLINFER_OK;
-}
-
-static clinfer_status launch(cl_backend_ctx *b, cl_kernel kernel, const encoder *e,
-                             cl_event *written) {
-    struct cl_graph_state *g = b->graph;
-    cl_int n_recs = (cl_int)e->n_recs, err = CL_SUCCESS;
-    err = clEnqueueWriteBuffer(b->queue, g->recs, CL_FALSE, 0, e->n_recs * G_INTS * sizeof(int32_t),
-                               e->recs, 0, NULL, written);
-    if (err != CL_SUCCESS)
-        return clinfer_fail(err, "OpenCL graph: writing %zu records failed: %s", e->n_recs,
-                            clinfer_status_str(err));
-    cl_mem args[3 + N_SLOTS] = {g->recs};
+    cl_mem args[3 + N_SLOTS] = {recs};
     for (int i = 0; i < N_SLOTS; i++) /* unused slots repeat the first buffer */
         args[3 + i] = e->slots[i < e->n_slots ? i : 0];
     for (cl_uint i = 0; i < 3 + N_SLOTS && err == CL_SUCCESS; i++)
         err = i == 1   ? clSetKernelArg(kernel, i, sizeof n_recs, &n_recs)
               : i == 2 ? clSetKernelArg(kernel, i, sizeof(cl_mem), &g->ctl)
                        : clSetKernelArg(kernel, i, sizeof(cl_mem), &args[i]);
-    if (err != CL_SUCCESS)
-        return clinfer_fail(err, "OpenCL graph: clSetKernelArg(run_graph) failed: %s",
-                            clinfer_status_str(err));
     size_t units = b->info.compute_units ? b->info.compute_units : 1, one = 1;
     cl_event event = NULL;
-    err = cl_fault("enqueue");
+    if (err == CL_SUCCESS) err = cl_fault("enqueue");
     if (err == CL_SUCCESS)
         err = clEnqueueNDRangeKernel(b->queue, kernel, 1, NULL, &units, &one, 0, NULL,
                                      cl_timing_slot(b, &event));
+    clReleaseMemObject(recs); /* the kernel holds it until done */
     if (err != CL_SUCCESS)
-        return clinfer_fail(err, "OpenCL graph: clEnqueueNDRangeKernel(run_graph) failed: %s (%d)",
+        return clinfer_fail(err, "OpenCL graph: launching run_graph failed: %s (%d)",
                             clinfer_status_str(err), err);
     return cl_timing_keep(b, event);
 }
@@ -435,34 +412,25 @@ clinfer_status cl_graph_run(cl_backend_ctx *b, const clinfer_op *ops, size_t n, 
     clinfer_status st = CLINFER_OK;
     *taken = 0;
     if (!g) return CLINFER_OK;
-    /* Size the run first: act and attention's scratch must not move while it is encoded. */
-    encoder e = {.b = b, .type = -1, .kv_f16 = -1, .n_slots = FIRST_FREE_SLOT};
+    encoder e = {.b = b, .type = -1, .kv_f16 = -1, .n_slots = FIRST_FREE_SLOT, .recs = g->recs};
+    e.want_f = cl_act_q8_want_f(b);
     size_t end = 0;
     while (end < n && encode(&e, &ops[end]))
         end++;
     if (end < MIN_RUN) return CLINFER_OK;
-    cl_mem act[3] = {g->ctl, g->ctl, g->ctl}, part = g->ctl; /* unused slots name any buffer */
-    int want_f = 0;
+    /* The reserved slots: records name them by index, so their buffers can be made now that the
+     * run's needs are known (unused ones name any buffer). */
+    cl_mem act[3] = {g->ctl, g->ctl, g->ctl}, part = g->ctl;
+    int want_f = e.want_f;
     if (e.q8_count) CHECK(cl_act_q8_buffers(b, e.q8_count, act, &want_f));
     if (e.part_bytes) CHECK(cl_attention_scratch(b, e.part_bytes, &part));
+    e.slots[SLOT_XQ] = act[0];
+    e.slots[SLOT_XD] = act[1];
+    e.slots[SLOT_XF] = act[2];
+    e.slots[SLOT_PART] = part;
     cl_kernel kernel;
-    CHECK(graph_kernel(b, e.type, e.kv_f16 > 0, &kernel));
-    cl_event *written = NULL;
-    int32_t *host = NULL;
-    CHECK(free_copy(b, &host, &written));
-    /* Encode for real: the same ops, the reserved slots filled. */
-    e = (encoder){.b = b,
-                  .type = -1,
-                  .kv_f16 = -1,
-                  .want_f = want_f,
-                  .slots = {act[0], act[1], act[2], part},
-                  .n_slots = FIRST_FREE_SLOT,
-                  .recs = host};
-    for (size_t i = 0; i < end; i++)
-        if (!encode(&e, &ops[i]))
-            CHECK(clinfer_fail(CLINFER_ERR_UNSUPPORTED,
-                               "OpenCL graph: op %zu of %zu no longer fits", i, end));
-    CHECK(launch(b, kernel, &e, written));
+    CHECK(graph_kernel(b, e.type, e.kv_f16 != 0, &kernel));
+    CHECK(launch(b, kernel, &e));
     if (e.rounded.ref.buf) /* the matmul after the run finds its x rounded */
         cl_act_q8_made(b, e.rounded.ref, e.rounded.count, want_f);
     else
@@ -484,20 +452,12 @@ clinfer_status cl_graph_init(cl_backend_ctx *b) {
     b->graph = g;
     size_t ctl_bytes = (size_t)(MAX_RECS + 2) * G_LINE * sizeof(int32_t);
     int32_t *zeros = calloc(1, ctl_bytes);
-    for (int i = 0; i < RING; i++)
-        g->host[i] = malloc(MAX_RECS * G_INTS * sizeof(int32_t));
-    bool have = zeros != NULL;
-    for (int i = 0; i < RING; i++)
-        have = have && g->host[i] != NULL;
-    if (!have) CHECK(clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "OpenCL graph: record copies"));
+    g->recs = malloc(MAX_RECS * G_INTS * sizeof(int32_t));
+    if (!zeros || !g->recs) CHECK(clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "OpenCL graph: records"));
     cl_int err = cl_fault("alloc");
     if (err == CL_SUCCESS)
         g->ctl = clCreateBuffer(b->context, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, ctl_bytes,
                                 zeros, &err);
-    if (err == CL_SUCCESS) err = cl_fault("alloc");
-    if (err == CL_SUCCESS)
-        g->recs = clCreateBuffer(b->context, CL_MEM_READ_ONLY, MAX_RECS * G_INTS * sizeof(int32_t),
-                                 NULL, &err);
     if (err != CL_SUCCESS)
         CHECK(
             clinfer_fail(err, "OpenCL graph: clCreateBuffer failed: %s", clinfer_status_str(err)));
@@ -514,11 +474,7 @@ void cl_graph_free(cl_backend_ctx *b) {
             if (g->kernels[t][kv]) clReleaseKernel(g->kernels[t][kv]);
             if (g->programs[t][kv]) clReleaseProgram(g->programs[t][kv]);
         }
-    for (int i = 0; i < RING; i++) {
-        if (g->written[i]) clReleaseEvent(g->written[i]);
-        free(g->host[i]);
-    }
-    if (g->recs) clReleaseMemObject(g->recs);
+    free(g->recs);
     if (g->ctl) clReleaseMemObject(g->ctl);
     free(g);
     b->graph = NULL;

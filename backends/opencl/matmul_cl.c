@@ -29,9 +29,10 @@ enum {
     GPU_WG = 64,      /* items per row in matvec_wg (power of two), at most */
     GEMM_GM = 6,      /* rows x columns per item in gemm_rows */
     GEMM_GN = 2,
-    STAGE_BYTES = 16 << 20, /* f32 staging of one chunk of a non-f32 weight for GEMM */
-    IL_COLS = 4,            /* columns per work-item of matvec_q8_il (cl/matvec.cl) */
-    NORM_ROWS = 8,          /* rows per work-item of matvec_rows_norm */
+    STAGE_BYTES = 16 << 20,  /* f32 staging of one chunk of a non-f32 weight for GEMM */
+    ARENA_BYTES = 256 << 20, /* weight arenas (graph launches), unless a part needs more */
+    IL_COLS = 4,             /* columns per work-item of matvec_q8_il (cl/matvec.cl) */
+    NORM_ROWS = 8,           /* rows per work-item of matvec_rows_norm */
     N_TYPES = 7,
 };
 
@@ -115,6 +116,28 @@ typedef struct {
     int has_f;
 } act_q8;
 
+/* On devices with graph launches weights live in arenas: a few large buffers, each weight array
+ * a sub-buffer of one, so that one graph launch can name every weight of a model among its few
+ * buffer arguments. An arena is filled in order and released with the last array in it. */
+typedef struct cl_arena {
+    cl_mem mem;
+    size_t size, used;
+    int live;                  /* arrays placed in it and not yet freed */
+    struct cl_arena **filling; /* the state's arena being filled, while that is this one */
+} cl_arena;
+
+/* One array of a weight part: its own buffer, or a sub-buffer at offset bytes of an arena. */
+typedef struct {
+    cl_mem mem;
+    cl_arena *arena;
+    size_t offset;
+} weight_array;
+
+typedef struct {
+    weight_array q, s; /* s.mem is NULL for f32/f16 */
+    int row0, rows;
+} weight_part;
+
 struct cl_matmul_state {
     int cpu;      /* cpu-rows kernels; else the work-group kernels of the GPU paths */
     size_t mv_wg; /* matvec_wg's work-group: GPU_WG or the device's largest power of two */
@@ -129,14 +152,12 @@ struct cl_matmul_state {
     act_q8 spare; /* where matvec_q8_il_norm rounds its output while it reads act (then swapped) */
     cl_mem done;  /* finished work-items of a matvec with the norm at its end; 0 between launches */
     int q8_dots;  /* a weight type has matvec_q8 (1) or has not (0); -1: no type built yet */
-    int interleave;  /* lay out weights for matvec_q8_il where it exists (CLINFER_INTERLEAVE) */
-    int use_clblast; /* f32 GEMM through CLBlast (tuning table: GPUs only) */
+    int interleave;    /* lay out weights for matvec_q8_il where it exists (CLINFER_INTERLEAVE) */
+    int use_clblast;   /* f32 GEMM through CLBlast (tuning table: GPUs only) */
+    cl_arena *filling; /* weights go to arenas (graph launches): the one being filled, or NULL */
+    int arenas;
+    size_t align; /* CL_DEVICE_MEM_BASE_ADDR_ALIGN in bytes: where sub-buffers may start */
 };
-
-typedef struct {
-    cl_mem q, s; /* s is NULL for f32/f16 */
-    int row0, rows;
-} weight_part;
 
 struct cl_weight {
     const type_layout *layout;
@@ -285,6 +306,12 @@ clinfer_status cl_matmul_init(cl_backend_ctx *b) {
         CHECK(cl_error(err, rounding[i].name));
     }
     s->q8_dots = -1;
+    cl_uint align_bits = 0;
+    CHECK(cl_error(clGetDeviceInfo(b->device, CL_DEVICE_MEM_BASE_ADDR_ALIGN, sizeof align_bits,
+                                   &align_bits, NULL),
+                   "clGetDeviceInfo(CL_DEVICE_MEM_BASE_ADDR_ALIGN)"));
+    s->align = align_bits >= 8 ? align_bits / 8 : 1;
+    s->arenas = b->graph != NULL;
     if (s->cpu && b->info.type == CLINFER_DEVICE_CPU) { /* see norm_fusable */
         cl_int zero = 0;
         CHECK(create_buffer(b, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, sizeof zero, &zero,
@@ -318,6 +345,7 @@ void cl_matmul_free(cl_backend_ctx *b) {
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         if (bufs[i]->mem) clReleaseMemObject(bufs[i]->mem);
     if (s->done) clReleaseMemObject(s->done);
+    if (s->filling) s->filling->filling = NULL; /* weights still alive keep their arena */
     cl_kernel rounding[] = {s->quantize, s->rmsnorm_q8, s->swiglu_q8};
     for (size_t i = 0; i < sizeof rounding / sizeof rounding[0]; i++)
         if (rounding[i]) clReleaseKernel(rounding[i]);
@@ -375,6 +403,59 @@ static void interleave16(const uint32_t *src, uint32_t *dst, size_t rows, size_t
             dst[((r / 16 * nb) * w + i) * 16 + r % 16] = src[r * nb * w + i];
 }
 
+/* Uploads bytes of host data as a weight array: a sub-buffer of an arena where weights go to
+ * arenas (a new arena when the one being filled lacks room), else a buffer of its own. */
+static clinfer_status place(cl_backend_ctx *b, size_t bytes, const void *host, weight_array *a) {
+    struct cl_matmul_state *s = b->mm;
+    clinfer_status st = CLINFER_OK;
+    void *src = (void *)(uintptr_t)host;
+    if (!s->arenas)
+        return create_buffer(b, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, bytes, src, &a->mem);
+    cl_arena *arena = s->filling;
+    size_t at = arena ? round_up(arena->used, s->align) : 0;
+    if (!arena || at + bytes > arena->size) {
+        uint64_t size = bytes > ARENA_BYTES ? bytes : ARENA_BYTES;
+        if (size > alloc_limit(b)) size = alloc_limit(b); /* parts never exceed it */
+        arena = calloc(1, sizeof *arena);
+        if (!arena) return clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "OpenCL matmul: arena");
+        CHECK(create_buffer(b, CL_MEM_READ_ONLY, size, NULL, &arena->mem));
+        arena->size = size;
+        if (s->filling) s->filling->filling = NULL;
+        s->filling = arena;
+        arena->filling = &s->filling;
+        at = 0;
+    }
+    cl_int err =
+        clEnqueueWriteBuffer(b->queue, arena->mem, CL_TRUE, at, bytes, host, 0, NULL, NULL);
+    cl_buffer_region region = {at, bytes};
+    if (err == CL_SUCCESS)
+        a->mem = clCreateSubBuffer(arena->mem, CL_MEM_READ_ONLY, CL_BUFFER_CREATE_TYPE_REGION,
+                                   &region, &err);
+    CHECK(cl_error(err, "placing a weight array in an arena"));
+    arena->used = at + bytes;
+    arena->live++;
+    a->arena = arena;
+    a->offset = at;
+    arena = NULL;
+cleanup:
+    if (arena && !arena->live) { /* a new arena that got nothing */
+        if (s->filling == arena) s->filling = NULL;
+        if (arena->mem) clReleaseMemObject(arena->mem);
+        free(arena);
+    }
+    return st;
+}
+
+static void release_array(weight_array *a) {
+    if (a->mem) clReleaseMemObject(a->mem);
+    cl_arena *arena = a->arena;
+    if (arena && --arena->live == 0) {
+        if (arena->filling) *arena->filling = NULL;
+        clReleaseMemObject(arena->mem);
+        free(arena);
+    }
+}
+
 /* Uploads part p; with il its rows are interleaved by 16, zero rows padding the last group. */
 static clinfer_status upload_part(cl_backend_ctx *b, const type_layout *l, const uint8_t *data,
                                   int k, int il, weight_part *p) {
@@ -382,11 +463,8 @@ static clinfer_status upload_part(cl_backend_ctx *b, const type_layout *l, const
     size_t nb_row = (size_t)k / l->blk, row_bytes = nb_row * l->bytes;
     uint8_t *q = NULL, *s = NULL;
     uint32_t *qi = NULL, *si = NULL;
-    const cl_mem_flags ro = CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR;
-    if (!l->s_bytes) { /* f32/f16: the GGUF rows are the layout */
-        void *src = (void *)(uintptr_t)(data + (size_t)p->row0 * row_bytes);
-        return create_buffer(b, ro, (size_t)p->rows * row_bytes, src, &p->q);
-    }
+    if (!l->s_bytes) /* f32/f16: the GGUF rows are the layout */
+        return place(b, (size_t)p->rows * row_bytes, data + (size_t)p->row0 * row_bytes, &p->q);
     size_t rows = il ? round_up((size_t)p->rows, 16) : (size_t)p->rows;
     size_t q_bytes = rows * nb_row * l->q_len, s_bytes = rows * nb_row * l->s_bytes;
     q = calloc(1, q_bytes);
@@ -404,8 +482,8 @@ static clinfer_status upload_part(cl_backend_ctx *b, const type_layout *l, const
         interleave16((const uint32_t *)q, qi, rows, nb_row, l->q_len / 4);
         interleave16((const uint32_t *)s, si, rows, nb_row, l->s_bytes / 4);
     }
-    CHECK(create_buffer(b, ro, q_bytes, il ? (void *)qi : q, &p->q));
-    CHECK(create_buffer(b, ro, s_bytes, il ? (void *)si : s, &p->s));
+    CHECK(place(b, q_bytes, il ? (void *)qi : q, &p->q));
+    CHECK(place(b, s_bytes, il ? (void *)si : s, &p->s));
 cleanup:
     free(q);
     free(s);
@@ -482,8 +560,8 @@ cleanup:
 void cl_weight_free(struct cl_weight *w) {
     if (!w) return;
     for (int i = 0; i < w->n_parts; i++) {
-        if (w->parts[i].q) clReleaseMemObject(w->parts[i].q);
-        if (w->parts[i].s) clReleaseMemObject(w->parts[i].s);
+        release_array(&w->parts[i].q);
+        release_array(&w->parts[i].s);
     }
     free(w);
 }
@@ -529,14 +607,14 @@ typedef struct {
 
 static clinfer_status run_matvec(cl_backend_ctx *b, const type_kernels *t, const weight_part *p,
                                  const mm_args *a) {
-    cl_mem ws = p->s ? p->s : p->q; /* f32/f16 kernels never read ws */
+    cl_mem ws = p->s.mem ? p->s.mem : p->q.mem; /* f32/f16 kernels never read ws */
     int rows = a->rows;
     karg args[] = {
-        {sizeof(cl_mem), &p->q},    {sizeof(cl_mem), &ws},       {sizeof(int), &a->il},
-        {sizeof(int), &a->k},       {sizeof(int), &a->r0},       {sizeof(int), &rows},
-        {sizeof(cl_mem), &a->x},    {sizeof(int), &a->x_off},    {sizeof(int), &a->k},
-        {sizeof(cl_mem), &a->y},    {sizeof(int), &a->y_off},    {sizeof(int), &a->ldy},
-        {sizeof(cl_mem), &a->bias}, {sizeof(int), &a->bias_off}, {sizeof(int), &a->flags},
+        {sizeof(cl_mem), &p->q.mem}, {sizeof(cl_mem), &ws},       {sizeof(int), &a->il},
+        {sizeof(int), &a->k},        {sizeof(int), &a->r0},       {sizeof(int), &rows},
+        {sizeof(cl_mem), &a->x},     {sizeof(int), &a->x_off},    {sizeof(int), &a->k},
+        {sizeof(cl_mem), &a->y},     {sizeof(int), &a->y_off},    {sizeof(int), &a->ldy},
+        {sizeof(cl_mem), &a->bias},  {sizeof(int), &a->bias_off}, {sizeof(int), &a->flags},
         {sizeof(int), &a->n}};
     cl_uint n_args = sizeof args / sizeof args[0] - 1; /* n only for matvec_rows_n */
     cl_kernel kernel = t->matvec;
@@ -717,10 +795,14 @@ cleanup:
     return st;
 }
 
+int cl_act_q8_want_f(const cl_backend_ctx *b) {
+    return b->mm->q8_dots != 1; /* as cl_rounding_op: the next matmul's kernel is not known */
+}
+
 clinfer_status cl_act_q8_buffers(cl_backend_ctx *b, size_t count, cl_mem mem[3], int *want_f) {
     act_q8 *act = &b->mm->act;
     karg args[4];
-    *want_f = b->mm->q8_dots != 1; /* as cl_rounding_op: the next matmul's kernel is not known */
+    *want_f = cl_act_q8_want_f(b);
     clinfer_status st = act_args(b, count, want_f, args);
     mem[0] = act->q.mem;
     mem[1] = act->d.mem;
@@ -736,8 +818,8 @@ void cl_act_q8_made(cl_backend_ctx *b, clinfer_ref y, size_t count, int want_f) 
 static clinfer_status run_matvec_q8(cl_backend_ctx *b, const type_kernels *t, const weight_part *p,
                                     const mm_args *a) {
     int rows = a->rows;
-    cl_mem ws = p->s;
-    karg args[] = {{sizeof(cl_mem), &p->q},
+    cl_mem ws = p->s.mem;
+    karg args[] = {{sizeof(cl_mem), &p->q.mem},
                    {sizeof(cl_mem), &ws},
                    {sizeof(int), &a->k},
                    {sizeof(int), &a->r0},
@@ -792,14 +874,14 @@ static void norm_args(const cl_backend_ctx *b, const norm_operands *o, const mm_
  * the RMSNORM a->norm of its output. */
 static clinfer_status run_matvec_norm(cl_backend_ctx *b, const type_kernels *t,
                                       const weight_part *p, const mm_args *a) {
-    cl_mem ws = p->s ? p->s : p->q; /* f32/f16 kernels never read ws */
+    cl_mem ws = p->s.mem ? p->s.mem : p->q.mem; /* f32/f16 kernels never read ws */
     norm_operands o = norm_of(a);
     int rows = a->rows;
     karg args[19] = {
-        {sizeof(cl_mem), &p->q},    {sizeof(cl_mem), &ws},       {sizeof(int), &a->il},
-        {sizeof(int), &a->k},       {sizeof(int), &rows},        {sizeof(cl_mem), &a->x},
-        {sizeof(int), &a->x_off},   {sizeof(cl_mem), &a->y},     {sizeof(int), &a->y_off},
-        {sizeof(cl_mem), &a->bias}, {sizeof(int), &a->bias_off}, {sizeof(int), &a->flags}};
+        {sizeof(cl_mem), &p->q.mem}, {sizeof(cl_mem), &ws},       {sizeof(int), &a->il},
+        {sizeof(int), &a->k},        {sizeof(int), &rows},        {sizeof(cl_mem), &a->x},
+        {sizeof(int), &a->x_off},    {sizeof(cl_mem), &a->y},     {sizeof(int), &a->y_off},
+        {sizeof(cl_mem), &a->bias},  {sizeof(int), &a->bias_off}, {sizeof(int), &a->flags}};
     norm_args(b, &o, a, args + 12);
     size_t global[2] = {(size_t)(rows + NORM_ROWS - 1) / NORM_ROWS, 1}, local[2] = {1, 1};
     return launch(b, t->matvec_norm, "matvec_rows_norm", args, 19, global, local);
@@ -814,8 +896,8 @@ static clinfer_status run_matvec_q8_norm(cl_backend_ctx *b, const type_kernels *
     norm_operands o = norm_of(a);
     int rows = a->rows, want_q = cl_round_output(a->norm);
     int want_f = want_q && s->q8_dots != 1;
-    karg args[23] = {{sizeof(cl_mem), &p->q},
-                     {sizeof(cl_mem), &p->s},
+    karg args[23] = {{sizeof(cl_mem), &p->q.mem},
+                     {sizeof(cl_mem), &p->s.mem},
                      {sizeof(int), &a->k},
                      {sizeof(int), &rows},
                      {sizeof(cl_mem), &s->act.q.mem},
@@ -850,15 +932,15 @@ static clinfer_status run_dequant(cl_backend_ctx *b, const struct cl_weight *w,
                                   const weight_part *p, cl_mem ids, int ids_off, int has_ids,
                                   int first, int count, cl_mem out, int out_off) {
     const type_kernels *t = &b->mm->types[w->layout - layouts];
-    cl_mem ws = p->s ? p->s : p->q;
+    cl_mem ws = p->s.mem ? p->s.mem : p->q.mem;
     cl_mem ids_arg = has_ids ? ids : out; /* never read without has_ids */
     /* one item per kernel block; for f32/f16 one more per row writes the tail */
     size_t nb = (size_t)w->k / w->layout->kblk + ((size_t)w->k % w->layout->kblk != 0);
     size_t global[2] = {nb, (size_t)count};
-    karg args[] = {{sizeof(cl_mem), &p->q}, {sizeof(cl_mem), &ws},      {sizeof(int), &w->il},
-                   {sizeof(int), &w->k},    {sizeof(int), &p->row0},    {sizeof(int), &p->rows},
-                   {sizeof(int), &w->m},    {sizeof(cl_mem), &ids_arg}, {sizeof(int), &ids_off},
-                   {sizeof(int), &has_ids}, {sizeof(int), &first},      {sizeof(cl_mem), &out},
+    karg args[] = {{sizeof(cl_mem), &p->q.mem}, {sizeof(cl_mem), &ws},      {sizeof(int), &w->il},
+                   {sizeof(int), &w->k},        {sizeof(int), &p->row0},    {sizeof(int), &p->rows},
+                   {sizeof(int), &w->m},        {sizeof(cl_mem), &ids_arg}, {sizeof(int), &ids_off},
+                   {sizeof(int), &has_ids},     {sizeof(int), &first},      {sizeof(cl_mem), &out},
                    {sizeof(int), &out_off}};
     return launch(b, t->dequant, "dequant_rows", args, sizeof args / sizeof args[0], global, NULL);
 }
@@ -962,7 +1044,7 @@ static clinfer_status matmul(cl_backend_ctx *b, const clinfer_op *op, const clin
         } else if (n <= MATVEC_MAX_N) {
             CHECK(run_matvec(b, t, p, &a));
         } else if (l->type == CLINFER_DT_F32) {
-            CHECK(run_gemm(b, p->q, a.r0 * k, a.rows, &a));
+            CHECK(run_gemm(b, p->q.mem, a.r0 * k, a.rows, &a));
         } else {
             uint64_t stage = alloc_limit(b) < STAGE_BYTES ? alloc_limit(b) : STAGE_BYTES;
             int chunk = (int)(stage / ((uint64_t)k * sizeof(float)));
@@ -1013,12 +1095,16 @@ clinfer_status cl_weight_view_of(cl_backend_ctx *b, const clinfer_op *op, cl_wei
     clinfer_status st = matmul ? check_matmul(op) : check_embed(op);
     if (st != CLINFER_OK) return st;
     const struct cl_weight *w = (matmul ? op->matmul.w : op->embed.w)->weight;
+    const weight_part *p = &w->parts[0];
+    const weight_array *q = &p->q, *sc = p->s.mem ? &p->s : &p->q; /* f32/f16: no scales */
     const type_kernels *t = &b->mm->types[w->layout - layouts];
     int q8 = matmul && op->matmul.x_q8 && q8_kernel_for(w, t, op->matmul.n);
     *v = (cl_weight_view){.type = w->layout->type,
                           .parts = w->n_parts,
-                          .q = w->parts[0].q,
-                          .s = w->parts[0].s ? w->parts[0].s : w->parts[0].q,
+                          .q = q->arena ? q->arena->mem : q->mem,
+                          .q_off = q->offset,
+                          .s = sc->arena ? sc->arena->mem : sc->mem,
+                          .s_off = sc->offset,
                           .il = w->il,
                           .variant = !q8     ? CL_MM_ROWS
                                      : w->il ? CL_MM_IL
