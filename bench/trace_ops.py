@@ -2,7 +2,8 @@
 """Per-op summary of a CLINFER_TRACE file: ops grouped by kind and size (bytes moved), with
 their count per token, kernel launches per op, time per op, GB/s and ms per token, largest
 first. The profile table (CLINFER_PROFILE) sums per op kind; this splits, e.g., the matmuls by
-weight shape.
+weight shape. A graph launch (a decode step in one launch on CPU devices) is one `graph` event:
+trace with CLINFER_GRAPH=0 to see its ops one by one.
 
 usage: bench/trace_ops.py TRACE.json TOKENS [ROWS]
   TOKENS  the tokens the traced run evaluated (for a `clinfer bench -p 0 -n 64 -r 3`:

@@ -2,7 +2,8 @@
  *   CLINFER_PROFILE=1      per op kind: ops, launches, time, share, us per op, GB/s and GFLOP/s,
  *                          and per token wall time = kernel time + gaps, printed to stderr as the
  *                          context is freed;
- *   CLINFER_TRACE=f.json   a Chrome trace (chrome://tracing, Perfetto) with one event per op.
+ *   CLINFER_TRACE=f.json   a Chrome trace (chrome://tracing, Perfetto) with one event per launch:
+ *                          an op, or a run of ops enqueued as one (see EXEC_PROFILE_GRAPH).
  * Where the backend times its kernels (timing_mark/timing_collect: OpenCL, whose queue gets
  * profiling events when either variable is set as the backend is created), a walk is enqueued
  * as without the profile and collected once at its end: times are kernel times from the device's
