@@ -7,6 +7,7 @@
  *     runs is long enough);
  *   - two models decoding at once from two threads, their graph launches sharing the device's
  *     threads: both finish, with the logits of decoding alone;
+ *   - a device on which graph.cl fails to build decodes through per-op launches, as without it;
  *   - ops: a run stops before an op the kernel cannot do (a LAYERNORM) and before a bad one (a
  *     matmul past its output buffer), which op() then rejects with its own message; a run that
  *     names more buffers than a launch takes is split over several launches; the outputs are
@@ -134,6 +135,38 @@ static void test_concurrent(void) {
         free(jobs[i].logits);
     }
     remove(path);
+}
+
+/* A device that cannot build graph.cl (an injected build failure, CLINFER_FAULT) decodes through
+ * the per-op launches: the same logits, no graph launch. */
+static void test_build_failure(void) {
+    char path[128], trace[128];
+    snprintf(path, sizeof path, "graph_build_%d.gguf", (int)getpid());
+    snprintf(trace, sizeof trace, "graph_build_%d.json", (int)getpid());
+    tiny_model_spec spec;
+    tiny_model_default(&spec, "llama", CLINFER_DT_Q8_0);
+    EXPECT(tiny_model_write(&spec, path) == 0, "writing %s", path);
+    size_t n = (size_t)(N_DECODE + 1) * tiny_model_n_vocab();
+    float *logits[SIDES] = {calloc(n, sizeof(float)), calloc(n, sizeof(float))};
+    for (int side = 0; side < SIDES; side++) {
+        clinfer_model *m = load(path, side == GRAPH);
+        if (side == GRAPH) {
+            setenv("CLINFER_FAULT", "build:1:-11", 1); /* the next build: graph.cl's */
+            setenv("CLINFER_TRACE", trace, 1);
+        }
+        if (m) EXPECT_OK(tiny_model_decode(m, NULL, N_PROMPT, N_DECODE, logits[side]));
+        unsetenv("CLINFER_FAULT");
+        unsetenv("CLINFER_TRACE");
+        clinfer_model_free(m);
+    }
+    EXPECT(!memcmp(logits[PER_OP], logits[GRAPH], n * sizeof(float)),
+           "without graph.cl the logits differ from the per-op launches'");
+    EXPECT(graph_events(trace) == 0, "%d graph launches without graph.cl", graph_events(trace));
+    printf("graph.cl failing to build: per-op launches, the same logits\n");
+    free(logits[PER_OP]);
+    free(logits[GRAPH]);
+    remove(path);
+    remove(trace);
 }
 
 /* ---- ops ---------------------------------------------------------------------------------- */
@@ -318,6 +351,7 @@ int main(void) {
     }
     test_ops();
     test_concurrent();
+    test_build_failure();
     static const char *const archs[] = {"llama", "qwen2", "gpt2"};
     static const clinfer_dtype types[] = {CLINFER_DT_F32,  CLINFER_DT_F16,  CLINFER_DT_Q8_0,
                                           CLINFER_DT_Q4_0, CLINFER_DT_Q4_1, CLINFER_DT_Q4_K,

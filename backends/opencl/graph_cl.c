@@ -59,6 +59,7 @@ static const struct {
 struct cl_graph_state {
     cl_program programs[N_GRAPH_TYPES][2]; /* [type][kv f16]; built when first needed */
     cl_kernel kernels[N_GRAPH_TYPES][2];
+    bool failed[N_GRAPH_TYPES][2]; /* the program did not build: per-op launches */
     cl_mem ctl;
     int32_t *recs; /* MAX_RECS records being encoded */
 };
@@ -351,30 +352,33 @@ static bool encode(encoder *e, const clinfer_op *op) {
 
 /* ---- programs and launch --------------------------------------------------------------- */
 
-static clinfer_status graph_kernel(cl_backend_ctx *b, int type, int kv_f16, cl_kernel *out) {
+/* The kernel for weight type `type` and the KV cache type; NULL where the program does not
+ * build on this device (graph launches are then off for that pair, and the per-op launches do
+ * the work: CLINFER_VERBOSE says why). */
+static cl_kernel graph_kernel(cl_backend_ctx *b, int type, int kv_f16) {
     struct cl_graph_state *g = b->graph;
-    clinfer_status st = CLINFER_OK;
-    if (!g->kernels[type][kv_f16]) {
-        char options[128];
-        snprintf(options, sizeof options,
-                 "%s%s -DMAX_HEAD_DIM=256 -cl-fp32-correctly-rounded-divide-sqrt",
-                 graph_types[type].define, kv_f16 ? " -DKV_F16" : "");
-        cl_program program = NULL;
-        cl_int err = CL_SUCCESS;
-        st = cl_program_build(b->context, b->device, &b->info, "graph.cl", options, &program);
-        cl_kernel kernel = st == CLINFER_OK ? clCreateKernel(program, "run_graph", &err) : NULL;
-        if (st == CLINFER_OK && err != CL_SUCCESS)
-            st = clinfer_fail(err, "OpenCL graph: clCreateKernel(run_graph) failed: %s",
-                              clinfer_status_str(err));
-        if (st != CLINFER_OK) {
-            if (program) clReleaseProgram(program);
-            return st;
-        }
-        g->programs[type][kv_f16] = program;
-        g->kernels[type][kv_f16] = kernel;
+    if (g->kernels[type][kv_f16] || g->failed[type][kv_f16]) return g->kernels[type][kv_f16];
+    char options[128];
+    snprintf(options, sizeof options,
+             "%s%s -DMAX_HEAD_DIM=256 -cl-fp32-correctly-rounded-divide-sqrt",
+             graph_types[type].define, kv_f16 ? " -DKV_F16" : "");
+    cl_program program = NULL;
+    cl_int err = CL_SUCCESS;
+    clinfer_status st =
+        cl_program_build(b->context, b->device, &b->info, "graph.cl", options, &program);
+    cl_kernel kernel = st == CLINFER_OK ? clCreateKernel(program, "run_graph", &err) : NULL;
+    if (st == CLINFER_OK && err != CL_SUCCESS)
+        clinfer_fail(err, "clCreateKernel(run_graph) failed: %s", clinfer_status_str(err));
+    if (!kernel) {
+        cl_verbose("graph launches off for %s weights: %s",
+                   clinfer_dtype_name(graph_types[type].type), clinfer_last_error());
+        if (program) clReleaseProgram(program);
+        g->failed[type][kv_f16] = true;
+        return NULL;
     }
-    *out = g->kernels[type][kv_f16];
-    return st;
+    g->programs[type][kv_f16] = program;
+    g->kernels[type][kv_f16] = kernel;
+    return kernel;
 }
 
 static clinfer_status launch(cl_backend_ctx *b, cl_kernel kernel, const encoder *e) {
@@ -428,8 +432,8 @@ clinfer_status cl_graph_run(cl_backend_ctx *b, const clinfer_op *ops, size_t n, 
     e.slots[SLOT_XD] = act[1];
     e.slots[SLOT_XF] = act[2];
     e.slots[SLOT_PART] = part;
-    cl_kernel kernel;
-    CHECK(graph_kernel(b, e.type, e.kv_f16 != 0, &kernel));
+    cl_kernel kernel = graph_kernel(b, e.type, e.kv_f16 != 0);
+    if (!kernel) return CLINFER_OK;
     CHECK(launch(b, kernel, &e));
     if (e.rounded.ref.buf) /* the matmul after the run finds its x rounded */
         cl_act_q8_made(b, e.rounded.ref, e.rounded.count, want_f);

@@ -95,8 +95,7 @@ static bool verbose_enabled(void) {
     return v && *v && strcmp(v, "0") != 0;
 }
 
-static void verbose(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void verbose(const char *fmt, ...) {
+void cl_verbose(const char *fmt, ...) {
     if (!verbose_enabled()) return;
     va_list ap;
     va_start(ap, fmt);
@@ -298,7 +297,7 @@ static void cache_store(const char *dir, const char *path, cl_program prog, cl_d
     size_t size = 0;
     unsigned char *binary = program_binary(prog, dev, &size);
     if (!binary) {
-        verbose("the driver returned no program binary; %s not cached", path);
+        cl_verbose("the driver returned no program binary; %s not cached", path);
         return;
     }
     char tmp[PATH_MAX + 64];
@@ -324,7 +323,7 @@ static void cache_store(const char *dir, const char *path, cl_program prog, cl_d
     if (err)
         warn_unwritable(dir, err);
     else
-        verbose("kernel cache: stored %s (%zu bytes)", path, size);
+        cl_verbose("kernel cache: stored %s (%zu bytes)", path, size);
     free(binary);
 }
 
@@ -337,7 +336,7 @@ static clinfer_status build_failure(cl_program prog, cl_device_id dev, const cha
     if (clGetProgramBuildInfo(prog, dev, CL_PROGRAM_BUILD_LOG, 0, NULL, &size) == CL_SUCCESS &&
         (log = calloc(1, size + 1)) != NULL)
         clGetProgramBuildInfo(prog, dev, CL_PROGRAM_BUILD_LOG, size, log, NULL);
-    verbose("build log of %s:\n%s", name, log ? log : "(none)");
+    cl_verbose("build log of %s:\n%s", name, log ? log : "(none)");
     clinfer_status st =
         /* The log first: the message has a fixed size and the first error matters most. */
         clinfer_fail(CLINFER_ERR_BUILD, "building %s failed: %s; build log:\n%s\n(options: %s)",
@@ -415,15 +414,15 @@ clinfer_status cl_program_build_source(cl_context ctx, cl_device_id dev,
         prog = build_from_binary(ctx, dev, binary, binary_size, options);
         if (prog) {
             atomic_fetch_add(&cache_hits, 1);
-            verbose("kernel cache hit: %s from %s in %.1f ms", name, path, now_ms() - start);
+            cl_verbose("kernel cache hit: %s from %s in %.1f ms", name, path, now_ms() - start);
             goto cleanup;
         }
         discard_entry(path, "the driver rejected the binary");
     }
     atomic_fetch_add(&cache_misses, 1);
     CHECK(build_from_text(ctx, dev, name, source, options, &prog));
-    verbose("built %s for '%s' in %.1f ms (options '%s')", name, info->name, now_ms() - start,
-            options);
+    cl_verbose("built %s for '%s' in %.1f ms (options '%s')", name, info->name, now_ms() - start,
+               options);
     if (cached) cache_store(dir, path, prog, dev);
 
 cleanup:

@@ -45,4 +45,8 @@ clinfer_status cl_program_build_source(cl_context ctx, cl_device_id dev,
 /* Process-wide counts of cache hits and of builds from source (misses), for tests and logs. */
 void cl_program_cache_stats(unsigned *hits, unsigned *misses);
 
+/* A line on stderr (after "clinfer: ") when CLINFER_VERBOSE is set: builds, cache hits, and what
+ * the backend falls back from. */
+void cl_verbose(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
 #endif
