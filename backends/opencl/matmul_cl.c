@@ -418,7 +418,9 @@ static clinfer_status place(cl_backend_ctx *b, size_t bytes, const void *host, w
         if (size > alloc_limit(b)) size = alloc_limit(b); /* parts never exceed it */
         arena = calloc(1, sizeof *arena);
         if (!arena) return clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "OpenCL matmul: arena");
-        CHECK(create_buffer(b, CL_MEM_READ_ONLY, size, NULL, &arena->mem));
+        cl_int err;
+        arena->mem = cl_create_buffer(b, CL_MEM_READ_ONLY, size, &err);
+        CHECK(cl_error(err, "clCreateBuffer(a weight arena)"));
         arena->size = size;
         if (s->filling) s->filling->filling = NULL;
         s->filling = arena;
