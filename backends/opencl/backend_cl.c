@@ -1145,8 +1145,8 @@ clinfer_status clinfer_backend_opencl_create(size_t device_index, clinfer_backen
              b->info.vendor == CLINFER_VENDOR_POCL ? "PoCL" : b->info.platform,
              b->info.kernel_path);
     CHECK(ops_init(b));
-    CHECK(cl_graph_init(b)); /* before the matmul state, which puts weights in arenas for it */
     CHECK(cl_matmul_init(b));
+    CHECK(cl_graph_init(b));
     backend->i = &cl_interface;
     backend->ctx = b;
     *out = backend;

@@ -3,7 +3,8 @@
  *     the quants of a row with wide aligned loads; rows are split over several cl_mem when one
  *     array would exceed the device's (or CLINFER_MAX_ALLOC's) allocation limit; where the
  *     device built matvec_q8_il (PoCL on an AVX2 host), Q8_0/Q4_0/Q4_1 rows are interleaved
- *     by 16 so that kernel reads 16 rows with one load;
+ *     by 16 so that kernel reads 16 rows with one load; on CPU devices the arrays are
+ *     sub-buffers of a few large arenas;
  *   - matvec for n <= MATVEC_MAX_N columns (decode), one kernel per kernel path;
  *   - GEMM for more columns (prefill): f32 weights directly, other types staged to f32 in row
  *     chunks by dequant_rows; CLBlast SGEMM instead of our kernel where the table says it wins;
@@ -30,7 +31,7 @@ enum {
     GEMM_GM = 6,      /* rows x columns per item in gemm_rows */
     GEMM_GN = 2,
     STAGE_BYTES = 16 << 20,  /* f32 staging of one chunk of a non-f32 weight for GEMM */
-    ARENA_BYTES = 256 << 20, /* weight arenas (graph launches), unless a part needs more */
+    ARENA_BYTES = 256 << 20, /* weight arenas (CPU devices), unless a part needs more */
     IL_COLS = 4,             /* columns per work-item of matvec_q8_il (cl/matvec.cl) */
     NORM_ROWS = 8,           /* rows per work-item of matvec_rows_norm */
     N_TYPES = 7,
@@ -116,9 +117,10 @@ typedef struct {
     int has_f;
 } act_q8;
 
-/* On devices with graph launches weights live in arenas: a few large buffers, each weight array
- * a sub-buffer of one, so that one graph launch can name every weight of a model among its few
- * buffer arguments. An arena is filled in order and released with the last array in it. */
+/* On CPU devices weights live in arenas: a few large buffers, each weight array a sub-buffer of
+ * one, so that one graph launch can name every weight of a model among its few buffer
+ * arguments, and in large pages (cl_create_buffer). An arena is filled in order and released
+ * with the last array in it. */
 typedef struct cl_arena {
     cl_mem mem;
     size_t size, used;
@@ -154,7 +156,7 @@ struct cl_matmul_state {
     int q8_dots;  /* a weight type has matvec_q8 (1) or has not (0); -1: no type built yet */
     int interleave;    /* lay out weights for matvec_q8_il where it exists (CLINFER_INTERLEAVE) */
     int use_clblast;   /* f32 GEMM through CLBlast (tuning table: GPUs only) */
-    cl_arena *filling; /* weights go to arenas (graph launches): the one being filled, or NULL */
+    cl_arena *filling; /* weights go to arenas (CPU devices): the one being filled, or NULL */
     int arenas;
     size_t align; /* CL_DEVICE_MEM_BASE_ADDR_ALIGN in bytes: where sub-buffers may start */
 };
@@ -311,7 +313,7 @@ clinfer_status cl_matmul_init(cl_backend_ctx *b) {
                                    &align_bits, NULL),
                    "clGetDeviceInfo(CL_DEVICE_MEM_BASE_ADDR_ALIGN)"));
     s->align = align_bits >= 8 ? align_bits / 8 : 1;
-    s->arenas = b->graph != NULL;
+    s->arenas = b->info.type == CLINFER_DEVICE_CPU;     /* graph launches, large pages */
     if (s->cpu && b->info.type == CLINFER_DEVICE_CPU) { /* see norm_fusable */
         cl_int zero = 0;
         CHECK(create_buffer(b, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, sizeof zero, &zero,
