@@ -13,8 +13,8 @@
  *
  * ctl holds the counters, G_LINE ints apart (one cache line each): the ticket, the work-groups
  * that have left, and per record the tasks finished. The last work-group to leave zeroes them
- * for the next launch. Buffers reach the kernel as N_SLOTS arguments; a record names an operand
- * by slot and element offset. The program is built for one weight type (weights.clh's -DWT_)
+ * for the next launch. Buffers reach the kernel as 64 arguments (N_SLOTS in graph_cl.c); a record
+ * names an operand by slot and element offset. The program is built for one weight type (weights.clh's -DWT_)
  * and one KV cache type (-DKV_F16 or not); every op computes exactly what the per-op kernels do,
  * through the same functions, so a graph gives the same bits as the launches it replaces. */
 
