@@ -13,7 +13,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 
 #include "error.h"
 #include "opencl/device.h"
@@ -152,30 +151,6 @@ static clinfer_status check_alive(const cl_backend_ctx *b) {
 
 /* ---- buffers --------------------------------------------------------------------------- */
 
-static void CL_CALLBACK free_host_memory(cl_mem mem, void *host) {
-    (void)mem;
-    free(host);
-}
-
-cl_mem cl_create_buffer(cl_backend_ctx *b, cl_mem_flags flags, size_t bytes, cl_int *err) {
-    *err = cl_fault("alloc");
-    if (*err != CL_SUCCESS) return NULL;
-    size_t page = HUGE_PAGE;
-    void *host = b->info.type == CLINFER_DEVICE_CPU && bytes >= page
-                     ? aligned_alloc(page, (bytes + page - 1) / page * page)
-                     : NULL;
-    if (!host) return clCreateBuffer(b->context, flags, bytes, NULL, err);
-#ifdef MADV_HUGEPAGE
-    madvise(host, (bytes + page - 1) / page * page, MADV_HUGEPAGE); /* a hint, nothing more */
-#endif
-    cl_mem mem = clCreateBuffer(b->context, flags | CL_MEM_USE_HOST_PTR, bytes, host, err);
-    if (*err == CL_SUCCESS) *err = clSetMemObjectDestructorCallback(mem, free_host_memory, host);
-    if (*err == CL_SUCCESS) return mem;
-    if (mem) clReleaseMemObject(mem);
-    free(host);
-    return NULL;
-}
-
 static clinfer_status cl_buffer_alloc(void *ctx, size_t bytes, clinfer_buffer **out) {
     cl_backend_ctx *b = ctx;
     clinfer_buffer *buf = NULL;
@@ -191,8 +166,9 @@ static clinfer_status cl_buffer_alloc(void *ctx, size_t bytes, clinfer_buffer **
                             bytes, (unsigned long long)b->info.max_alloc, b->info.name);
     buf = calloc(1, sizeof *buf);
     if (!buf) return clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "OpenCL: buffer record");
-    cl_int err;
-    buf->mem = cl_create_buffer(b, CL_MEM_READ_WRITE, bytes, &err);
+    cl_int err = cl_fault("alloc");
+    if (err == CL_SUCCESS)
+        buf->mem = clCreateBuffer(b->context, CL_MEM_READ_WRITE, bytes, NULL, &err);
     CHECK(cl_check(b, err, "clCreateBuffer(%zu bytes)", bytes));
     buf->bytes = bytes;
     *out = buf;

@@ -52,14 +52,6 @@ struct clinfer_buffer {
     struct cl_weight *weight; /* non-NULL for weights made by weight_create */
 };
 
-/* backend_cl.c: a buffer of bytes (flags as clCreateBuffer's, without a host pointer) that
- * counts as an "alloc" fault site. On CPU devices a buffer of HUGE_PAGE or more lies in host
- * memory of the backend's own, aligned for and advised to take 2 MiB pages (madvise), and freed
- * with the buffer: a decode step sweeps the weights and the KV cache, and with 4 KiB pages each
- * page costs a TLB miss and restarts the hardware prefetcher. NULL and *err on failure. */
-#define HUGE_PAGE ((size_t)2 << 20)
-cl_mem cl_create_buffer(cl_backend_ctx *b, cl_mem_flags flags, size_t bytes, cl_int *err);
-
 /* backend_cl.c: an operand of an op must hold count elements of elem bytes from ref.offset in a
  * plain (non-weight) buffer. */
 clinfer_status cl_check_ref(const char *op, const char *name, clinfer_ref ref, size_t count,

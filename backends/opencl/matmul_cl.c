@@ -119,8 +119,7 @@ typedef struct {
 
 /* On CPU devices weights live in arenas: a few large buffers, each weight array a sub-buffer of
  * one, so that one graph launch can name every weight of a model among its few buffer
- * arguments, and in large pages (cl_create_buffer). An arena is filled in order and released
- * with the last array in it. */
+ * arguments. An arena is filled in order and released with the last array in it. */
 typedef struct cl_arena {
     cl_mem mem;
     size_t size, used;
@@ -313,7 +312,7 @@ clinfer_status cl_matmul_init(cl_backend_ctx *b) {
                                    &align_bits, NULL),
                    "clGetDeviceInfo(CL_DEVICE_MEM_BASE_ADDR_ALIGN)"));
     s->align = align_bits >= 8 ? align_bits / 8 : 1;
-    s->arenas = b->info.type == CLINFER_DEVICE_CPU;     /* graph launches, large pages */
+    s->arenas = b->info.type == CLINFER_DEVICE_CPU;     /* for graph launches */
     if (s->cpu && b->info.type == CLINFER_DEVICE_CPU) { /* see norm_fusable */
         cl_int zero = 0;
         CHECK(create_buffer(b, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, sizeof zero, &zero,
@@ -420,9 +419,7 @@ static clinfer_status place(cl_backend_ctx *b, size_t bytes, const void *host, w
         if (size > alloc_limit(b)) size = alloc_limit(b); /* parts never exceed it */
         arena = calloc(1, sizeof *arena);
         if (!arena) return clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "OpenCL matmul: arena");
-        cl_int err;
-        arena->mem = cl_create_buffer(b, CL_MEM_READ_ONLY, size, &err);
-        CHECK(cl_error(err, "clCreateBuffer(a weight arena)"));
+        CHECK(create_buffer(b, CL_MEM_READ_ONLY, size, NULL, &arena->mem));
         arena->size = size;
         if (s->filling) s->filling->filling = NULL;
         s->filling = arena;
