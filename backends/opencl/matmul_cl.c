@@ -43,8 +43,9 @@ enum {
 /* How a GGUF block is split at upload: bytes [q_off, q_off + q_len) go to the quant array, the
  * scale segments (in order) to the scale array, padded to s_bytes. A segment marked f16 holds
  * half-precision scales that are widened to f32 (exactly): PoCL compiles a lone vload_half to
- * branchy scalar code, which cost more per 32 weights than the 2 extra bytes. f32/f16 weights:
- * blk 1, no scales. */
+ * branchy scalar code, which cost more per 32 weights than the 2 extra bytes. Rows interleaved
+ * by 16 keep their f16 scales as they are (Q8_0, Q4_0, Q4_1: one f16 segment), 16 rows' in one
+ * 32-byte load that one instruction widens. f32/f16 weights: blk 1, no scales. */
 typedef struct {
     size_t off, len;
     int f16; /* len bytes of f16 values, stored as 2 * len bytes of f32 */
@@ -371,13 +372,15 @@ static uint64_t alloc_limit(const cl_backend_ctx *b) {
     return limit;
 }
 
-/* Splits rows [row0, row0 + rows) of GGUF data into the quant and scale arrays. */
+/* Splits rows [row0, row0 + rows) of GGUF data into the quant and scale arrays (s NULL: quants
+ * only). */
 static void split_blocks(const type_layout *l, const uint8_t *data, size_t row_bytes, int row0,
                          int rows, int k, uint8_t *q, uint8_t *s) {
     size_t nb = (size_t)rows * (size_t)(k / (int)l->blk);
     const uint8_t *src = data + (size_t)row0 * row_bytes;
     for (size_t i = 0; i < nb; i++, src += l->bytes) {
         memcpy(q + i * l->q_len, src + l->q_off, l->q_len);
+        if (!s) continue;
         uint8_t *dst = s + i * l->s_bytes;
         memset(dst, 0, l->s_bytes);
         for (int j = 0; j < 2 && l->s[j].len; j++) {
@@ -396,12 +399,30 @@ static void split_blocks(const type_layout *l, const uint8_t *data, size_t row_b
     }
 }
 
-/* Re-lays out row-major rows (a multiple of 16) of nb blocks of w 4-byte words each into rows
- * interleaved by 16 (word_at in cl/matvec.cl). */
-static void interleave16(const uint32_t *src, uint32_t *dst, size_t rows, size_t nb, size_t w) {
+/* Re-lays out row-major rows (a multiple of 16) of nb blocks of w words of `size` bytes each
+ * into rows interleaved by 16 (word_at in cl/weights.clh). */
+static void interleave16(const uint8_t *src, uint8_t *dst, size_t rows, size_t nb, size_t w,
+                         size_t size) {
     for (size_t r = 0; r < rows; r++)
         for (size_t i = 0; i < nb * w; i++) /* block i / w, word i % w */
-            dst[((r / 16 * nb) * w + i) * 16 + r % 16] = src[r * nb * w + i];
+            memcpy(dst + (((r / 16 * nb) * w + i) * 16 + r % 16) * size,
+                   src + (r * nb * w + i) * size, size);
+}
+
+/* The scales of rows [row0, row0 + rows) as they are in the GGUF blocks (f16: Q8_0 and Q4_0 d,
+ * Q4_1 d then m), block after block: what the interleaved layout keeps, as one 64-byte load then
+ * converts 16 of them (the row-major layout widens them to f32 instead, see scale_segment). */
+static void gather_f16_scales(const type_layout *l, const uint8_t *data, size_t row_bytes, int row0,
+                              int rows, int k, uint8_t *s) {
+    size_t nb = (size_t)rows * (size_t)(k / (int)l->blk), len = l->s[0].len;
+    const uint8_t *src = data + (size_t)row0 * row_bytes + l->s[0].off;
+    for (size_t i = 0; i < nb; i++, src += l->bytes)
+        memcpy(s + i * len, src, len);
+}
+
+/* Bytes of the scales of one block as the weight stores them. */
+static size_t scale_bytes(const type_layout *l, int il) {
+    return il ? l->s[0].len : l->s_bytes;
 }
 
 /* Uploads bytes of host data as a weight array: a sub-buffer of an arena where weights go to
@@ -462,12 +483,11 @@ static clinfer_status upload_part(cl_backend_ctx *b, const type_layout *l, const
                                   int k, int il, weight_part *p) {
     clinfer_status st = CLINFER_OK;
     size_t nb_row = (size_t)k / l->blk, row_bytes = nb_row * l->bytes;
-    uint8_t *q = NULL, *s = NULL;
-    uint32_t *qi = NULL, *si = NULL;
+    uint8_t *q = NULL, *s = NULL, *qi = NULL, *si = NULL;
     if (!l->s_bytes) /* f32/f16: the GGUF rows are the layout */
         return place(b, (size_t)p->rows * row_bytes, data + (size_t)p->row0 * row_bytes, &p->q);
     size_t rows = il ? round_up((size_t)p->rows, 16) : (size_t)p->rows;
-    size_t q_bytes = rows * nb_row * l->q_len, s_bytes = rows * nb_row * l->s_bytes;
+    size_t q_bytes = rows * nb_row * l->q_len, s_bytes = rows * nb_row * scale_bytes(l, il);
     q = calloc(1, q_bytes);
     s = calloc(1, s_bytes);
     if (il) {
@@ -478,10 +498,13 @@ static clinfer_status upload_part(cl_backend_ctx *b, const type_layout *l, const
         CHECK(clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY,
                            "OpenCL matmul: %zu + %zu bytes to re-lay out %d rows of %s", q_bytes,
                            s_bytes, p->rows, clinfer_dtype_name(l->type)));
-    split_blocks(l, data, row_bytes, p->row0, p->rows, k, q, s);
     if (il) {
-        interleave16((const uint32_t *)q, qi, rows, nb_row, l->q_len / 4);
-        interleave16((const uint32_t *)s, si, rows, nb_row, l->s_bytes / 4);
+        split_blocks(l, data, row_bytes, p->row0, p->rows, k, q, NULL);
+        gather_f16_scales(l, data, row_bytes, p->row0, p->rows, k, s);
+        interleave16(q, qi, rows, nb_row, l->q_len / 4, 4);
+        interleave16(s, si, rows, nb_row, l->s[0].len / 2, 2);
+    } else {
+        split_blocks(l, data, row_bytes, p->row0, p->rows, k, q, s);
     }
     CHECK(place(b, q_bytes, il ? (void *)qi : q, &p->q));
     CHECK(place(b, s_bytes, il ? (void *)si : s, &p->s));
@@ -548,7 +571,7 @@ clinfer_status cl_weight_create(cl_backend_ctx *b, clinfer_dtype type, int m, in
     }
     buf->weight = w;
     /* as stored: the re-laid-out arrays with their f32 scales (what kernels read) */
-    buf->bytes = (size_t)m * nb_row * (l->s_bytes ? l->q_len + l->s_bytes : l->bytes);
+    buf->bytes = (size_t)m * nb_row * (l->s_bytes ? l->q_len + scale_bytes(l, il) : l->bytes);
     *out = buf;
     return CLINFER_OK;
 cleanup:
@@ -1110,8 +1133,9 @@ clinfer_status cl_weight_view_of(cl_backend_ctx *b, const clinfer_op *op, cl_wei
                           .variant = !q8     ? CL_MM_ROWS
                                      : w->il ? CL_MM_IL
                                              : CL_MM_Q8,
-                          .row_bytes = (size_t)w->k / w->layout->blk *
-                                       (w->layout->s_bytes ? w->layout->q_len + w->layout->s_bytes
-                                                           : w->layout->bytes)};
+                          .row_bytes =
+                              (size_t)w->k / w->layout->blk *
+                              (w->layout->s_bytes ? w->layout->q_len + scale_bytes(w->layout, w->il)
+                                                  : w->layout->bytes)};
     return CLINFER_OK;
 }
