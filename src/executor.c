@@ -12,7 +12,6 @@ typedef struct {
     /* > 0: the op's position-dependent refs (STORE dst, ROPE k_dst and v_dst, EMBED ids)
      * advance by pos0 * stride */
     size_t pos_stride;
-    clinfer_dtype w_type; /* MATMUL and EMBED: the weight type, for the profile */
 } plan_step;
 
 struct exec_plan {
@@ -20,7 +19,7 @@ struct exec_plan {
     size_t n_body;         /* steps up to the last layer */
     size_t n_steps;        /* plus output norm and LM head */
     clinfer_op *walk;      /* n_steps: the ops of the walk under way, at its position */
-    clinfer_dtype *w_type; /* n_steps: each step's w_type, for the profile */
+    clinfer_dtype *w_type; /* n_steps: MATMUL and EMBED's weight type, for the profile */
     plan_step steps[];
 };
 
@@ -46,6 +45,7 @@ void exec_buffer_sizes(const clinfer_hparams *hp, uint32_t n_ctx, uint32_t n_bat
  * use fewer steps than counted. */
 typedef struct {
     plan_step *steps;
+    clinfer_dtype *w_type; /* beside steps */
     size_t count;
     bool f32_activations; /* exec_state's */
 } builder;
@@ -57,7 +57,7 @@ static void push(builder *b, clinfer_op op, size_t pos_stride) {
 
 /* The weight type of the step pushed last. */
 static void set_w_type(builder *b, clinfer_dtype type) {
-    if (b->steps) b->steps[b->count - 1].w_type = type;
+    if (b->steps) b->w_type[b->count - 1] = type;
 }
 
 static clinfer_ref at(clinfer_buffer *buf, size_t offset) {
@@ -295,23 +295,18 @@ clinfer_status exec_plan_build(const clinfer_model *m, const exec_state *s, int 
                                exec_plan **out) {
     builder counter = {.f32_activations = s->f32_activations};
     build(&counter, m, s, n);
-    exec_plan *p = malloc(sizeof *p + counter.count * sizeof(plan_step));
-    if (!p)
+    exec_plan *p = calloc(1, sizeof *p + counter.count * sizeof(plan_step));
+    if (p) p->walk = malloc(counter.count * sizeof *p->walk);
+    if (p) p->w_type = calloc(counter.count, sizeof *p->w_type);
+    if (!p || !p->walk || !p->w_type) {
+        exec_plan_free(p);
         return clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "executor: no memory for a plan of %zu ops",
                             counter.count);
-    builder filler = {p->steps, 0, s->f32_activations};
+    }
+    builder filler = {p->steps, p->w_type, 0, s->f32_activations};
     p->n = n;
     p->n_body = build(&filler, m, s, n);
     p->n_steps = filler.count;
-    p->walk = malloc(p->n_steps * sizeof *p->walk);
-    p->w_type = malloc(p->n_steps * sizeof *p->w_type);
-    if (!p->walk || !p->w_type) {
-        exec_plan_free(p);
-        return clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "executor: no memory for a walk of %zu ops",
-                            counter.count);
-    }
-    for (size_t i = 0; i < p->n_steps; i++)
-        p->w_type[i] = p->steps[i].w_type;
     *out = p;
     return CLINFER_OK;
 }
