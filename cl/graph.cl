@@ -75,18 +75,8 @@ static void embed_task(__global const int *r, int task, const slot_t *slots) {
             o[e] = 0.0f;
         return;
     }
-    for (int b = 0; b < k / BLK; b++) {
-        float16 q[NCH];
-        float sc[NCH], of[NCH];
-        blk_values(wq, ws, il, row, k, b, q, sc, of);
-#pragma unroll
-        for (int j = 0; j < NCH; j++)
-            vstore16(q[j] * sc[j] + of[j], 0, o + b * BLK + 16 * j);
-    }
-#if HAS_TAIL
-    for (int e = k / BLK * BLK; e < k; e++)
-        o[e] = ELEM(wq, row, k, e);
-#endif
+    for (int b = 0; b <= k / BLK; b++) /* the blocks, then the tail */
+        dequant_block(wq, ws, il, row, k, b, o);
 }
 
 static void rmsnorm_task(__global const int *r, int task, const slot_t *slots) {

@@ -168,19 +168,5 @@ __kernel void dequant_rows(wq_t wq, ws_t ws, int il, int k, int row0, int rows, 
                 o[e] = 0.0f;
         return;
     }
-    if (row < row0 || row >= row0 + rows) return;
-    int r = row - row0;
-    if (b < nb) {
-        float16 q[NCH];
-        float sc[NCH], of[NCH];
-        blk_values(wq, ws, il, r, k, b, q, sc, of);
-#pragma unroll
-        for (int j = 0; j < NCH; j++)
-            vstore16(q[j] * sc[j] + of[j], 0, o + lo + 16 * j);
-    }
-#if HAS_TAIL
-    else
-        for (int e = lo; e < hi; e++)
-            o[e] = ELEM(wq, r, k, e);
-#endif
+    if (row >= row0 && row < row0 + rows) dequant_block(wq, ws, il, row - row0, k, b, o);
 }
