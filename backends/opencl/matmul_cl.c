@@ -120,12 +120,12 @@ typedef struct {
 
 /* On CPU devices weights live in arenas: a few large buffers, each weight array a sub-buffer of
  * one, so that one graph launch can name every weight of a model among its few buffer
- * arguments. An arena is filled in order and released with the last array in it. */
+ * arguments. An arena is filled in order and released when nothing holds it: neither an array
+ * in it nor the state, while it is the one being filled. */
 typedef struct cl_arena {
     cl_mem mem;
     size_t size, used;
-    int live;                  /* arrays placed in it and not yet freed */
-    struct cl_arena **filling; /* the state's arena being filled, while that is this one */
+    int holders;
 } cl_arena;
 
 /* One array of a weight part: its own buffer, or a sub-buffer at offset bytes of an arena. */
@@ -139,6 +139,12 @@ typedef struct {
     weight_array q, s; /* s.mem is NULL for f32/f16 */
     int row0, rows;
 } weight_part;
+
+static void release_arena(cl_arena *arena) {
+    if (--arena->holders > 0) return;
+    clReleaseMemObject(arena->mem);
+    free(arena);
+}
 
 struct cl_matmul_state {
     int cpu;      /* cpu-rows kernels; else the work-group kernels of the GPU paths */
@@ -347,7 +353,7 @@ void cl_matmul_free(cl_backend_ctx *b) {
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         if (bufs[i]->mem) clReleaseMemObject(bufs[i]->mem);
     if (s->done) clReleaseMemObject(s->done);
-    if (s->filling) s->filling->filling = NULL; /* weights still alive keep their arena */
+    if (s->filling) release_arena(s->filling); /* weights still alive keep their arena */
     cl_kernel rounding[] = {s->quantize, s->rmsnorm_q8, s->swiglu_q8};
     for (size_t i = 0; i < sizeof rounding / sizeof rounding[0]; i++)
         if (rounding[i]) clReleaseKernel(rounding[i]);
@@ -425,57 +431,53 @@ static size_t scale_bytes(const type_layout *l, int il) {
     return il ? l->s[0].len : l->s_bytes;
 }
 
+/* Bytes of a row of k elements as the weight stores them (what kernels read). */
+static size_t stored_row_bytes(const type_layout *l, int il, int k) {
+    return (size_t)k / l->blk * (l->s_bytes ? l->q_len + scale_bytes(l, il) : l->bytes);
+}
+
 /* Uploads bytes of host data as a weight array: a sub-buffer of an arena where weights go to
  * arenas (a new arena when the one being filled lacks room), else a buffer of its own. */
 static clinfer_status place(cl_backend_ctx *b, size_t bytes, const void *host, weight_array *a) {
     struct cl_matmul_state *s = b->mm;
-    clinfer_status st = CLINFER_OK;
     void *src = (void *)(uintptr_t)host;
     if (!s->arenas)
         return create_buffer(b, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, bytes, src, &a->mem);
-    cl_arena *arena = s->filling;
-    size_t at = arena ? round_up(arena->used, s->align) : 0;
-    if (!arena || at + bytes > arena->size) {
+    size_t at = s->filling ? round_up(s->filling->used, s->align) : 0;
+    if (!s->filling || at + bytes > s->filling->size) {
         uint64_t size = bytes > ARENA_BYTES ? bytes : ARENA_BYTES;
         if (size > alloc_limit(b)) size = alloc_limit(b); /* parts never exceed it */
-        arena = calloc(1, sizeof *arena);
+        cl_arena *arena = calloc(1, sizeof *arena);
         if (!arena) return clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "OpenCL matmul: arena");
-        CHECK(create_buffer(b, CL_MEM_READ_ONLY, size, NULL, &arena->mem));
+        clinfer_status st = create_buffer(b, CL_MEM_READ_ONLY, size, NULL, &arena->mem);
+        if (st != CLINFER_OK) {
+            free(arena);
+            return st;
+        }
         arena->size = size;
-        if (s->filling) s->filling->filling = NULL;
+        arena->holders = 1; /* the state's, while it fills it */
+        if (s->filling) release_arena(s->filling);
         s->filling = arena;
-        arena->filling = &s->filling;
         at = 0;
     }
+    cl_arena *arena = s->filling;
     cl_int err =
         clEnqueueWriteBuffer(b->queue, arena->mem, CL_TRUE, at, bytes, host, 0, NULL, NULL);
     cl_buffer_region region = {at, bytes};
     if (err == CL_SUCCESS)
         a->mem = clCreateSubBuffer(arena->mem, CL_MEM_READ_ONLY, CL_BUFFER_CREATE_TYPE_REGION,
                                    &region, &err);
-    CHECK(cl_error(err, "placing a weight array in an arena"));
+    if (err != CL_SUCCESS) return cl_error(err, "placing a weight array in an arena");
     arena->used = at + bytes;
-    arena->live++;
+    arena->holders++;
     a->arena = arena;
     a->offset = at;
-    arena = NULL;
-cleanup:
-    if (arena && !arena->live) { /* a new arena that got nothing */
-        if (s->filling == arena) s->filling = NULL;
-        if (arena->mem) clReleaseMemObject(arena->mem);
-        free(arena);
-    }
-    return st;
+    return CLINFER_OK;
 }
 
 static void release_array(weight_array *a) {
     if (a->mem) clReleaseMemObject(a->mem);
-    cl_arena *arena = a->arena;
-    if (arena && --arena->live == 0) {
-        if (arena->filling) *arena->filling = NULL;
-        clReleaseMemObject(arena->mem);
-        free(arena);
-    }
+    if (a->arena) release_arena(a->arena);
 }
 
 /* Uploads part p; with il its rows are interleaved by 16, zero rows padding the last group. */
@@ -570,8 +572,7 @@ clinfer_status cl_weight_create(cl_backend_ctx *b, clinfer_dtype type, int m, in
         CHECK(upload_part(b, l, data, k, il, p));
     }
     buf->weight = w;
-    /* as stored: the re-laid-out arrays with their f32 scales (what kernels read) */
-    buf->bytes = (size_t)m * nb_row * (l->s_bytes ? l->q_len + scale_bytes(l, il) : l->bytes);
+    buf->bytes = (size_t)m * stored_row_bytes(l, il, k);
     *out = buf;
     return CLINFER_OK;
 cleanup:
@@ -777,7 +778,7 @@ bool cl_round_output(const clinfer_op *op) {
 clinfer_status cl_rounding_op(cl_backend_ctx *b, const clinfer_op *op) {
     clinfer_status st = CLINFER_OK;
     struct cl_matmul_state *s = b->mm;
-    int want_f = s->q8_dots != 1, norm = op->kind == CLINFER_OP_RMSNORM;
+    int want_f = cl_act_q8_want_f(b), norm = op->kind == CLINFER_OP_RMSNORM;
     clinfer_ref y = norm ? op->norm.y : op->eltwise.y;
     size_t count = norm ? (size_t)op->norm.n * (size_t)op->norm.d : op->eltwise.count;
     karg args[13];
@@ -820,7 +821,7 @@ cleanup:
 }
 
 int cl_act_q8_want_f(const cl_backend_ctx *b) {
-    return b->mm->q8_dots != 1; /* as cl_rounding_op: the next matmul's kernel is not known */
+    return b->mm->q8_dots != 1; /* the next matmul's kernel is not known: f32 kernels read d * q */
 }
 
 clinfer_status cl_act_q8_buffers(cl_backend_ctx *b, size_t count, cl_mem mem[3], int *want_f) {
@@ -919,7 +920,7 @@ static clinfer_status run_matvec_q8_norm(cl_backend_ctx *b, const type_kernels *
     clinfer_status st = CLINFER_OK;
     norm_operands o = norm_of(a);
     int rows = a->rows, want_q = cl_round_output(a->norm);
-    int want_f = want_q && s->q8_dots != 1;
+    int want_f = want_q && cl_act_q8_want_f(b);
     karg args[23] = {{sizeof(cl_mem), &p->q.mem},
                      {sizeof(cl_mem), &p->s.mem},
                      {sizeof(int), &a->k},
@@ -1133,9 +1134,6 @@ clinfer_status cl_weight_view_of(cl_backend_ctx *b, const clinfer_op *op, cl_wei
                           .variant = !q8     ? CL_MM_ROWS
                                      : w->il ? CL_MM_IL
                                              : CL_MM_Q8,
-                          .row_bytes =
-                              (size_t)w->k / w->layout->blk *
-                              (w->layout->s_bytes ? w->layout->q_len + scale_bytes(w->layout, w->il)
-                                                  : w->layout->bytes)};
+                          .row_bytes = stored_row_bytes(w->layout, w->il, w->k)};
     return CLINFER_OK;
 }
