@@ -503,16 +503,15 @@ static clinfer_status ensure_scratch(cl_backend_ctx *b, size_t bytes) {
     return cl_check(b, err, "clCreateBuffer(attention scratch, %zu bytes)", bytes);
 }
 
-/* Attention splits the positions into chunks so that decode (n_head x 1 rows) still gives every
- * compute unit several work-items (cpu-rows) or work-groups (GPU paths); attention_merge then
- * combines the chunks' partial results. The kernel takes args, then chunk and part, then tail;
- * the merge takes the rounding arguments q8 (xq, xd, xf, want_f, round_q8). */
 clinfer_status cl_attention_scratch(cl_backend_ctx *b, size_t bytes, cl_mem *part) {
     clinfer_status st = ensure_scratch(b, bytes);
     *part = b->ops->scratch;
     return st;
 }
 
+/* Attention splits the positions into chunks so that decode (n_head x 1 rows) still gives every
+ * compute unit several work-items (cpu-rows) or work-groups (GPU paths); attention_merge then
+ * combines the chunks' partial results. */
 void cl_attention_chunks(const cl_backend_ctx *b, const clinfer_op *op, size_t *chunk,
                          size_t *n_chunks) {
     bool groups = b->ops->work_group_per_row;
@@ -526,6 +525,8 @@ void cl_attention_chunks(const cl_backend_ctx *b, const clinfer_op *op, size_t *
     *n_chunks = (positions + *chunk - 1) / *chunk;
 }
 
+/* The attention kernel takes args, then chunk and part, then tail; the merge takes the rounding
+ * arguments q8 (xq, xd, xf, want_f, round_q8). */
 static clinfer_status attention_launch(cl_backend_ctx *b, kernel_id kernel, const kernel_arg *args,
                                        size_t n_args, const kernel_arg *tail, size_t n_tail,
                                        const kernel_arg q8[5], const clinfer_op *op) {

@@ -111,10 +111,9 @@ void cl_act_q8_made(cl_backend_ctx *b, clinfer_ref y, size_t count, int want_f);
 clinfer_status cl_embed(cl_backend_ctx *b, const clinfer_op *op);
 /* What graph_cl.c needs to know of a MATMUL or EMBED op's weight, after checking the op as the
  * per-op path does: its type and first part's arrays (their arena, where it has one; s is q for
- * f32/f16), whether its rows are
- * interleaved, the bytes a row takes as stored, and the matvec the per-op path would run:
- * CL_MM_ROWS over f32 x (or d * q of 8-bit x), CL_MM_IL or CL_MM_Q8 over 8-bit x (the values of
- * graph.cl's MM_ROWS, MM_IL and MM_Q8). */
+ * f32/f16), whether its rows are interleaved, the bytes a row takes as stored, and the matvec
+ * the per-op path would run: CL_MM_ROWS over f32 x (or d * q of 8-bit x), CL_MM_IL or CL_MM_Q8
+ * over 8-bit x (the values of graph.cl's MM_ROWS, MM_IL and MM_Q8). */
 enum { CL_MM_ROWS, CL_MM_IL, CL_MM_Q8 };
 typedef struct {
     clinfer_dtype type;
