@@ -8,7 +8,7 @@
 # not writable. Prints the directory on stdout: tests take it from $CLINFER_VOCAB_DIR
 # (tools/test.sh and .ci/run set it from here). Quick and quiet when the files are already there.
 #
-# usage: tools/fetch_vocab.sh [DIR]    (DIR overrides where the files are stored)
+# usage: tools/fetch_vocab.sh [DIR]    (DIR: the only place to look for and store the files)
 set -euo pipefail
 
 # The files, their SHA-256, and where they are in the source distribution.
@@ -33,7 +33,9 @@ say() { echo "fetch_vocab: $*" >&2; }
 # All files present in $1 with their pinned SHA-256?
 verified() { [ -d "$1" ] && (cd "$1" && echo "$SUMS" | sha256sum --check --status 2>/dev/null); }
 
-for dir in ${1:+"$1"} "$root/models/vocab" "$cache"; do
+# Already fetched into DIR, or (without DIR) into one of the places this stores them?
+if [ $# -gt 0 ]; then places=("$1"); else places=("$root/models/vocab" "$cache"); fi
+for dir in "${places[@]}"; do
     if verified "$dir"; then
         echo "$dir"
         exit 0
