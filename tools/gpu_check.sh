@@ -80,7 +80,6 @@ rm -f "$out"/{summary.md,steps.tsv,devices.json,devices.txt,clinfo.txt,nvidia-sm
 jobs=${CLINFER_JOBS:-$(nproc)}
 cache=${XDG_CACHE_HOME:-$HOME/.cache}/clinfer
 llama_cache=${CLINFER_BENCH_CACHE:-$cache/llama.cpp}
-llama_version=${LLAMA_CPP_PYTHON_VERSION:-0.3.36}
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 
 say() { echo "gpu_check: $*" >&2; }
@@ -196,13 +195,10 @@ done
 # it in vendor/llama.cpp), downloaded and unpacked once; the same steps as
 # bench/compare_llamacpp.sh. Prints the tree's path.
 llama_cpp_source() {
-    local src="$llama_cache/llama_cpp_python-$llama_version/vendor/llama.cpp"
-    if [ ! -f "$src/CMakeLists.txt" ]; then
-        mkdir -p "$llama_cache"
-        python3 -m pip download --quiet --no-deps --no-binary :all: \
-            "llama-cpp-python==$llama_version" -d "$llama_cache" >&2
-        tar -xzf "$llama_cache/llama_cpp_python-$llama_version.tar.gz" -C "$llama_cache"
-    fi
+    local sdist src
+    sdist=$(bash "$root/tools/fetch_llamacpp_sdist.sh") || return 1
+    src="$llama_cache/$(basename "$sdist" .tar.gz)/vendor/llama.cpp"
+    [ -f "$src/CMakeLists.txt" ] || { mkdir -p "$llama_cache" && tar -xzf "$sdist" -C "$llama_cache"; } || return 1
     echo "$src"
 }
 llama_bench="$llama_cache/build-cuda/bin/llama-bench"
