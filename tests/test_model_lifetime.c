@@ -123,8 +123,10 @@ int main(void) {
     printf("RSS after %d iterations %.1f MiB, after %d %.1f MiB: %+ld KiB (bound %d KiB)\n", WARMUP,
            rss_warm / 1048576.0, ITERATIONS, rss_end / 1048576.0, growth / 1024,
            RSS_GROWTH_BOUND / 1024);
+#ifndef __SANITIZE_ADDRESS__ /* ASan's quarantine keeps freed blocks resident */
     EXPECT(check_failures > 0 || growth <= RSS_GROWTH_BOUND,
            "RSS grew by %ld KiB over %d load/free iterations", growth / 1024, ITERATIONS - WARMUP);
+#endif
     free(logits);
     remove(path);
     return finish("test_model_lifetime");
