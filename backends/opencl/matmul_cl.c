@@ -22,6 +22,7 @@
 
 #ifdef CLINFER_WITH_CLBLAST
 #include <clblast_c.h>
+#include <pthread.h>
 #endif
 
 enum {
@@ -161,7 +162,8 @@ struct cl_matmul_state {
     cl_mem done;  /* finished work-items of a matvec with the norm at its end; 0 between launches */
     int q8_dots;  /* a weight type has matvec_q8 (1) or has not (0); -1: no type built yet */
     int interleave;    /* lay out weights for matvec_q8_il where it exists (CLINFER_INTERLEAVE) */
-    int use_clblast;   /* f32 GEMM through CLBlast (tuning table: GPUs only) */
+    int use_clblast;   /* f32 GEMM through CLBlast (tuning table: GPUs only); counted in
+                        * clblast_users from init to free */
     cl_arena *filling; /* weights go to arenas (CPU devices): the one being filled, or NULL */
     int arenas;
     size_t align; /* CL_DEVICE_MEM_BASE_ADDR_ALIGN in bytes: where sub-buffers may start */
@@ -275,6 +277,28 @@ static clinfer_status build_type(cl_backend_ctx *b, const type_layout *l) {
     return st;
 }
 
+#ifdef CLINFER_WITH_CLBLAST
+/* CLBlast keeps its compiled programs in a process-wide cache keyed by context, each holding
+ * its context: left there they pile up with every backend made, and CLBlast's static
+ * destructors release them at exit after the OpenCL runtime may be gone (heap corruption under
+ * oclgrind). So the last live context using CLBlast empties the cache before its own context
+ * is released; a later one compiles CLBlast's kernels again. */
+static pthread_mutex_t clblast_lock = PTHREAD_MUTEX_INITIALIZER;
+static int clblast_users;
+
+static void clblast_hold(void) {
+    pthread_mutex_lock(&clblast_lock);
+    clblast_users++;
+    pthread_mutex_unlock(&clblast_lock);
+}
+
+static void clblast_drop(void) {
+    pthread_mutex_lock(&clblast_lock);
+    if (--clblast_users == 0) CLBlastClearCache(); /* its status has nowhere to go */
+    pthread_mutex_unlock(&clblast_lock);
+}
+#endif
+
 clinfer_status cl_matmul_init(cl_backend_ctx *b) {
     clinfer_status st = CLINFER_OK;
     cl_int err = CL_SUCCESS;
@@ -293,6 +317,7 @@ clinfer_status cl_matmul_init(cl_backend_ctx *b) {
      * gemm_tiled (not measured yet). CLINFER_CLBLAST=0/1 overrides; bench-ops compares both. */
     const char *force = getenv("CLINFER_CLBLAST");
     s->use_clblast = force && *force ? atoi(force) != 0 : !s->cpu;
+    if (s->use_clblast) clblast_hold();
 #endif
     char options[64];
     snprintf(options, sizeof options, "-DGM=%d -DGN=%d -DTS=%zu", GEMM_GM, GEMM_GN, s->gemm_ts);
@@ -361,6 +386,9 @@ void cl_matmul_free(cl_backend_ctx *b) {
     if (s->gemm) clReleaseKernel(s->gemm);
     if (s->bias_fill) clReleaseKernel(s->bias_fill);
     if (s->gemm_program) clReleaseProgram(s->gemm_program);
+#ifdef CLINFER_WITH_CLBLAST
+    if (s->use_clblast) clblast_drop();
+#endif
     free(s);
     b->mm = NULL;
 }
