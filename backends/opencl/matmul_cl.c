@@ -252,12 +252,13 @@ static clinfer_status build_type(cl_backend_ctx *b, const type_layout *l) {
         t->dequant = clCreateKernel(t->program, "dequant_rows", &err);
     if (st == CLINFER_OK && err == CL_SUCCESS && b->mm->cpu) {
         /* present only where matvec.cl compiled its AVX2 / AVX-512 integer paths */
-        cl_int q8_err;
-        t->matvec_q8 = clCreateKernel(t->program, "matvec_q8", &q8_err);
-        if (b->mm->interleave) {
-            t->matvec_q8_il = clCreateKernel(t->program, "matvec_q8_il", &q8_err);
-            t->matvec_q8_il_norm = clCreateKernel(t->program, "matvec_q8_il_norm", &q8_err);
-        }
+        if (cl_program_has_kernel(t->program, "matvec_q8"))
+            t->matvec_q8 = clCreateKernel(t->program, "matvec_q8", &err);
+        if (err == CL_SUCCESS && b->mm->interleave &&
+            cl_program_has_kernel(t->program, "matvec_q8_il")) /* the types laid out by 16 rows */
+            t->matvec_q8_il = clCreateKernel(t->program, "matvec_q8_il", &err);
+        if (err == CL_SUCCESS && t->matvec_q8_il)
+            t->matvec_q8_il_norm = clCreateKernel(t->program, "matvec_q8_il_norm", &err);
     }
     if (st == CLINFER_OK) st = cl_error(err, "clCreateKernel(matvec.cl)");
     if (st == CLINFER_OK && clinfer_dtype_takes_q8_act(l->type))
