@@ -446,9 +446,11 @@ cleanup:
 
 clinfer_status cl_graph_init(cl_backend_ctx *b) {
     const char *env = getenv("CLINFER_GRAPH");
-    /* the kernel's waiting rests on coherent memory between work-groups: CPU devices */
-    if (b->info.type != CLINFER_DEVICE_CPU || strcmp(b->info.kernel_path, "cpu-rows") != 0 ||
-        (env && strcmp(env, "0") == 0))
+    /* The kernel's waiting rests on coherent memory between work-groups: CPU devices, unless
+     * CLINFER_GRAPH=1 forces it (a simulator such as Oclgrind, to check the kernel's accesses). */
+    bool forced = env && strcmp(env, "1") == 0;
+    if ((b->info.type != CLINFER_DEVICE_CPU && !forced) ||
+        strcmp(b->info.kernel_path, "cpu-rows") != 0 || (env && strcmp(env, "0") == 0))
         return CLINFER_OK;
     clinfer_status st = CLINFER_OK;
     struct cl_graph_state *g = calloc(1, sizeof *g);
