@@ -27,6 +27,13 @@ static inline const char *test_kernel_path(void) {
     return path ? path : "default";
 }
 
+/* CLINFER_TEST_SMALL=1: smaller shapes for a simulator such as Oclgrind, which interprets every
+ * work-item (thousands of times slower than PoCL); the same kernels and paths are covered. */
+static inline bool test_small(void) {
+    const char *small = getenv("CLINFER_TEST_SMALL");
+    return small && *small && *small != '0';
+}
+
 /* Runs test(index) on every picked device. Returns 77 (the test is skipped) when there is no
  * OpenCL device or none is picked, else 0. */
 static inline int for_each_test_device(void (*test)(size_t index)) {

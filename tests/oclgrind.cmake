@@ -1,0 +1,53 @@
+# Label oclgrind: the OpenCL op and matmul tests and an end-to-end `clinfer run` under Oclgrind,
+# an OpenCL 1.2 simulator that presents itself as a GPU (so the device layer picks
+# gpu-local-reduce) and checks every memory access. PoCL runs a work-group's items in lock-step
+# and hides races that a GPU shows; Oclgrind reports them. tests/oclgrind_run.sh fails a test on
+# any report (data race, invalid access, API misuse, barrier divergence) and skips (77) where
+# oclgrind is not installed. Oclgrind interprets every work-item, so the matmul test runs its
+# smaller grid (CLINFER_TEST_SMALL). The whole label takes about 15 minutes on 2 cores.
+#
+# Kernel paths: gpu-local-reduce (the simulator's own) and cpu-rows (forced). gpu-subgroup is not
+# run: no op has a subgroup variant yet, so it builds exactly gpu-local-reduce's kernels.
+# --uninitialized is not used: Oclgrind 21.10 crashes on some of our kernels with it.
+set(CLINFER_OCLGRIND_RUN ${CMAKE_CURRENT_SOURCE_DIR}/oclgrind_run.sh)
+set(CLINFER_OCLGRIND_ENV "CLINFER_CACHE_DIR=${CMAKE_CURRENT_BINARY_DIR}/cl-cache-oclgrind")
+
+# clinfer_oclgrind_test(NAME ENV ... COMMAND ...): COMMAND under oclgrind_run.sh.
+function(clinfer_oclgrind_test name)
+  cmake_parse_arguments(T "" "" "ENV;COMMAND" ${ARGN})
+  add_test(NAME oclgrind_${name} COMMAND ${CLINFER_OCLGRIND_RUN} ${T_COMMAND})
+  set_tests_properties(oclgrind_${name} PROPERTIES LABELS oclgrind SKIP_RETURN_CODE 77
+    TIMEOUT 1800 ENVIRONMENT "${CLINFER_OCLGRIND_ENV};${T_ENV}")
+endfunction()
+
+foreach(path gpu-local-reduce cpu-rows)
+  clinfer_oclgrind_test(cl_ops_${path} ENV CLINFER_KERNEL_PATH=${path}
+    COMMAND $<TARGET_FILE:test_cl_ops>)
+  # CLBlast off: the GPU path would take it for f32 GEMM, and gemm_tiled is ours to check.
+  clinfer_oclgrind_test(cl_matmul_${path}
+    ENV CLINFER_KERNEL_PATH=${path} CLINFER_CLBLAST=0 CLINFER_TEST_SMALL=1
+    COMMAND $<TARGET_FILE:test_cl_matmul>)
+endforeach()
+
+# The tiny model end to end, a prompt of more than 8 tokens so that prefill is a GEMM. Per-op
+# launches on the simulator's own path (CLBlast's GEMM included); graph launches (cl/graph.cl)
+# need cpu-rows and CLINFER_GRAPH=1, since they run only on CPU devices otherwise. Oclgrind runs
+# one work-group after another, so the first takes every task: every access of the graph kernel
+# is checked, but not the hand-over between work-groups, which rests on PoCL's coherent memory.
+set(CLINFER_OCLGRIND_MODEL ${CMAKE_CURRENT_BINARY_DIR}/oclgrind_tiny.gguf)
+add_test(NAME oclgrind_tiny_model COMMAND write_tiny_model ${CLINFER_OCLGRIND_MODEL})
+set_tests_properties(oclgrind_tiny_model PROPERTIES LABELS oclgrind FIXTURES_SETUP oclgrind_model)
+set(CLINFER_OCLGRIND_PROMPT "the same transformer runs on any vendor's device")
+# CLINFER_PROFILE's table has a graph row exactly when graph launches ran. The graph test passes
+# on that row (CTest then ignores the exit status, so the wrapper's failure lines fail it).
+clinfer_oclgrind_test(run_per_op ENV CLINFER_GRAPH=0 CLINFER_PROFILE=1
+  COMMAND $<TARGET_FILE:clinfer_cli> run -m ${CLINFER_OCLGRIND_MODEL} -p ${CLINFER_OCLGRIND_PROMPT}
+          -n 4)
+clinfer_oclgrind_test(run_graph ENV CLINFER_KERNEL_PATH=cpu-rows CLINFER_GRAPH=1 CLINFER_PROFILE=1
+  COMMAND $<TARGET_FILE:clinfer_cli> run -m ${CLINFER_OCLGRIND_MODEL} -p ${CLINFER_OCLGRIND_PROMPT}
+          -n 4)
+set_tests_properties(oclgrind_run_per_op oclgrind_run_graph PROPERTIES
+  FIXTURES_REQUIRED oclgrind_model SKIP_REGULAR_EXPRESSION "oclgrind is not installed")
+set_tests_properties(oclgrind_run_per_op PROPERTIES FAIL_REGULAR_EXPRESSION "\n  graph ")
+set_tests_properties(oclgrind_run_graph PROPERTIES PASS_REGULAR_EXPRESSION "\n  graph +[0-9]"
+  FAIL_REGULAR_EXPRESSION "oclgrind_run:")
