@@ -79,9 +79,10 @@ __kernel void gemm_rows(__global const float *w, int w_off, int k, int rows, int
         }
 }
 
-__kernel void gemm_tiled(__global const float *w, int w_off, int k, int rows, int n,
-                         __global const float *x, int x_off, int ldx, __global float *y, int y_off,
-                         int ldy, __global const float *bias, int bias_off, int flags) {
+__kernel __attribute__((reqd_work_group_size(TS, TS, 1))) void
+gemm_tiled(__global const float *w, int w_off, int k, int rows, int n, __global const float *x,
+           int x_off, int ldx, __global float *y, int y_off, int ldy, __global const float *bias,
+           int bias_off, int flags) {
     __local float wt[TS][TS + 1], xt[TS][TS + 1];
     int lr = get_local_id(0), lc = get_local_id(1);
     int r = get_group_id(0) * TS + lr, c = get_group_id(1) * TS + lc;

@@ -82,9 +82,13 @@ __kernel void matvec_rows_n(wq_t wq, ws_t ws, int il, int k, int r0, int rows,
     }
 }
 
-__kernel void matvec_wg(wq_t wq, ws_t ws, int il, int k, int r0, int rows, __global const float *x,
-                        int x_off, int ldx, __global float *y, int y_off, int ldy,
-                        __global const float *bias, int bias_off, int flags) {
+#if MV_WG < 1 || (MV_WG & (MV_WG - 1))
+#error "MV_WG must be a power of two: matvec_wg's reduction halves it"
+#endif
+__kernel __attribute__((reqd_work_group_size(MV_WG, 1, 1))) void
+matvec_wg(wq_t wq, ws_t ws, int il, int k, int r0, int rows, __global const float *x, int x_off,
+          int ldx, __global float *y, int y_off, int ldy, __global const float *bias, int bias_off,
+          int flags) {
     __local float red[MV_WG];
     int i = get_group_id(0), r = r0 + i, c = get_global_id(1), lid = get_local_id(0);
     __global const float *xc = x + x_off + (size_t)c * ldx;
