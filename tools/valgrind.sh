@@ -1,6 +1,7 @@
 #!/bin/bash
 # valgrind memcheck on `clinfer run` with a tiny generated model, on the reference backend and on
-# the first OpenCL device (PoCL here): fails on any memory error or "definitely lost" block.
+# the first OpenCL device (PoCL here; once more with CLBlast's GEMM): fails on any memory error
+# or "definitely lost" block.
 # tools/valgrind.supp holds the only exceptions, each inside the OpenCL stack with no clinfer
 # frame involved, each justified there.
 # Usage: tools/valgrind.sh [BUILD_DIR] (default: build; needs clinfer and tests/write_tiny_model)
@@ -35,6 +36,10 @@ check() {
 check reference run -m "$work/tiny.gguf" --reference -p "hello world" -n 8
 if "$clinfer" devices >/dev/null 2>&1; then
   check opencl run -m "$work/tiny.gguf" -p "hello world" -n 8
+  # A prompt of more than 8 tokens is a GEMM per weight; forced through CLBlast, whose program
+  # cache must be emptied before the context goes (matmul_cl.c).
+  CLINFER_CLBLAST=1 check opencl-clblast run -m "$work/tiny.gguf" \
+    -p "the same transformer runs on any vendor's device" -n 4
 else
   echo "valgrind opencl: skipped (no OpenCL device)"
 fi
