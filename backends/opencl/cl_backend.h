@@ -12,6 +12,7 @@
 #include <CL/cl.h>
 
 #include "backend.h"
+#include "graph_record.clh"
 
 struct cl_matmul_state; /* owned by matmul_cl.c */
 struct cl_ops_state;    /* owned by backend_cl.c */
@@ -113,8 +114,7 @@ clinfer_status cl_embed(cl_backend_ctx *b, const clinfer_op *op);
  * per-op path does: its type and first part's arrays (their arena, where it has one; s is q for
  * f32/f16), whether its rows are interleaved, the bytes a row takes as stored, and the matvec
  * the per-op path would run: CL_MM_ROWS over f32 x (or d * q of 8-bit x), CL_MM_IL or CL_MM_Q8
- * over 8-bit x (the values of graph.cl's MM_ROWS, MM_IL and MM_Q8). */
-enum { CL_MM_ROWS, CL_MM_IL, CL_MM_Q8 };
+ * over 8-bit x (graph_record.clh names them, for graph.cl too). */
 typedef struct {
     clinfer_dtype type;
     int parts;
