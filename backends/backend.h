@@ -205,8 +205,11 @@ typedef struct clinfer_backend {
 } clinfer_backend;
 
 clinfer_status clinfer_backend_reference_create(clinfer_backend **out);
-/* device_index as in clinfer_device_get_info. */
-clinfer_status clinfer_backend_opencl_create(size_t device_index, clinfer_backend **out);
+/* device_index as in clinfer_device_get_info; options NULL: the defaults (options.device is not
+ * looked at: the caller chose device_index). */
+clinfer_status clinfer_backend_opencl_create(size_t device_index,
+                                             const clinfer_backend_options *options,
+                                             clinfer_backend **out);
 void clinfer_backend_free(clinfer_backend *backend);
 
 #endif

@@ -115,10 +115,35 @@ typedef enum {
     CLINFER_BACKEND_REFERENCE = 1, /* plain C on the host: the oracle */
 } clinfer_backend_kind;
 
+typedef enum {
+    CLINFER_KERNEL_PATH_DEFAULT = 0, /* chosen from the device's capabilities */
+    CLINFER_KERNEL_PATH_CPU_ROWS,    /* one work-item per row: CPUs */
+    CLINFER_KERNEL_PATH_GPU_SUBGROUP,
+    CLINFER_KERNEL_PATH_GPU_LOCAL_REDUCE,
+} clinfer_kernel_path;
+
+typedef enum { CLINFER_DEFAULT = 0, CLINFER_ON, CLINFER_OFF } clinfer_toggle;
+
+/* How the OpenCL backend runs. A zeroed struct is the default: each field left at 0 or NULL
+ * takes the value of its environment variable where set (named after the field), else the
+ * default given. */
+typedef struct {
+    const char *device;              /* CLINFER_DEVICE; a spec as in clinfer_device_select */
+    clinfer_kernel_path kernel_path; /* CLINFER_KERNEL_PATH: "cpu-rows", "gpu-subgroup", ... */
+    const char *cache_dir;           /* CLINFER_CACHE_DIR: compiled kernels; else
+                                      * $XDG_CACHE_HOME/clinfer, else ~/.cache/clinfer */
+    clinfer_toggle clblast;          /* CLINFER_CLBLAST (0/1): CLBlast for f32 GEMM; else on
+                                      * GPUs (where built with it) */
+    clinfer_toggle graph;            /* CLINFER_GRAPH (0/1): a decode step in one launch; else
+                                      * on CPU devices */
+    clinfer_toggle profile;          /* CLINFER_PROFILE (0/1): per-op kernel times on stderr as
+                                      * a context is freed; else off */
+} clinfer_backend_options;
+
 typedef struct {
     clinfer_backend_kind backend;
-    const char *device; /* OpenCL device spec (see clinfer_device_select); NULL: default */
-    bool verbose;       /* log load steps to stderr */
+    clinfer_backend_options options; /* for CLINFER_BACKEND_OPENCL */
+    bool verbose;                    /* log load steps to stderr */
 } clinfer_model_params;
 
 void clinfer_model_params_default(clinfer_model_params *params);

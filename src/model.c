@@ -436,10 +436,10 @@ static clinfer_status create_backend(clinfer_model *m, const clinfer_model_param
                             (int)p->backend);
     size_t index;
     char reason[256] = "";
-    clinfer_status st = clinfer_device_select(p->device, &index, reason, sizeof reason);
+    clinfer_status st = clinfer_device_select(p->options.device, &index, reason, sizeof reason);
     if (st != CLINFER_OK) return st;
     if (m->verbose) fprintf(stderr, "clinfer: device %zu: %s\n", index, reason);
-    return clinfer_backend_opencl_create(index, &m->backend);
+    return clinfer_backend_opencl_create(index, &p->options, &m->backend);
 }
 
 void clinfer_model_params_default(clinfer_model_params *params) {
@@ -465,6 +465,7 @@ clinfer_status clinfer_model_load(const char *path, const clinfer_model_params *
         return clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "model_load: cannot create a mutex");
     }
     m->verbose = params->verbose;
+    m->profile = params->options.profile;
 
     CHECK(gguf_open(path, &m->gguf));
     CHECK(parse_architecture(m));

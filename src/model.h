@@ -79,6 +79,7 @@ struct clinfer_model {
     uint64_t n_params;
     uint64_t weight_bytes; /* matrices as stored in the file plus the f32 vectors */
     bool verbose;
+    clinfer_toggle profile; /* clinfer_backend_options.profile, for the contexts */
 
     /* The contexts of this model share one backend (one queue, shared kernel objects, which
      * are not thread-safe), so their backend calls are serialised here (context.c). */

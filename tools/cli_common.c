@@ -25,7 +25,7 @@ int cli_model_option(int opt, const char *arg, cli_model_opts *o) {
         o->path = arg;
         return 1;
     case OPT_DEVICE:
-        o->params.device = arg;
+        o->params.options.device = arg;
         return 1;
     case OPT_REFERENCE:
         o->params.backend = CLINFER_BACKEND_REFERENCE;
@@ -181,12 +181,6 @@ double cli_now_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-int cli_enable_profile(const char *command) {
-    if (setenv("CLINFER_PROFILE", "1", 1) != 0)
-        return cli_error("%s: cannot set CLINFER_PROFILE for --profile", command);
-    return 0;
 }
 
 static bool file_exists(const char *path) {

@@ -104,7 +104,7 @@ static int probe(cl_backend_ctx *b, roofline *r) {
     int rc = 1;
     double ms;
     clinfer_status st =
-        cl_program_build(b->context, b->device, &b->info, "probe.cl", NULL, &program);
+        cl_program_build(b->context, b->device, &b->info, b->cache_dir, "probe.cl", NULL, &program);
     if (st != CLINFER_OK) {
         cli_error("bench-ops: probe.cl: %s", clinfer_last_error());
         goto cleanup;
@@ -263,7 +263,7 @@ int cmd_bench_ops(int argc, char **argv) {
     clinfer_status st = clinfer_device_select(device, &index, reason, sizeof reason);
     if (st != CLINFER_OK) return cli_error("bench-ops: no device: %s", clinfer_last_error());
     clinfer_backend *be = NULL, *blas = NULL;
-    if ((st = clinfer_backend_opencl_create(index, &be)) != CLINFER_OK)
+    if ((st = clinfer_backend_opencl_create(index, NULL, &be)) != CLINFER_OK)
         return cli_error("bench-ops: %s", clinfer_last_error());
     cl_backend_ctx *b = be->ctx;
     double load[3] = {0, 0, 0};
@@ -324,13 +324,12 @@ int cmd_bench_ops(int argc, char **argv) {
             }
 
     /* CLBlast's side of the f32 GEMM runs on a second context that routes f32 GEMM to it. */
-    setenv("CLINFER_CLBLAST", "1", 1);
-    if (clinfer_backend_opencl_create(index, &blas) != CLINFER_OK ||
+    if (clinfer_backend_opencl_create(index, &(clinfer_backend_options){.clblast = CLINFER_ON},
+                                      &blas) != CLINFER_OK ||
         !cl_matmul_clblast(blas->ctx)) {
         clinfer_backend_free(blas);
         blas = NULL;
     }
-    unsetenv("CLINFER_CLBLAST");
     if (!json)
         printf("\nGEMM %d x %d x %d (n x m x k)\n%-5s %-8s %10s %10s %9s %7s\n", gemm_n, gemm_m,
                gemm_k, "type", "kernel", "min ms", "median ms", "GFLOP/s", "% fma");

@@ -17,6 +17,7 @@
 #include "error.h"
 #include "opencl/device.h"
 #include "opencl/fault.h"
+#include "options.h"
 #include "opencl/program.h"
 
 /* Elementwise kernels run in fixed work-groups of this size: PoCL compiles one work-group
@@ -984,8 +985,8 @@ static clinfer_status ops_build(cl_backend_ctx *b) {
         char options[128];
         snprintf(options, sizeof options, "-DOPS_WG=%zu -DMAX_HEAD_DIM=%d%s", ops->wg, MAX_HEAD_DIM,
                  programs[i].options);
-        CHECK(cl_program_build(b->context, b->device, &b->info, programs[i].file, options,
-                               &ops->programs[i]));
+        CHECK(cl_program_build(b->context, b->device, &b->info, b->cache_dir, programs[i].file,
+                               options, &ops->programs[i]));
     }
     for (int i = 0; i < K_COUNT; i++) {
         snprintf(ops->kernel_names[i], sizeof ops->kernel_names[i], "%s%s", kernels[i].name,
@@ -1095,12 +1096,9 @@ static const clinfer_backend_i cl_interface = {
 
 /* Profiling events need a queue created for them: done where the profiler is asked for
  * (src/profile.h) when the backend is created. */
-static bool profiler_wanted(void) {
-    const char *table = getenv("CLINFER_PROFILE"), *trace = getenv("CLINFER_TRACE");
-    return (table && *table && *table != '0') || (trace && *trace);
-}
-
-clinfer_status clinfer_backend_opencl_create(size_t device_index, clinfer_backend **out) {
+clinfer_status clinfer_backend_opencl_create(size_t device_index,
+                                             const clinfer_backend_options *options,
+                                             clinfer_backend **out) {
     clinfer_status st = CLINFER_OK;
     clinfer_backend *backend = NULL;
     cl_backend_ctx *b = NULL;
@@ -1110,11 +1108,18 @@ clinfer_status clinfer_backend_opencl_create(size_t device_index, clinfer_backen
     backend = calloc(1, sizeof *backend);
     b = calloc(1, sizeof *b);
     if (!backend || !b) CHECK(clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "OpenCL: backend context"));
+    CHECK(clinfer_options_resolve(options, &b->options));
+    if (b->options.cache_dir) {
+        snprintf(b->cache_dir, sizeof b->cache_dir, "%s", b->options.cache_dir);
+        b->options.cache_dir = b->cache_dir;
+    }
     CHECK(cl_device_handles(device_index, &b->platform, &b->device));
-    CHECK(clinfer_device_get_info(device_index, &b->info));
+    CHECK(cl_device_get_info(device_index, b->options.kernel_path, &b->info));
     b->context = clCreateContext(NULL, 1, &b->device, NULL, NULL, &err);
     CHECK(cl_check(b, err, "clCreateContext(%s)", b->info.name));
-    b->timing.enabled = profiler_wanted();
+    clinfer_dev_options dev;
+    clinfer_dev_options_get(&dev);
+    b->timing.enabled = b->options.profile == CLINFER_ON || dev.trace;
     b->queue = clCreateCommandQueue(b->context, b->device,
                                     b->timing.enabled ? CL_QUEUE_PROFILING_ENABLE : 0, &err);
     CHECK(cl_check(b, err, "clCreateCommandQueue(%s)", b->info.name));

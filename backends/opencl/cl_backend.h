@@ -41,6 +41,8 @@ typedef struct cl_backend_ctx {
     cl_command_queue queue;
     clinfer_device_info info; /* info.kernel_path: the variant in use */
     char description[256];
+    clinfer_backend_options options; /* resolved; options.cache_dir points to cache_dir */
+    char cache_dir[1024];
     struct cl_matmul_state *mm;
     struct cl_ops_state *ops;
     struct cl_graph_state *graph;

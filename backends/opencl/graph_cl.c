@@ -20,6 +20,7 @@
 #include "cl_backend.h"
 #include "error.h"
 #include "fault.h"
+#include "options.h"
 #include "program.h"
 
 enum {
@@ -357,8 +358,8 @@ static cl_kernel graph_kernel(cl_backend_ctx *b, int type, int kv_f16) {
              graph_types[type].define, kv_f16 ? " -DKV_F16" : "");
     cl_program program = NULL;
     cl_int err = CL_SUCCESS;
-    clinfer_status st =
-        cl_program_build(b->context, b->device, &b->info, "graph.cl", options, &program);
+    clinfer_status st = cl_program_build(b->context, b->device, &b->info, b->cache_dir, "graph.cl",
+                                         options, &program);
     cl_kernel kernel = st == CLINFER_OK ? clCreateKernel(program, "run_graph", &err) : NULL;
     if (st == CLINFER_OK && err != CL_SUCCESS)
         clinfer_fail(err, "clCreateKernel(run_graph) failed: %s", clinfer_status_str(err));
@@ -438,10 +439,9 @@ cleanup:
 }
 
 clinfer_status cl_graph_init(cl_backend_ctx *b) {
-    const char *env = getenv("CLINFER_GRAPH");
     /* the kernel's waiting rests on coherent memory between work-groups: CPU devices */
     if (b->info.type != CLINFER_DEVICE_CPU || strcmp(b->info.kernel_path, "cpu-rows") != 0 ||
-        (env && strcmp(env, "0") == 0))
+        b->options.graph == CLINFER_OFF)
         return CLINFER_OK;
     clinfer_status st = CLINFER_OK;
     struct cl_graph_state *g = calloc(1, sizeof *g);

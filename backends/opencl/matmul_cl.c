@@ -18,6 +18,7 @@
 #include "cl_backend.h"
 #include "error.h"
 #include "fault.h"
+#include "options.h"
 #include "program.h"
 
 #ifdef CLINFER_WITH_CLBLAST
@@ -237,8 +238,8 @@ static clinfer_status build_type(cl_backend_ctx *b, const type_layout *l) {
     snprintf(options, sizeof options,
              "%s -DMV_WG=%zu -DMV_MAX_N=%d -cl-fp32-correctly-rounded-divide-sqrt", l->define,
              b->mm->mv_wg, MATVEC_MAX_N);
-    clinfer_status st =
-        cl_program_build(b->context, b->device, &b->info, "matvec.cl", options, &t->program);
+    clinfer_status st = cl_program_build(b->context, b->device, &b->info, b->cache_dir, "matvec.cl",
+                                         options, &t->program);
     cl_int err = CL_SUCCESS;
     if (st == CLINFER_OK)
         t->matvec = clCreateKernel(t->program, b->mm->cpu ? "matvec_rows" : "matvec_wg", &err);
@@ -282,26 +283,27 @@ clinfer_status cl_matmul_init(cl_backend_ctx *b) {
     if (!b->mm) return clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "OpenCL matmul: state");
     struct cl_matmul_state *s = b->mm;
     s->cpu = strcmp(b->info.kernel_path, "cpu-rows") == 0;
-    const char *interleave = getenv("CLINFER_INTERLEAVE");
-    s->interleave = s->cpu && !(interleave && strcmp(interleave, "0") == 0);
+    clinfer_dev_options dev;
+    clinfer_dev_options_get(&dev);
+    s->interleave = s->cpu && dev.interleave;
     s->gemm_ts = b->info.max_work_group_size >= 256 ? 16 : 8;
     for (s->mv_wg = GPU_WG; s->mv_wg > 1 && s->mv_wg > b->info.max_work_group_size;)
         s->mv_wg /= 2;
 #ifdef CLINFER_WITH_CLBLAST
     /* Tuning table: on CPU OpenCL CLBlast's SGEMM is untuned and loses to gemm_rows (measured on
      * PoCL, docs/PERFORMANCE.md); on GPUs its tuned kernels are taken over our plain local-memory
-     * gemm_tiled (not measured yet). CLINFER_CLBLAST=0/1 overrides; bench-ops compares both. */
-    const char *force = getenv("CLINFER_CLBLAST");
-    s->use_clblast = force && *force ? atoi(force) != 0 : !s->cpu;
+     * gemm_tiled (not measured yet). The clblast option overrides; bench-ops compares both. */
+    s->use_clblast = b->options.clblast ? b->options.clblast == CLINFER_ON : !s->cpu;
 #endif
     char options[64];
     snprintf(options, sizeof options, "-DGM=%d -DGN=%d -DTS=%zu", GEMM_GM, GEMM_GN, s->gemm_ts);
-    CHECK(cl_program_build(b->context, b->device, &b->info, "gemm.cl", options, &s->gemm_program));
+    CHECK(cl_program_build(b->context, b->device, &b->info, b->cache_dir, "gemm.cl", options,
+                           &s->gemm_program));
     s->gemm = clCreateKernel(s->gemm_program, s->cpu ? "gemm_rows" : "gemm_tiled", &err);
     CHECK(cl_error(err, "clCreateKernel(gemm)"));
     s->bias_fill = clCreateKernel(s->gemm_program, "bias_fill", &err);
     CHECK(cl_error(err, "clCreateKernel(bias_fill)"));
-    CHECK(cl_program_build(b->context, b->device, &b->info, "quantize.cl",
+    CHECK(cl_program_build(b->context, b->device, &b->info, b->cache_dir, "quantize.cl",
                            "-cl-fp32-correctly-rounded-divide-sqrt", &s->quantize_program));
     const struct {
         cl_kernel *kernel;
@@ -370,11 +372,9 @@ void cl_matmul_free(cl_backend_ctx *b) {
 /* The allocation limit for one array: the device's, or CLINFER_MAX_ALLOC when smaller. */
 static uint64_t alloc_limit(const cl_backend_ctx *b) {
     uint64_t limit = b->info.max_alloc ? b->info.max_alloc : UINT64_MAX;
-    const char *env = getenv("CLINFER_MAX_ALLOC");
-    if (env && *env) {
-        unsigned long long v = strtoull(env, NULL, 10);
-        if (v > 0 && v < limit) limit = v;
-    }
+    clinfer_dev_options dev;
+    clinfer_dev_options_get(&dev);
+    if (dev.max_alloc > 0 && dev.max_alloc < limit) limit = dev.max_alloc;
     return limit;
 }
 
