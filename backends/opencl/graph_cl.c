@@ -40,20 +40,10 @@ enum {
     FIRST_FREE_SLOT,
 };
 
-/* The weight types a program can be built for, in -D form. */
-static const struct {
-    clinfer_dtype type;
-    const char *define;
-} graph_types[] = {{CLINFER_DT_F32, "-DWT_F32"},   {CLINFER_DT_F16, "-DWT_F16"},
-                   {CLINFER_DT_Q8_0, "-DWT_Q8_0"}, {CLINFER_DT_Q4_0, "-DWT_Q4_0"},
-                   {CLINFER_DT_Q4_1, "-DWT_Q4_1"}, {CLINFER_DT_Q4_K, "-DWT_Q4_K"},
-                   {CLINFER_DT_Q6_K, "-DWT_Q6_K"}};
-#define N_GRAPH_TYPES (sizeof graph_types / sizeof graph_types[0])
-
 struct cl_graph_state {
-    cl_program programs[N_GRAPH_TYPES][2]; /* [type][kv f16]; built when first needed */
-    cl_kernel kernels[N_GRAPH_TYPES][2];
-    bool failed[N_GRAPH_TYPES][2]; /* the program did not build: per-op launches */
+    cl_program programs[CL_N_TYPES][2]; /* [type][kv f16]; built when first needed */
+    cl_kernel kernels[CL_N_TYPES][2];
+    bool failed[CL_N_TYPES][2]; /* the program did not build: per-op launches */
     cl_mem ctl;
     int32_t *recs; /* MAX_RECS records being encoded */
 };
@@ -62,7 +52,7 @@ struct cl_graph_state {
  * activations hold. */
 typedef struct {
     cl_backend_ctx *b;
-    int type;   /* index into graph_types; -1 until an op with a weight fixes it */
+    int type;   /* the weights' clinfer_dtype; -1 until an op with a weight fixes it */
     int kv_f16; /* -1 until an attention fixes it */
     int want_f; /* the roundings also write d * q for f32 kernels (no integer dots here) */
     cl_mem slots[G_SLOTS];
@@ -150,11 +140,8 @@ static size_t split(const encoder *e, size_t work, size_t unit_bytes, size_t *pe
 
 /* The op's weight type must be the run's (the first weight fixes it). */
 static bool same_type(encoder *e, clinfer_dtype type) {
-    int t = -1;
-    for (size_t i = 0; i < N_GRAPH_TYPES; i++)
-        if (graph_types[i].type == type) t = (int)i;
-    if (t < 0 || (e->type >= 0 && e->type != t)) return false;
-    e->type = t;
+    if (cl_type_index(type) < 0 || (e->type >= 0 && e->type != (int)type)) return false;
+    e->type = (int)type;
     return true;
 }
 
@@ -349,13 +336,14 @@ static bool encode(encoder *e, const clinfer_op *op) {
 /* The kernel for weight type `type` and the KV cache type; NULL where the program does not
  * build on this device (graph launches are then off for that pair, and the per-op launches do
  * the work: CLINFER_VERBOSE says why). */
-static cl_kernel graph_kernel(cl_backend_ctx *b, int type, int kv_f16) {
+static cl_kernel graph_kernel(cl_backend_ctx *b, clinfer_dtype wtype, int kv_f16) {
     struct cl_graph_state *g = b->graph;
+    int type = cl_type_index(wtype);
     if (g->kernels[type][kv_f16] || g->failed[type][kv_f16]) return g->kernels[type][kv_f16];
-    char options[128];
+    char options[160], defines[64];
     snprintf(options, sizeof options,
              "%s%s -DMAX_HEAD_DIM=256 -cl-fp32-correctly-rounded-divide-sqrt",
-             graph_types[type].define, kv_f16 ? " -DKV_F16" : "");
+             cl_type_defines(wtype, defines, sizeof defines), kv_f16 ? " -DKV_F16" : "");
     cl_program program = NULL;
     cl_int err = CL_SUCCESS;
     clinfer_status st = cl_program_build(b->context, b->device, &b->info, b->cache_dir, "graph.cl",
@@ -364,8 +352,8 @@ static cl_kernel graph_kernel(cl_backend_ctx *b, int type, int kv_f16) {
     if (st == CLINFER_OK && err != CL_SUCCESS)
         clinfer_fail(err, "clCreateKernel(run_graph) failed: %s", clinfer_status_str(err));
     if (!kernel) {
-        cl_verbose("graph launches off for %s weights: %s",
-                   clinfer_dtype_name(graph_types[type].type), clinfer_last_error());
+        cl_verbose("graph launches off for %s weights: %s", clinfer_dtype_name(wtype),
+                   clinfer_last_error());
         if (program) clReleaseProgram(program);
         g->failed[type][kv_f16] = true;
         return NULL;
@@ -415,7 +403,7 @@ clinfer_status cl_graph_run(cl_backend_ctx *b, const clinfer_op *ops, size_t n, 
     size_t end = 0;
     while (end < n && encode(&e, &ops[end]))
         end++;
-    if (end < MIN_RUN) return CLINFER_OK;
+    if (end < MIN_RUN || e.type < 0) return CLINFER_OK; /* programs are per weight type */
     /* The reserved slots: records name them by index, so their buffers can be made now that the
      * run's needs are known (unused ones name any buffer). */
     cl_mem act[3] = {g->ctl, g->ctl, g->ctl}, part = g->ctl;
@@ -426,7 +414,7 @@ clinfer_status cl_graph_run(cl_backend_ctx *b, const clinfer_op *ops, size_t n, 
     e.slots[SLOT_XD] = act[1];
     e.slots[SLOT_XF] = act[2];
     e.slots[SLOT_PART] = part;
-    cl_kernel kernel = graph_kernel(b, e.type, e.kv_f16 != 0);
+    cl_kernel kernel = graph_kernel(b, (clinfer_dtype)e.type, e.kv_f16 != 0);
     if (!kernel) return CLINFER_OK;
     CHECK(launch(b, kernel, &e));
     if (e.rounded.ref.buf) /* the matmul after the run finds its x rounded */
@@ -466,7 +454,7 @@ cleanup:
 void cl_graph_free(cl_backend_ctx *b) {
     struct cl_graph_state *g = b->graph;
     if (!g) return;
-    for (size_t t = 0; t < N_GRAPH_TYPES; t++)
+    for (size_t t = 0; t < CL_N_TYPES; t++)
         for (int kv = 0; kv < 2; kv++) {
             if (g->kernels[t][kv]) clReleaseKernel(g->kernels[t][kv]);
             if (g->programs[t][kv]) clReleaseProgram(g->programs[t][kv]);

@@ -35,7 +35,6 @@ enum {
     ARENA_BYTES = 256 << 20, /* weight arenas (CPU devices), unless a part needs more */
     IL_COLS = 4,             /* columns per work-item of matvec_q8_il (cl/matvec.cl) */
     NORM_ROWS = 8,           /* rows per work-item of matvec_rows_norm */
-    N_TYPES = 7,
 };
 
 #define F_ACCUMULATE 1
@@ -53,44 +52,26 @@ typedef struct {
 } scale_segment;
 
 typedef struct {
-    clinfer_dtype type;
-    const char *define;
-    size_t blk, bytes; /* the GGUF block */
-    size_t kblk;       /* elements per block of the kernels (BLK in matvec.cl) */
+    clinfer_dtype type; /* its GGUF block: clinfer_dtype_block_elems and _bytes (src/quant.c) */
+    size_t kblk;        /* elements per block of the kernels (BLK in matvec.cl) */
     size_t q_off, q_len;
     scale_segment s[2];
     size_t s_bytes;
 } type_layout;
 
-static const type_layout layouts[N_TYPES] = {
-    /* type, define, blk, bytes, kblk, q_off, q_len, scale segments, s_bytes */
-    {CLINFER_DT_F32, "-DWT_F32", 1, 4, 16, 0, 4, {{0, 0, 0}, {0, 0, 0}}, 0},
-    {CLINFER_DT_F16, "-DWT_F16", 1, 2, 16, 0, 2, {{0, 0, 0}, {0, 0, 0}}, 0},
+static const type_layout layouts[CL_N_TYPES] = {
+    /* type, kblk, q_off, q_len, scale segments, s_bytes */
+    {CLINFER_DT_F32, 16, 0, 4, {{0, 0, 0}, {0, 0, 0}}, 0},
+    {CLINFER_DT_F16, 16, 0, 2, {{0, 0, 0}, {0, 0, 0}}, 0},
     /* f32 d */
-    {CLINFER_DT_Q8_0, "-DWT_Q8_0", QK8_0, sizeof(block_q8_0), 32, 2, 32, {{0, 2, 1}, {0}}, 4},
-    {CLINFER_DT_Q4_0, "-DWT_Q4_0", QK4_0, sizeof(block_q4_0), 32, 2, 16, {{0, 2, 1}, {0}}, 4},
+    {CLINFER_DT_Q8_0, 32, 2, 32, {{0, 2, 1}, {0}}, 4},
+    {CLINFER_DT_Q4_0, 32, 2, 16, {{0, 2, 1}, {0}}, 4},
     /* f32 d, m */
-    {CLINFER_DT_Q4_1, "-DWT_Q4_1", QK4_1, sizeof(block_q4_1), 32, 4, 16, {{0, 4, 1}, {0}}, 8},
+    {CLINFER_DT_Q4_1, 32, 4, 16, {{0, 4, 1}, {0}}, 8},
     /* f32 d, dmin, then scales[12] */
-    {CLINFER_DT_Q4_K,
-     "-DWT_Q4_K",
-     QK_K,
-     sizeof(block_q4_K),
-     64,
-     16,
-     128,
-     {{0, 4, 1}, {4, 12, 0}},
-     20},
+    {CLINFER_DT_Q4_K, 64, 16, 128, {{0, 4, 1}, {4, 12, 0}}, 20},
     /* ql and qh together; scales[16] then f32 d */
-    {CLINFER_DT_Q6_K,
-     "-DWT_Q6_K",
-     QK_K,
-     sizeof(block_q6_K),
-     128,
-     0,
-     192,
-     {{192, 16, 0}, {208, 2, 1}},
-     20},
+    {CLINFER_DT_Q6_K, 128, 0, 192, {{192, 16, 0}, {208, 2, 1}}, 20},
 };
 
 typedef struct {
@@ -151,7 +132,7 @@ struct cl_matmul_state {
     int cpu;      /* cpu-rows kernels; else the work-group kernels of the GPU paths */
     size_t mv_wg; /* matvec_wg's work-group: GPU_WG or the device's largest power of two */
     size_t gemm_ts;
-    type_kernels types[N_TYPES];
+    type_kernels types[CL_N_TYPES];
     cl_program gemm_program;
     cl_kernel gemm, bias_fill;
     scratch stage;
@@ -176,10 +157,29 @@ struct cl_weight {
     weight_part parts[];
 };
 
+int cl_type_index(clinfer_dtype type) {
+    for (int i = 0; i < CL_N_TYPES; i++)
+        if (layouts[i].type == type) return i;
+    return -1;
+}
+
+static size_t blk_elems(const type_layout *l) {
+    return clinfer_dtype_block_elems(l->type);
+}
+
+static size_t blk_bytes(const type_layout *l) {
+    return clinfer_dtype_block_bytes(l->type);
+}
+
 static const type_layout *layout_of(clinfer_dtype type) {
-    for (int i = 0; i < N_TYPES; i++)
-        if (layouts[i].type == type) return &layouts[i];
-    return NULL;
+    int i = cl_type_index(type);
+    return i < 0 ? NULL : &layouts[i];
+}
+
+const char *cl_type_defines(clinfer_dtype type, char *buf, size_t size) {
+    snprintf(buf, size, "-DWT_%s%s", clinfer_dtype_name(type),
+             clinfer_dtype_takes_q8_act(type) ? " -DWT_Q8_ACT" : "");
+    return buf;
 }
 
 static clinfer_status cl_error(cl_int err, const char *what) {
@@ -234,10 +234,10 @@ static size_t round_up(size_t v, size_t to) {
 static clinfer_status build_type(cl_backend_ctx *b, const type_layout *l) {
     type_kernels *t = &b->mm->types[l - layouts];
     if (t->program) return CLINFER_OK;
-    char options[128]; /* the fused norm of matvec_q8_il rounds as quantize.cl does */
+    char options[160], defines[64]; /* the fused norm of matvec_q8_il rounds as quantize.cl does */
     snprintf(options, sizeof options,
-             "%s -DMV_WG=%zu -DMV_MAX_N=%d -cl-fp32-correctly-rounded-divide-sqrt", l->define,
-             b->mm->mv_wg, MATVEC_MAX_N);
+             "%s -DMV_WG=%zu -DMV_MAX_N=%d -cl-fp32-correctly-rounded-divide-sqrt",
+             cl_type_defines(l->type, defines, sizeof defines), b->mm->mv_wg, MATVEC_MAX_N);
     clinfer_status st = cl_program_build(b->context, b->device, &b->info, b->cache_dir, "matvec.cl",
                                          options, &t->program);
     cl_int err = CL_SUCCESS;
@@ -340,7 +340,7 @@ int cl_matmul_clblast(const cl_backend_ctx *b) {
 void cl_matmul_free(cl_backend_ctx *b) {
     struct cl_matmul_state *s = b->mm;
     if (!s) return;
-    for (int i = 0; i < N_TYPES; i++) {
+    for (int i = 0; i < CL_N_TYPES; i++) {
         if (s->types[i].matvec) clReleaseKernel(s->types[i].matvec);
         if (s->types[i].matvec_n) clReleaseKernel(s->types[i].matvec_n);
         if (s->types[i].matvec_norm) clReleaseKernel(s->types[i].matvec_norm);
@@ -382,9 +382,9 @@ static uint64_t alloc_limit(const cl_backend_ctx *b) {
  * only). */
 static void split_blocks(const type_layout *l, const uint8_t *data, size_t row_bytes, int row0,
                          int rows, int k, uint8_t *q, uint8_t *s) {
-    size_t nb = (size_t)rows * (size_t)(k / (int)l->blk);
+    size_t nb = (size_t)rows * (size_t)(k / (int)blk_elems(l)), step = blk_bytes(l);
     const uint8_t *src = data + (size_t)row0 * row_bytes;
-    for (size_t i = 0; i < nb; i++, src += l->bytes) {
+    for (size_t i = 0; i < nb; i++, src += step) {
         memcpy(q + i * l->q_len, src + l->q_off, l->q_len);
         if (!s) continue;
         uint8_t *dst = s + i * l->s_bytes;
@@ -420,9 +420,10 @@ static void interleave16(const uint8_t *src, uint8_t *dst, size_t rows, size_t n
  * converts 16 of them (the row-major layout widens them to f32 instead, see scale_segment). */
 static void gather_f16_scales(const type_layout *l, const uint8_t *data, size_t row_bytes, int row0,
                               int rows, int k, uint8_t *s) {
-    size_t nb = (size_t)rows * (size_t)(k / (int)l->blk), len = l->s[0].len;
+    size_t nb = (size_t)rows * (size_t)(k / (int)blk_elems(l)), len = l->s[0].len;
+    size_t step = blk_bytes(l);
     const uint8_t *src = data + (size_t)row0 * row_bytes + l->s[0].off;
-    for (size_t i = 0; i < nb; i++, src += l->bytes)
+    for (size_t i = 0; i < nb; i++, src += step)
         memcpy(s + i * len, src, len);
 }
 
@@ -433,7 +434,7 @@ static size_t scale_bytes(const type_layout *l, int il) {
 
 /* Bytes of a row of k elements as the weight stores them (what kernels read). */
 static size_t stored_row_bytes(const type_layout *l, int il, int k) {
-    return (size_t)k / l->blk * (l->s_bytes ? l->q_len + scale_bytes(l, il) : l->bytes);
+    return (size_t)k / blk_elems(l) * (l->s_bytes ? l->q_len + scale_bytes(l, il) : blk_bytes(l));
 }
 
 /* Uploads bytes of host data as a weight array: a sub-buffer of an arena where weights go to
@@ -484,7 +485,7 @@ static void release_array(weight_array *a) {
 static clinfer_status upload_part(cl_backend_ctx *b, const type_layout *l, const uint8_t *data,
                                   int k, int il, weight_part *p) {
     clinfer_status st = CLINFER_OK;
-    size_t nb_row = (size_t)k / l->blk, row_bytes = nb_row * l->bytes;
+    size_t nb_row = (size_t)k / blk_elems(l), row_bytes = nb_row * blk_bytes(l);
     uint8_t *q = NULL, *s = NULL, *qi = NULL, *si = NULL;
     if (!l->s_bytes) /* f32/f16: the GGUF rows are the layout */
         return place(b, (size_t)p->rows * row_bytes, data + (size_t)p->row0 * row_bytes, &p->q);
@@ -531,18 +532,18 @@ clinfer_status cl_weight_create(cl_backend_ctx *b, clinfer_dtype type, int m, in
     *out = NULL;
     if (!l)
         return clinfer_fail(CLINFER_ERR_UNSUPPORTED, "OpenCL weight_create: type %d", (int)type);
-    if (k % (int)l->blk)
+    if (k % (int)blk_elems(l))
         return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
                             "OpenCL weight_create: k %d is not a multiple of the %s block (%zu)", k,
-                            clinfer_dtype_name(type), l->blk);
+                            clinfer_dtype_name(type), blk_elems(l));
     if ((uint64_t)m * (uint64_t)k > INT_MAX)
         return clinfer_fail(CLINFER_ERR_UNSUPPORTED,
                             "OpenCL weight_create: %d x %d elements exceed the kernels' int "
                             "indexing",
                             m, k);
     CHECK(build_type(b, l));
-    size_t nb_row = (size_t)k / l->blk;
-    size_t widest = nb_row * (l->s_bytes ? l->q_len : l->bytes);
+    size_t nb_row = (size_t)k / blk_elems(l);
+    size_t widest = nb_row * (l->s_bytes ? l->q_len : blk_bytes(l));
     if (nb_row * l->s_bytes > widest) widest = nb_row * l->s_bytes;
     uint64_t rows_per_part = alloc_limit(b) / widest;
     /* interleaved parts hold whole groups of 16 rows (the last one padded) */
