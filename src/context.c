@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "arch.h"
 #include "error.h"
 #include "executor.h"
 #include "options.h"
@@ -48,10 +49,10 @@ clinfer_status clinfer_model_memory_plan(const clinfer_model *m,
         return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "context: n_ctx %u exceeds %u", n_ctx,
                             MAX_N_CTX);
     /* Learned positions exist only for the first n_ctx_train tokens. */
-    if (hp->arch == CLINFER_ARCH_GPT2 && n_ctx > hp->n_ctx_train)
+    if (hp->arch->learned_positions && n_ctx > hp->n_ctx_train)
         return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
-                            "context: n_ctx %u exceeds the %u positions gpt2 models learned", n_ctx,
-                            hp->n_ctx_train);
+                            "context: n_ctx %u exceeds the %u positions %s models learned", n_ctx,
+                            hp->n_ctx_train, hp->arch->name);
     uint32_t n_batch = params->n_batch ? params->n_batch : DEFAULT_N_BATCH;
     if (n_batch > n_ctx) n_batch = n_ctx;
 
