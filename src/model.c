@@ -361,17 +361,11 @@ static clinfer_status parse_architecture(clinfer_model *m) {
 }
 
 static clinfer_status create_backend(clinfer_model *m, const clinfer_model_params *p) {
-    if (p->backend == CLINFER_BACKEND_REFERENCE)
-        return clinfer_backend_reference_create(&m->backend);
-    if (p->backend != CLINFER_BACKEND_OPENCL)
-        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "model: unknown backend kind %d",
-                            (int)p->backend);
-    size_t index;
     char reason[256] = "";
-    clinfer_status st = clinfer_device_select(p->options.device, &index, reason, sizeof reason);
-    if (st != CLINFER_OK) return st;
-    if (m->verbose) fprintf(stderr, "clinfer: device %zu: %s\n", index, reason);
-    return clinfer_backend_opencl_create(index, &p->options, &m->backend);
+    clinfer_status st =
+        clinfer_backend_create(p->backend, &p->options, reason, sizeof reason, &m->backend);
+    if (st == CLINFER_OK && m->verbose) fprintf(stderr, "clinfer: backend: %s\n", reason);
+    return st;
 }
 
 void clinfer_model_params_default(clinfer_model_params *params) {

@@ -17,7 +17,7 @@
 /* The weight types the kernels read (matmul_cl.c lays each out): cl_type_index gives the place
  * of type among them, -1 for none; cl_type_defines the -D options of a program that includes
  * cl/weights.clh for weights of type (-DWT_<name>, -DWT_Q8_ACT where matmuls take 8-bit x), in
- * buf, returned. Both read the type table (src/quant.c). */
+ * buf, returned. Both read the type table (base/quant.c). */
 enum { CL_N_TYPES = 7 };
 int cl_type_index(clinfer_dtype type);
 const char *cl_type_defines(clinfer_dtype type, char *buf, size_t size);

@@ -52,7 +52,7 @@ typedef struct {
 } scale_segment;
 
 typedef struct {
-    clinfer_dtype type; /* its GGUF block: clinfer_dtype_block_elems and _bytes (src/quant.c) */
+    clinfer_dtype type; /* its GGUF block: clinfer_dtype_block_elems and _bytes (base/quant.c) */
     size_t kblk;        /* elements per block of the kernels (BLK in matvec.cl) */
     size_t q_off, q_len;
     scale_segment s[2];
