@@ -144,6 +144,9 @@ typedef struct {
     clinfer_backend_kind backend;
     clinfer_backend_options options; /* for CLINFER_BACKEND_OPENCL */
     bool verbose;                    /* log load steps to stderr */
+    /* Only the tokenizer (a vocab-only GGUF file will do): no weights, no backend, no
+     * contexts; the token functions below work. */
+    bool vocab_only;
 } clinfer_model_params;
 
 void clinfer_model_params_default(clinfer_model_params *params);
@@ -155,9 +158,24 @@ typedef struct {
     char architecture[32]; /* general.architecture: "llama", "qwen2", "gpt2", ... */
     char name[128];        /* general.name, if any */
     uint32_t n_vocab, n_ctx_train, n_embd, n_layer, n_head, n_head_kv, n_ff;
+    uint32_t head_dim, n_rot; /* n_rot: the dims of a head that rotate (0: no rope) */
+    float rope_freq_base, norm_eps;
+    bool rope_neox;
     uint64_t n_params;     /* weights' element count */
     uint64_t weight_bytes; /* as stored on the device */
     char backend[256];     /* the backend and device in use */
+    /* The file: GGUF version and size, the chat format its tokenizer.chat_template is
+     * recognised as ("" for none, "unrecognised"), its tensors by element type. */
+    uint32_t gguf_version;
+    uint64_t file_bytes;
+    char chat_format[16];
+    uint32_t n_tensors;
+    struct {
+        char type[8]; /* "F32", "Q4_K", ... */
+        uint32_t count;
+        uint64_t bytes;
+    } tensor_types[16]; /* n_tensor_types, in type-id order */
+    uint32_t n_tensor_types;
 } clinfer_model_info;
 
 clinfer_status clinfer_model_get_info(const clinfer_model *model, clinfer_model_info *info);
@@ -195,6 +213,22 @@ typedef struct {
 } clinfer_context_params;
 
 void clinfer_context_params_default(clinfer_context_params *params);
+
+/* What a context of this model needs on the device. */
+typedef struct {
+    uint64_t weight_bytes;   /* the model's weights (shared by all contexts) */
+    uint64_t kv_bytes;       /* one context's KV cache */
+    uint64_t scratch_bytes;  /* one context's activations, logits and token ids */
+    uint32_t n_ctx, n_batch; /* the effective values the figures were computed for */
+} clinfer_memory_plan;
+
+/* Resolves params (NULL: defaults) against the model: n_ctx 0 means the training context,
+ * n_batch 0 means 256, and n_batch is capped at n_ctx. Fails for an n_ctx that the model
+ * cannot address (learned positions beyond their table). */
+clinfer_status clinfer_model_memory_plan(const clinfer_model *model,
+                                         const clinfer_context_params *params,
+                                         clinfer_memory_plan *out);
+
 clinfer_status clinfer_context_create(clinfer_model *model, const clinfer_context_params *params,
                                       clinfer_context **out);
 void clinfer_context_free(clinfer_context *ctx);

@@ -22,7 +22,3 @@ void clinfer_arch_names(char *buf, size_t size) {
         used += n > 0 ? (size_t)n : 0;
     }
 }
-
-const char *clinfer_arch_name(const clinfer_arch *arch) {
-    return arch->name;
-}

@@ -39,6 +39,9 @@ clinfer_status clinfer_model_memory_plan(const clinfer_model *m,
                                          clinfer_memory_plan *out) {
     clinfer_context_params defaults;
     if (!m || !out) return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "memory_plan: NULL argument");
+    if (!m->backend)
+        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
+                            "memory_plan: the model was loaded vocab_only (no weights)");
     if (!params) {
         clinfer_context_params_default(&defaults);
         params = &defaults;

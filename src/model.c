@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "arch.h"
+#include "chat.h"
 #include "error.h"
 #include "tokenizer.h"
 
@@ -394,6 +395,11 @@ clinfer_status clinfer_model_load(const char *path, const clinfer_model_params *
     m->profile = params->options.profile;
 
     CHECK(gguf_open(path, &m->gguf));
+    if (params->vocab_only) {
+        CHECK(clinfer_vocab_load(m->gguf, &m->vocab));
+        *out = m;
+        return CLINFER_OK;
+    }
     CHECK(parse_architecture(m));
     gguf_str name;
     if (gguf_find_kv(m->gguf, "general.name") &&
@@ -459,6 +465,35 @@ void clinfer_model_free(clinfer_model *m) {
     free(m);
 }
 
+/* The file's part of clinfer_model_info. */
+static void file_info(const gguf_file *f, clinfer_model_info *info) {
+    info->gguf_version = gguf_version(f);
+    info->file_bytes = gguf_file_size(f);
+    gguf_str tmpl = {NULL, 0};
+    chat_format format;
+    if (gguf_find_kv(f, "tokenizer.chat_template"))
+        snprintf(info->chat_format, sizeof info->chat_format, "%s",
+                 gguf_get_str(f, "tokenizer.chat_template", &tmpl) == CLINFER_OK &&
+                         chat_detect(tmpl.ptr, (size_t)tmpl.len, NULL, &format) == CLINFER_OK
+                     ? chat_format_name(format)
+                     : "unrecognised");
+    info->n_tensors = (uint32_t)gguf_tensor_count(f);
+    const size_t max_types = sizeof info->tensor_types / sizeof info->tensor_types[0];
+    for (uint32_t type = 0; type < 64; type++) {
+        uint32_t count = 0;
+        uint64_t bytes = 0;
+        for (size_t i = 0; i < gguf_tensor_count(f); i++) {
+            const gguf_tensor *t = gguf_tensor_at(f, i);
+            if ((uint32_t)t->type == type) count++, bytes += t->size;
+        }
+        if (!count || info->n_tensor_types == max_types) continue;
+        snprintf(info->tensor_types[info->n_tensor_types].type, sizeof info->tensor_types[0].type,
+                 "%s", clinfer_dtype_name((clinfer_dtype)type));
+        info->tensor_types[info->n_tensor_types].count = count;
+        info->tensor_types[info->n_tensor_types++].bytes = bytes;
+    }
+}
+
 clinfer_status clinfer_model_get_info(const clinfer_model *m, clinfer_model_info *info) {
     if (!m || !info)
         return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "model_get_info: NULL argument");
@@ -472,8 +507,16 @@ clinfer_status clinfer_model_get_info(const clinfer_model *m, clinfer_model_info
     info->n_head = m->hp.n_head;
     info->n_head_kv = m->hp.n_head_kv;
     info->n_ff = m->hp.n_ff;
+    info->head_dim = m->hp.head_dim;
+    info->n_rot = m->hp.n_rot;
+    info->rope_freq_base = m->hp.rope_freq_base;
+    info->norm_eps = m->hp.norm_eps;
+    info->rope_neox = m->hp.rope_neox;
     info->n_params = m->n_params;
     info->weight_bytes = m->weight_bytes;
-    snprintf(info->backend, sizeof info->backend, "%s", m->backend->i->describe(m->backend->ctx));
+    if (m->backend)
+        snprintf(info->backend, sizeof info->backend, "%s",
+                 m->backend->i->describe(m->backend->ctx));
+    file_info(m->gguf, info);
     return CLINFER_OK;
 }

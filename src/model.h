@@ -82,22 +82,6 @@ struct clinfer_model {
     pthread_mutex_t backend_lock;
 };
 
-/* What a context of this model needs on the device, for logs and `clinfer info`. */
-typedef struct {
-    uint64_t weight_bytes;   /* the model's weights (shared by all contexts) */
-    uint64_t kv_bytes;       /* one context's KV cache */
-    uint64_t scratch_bytes;  /* one context's activations, logits and token ids */
-    uint32_t n_ctx, n_batch; /* the effective values the figures were computed for */
-} clinfer_memory_plan;
-
-/* Resolves params (NULL: defaults) against the model: n_ctx 0 means the training context,
- * n_batch 0 means 256, and n_batch is capped at n_ctx. Fails for an n_ctx that the model
- * cannot address (gpt2 beyond its position table). */
-clinfer_status clinfer_model_memory_plan(const clinfer_model *model,
-                                         const clinfer_context_params *params,
-                                         clinfer_memory_plan *out);
-
-const char *clinfer_arch_name(const clinfer_arch *arch);
 
 /* The model a context evaluates (context.c). */
 const clinfer_model *clinfer_context_model(const clinfer_context *ctx);
