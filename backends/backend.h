@@ -94,6 +94,8 @@ typedef struct clinfer_op {
             clinfer_dtype kv_type;    /* f32 or f16; caches are [pos][n_kv_head][head_dim] */
             int n, n_head, n_kv_head, head_dim;
             int pos0; /* tokens already in the cache: token i attends to 0 .. pos0 + i */
+            /* out lies in neither cache's buffer: other items read the caches while it is
+             * written. */
             float scale;
             /* Hint: the next op is an x_q8 MATMUL over out (see eltwise). */
             bool out_q8;

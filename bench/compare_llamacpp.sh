@@ -2,8 +2,9 @@
 # clinfer against llama.cpp's CPU backend on the same GGUF files, in one run.
 #
 #  1. Builds llama.cpp's llama-bench and llama-quantize once from the llama-cpp-python source
-#     distribution on PyPI (it carries llama.cpp's source in vendor/llama.cpp) into a cache
-#     folder: $CLINFER_BENCH_CACHE, else ~/.cache/clinfer/llama.cpp.
+#     distribution on PyPI (tools/fetch_llamacpp_sdist.sh: pinned, SHA-256 checked; it carries
+#     llama.cpp's source in vendor/llama.cpp) into its cache folder: $CLINFER_BENCH_CACHE, else
+#     ~/.cache/clinfer/llama.cpp.
 #  2. Builds clinfer (build-compare/ of this checkout) unless $CLINFER_BIN names a binary.
 #  3. Takes the default model (tools/fetch_model.sh: SmolLM2-135M-Instruct Q4_1) and makes F16,
 #     Q8_0 and Q4_0 variants of it with `llama-quantize --allow-requantize --pure` (every matrix
@@ -30,7 +31,6 @@ set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cache=${CLINFER_BENCH_CACHE:-$HOME/.cache/clinfer/llama.cpp}
-version=${LLAMA_CPP_PYTHON_VERSION:-0.3.36}
 force=0
 threads=2
 reps=3
@@ -41,7 +41,7 @@ while [ $# -gt 0 ]; do
     --threads) threads=$2; shift ;;
     --reps) reps=$2; shift ;;
     --rounds) rounds=$2; shift ;;
-    -h | --help) sed -n '2,28p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,29p' "$0"; exit 0 ;;
     *) echo "compare_llamacpp: unknown argument '$1' (see --help)" >&2; exit 1 ;;
     esac
     shift
@@ -53,14 +53,9 @@ jobs_for_load() { awk '{ print ($1 < 1.0) ? 2 : 1 }' /proc/loadavg; }
 # ---- 1. llama.cpp, once -------------------------------------------------------------------
 llama_bin="$cache/build/bin"
 if [ ! -x "$llama_bin/llama-bench" ] || [ ! -x "$llama_bin/llama-quantize" ]; then
-    mkdir -p "$cache"
-    src="$cache/llama_cpp_python-$version/vendor/llama.cpp"
-    if [ ! -f "$src/CMakeLists.txt" ]; then
-        say "downloading llama-cpp-python $version (source distribution) into $cache"
-        python3 -m pip download --quiet --no-deps --no-binary :all: \
-            "llama-cpp-python==$version" -d "$cache"
-        tar -xzf "$cache/llama_cpp_python-$version.tar.gz" -C "$cache"
-    fi
+    sdist=$(bash "$root/tools/fetch_llamacpp_sdist.sh")
+    src="$cache/$(basename "$sdist" .tar.gz)/vendor/llama.cpp"
+    [ -f "$src/CMakeLists.txt" ] || tar -xzf "$sdist" -C "$cache"
     jobs=$(jobs_for_load)
     say "building llama-bench and llama-quantize (CPU backend, -j$jobs; about 10 minutes)"
     cmake -S "$src" -B "$cache/build" -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON \

@@ -50,7 +50,7 @@ __kernel void attention_rows(__global const float *q, ulong q_off, __global kv_t
 }
 
 /* Combines the chunks of attention_rows (attention_merge_item): work-item (h, i). */
-__kernel void attention_merge(__global const float *part, int n_chunks, __global float *out,
+__kernel void attention_merge(__global float *part, int n_chunks, __global float *out,
                               ulong out_off, int n, int n_head, int head_dim, __global char *xq,
                               __global float2 *xd, __global float *xf, int want_f, int round_q8) {
     int h = get_global_id(0), i = get_global_id(1);

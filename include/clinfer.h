@@ -134,8 +134,9 @@ typedef struct {
                                       * $XDG_CACHE_HOME/clinfer, else ~/.cache/clinfer */
     clinfer_toggle clblast;          /* CLINFER_CLBLAST (0/1): CLBlast for f32 GEMM; else on
                                       * GPUs (where built with it) */
-    clinfer_toggle graph;            /* CLINFER_GRAPH (0/1): a decode step in one launch; else
-                                      * on CPU devices */
+    clinfer_toggle graph;            /* CLINFER_GRAPH (0/1): a decode step in one launch on
+                                      * cpu-rows devices (on: also where not a CPU, e.g. a
+                                      * simulator); else on CPU devices */
     clinfer_toggle profile;          /* CLINFER_PROFILE (0/1): per-op kernel times on stderr as
                                       * a context is freed; else off */
 } clinfer_backend_options;

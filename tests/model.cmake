@@ -3,3 +3,8 @@ clinfer_test(test_model_tiny SOURCES test_model_tiny.c tiny_model.c)
 # The real default model (tools/fetch_model.sh puts it in models/); skipped when absent.
 clinfer_test(test_smollm2 SOURCES test_smollm2.c LABELS model
   ENV "CLINFER_TEST_MODELS=${PROJECT_SOURCE_DIR}/models")
+# Loading and freeing a model 100 times in one process on OpenCL, CLBlast forced on: RSS flat.
+clinfer_test(test_model_lifetime SOURCES test_model_lifetime.c tiny_model.c)
+if(CLINFER_WITH_CLBLAST)
+  target_compile_definitions(test_model_lifetime PRIVATE CLINFER_WITH_CLBLAST=1)
+endif()

@@ -776,9 +776,17 @@ static void test_bad_args(void) {
     op.attention.rope.k_src = (clinfer_ref){big, 2048};
     expect_rejected(&op, "attention with rope.k_src in the key cache's buffer");
     op.attention.rope.k_src = (clinfer_ref){src, 0};
+    op.attention.out = (clinfer_ref){big, 1024}; /* past the cache, but in its buffer */
+    expect_rejected(&op, "attention writing out into the key cache's buffer");
+    op.attention.out = (clinfer_ref){vc, 1024};
+    expect_rejected(&op, "attention writing out into the value cache's buffer");
+    clinfer_buffer *out = NULL;
+    EXPECT_OK(i->buffer_alloc(ctx, 64 * sizeof(float), &out));
+    op.attention.out = (clinfer_ref){out, 0};
     EXPECT_OK(i->op(ctx, &op));
     i->buffer_free(ctx, vc);
     i->buffer_free(ctx, src);
+    i->buffer_free(ctx, out);
 
     op = (clinfer_op){.kind = CLINFER_OP_STORE};
     op.store = (typeof(op.store)){{big, 0}, {small, 0}, CLINFER_DT_Q4_0, 8};

@@ -907,6 +907,9 @@ static void test_invalid(void) {
     expect_invalid(&at, "attention quantized cache");
     at.attention.kv_type = CLINFER_DT_F16;
     EXPECT_OK(run(&at));
+    at.attention.out = ref(b);
+    expect_invalid(&at, "attention out in a cache's buffer");
+    at.attention.out = ref(small);
     at.attention.pos0 = 64;
     expect_invalid(&at, "attention cache shorter than pos0 + n");
     at.attention.pos0 = INT32_MAX;

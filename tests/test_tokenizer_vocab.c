@@ -1,10 +1,13 @@
 /* Tokenizer vectors: test_tokenizer_vocab NAME tokenizes every input of
- * $CLINFER_SHARED_DIR/vocab/ggml-vocab-NAME.gguf.inp and compares with the ids in .out (exact
- * match), then checks that pieces give the text back (byte-level BPE and SentencePiece), also
- * when streamed through clinfer_utf8_complete, and the API's edge cases. */
+ * ggml-vocab-NAME.gguf.inp and compares with the ids in .out (exact match), then checks that
+ * pieces give the text back (byte-level BPE and SentencePiece), also when streamed through
+ * clinfer_utf8_complete, and the API's edge cases. The files are llama.cpp's
+ * (tools/fetch_vocab.sh), in $CLINFER_VOCAB_DIR, else $CLINFER_TEST_VOCAB_DIR (the checkout's
+ * models/vocab, from CMake); exit 77 naming each missing file when they are not there. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "check.h"
 #include "gguf.h"
@@ -191,20 +194,33 @@ int main(int argc, char **argv) {
         fprintf(stderr, "usage: %s VOCAB_NAME (gpt-2, llama-spm, bert-bge)\n", argv[0]);
         return 2;
     }
-    const char *shared = getenv("CLINFER_SHARED_DIR");
-    char path[1024], inp_path[1100], out_path[1100];
-    snprintf(path, sizeof path, "%s/vocab/ggml-vocab-%s.gguf", shared ? shared : "../shared",
-             argv[1]);
-    snprintf(inp_path, sizeof inp_path, "%s.inp", path);
-    snprintf(out_path, sizeof out_path, "%s.out", path);
-    size_t inp_size, out_size;
-    char *inp = read_file(inp_path, &inp_size);
-    char *outp = read_file(out_path, &out_size);
-    gguf_file *f = NULL;
-    if (!inp || !outp || gguf_open(path, &f) != CLINFER_OK) {
-        fprintf(stderr, "skipping: %s (or its .inp/.out) is missing: %s\n", path,
-                clinfer_last_error());
+    const char *dir = getenv("CLINFER_VOCAB_DIR");
+    if (!dir || !*dir) dir = getenv("CLINFER_TEST_VOCAB_DIR");
+    if (!dir || !*dir) dir = ".";
+    static const char *const suffix[] = {"", ".inp", ".out"}; /* vocab, inputs, ids */
+    char path[3][1024];
+    bool missing = false;
+    for (size_t i = 0; i < 3; i++) {
+        struct stat sb;
+        snprintf(path[i], sizeof path[i], "%s/ggml-vocab-%s.gguf%s", dir, argv[1], suffix[i]);
+        if (stat(path[i], &sb) != 0) {
+            printf("skipped: %s is missing\n", path[i]);
+            missing = true;
+        }
+    }
+    if (missing) {
+        printf("fetch the tokenizer vectors with 'bash tools/fetch_vocab.sh' and set "
+               "CLINFER_VOCAB_DIR to the directory it prints (tools/test.sh does both)\n");
         return 77;
+    }
+    size_t inp_size, out_size;
+    char *inp = read_file(path[1], &inp_size);
+    char *outp = read_file(path[2], &out_size);
+    gguf_file *f = NULL;
+    if (!inp || !outp || gguf_open(path[0], &f) != CLINFER_OK) {
+        fprintf(stderr, "FAILED: cannot read %s or its .inp/.out: %s\n", path[0],
+                clinfer_last_error());
+        return 1;
     }
     clinfer_vocab *v = NULL;
     EXPECT_OK(clinfer_vocab_load(f, &v));

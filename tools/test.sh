@@ -6,10 +6,11 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 jobs=${CLINFER_JOBS:-2}
 
-# The real default model for the end-to-end test (label model); cached in models/ after the
-# first run.
+# The real default model for the end-to-end test (label model) and llama.cpp's tokenizer
+# vectors (tests skip without them); cached in models/ after the first run.
 CLINFER_MODEL=$(bash tools/fetch_model.sh)
-export CLINFER_MODEL
+CLINFER_VOCAB_DIR=$(bash tools/fetch_vocab.sh)
+export CLINFER_MODEL CLINFER_VOCAB_DIR
 
 cmake -S . -B build -DCLINFER_WERROR=ON
 cmake --build build -j"$jobs"

@@ -653,6 +653,11 @@ clinfer_status cl_check_attention(const clinfer_op *op, size_t *q_total) {
     CHECK(cl_check_ref(name, "k", op->attention.k, kv_total, kv_elem));
     CHECK(cl_check_ref(name, "v", op->attention.v, kv_total, kv_elem));
     CHECK(cl_check_ref(name, "out", op->attention.out, *q_total, sizeof(float)));
+    if (op->attention.out.buf == op->attention.k.buf ||
+        op->attention.out.buf == op->attention.v.buf)
+        CHECK(clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
+                           "OpenCL attention: out must not lie in a cache's buffer (the kernels "
+                           "read the caches while writing out)"));
     if (op->attention.rope.n_rot != 0) CHECK(check_attention_rope(op, *q_total));
 cleanup:
     return st;

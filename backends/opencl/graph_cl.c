@@ -427,9 +427,11 @@ cleanup:
 }
 
 clinfer_status cl_graph_init(cl_backend_ctx *b) {
-    /* the kernel's waiting rests on coherent memory between work-groups: CPU devices */
-    if (b->info.type != CLINFER_DEVICE_CPU || strcmp(b->info.kernel_path, "cpu-rows") != 0 ||
-        b->options.graph == CLINFER_OFF)
+    /* The kernel's waiting rests on coherent memory between work-groups: CPU devices, unless
+     * the graph option is on (a simulator such as Oclgrind, to check the kernel's accesses). */
+    bool forced = b->options.graph == CLINFER_ON;
+    if ((b->info.type != CLINFER_DEVICE_CPU && !forced) ||
+        strcmp(b->info.kernel_path, "cpu-rows") != 0 || b->options.graph == CLINFER_OFF)
         return CLINFER_OK;
     clinfer_status st = CLINFER_OK;
     struct cl_graph_state *g = calloc(1, sizeof *g);

@@ -23,6 +23,7 @@
 
 #ifdef CLINFER_WITH_CLBLAST
 #include <clblast_c.h>
+#include <pthread.h>
 #endif
 
 enum {
@@ -143,7 +144,8 @@ struct cl_matmul_state {
     cl_mem done;  /* finished work-items of a matvec with the norm at its end; 0 between launches */
     int q8_dots;  /* a weight type has matvec_q8 (1) or has not (0); -1: no type built yet */
     int interleave;    /* lay out weights for matvec_q8_il where it exists (CLINFER_INTERLEAVE) */
-    int use_clblast;   /* f32 GEMM through CLBlast (tuning table: GPUs only) */
+    int use_clblast;   /* f32 GEMM through CLBlast (tuning table: GPUs only); counted in
+                        * clblast_users from init to free */
     cl_arena *filling; /* weights go to arenas (CPU devices): the one being filled, or NULL */
     int arenas;
     size_t align; /* CL_DEVICE_MEM_BASE_ADDR_ALIGN in bytes: where sub-buffers may start */
@@ -251,12 +253,13 @@ static clinfer_status build_type(cl_backend_ctx *b, const type_layout *l) {
         t->dequant = clCreateKernel(t->program, "dequant_rows", &err);
     if (st == CLINFER_OK && err == CL_SUCCESS && b->mm->cpu) {
         /* present only where matvec.cl compiled its AVX2 / AVX-512 integer paths */
-        cl_int q8_err;
-        t->matvec_q8 = clCreateKernel(t->program, "matvec_q8", &q8_err);
-        if (b->mm->interleave) {
-            t->matvec_q8_il = clCreateKernel(t->program, "matvec_q8_il", &q8_err);
-            t->matvec_q8_il_norm = clCreateKernel(t->program, "matvec_q8_il_norm", &q8_err);
-        }
+        if (cl_program_has_kernel(t->program, "matvec_q8"))
+            t->matvec_q8 = clCreateKernel(t->program, "matvec_q8", &err);
+        if (err == CL_SUCCESS && b->mm->interleave &&
+            cl_program_has_kernel(t->program, "matvec_q8_il")) /* the types laid out by 16 rows */
+            t->matvec_q8_il = clCreateKernel(t->program, "matvec_q8_il", &err);
+        if (err == CL_SUCCESS && t->matvec_q8_il)
+            t->matvec_q8_il_norm = clCreateKernel(t->program, "matvec_q8_il_norm", &err);
     }
     if (st == CLINFER_OK) st = cl_error(err, "clCreateKernel(matvec.cl)");
     if (st == CLINFER_OK && clinfer_dtype_takes_q8_act(l->type))
@@ -276,6 +279,28 @@ static clinfer_status build_type(cl_backend_ctx *b, const type_layout *l) {
     return st;
 }
 
+#ifdef CLINFER_WITH_CLBLAST
+/* CLBlast keeps its compiled programs in a process-wide cache keyed by context, each holding
+ * its context: left there they pile up with every backend made, and CLBlast's static
+ * destructors release them at exit after the OpenCL runtime may be gone (heap corruption under
+ * oclgrind). So the last live context using CLBlast empties the cache before its own context
+ * is released; a later one compiles CLBlast's kernels again. */
+static pthread_mutex_t clblast_lock = PTHREAD_MUTEX_INITIALIZER;
+static int clblast_users;
+
+static void clblast_hold(void) {
+    pthread_mutex_lock(&clblast_lock);
+    clblast_users++;
+    pthread_mutex_unlock(&clblast_lock);
+}
+
+static void clblast_drop(void) {
+    pthread_mutex_lock(&clblast_lock);
+    if (--clblast_users == 0) CLBlastClearCache(); /* its status has nowhere to go */
+    pthread_mutex_unlock(&clblast_lock);
+}
+#endif
+
 clinfer_status cl_matmul_init(cl_backend_ctx *b) {
     clinfer_status st = CLINFER_OK;
     cl_int err = CL_SUCCESS;
@@ -292,8 +317,9 @@ clinfer_status cl_matmul_init(cl_backend_ctx *b) {
 #ifdef CLINFER_WITH_CLBLAST
     /* Tuning table: on CPU OpenCL CLBlast's SGEMM is untuned and loses to gemm_rows (measured on
      * PoCL, docs/PERFORMANCE.md); on GPUs its tuned kernels are taken over our plain local-memory
-     * gemm_tiled (not measured yet). The clblast option overrides; bench-ops compares both. */
+     * gemm_tiled (not measured yet). The clblast option overrides; bench_ops compares both. */
     s->use_clblast = b->options.clblast ? b->options.clblast == CLINFER_ON : !s->cpu;
+    if (s->use_clblast) clblast_hold();
 #endif
     char options[64];
     snprintf(options, sizeof options, "-DGM=%d -DGN=%d -DTS=%zu", GEMM_GM, GEMM_GN, s->gemm_ts);
@@ -363,6 +389,9 @@ void cl_matmul_free(cl_backend_ctx *b) {
     if (s->gemm) clReleaseKernel(s->gemm);
     if (s->bias_fill) clReleaseKernel(s->bias_fill);
     if (s->gemm_program) clReleaseProgram(s->gemm_program);
+#ifdef CLINFER_WITH_CLBLAST
+    if (s->use_clblast) clblast_drop();
+#endif
     free(s);
     b->mm = NULL;
 }

@@ -542,3 +542,20 @@ void cl_program_cache_stats(unsigned *hits, unsigned *misses) {
     if (hits) *hits = atomic_load(&cache_hits);
     if (misses) *misses = atomic_load(&cache_misses);
 }
+
+bool cl_program_has_kernel(cl_program program, const char *name) {
+    size_t bytes = 0;
+    if (clGetProgramInfo(program, CL_PROGRAM_KERNEL_NAMES, 0, NULL, &bytes) != CL_SUCCESS)
+        return false;
+    char *names = malloc(bytes + 1);
+    bool found = false;
+    if (names &&
+        clGetProgramInfo(program, CL_PROGRAM_KERNEL_NAMES, bytes, names, NULL) == CL_SUCCESS) {
+        names[bytes] = '\0';
+        size_t len = strlen(name);
+        for (const char *p = names; *p && !found; p += strcspn(p, ";"), p += *p == ';')
+            found = strncmp(p, name, len) == 0 && (p[len] == ';' || p[len] == '\0');
+    }
+    free(names);
+    return found;
+}

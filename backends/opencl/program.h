@@ -5,6 +5,7 @@
 
 #define CL_TARGET_OPENCL_VERSION 120
 #include <CL/cl.h>
+#include <stdbool.h>
 
 #include "clinfer.h"
 
@@ -42,6 +43,11 @@ clinfer_status cl_program_build_source(cl_context ctx, cl_device_id dev,
                                        const clinfer_device_info *info, const char *cache_dir,
                                        const char *name, const char *source,
                                        const char *extra_options, cl_program *out);
+
+/* Whether program (built) defines a kernel called name: for kernels that the build's defines
+ * may leave out, asked here rather than by a clCreateKernel that fails, which is API misuse to
+ * checkers such as Oclgrind's. */
+bool cl_program_has_kernel(cl_program program, const char *name);
 
 /* Process-wide counts of cache hits and of builds from source (misses), for tests and logs. */
 void cl_program_cache_stats(unsigned *hits, unsigned *misses);

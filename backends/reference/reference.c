@@ -394,6 +394,9 @@ static clinfer_status op_attention(ref_ctx *c, const clinfer_op *o) {
     CHECK(operand(op, "k", o->attention.k, nkv, elem, false, &k));
     CHECK(operand(op, "v", o->attention.v, nkv, elem, false, &v));
     CHECK(operand(op, "out", o->attention.out, nq, sizeof(float), false, &out));
+    if (o->attention.out.buf == o->attention.k.buf || o->attention.out.buf == o->attention.v.buf)
+        CHECK(clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
+                           "reference attention: out must not lie in a cache's buffer"));
     CHECK(scratch_reserve(c, (size_t)n_pos + 2 * (size_t)o->attention.head_dim));
     if (o->attention.rope.n_rot)
         CHECK(attention_rope(o, nq, nq / (size_t)o->attention.n_head * o->attention.n_kv_head));

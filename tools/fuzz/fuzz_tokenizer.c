@@ -1,11 +1,13 @@
 /* libFuzzer harness for the tokenizer: the input bytes are tokenized with the GPT-2 vocabulary
- * (loaded once from $CLINFER_SHARED_DIR/vocab or ../shared/vocab) with special-token parsing on
- * and off. Tokenizing must succeed on any bytes, and without special tokens the pieces must
- * give the input back byte for byte (byte-level BPE loses nothing). */
+ * (llama.cpp's ggml-vocab-gpt-2.gguf from tools/fetch_vocab.sh, loaded once from
+ * $CLINFER_VOCAB_DIR, else $CLINFER_TEST_VOCAB_DIR; exit 77 when it is missing) with
+ * special-token parsing on and off. Tokenizing must succeed on any bytes, and without special
+ * tokens the pieces must give the input back byte for byte (byte-level BPE loses nothing). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "gguf.h"
 #include "tokenizer.h"
@@ -18,9 +20,20 @@ static clinfer_vocab *vocab;
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
     (void)argc;
     (void)argv;
-    const char *shared = getenv("CLINFER_SHARED_DIR");
+    const char *dir = getenv("CLINFER_VOCAB_DIR");
+    if (!dir || !*dir) dir = getenv("CLINFER_TEST_VOCAB_DIR");
+    if (!dir || !*dir) dir = ".";
     char path[1024];
-    snprintf(path, sizeof path, "%s/vocab/ggml-vocab-gpt-2.gguf", shared ? shared : "../shared");
+    struct stat sb;
+    snprintf(path, sizeof path, "%s/ggml-vocab-gpt-2.gguf", dir);
+    if (stat(path, &sb) != 0) {
+        fprintf(stderr,
+                "fuzz_tokenizer: skipped: %s is missing (fetch the tokenizer vectors with "
+                "'bash tools/fetch_vocab.sh' and set CLINFER_VOCAB_DIR to the directory it "
+                "prints)\n",
+                path);
+        exit(77);
+    }
     gguf_file *f = NULL;
     if (gguf_open(path, &f) != CLINFER_OK || clinfer_vocab_load(f, &vocab) != CLINFER_OK) {
         fprintf(stderr, "fuzz_tokenizer: cannot load %s: %s\n", path, clinfer_last_error());
