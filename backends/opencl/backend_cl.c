@@ -111,51 +111,14 @@ struct cl_ops_state {
     size_t wg;
     cl_mem scratch; /* attention's per-chunk partial results */
     size_t scratch_bytes;
-    bool lost;
-    char lost_reason[160];
 };
-
-/* ---- errors ---------------------------------------------------------------------------- */
-
-/* Statuses that mean the device or its queue is gone mark the context lost, keeping the
- * message of the failure for later calls. */
-static void note_lost(cl_backend_ctx *b, clinfer_status st) {
-    if ((st == CL_OUT_OF_RESOURCES || st == CL_INVALID_COMMAND_QUEUE) && b->ops && !b->ops->lost) {
-        b->ops->lost = true;
-        snprintf(b->ops->lost_reason, sizeof b->ops->lost_reason, "%s", clinfer_last_error());
-    }
-}
-
-/* Turns an OpenCL error into the status, with a message naming the call. */
-static clinfer_status cl_check(cl_backend_ctx *b, cl_int err, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static clinfer_status cl_check(cl_backend_ctx *b, cl_int err, const char *fmt, ...) {
-    if (err == CL_SUCCESS) return CLINFER_OK;
-    char what[192];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(what, sizeof what, fmt, ap);
-    va_end(ap);
-    clinfer_fail(err, "OpenCL: %s failed: %s (%d)", what, clinfer_status_str(err), err);
-    note_lost(b, err);
-    return err;
-}
-
-static clinfer_status check_alive(const cl_backend_ctx *b) {
-    if (b->ops && b->ops->lost)
-        return clinfer_fail(CLINFER_ERR_DEVICE_LOST,
-                            "OpenCL: the device failed earlier (%s); create a new backend",
-                            b->ops->lost_reason);
-    return CLINFER_OK;
-}
 
 /* ---- buffers --------------------------------------------------------------------------- */
 
 static clinfer_status cl_buffer_alloc(void *ctx, size_t bytes, clinfer_buffer **out) {
     cl_backend_ctx *b = ctx;
     clinfer_buffer *buf = NULL;
-    clinfer_status st = check_alive(b);
+    clinfer_status st = cl_check_alive(b);
     if (st != CLINFER_OK) return st;
     *out = NULL;
     if (bytes == 0)
@@ -204,7 +167,7 @@ static clinfer_status check_transfer(const char *what, const clinfer_buffer *buf
 static clinfer_status cl_buffer_write(void *ctx, clinfer_buffer *buf, size_t offset, size_t bytes,
                                       const void *src) {
     cl_backend_ctx *b = ctx;
-    clinfer_status st = check_alive(b);
+    clinfer_status st = cl_check_alive(b);
     if (st == CLINFER_OK) st = check_transfer("buffer write", buf, offset, bytes, src);
     if (st != CLINFER_OK || bytes == 0) return st;
     cl_matmul_forget(b);
@@ -216,7 +179,7 @@ static clinfer_status cl_buffer_write(void *ctx, clinfer_buffer *buf, size_t off
 static clinfer_status cl_buffer_read(void *ctx, clinfer_buffer *buf, size_t offset, size_t bytes,
                                      void *dst) {
     cl_backend_ctx *b = ctx;
-    clinfer_status st = check_alive(b);
+    clinfer_status st = cl_check_alive(b);
     if (st == CLINFER_OK) st = check_transfer("buffer read", buf, offset, bytes, dst);
     if (st != CLINFER_OK || bytes == 0) return st;
     return cl_check(
@@ -227,10 +190,10 @@ static clinfer_status cl_buffer_read(void *ctx, clinfer_buffer *buf, size_t offs
 static clinfer_status cl_weight_create_i(void *ctx, clinfer_dtype type, int m, int k,
                                          const void *data, clinfer_buffer **out) {
     cl_backend_ctx *b = ctx;
-    clinfer_status st = check_alive(b);
+    clinfer_status st = cl_check_alive(b);
     if (st != CLINFER_OK) return st;
     st = cl_weight_create(b, type, m, k, data, out);
-    note_lost(b, st);
+    cl_note_lost(b, st);
     return st;
 }
 
@@ -281,30 +244,10 @@ static clinfer_status check_dims(const char *op, size_t *product, int n_dims, ..
 
 /* ---- launches -------------------------------------------------------------------------- */
 
-typedef struct {
-    size_t size;
-    const void *value;
-} kernel_arg;
-
-#define ARG(v) ((kernel_arg){sizeof(v), &(v)})
-
-static clinfer_status launch(cl_backend_ctx *b, kernel_id id, size_t n_args, const kernel_arg *args,
+static clinfer_status launch(cl_backend_ctx *b, kernel_id id, size_t n_args, const cl_arg *args,
                              cl_uint dims, const size_t *global, const size_t *local) {
-    cl_kernel k = b->ops->kernels[id];
-    const char *name = b->ops->kernel_names[id];
-    clinfer_status st = CLINFER_OK;
-    for (size_t i = 0; i < n_args; i++)
-        CHECK(cl_check(b, clSetKernelArg(k, (cl_uint)i, args[i].size, args[i].value),
-                       "clSetKernelArg(%s, %zu)", name, i));
-    cl_event event = NULL;
-    cl_int err = cl_fault("enqueue");
-    if (err == CL_SUCCESS)
-        err = clEnqueueNDRangeKernel(b->queue, k, dims, NULL, global, local, 0, NULL,
-                                     cl_timing_slot(b, &event));
-    CHECK(cl_check(b, err, "clEnqueueNDRangeKernel(%s)", name));
-    CHECK(cl_timing_keep(b, event));
-cleanup:
-    return st;
+    return cl_launch(b, b->ops->kernels[id], b->ops->kernel_names[id], args, n_args, dims, global,
+                     local);
 }
 
 static size_t round_up(size_t x, size_t to) {
@@ -319,7 +262,7 @@ static size_t elementwise_global(size_t count) {
 
 /* One row per work-item (cpu-rows) or per work-group of wg items (GPU paths). */
 static clinfer_status launch_rows(cl_backend_ctx *b, kernel_id id, size_t n_args,
-                                  const kernel_arg *args, size_t rows) {
+                                  const cl_arg *args, size_t rows) {
     size_t local = b->ops->work_group_per_row ? b->ops->wg : 1;
     size_t global = rows * local;
     if (!b->ops->work_group_per_row) { /* several rows per work-group where there are many */
@@ -358,31 +301,31 @@ static clinfer_status op_norm(cl_backend_ctx *b, const clinfer_op *op) {
     if (cl_round_output(op)) {
         CHECK(cl_rounding_op(b, op));
     } else if (layer) {
-        kernel_arg args[] = {ARG(op->norm.x.buf->mem),
-                             ARG(x_off),
-                             ARG(w),
-                             ARG(w_off),
-                             ARG(has_w),
-                             ARG(bias),
-                             ARG(b_off),
-                             ARG(has_b),
-                             ARG(op->norm.y.buf->mem),
-                             ARG(y_off),
-                             ARG(op->norm.n),
-                             ARG(op->norm.d),
-                             ARG(op->norm.eps)};
+        cl_arg args[] = {CL_ARG(op->norm.x.buf->mem),
+                         CL_ARG(x_off),
+                         CL_ARG(w),
+                         CL_ARG(w_off),
+                         CL_ARG(has_w),
+                         CL_ARG(bias),
+                         CL_ARG(b_off),
+                         CL_ARG(has_b),
+                         CL_ARG(op->norm.y.buf->mem),
+                         CL_ARG(y_off),
+                         CL_ARG(op->norm.n),
+                         CL_ARG(op->norm.d),
+                         CL_ARG(op->norm.eps)};
         CHECK(launch_rows(b, K_LAYERNORM, sizeof args / sizeof *args, args, (size_t)op->norm.n));
     } else {
-        kernel_arg args[] = {ARG(op->norm.x.buf->mem),
-                             ARG(x_off),
-                             ARG(w),
-                             ARG(w_off),
-                             ARG(has_w),
-                             ARG(op->norm.y.buf->mem),
-                             ARG(y_off),
-                             ARG(op->norm.n),
-                             ARG(op->norm.d),
-                             ARG(op->norm.eps)};
+        cl_arg args[] = {CL_ARG(op->norm.x.buf->mem),
+                         CL_ARG(x_off),
+                         CL_ARG(w),
+                         CL_ARG(w_off),
+                         CL_ARG(has_w),
+                         CL_ARG(op->norm.y.buf->mem),
+                         CL_ARG(y_off),
+                         CL_ARG(op->norm.n),
+                         CL_ARG(op->norm.d),
+                         CL_ARG(op->norm.eps)};
         CHECK(launch_rows(b, K_RMSNORM, sizeof args / sizeof *args, args, (size_t)op->norm.n));
     }
 cleanup:
@@ -443,24 +386,24 @@ static clinfer_status op_rope(cl_backend_ctx *b, const clinfer_op *op) {
              v_src_off = op->rope.v_src.offset, v_dst_off = op->rope.v_dst.offset;
     cl_int neox = op->rope.neox, kv_heads = kv ? op->rope.kv_heads : 0,
            kv_f16 = op->rope.kv_type == CLINFER_DT_F16;
-    kernel_arg args[] = {ARG(x),
-                         ARG(x_off),
-                         ARG(op->rope.n),
-                         ARG(op->rope.n_heads),
-                         ARG(op->rope.head_dim),
-                         ARG(op->rope.n_rot),
-                         ARG(op->rope.pos0),
-                         ARG(op->rope.freq_base),
-                         ARG(op->rope.freq_scale),
-                         ARG(neox),
-                         ARG(k_dst),
-                         ARG(k_off),
-                         ARG(v_src),
-                         ARG(v_src_off),
-                         ARG(v_dst),
-                         ARG(v_dst_off),
-                         ARG(kv_heads),
-                         ARG(kv_f16)};
+    cl_arg args[] = {CL_ARG(x),
+                     CL_ARG(x_off),
+                     CL_ARG(op->rope.n),
+                     CL_ARG(op->rope.n_heads),
+                     CL_ARG(op->rope.head_dim),
+                     CL_ARG(op->rope.n_rot),
+                     CL_ARG(op->rope.pos0),
+                     CL_ARG(op->rope.freq_base),
+                     CL_ARG(op->rope.freq_scale),
+                     CL_ARG(neox),
+                     CL_ARG(k_dst),
+                     CL_ARG(k_off),
+                     CL_ARG(v_src),
+                     CL_ARG(v_src_off),
+                     CL_ARG(v_dst),
+                     CL_ARG(v_dst_off),
+                     CL_ARG(kv_heads),
+                     CL_ARG(kv_f16)};
     size_t local = ELT_LOCAL;
     size_t global = round_up((size_t)op->rope.n * (size_t)(op->rope.n_rot / 2), local);
     CHECK(launch(b, K_ROPE, sizeof args / sizeof *args, args, 1, &global, &local));
@@ -481,8 +424,8 @@ static clinfer_status op_store(cl_backend_ctx *b, const clinfer_op *op) {
         cl_check_ref("store", "dst", op->store.dst, count, f16 ? sizeof(uint16_t) : sizeof(float)));
     if (count == 0) goto cleanup;
     cl_ulong src_off = op->store.src.offset, dst_off = op->store.dst.offset, n = count;
-    kernel_arg args[] = {ARG(op->store.src.buf->mem), ARG(src_off), ARG(op->store.dst.buf->mem),
-                         ARG(dst_off), ARG(n)};
+    cl_arg args[] = {CL_ARG(op->store.src.buf->mem), CL_ARG(src_off),
+                     CL_ARG(op->store.dst.buf->mem), CL_ARG(dst_off), CL_ARG(n)};
     size_t local = ELT_LOCAL, global = elementwise_global(count);
     CHECK(launch(b, f16 ? K_STORE_F16 : K_STORE_F32, 5, args, 1, &global, &local));
 cleanup:
@@ -528,9 +471,9 @@ void cl_attention_chunks(const cl_backend_ctx *b, const clinfer_op *op, size_t *
 
 /* The attention kernel takes args, then chunk and part, then tail; the merge takes the rounding
  * arguments q8 (xq, xd, xf, want_f, round_q8). */
-static clinfer_status attention_launch(cl_backend_ctx *b, kernel_id kernel, const kernel_arg *args,
-                                       size_t n_args, const kernel_arg *tail, size_t n_tail,
-                                       const kernel_arg q8[5], const clinfer_op *op) {
+static clinfer_status attention_launch(cl_backend_ctx *b, kernel_id kernel, const cl_arg *args,
+                                       size_t n_args, const cl_arg *tail, size_t n_tail,
+                                       const cl_arg q8[5], const clinfer_op *op) {
     bool groups = b->ops->work_group_per_row;
     int n = op->attention.n, n_head = op->attention.n_head, head_dim = op->attention.head_dim;
     size_t rows = (size_t)n_head * (size_t)n, chunk, n_chunks;
@@ -541,10 +484,10 @@ static clinfer_status attention_launch(cl_backend_ctx *b, kernel_id kernel, cons
     if (n_chunks > 1)
         CHECK(cl_attention_scratch(b, rows * n_chunks * ((size_t)head_dim + 2) * sizeof(float),
                                    &part));
-    kernel_arg all[32];
+    cl_arg all[32];
     memcpy(all, args, n_args * sizeof *args);
-    all[n_args] = ARG(chunk_arg);
-    all[n_args + 1] = ARG(part);
+    all[n_args] = CL_ARG(chunk_arg);
+    all[n_args + 1] = CL_ARG(part);
     memcpy(all + n_args + 2, tail, n_tail * sizeof *tail);
     size_t local[3] = {groups ? b->ops->wg : 1, 1, 1};
     size_t global[3] = {(size_t)n_head * local[0], (size_t)n, n_chunks};
@@ -552,18 +495,18 @@ static clinfer_status attention_launch(cl_backend_ctx *b, kernel_id kernel, cons
     if (n_chunks > 1) {
         cl_int chunks_arg = (cl_int)n_chunks;
         cl_ulong o_off = op->attention.out.offset;
-        kernel_arg merge[] = {ARG(part),
-                              ARG(chunks_arg),
-                              ARG(op->attention.out.buf->mem),
-                              ARG(o_off),
-                              ARG(op->attention.n),
-                              ARG(op->attention.n_head),
-                              ARG(op->attention.head_dim),
-                              q8[0],
-                              q8[1],
-                              q8[2],
-                              q8[3],
-                              q8[4]};
+        cl_arg merge[] = {CL_ARG(part),
+                          CL_ARG(chunks_arg),
+                          CL_ARG(op->attention.out.buf->mem),
+                          CL_ARG(o_off),
+                          CL_ARG(op->attention.n),
+                          CL_ARG(op->attention.n_head),
+                          CL_ARG(op->attention.head_dim),
+                          q8[0],
+                          q8[1],
+                          q8[2],
+                          q8[3],
+                          q8[4]};
         size_t merge_local[2] = {1, 1}, merge_global[2] = {(size_t)n_head, (size_t)n};
         CHECK(launch(b, K_ATTN_MERGE, sizeof merge / sizeof *merge, merge, 2, merge_global,
                      merge_local));
@@ -675,20 +618,20 @@ static clinfer_status op_attention(cl_backend_ctx *b, const clinfer_op *op) {
     cl_mem out = op->attention.out.buf->mem;
     cl_ulong q_off = op->attention.q.offset, k_off = op->attention.k.offset,
              v_off = op->attention.v.offset, o_off = op->attention.out.offset;
-    kernel_arg args[] = {ARG(op->attention.q.buf->mem),
-                         ARG(q_off),
-                         ARG(op->attention.k.buf->mem),
-                         ARG(k_off),
-                         ARG(op->attention.v.buf->mem),
-                         ARG(v_off),
-                         ARG(out),
-                         ARG(o_off),
-                         ARG(op->attention.n),
-                         ARG(op->attention.n_head),
-                         ARG(op->attention.n_kv_head),
-                         ARG(op->attention.head_dim),
-                         ARG(op->attention.pos0),
-                         ARG(op->attention.scale)};
+    cl_arg args[] = {CL_ARG(op->attention.q.buf->mem),
+                     CL_ARG(q_off),
+                     CL_ARG(op->attention.k.buf->mem),
+                     CL_ARG(k_off),
+                     CL_ARG(op->attention.v.buf->mem),
+                     CL_ARG(v_off),
+                     CL_ARG(out),
+                     CL_ARG(o_off),
+                     CL_ARG(op->attention.n),
+                     CL_ARG(op->attention.n_head),
+                     CL_ARG(op->attention.n_kv_head),
+                     CL_ARG(op->attention.head_dim),
+                     CL_ARG(op->attention.pos0),
+                     CL_ARG(op->attention.scale)};
     cl_mem k_src = rope_in_kernel ? op->attention.rope.k_src.buf->mem : out,
            v_src = rope_in_kernel ? op->attention.rope.v_src.buf->mem : out;
     cl_ulong k_src_off = rope_in_kernel ? op->attention.rope.k_src.offset : 0,
@@ -700,19 +643,19 @@ static clinfer_status op_attention(cl_backend_ctx *b, const clinfer_op *op) {
            want_f = 0;
     cl_mem q8_mem[3] = {out, out, out};
     if (round_q8) CHECK(cl_act_q8_buffers(b, q_total, q8_mem, &want_f));
-    kernel_arg tail[] = {ARG(k_src),
-                         ARG(k_src_off),
-                         ARG(v_src),
-                         ARG(v_src_off),
-                         ARG(n_rot),
-                         ARG(op->attention.rope.freq_base),
-                         ARG(op->attention.rope.freq_scale),
-                         ARG(neox),
-                         ARG(q8_mem[0]),
-                         ARG(q8_mem[1]),
-                         ARG(q8_mem[2]),
-                         ARG(want_f),
-                         ARG(round_q8)};
+    cl_arg tail[] = {CL_ARG(k_src),
+                     CL_ARG(k_src_off),
+                     CL_ARG(v_src),
+                     CL_ARG(v_src_off),
+                     CL_ARG(n_rot),
+                     CL_ARG(op->attention.rope.freq_base),
+                     CL_ARG(op->attention.rope.freq_scale),
+                     CL_ARG(neox),
+                     CL_ARG(q8_mem[0]),
+                     CL_ARG(q8_mem[1]),
+                     CL_ARG(q8_mem[2]),
+                     CL_ARG(want_f),
+                     CL_ARG(round_q8)};
     size_t n_tail = sizeof tail / sizeof *tail;
     CHECK(attention_launch(b, f16 ? K_ATTN_F16 : K_ATTN_F32, args, sizeof args / sizeof *args, tail,
                            rows ? n_tail : 0, tail + n_tail - 5, op));
@@ -728,10 +671,10 @@ static clinfer_status op_softmax(cl_backend_ctx *b, const clinfer_op *op) {
     CHECK(cl_check_ref("softmax", "x", op->softmax.x, total, sizeof(float)));
     CHECK(cl_check_ref("softmax", "y", op->softmax.y, total, sizeof(float)));
     cl_ulong x_off = op->softmax.x.offset, y_off = op->softmax.y.offset;
-    kernel_arg args[] = {ARG(op->softmax.x.buf->mem), ARG(x_off),
-                         ARG(op->softmax.y.buf->mem), ARG(y_off),
-                         ARG(op->softmax.rows),       ARG(op->softmax.cols),
-                         ARG(op->softmax.scale),      ARG(op->softmax.mask_offset)};
+    cl_arg args[] = {CL_ARG(op->softmax.x.buf->mem), CL_ARG(x_off),
+                     CL_ARG(op->softmax.y.buf->mem), CL_ARG(y_off),
+                     CL_ARG(op->softmax.rows),       CL_ARG(op->softmax.cols),
+                     CL_ARG(op->softmax.scale),      CL_ARG(op->softmax.mask_offset)};
     CHECK(launch_rows(b, K_SOFTMAX, sizeof args / sizeof *args, args, (size_t)op->softmax.rows));
 cleanup:
     return st;
@@ -744,9 +687,12 @@ static clinfer_status op_argmax(cl_backend_ctx *b, const clinfer_op *op) {
     CHECK(cl_check_ref("argmax", "x", op->argmax.x, total, sizeof(float)));
     CHECK(cl_check_ref("argmax", "ids", op->argmax.ids, (size_t)op->argmax.n, sizeof(int32_t)));
     cl_ulong x_off = op->argmax.x.offset, ids_off = op->argmax.ids.offset;
-    kernel_arg args[] = {
-        ARG(op->argmax.x.buf->mem), ARG(x_off),       ARG(op->argmax.ids.buf->mem), ARG(ids_off),
-        ARG(op->argmax.n),          ARG(op->argmax.d)};
+    cl_arg args[] = {CL_ARG(op->argmax.x.buf->mem),
+                     CL_ARG(x_off),
+                     CL_ARG(op->argmax.ids.buf->mem),
+                     CL_ARG(ids_off),
+                     CL_ARG(op->argmax.n),
+                     CL_ARG(op->argmax.d)};
     CHECK(launch_rows(b, K_ARGMAX, sizeof args / sizeof *args, args, (size_t)op->argmax.n));
 cleanup:
     return st;
@@ -798,18 +744,18 @@ static clinfer_status op_eltwise(cl_backend_ctx *b, const clinfer_op *op) {
     kernel_id k = eltwise_table[op->kind].kernel;
     if (eltwise_table[op->kind].operands == 1) {
         /* Only scale reads the last argument. */
-        kernel_arg args[] = {ARG(a),     ARG(a_off), ARG(y),
-                             ARG(y_off), ARG(n),     ARG(op->eltwise.scale)};
+        cl_arg args[] = {CL_ARG(a),     CL_ARG(a_off), CL_ARG(y),
+                         CL_ARG(y_off), CL_ARG(n),     CL_ARG(op->eltwise.scale)};
         CHECK(launch(b, k, 6, args, 1, &global, &local));
     } else if (eltwise_table[op->kind].operands == 2) {
-        kernel_arg args[] = {ARG(a),     ARG(a_off), ARG(op->eltwise.b.buf->mem),
-                             ARG(b_off), ARG(nb),    ARG(y),
-                             ARG(y_off), ARG(n)};
+        cl_arg args[] = {CL_ARG(a),     CL_ARG(a_off), CL_ARG(op->eltwise.b.buf->mem),
+                         CL_ARG(b_off), CL_ARG(nb),    CL_ARG(y),
+                         CL_ARG(y_off), CL_ARG(n)};
         CHECK(launch(b, k, 8, args, 1, &global, &local));
     } else {
-        kernel_arg args[] = {ARG(a),     ARG(a_off), ARG(op->eltwise.b.buf->mem),
-                             ARG(b_off), ARG(y),     ARG(y_off),
-                             ARG(n)};
+        cl_arg args[] = {CL_ARG(a),     CL_ARG(a_off), CL_ARG(op->eltwise.b.buf->mem),
+                         CL_ARG(b_off), CL_ARG(y),     CL_ARG(y_off),
+                         CL_ARG(n)};
         CHECK(launch(b, k, 7, args, 1, &global, &local));
     }
 cleanup:
@@ -818,7 +764,7 @@ cleanup:
 
 static clinfer_status cl_op(void *ctx, const clinfer_op *op) {
     cl_backend_ctx *b = ctx;
-    clinfer_status st = check_alive(b);
+    clinfer_status st = cl_check_alive(b);
     if (st != CLINFER_OK) return st;
     if (!op) return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "OpenCL: NULL op");
     if (op->kind != CLINFER_OP_MATMUL) cl_matmul_forget(b); /* it may write a matmul's x */
@@ -861,7 +807,7 @@ static clinfer_status cl_op(void *ctx, const clinfer_op *op) {
         st =
             clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "OpenCL: unknown op kind %d", (int)op->kind);
     }
-    note_lost(b, st);
+    cl_note_lost(b, st);
     return st;
 }
 
@@ -869,7 +815,7 @@ static clinfer_status cl_op(void *ctx, const clinfer_op *op) {
  * its output in one launch where the matmul's kernel can end with it. */
 static clinfer_status cl_op_run(void *ctx, const clinfer_op *ops, size_t n, size_t *taken) {
     cl_backend_ctx *b = ctx;
-    clinfer_status st = check_alive(b);
+    clinfer_status st = cl_check_alive(b);
     *taken = 0;
     if (st == CLINFER_OK && ops) st = cl_graph_run(b, ops, n, taken);
     if (st == CLINFER_OK && *taken == 0 && n >= 2 && ops[0].kind == CLINFER_OP_MATMUL &&
@@ -878,79 +824,7 @@ static clinfer_status cl_op_run(void *ctx, const clinfer_op *ops, size_t n, size
         st = cl_matmul_norm(b, &ops[0], &ops[1], &fused);
         *taken = fused ? 2 : 0;
     }
-    note_lost(b, st);
-    return st;
-}
-
-static clinfer_status cl_sync(void *ctx) {
-    cl_backend_ctx *b = ctx;
-    clinfer_status st = check_alive(b);
-    if (st != CLINFER_OK) return st;
-    return cl_check(b, clFinish(b->queue), "clFinish");
-}
-
-/* ---- kernel timing --------------------------------------------------------------------- */
-
-clinfer_status cl_timing_keep(cl_backend_ctx *b, cl_event event) {
-    cl_timing *t = &b->timing;
-    if (!event) return CLINFER_OK;
-    if (t->n == t->cap) {
-        size_t cap = t->cap ? 2 * t->cap : 1024;
-        cl_timed_launch *grown = realloc(t->launches, cap * sizeof *grown);
-        if (!grown) {
-            clReleaseEvent(event);
-            return clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "OpenCL: %zu profiling events", cap);
-        }
-        t->launches = grown;
-        t->cap = cap;
-    }
-    t->launches[t->n++] = (cl_timed_launch){event, t->op};
-    return CLINFER_OK;
-}
-
-static bool cl_timing_mark(void *ctx, size_t op_index) {
-    cl_backend_ctx *b = ctx;
-    b->timing.recording = b->timing.enabled;
-    b->timing.op = op_index;
-    return b->timing.enabled;
-}
-
-/* Adds one launch's START and END (ns) to its op's record. */
-static void add_launch(cl_timing *t, clinfer_op_timing *o, cl_ulong start, cl_ulong end) {
-    if (!t->origin) t->origin = start;
-    /* signed: an event queued before the first one collected may start earlier */
-    double s = (double)(cl_long)(start - t->origin) / 1e6,
-           e = (double)(cl_long)(end - t->origin) / 1e6;
-    o->ms += e - s;
-    if (!o->launches || s < o->start) o->start = s;
-    if (!o->launches || e > o->end) o->end = e;
-    o->launches++;
-}
-
-static clinfer_status cl_timing_collect(void *ctx, clinfer_op_timing *ops, size_t n_ops) {
-    cl_backend_ctx *b = ctx;
-    cl_timing *t = &b->timing;
-    clinfer_status st = cl_sync(b);
-    for (size_t i = 0; i < n_ops; i++)
-        ops[i] = (clinfer_op_timing){0};
-    for (size_t i = 0; i < t->n; i++) {
-        cl_ulong start = 0, end = 0;
-        cl_event e = t->launches[i].event;
-        if (st == CLINFER_OK)
-            st = cl_check(
-                b,
-                clGetEventProfilingInfo(e, CL_PROFILING_COMMAND_START, sizeof start, &start, NULL),
-                "clGetEventProfilingInfo(START)");
-        if (st == CLINFER_OK)
-            st = cl_check(
-                b, clGetEventProfilingInfo(e, CL_PROFILING_COMMAND_END, sizeof end, &end, NULL),
-                "clGetEventProfilingInfo(END)");
-        if (st == CLINFER_OK && t->launches[i].op < n_ops)
-            add_launch(t, &ops[t->launches[i].op], start, end);
-        clReleaseEvent(e);
-    }
-    t->n = 0;
-    t->recording = false;
+    cl_note_lost(b, st);
     return st;
 }
 

@@ -55,6 +55,8 @@ typedef struct cl_backend_ctx {
     struct cl_ops_state *ops;
     struct cl_graph_state *graph;
     cl_timing timing;
+    bool lost; /* the device failed: every later call returns CLINFER_ERR_DEVICE_LOST */
+    char lost_reason[160];
 } cl_backend_ctx;
 
 struct clinfer_buffer {
@@ -68,12 +70,33 @@ struct clinfer_buffer {
 clinfer_status cl_check_ref(const char *op, const char *name, clinfer_ref ref, size_t count,
                             size_t elem);
 
-/* backend_cl.c: the event argument of a launch: slot while recording, else NULL (no event). */
+/* launch_cl.c: one kernel argument (CL_ARG(v): the variable v). */
+typedef struct {
+    size_t size;
+    const void *value;
+} cl_arg;
+#define CL_ARG(v) ((cl_arg){sizeof(v), &(v)})
+/* Sets kernel's n_args arguments and enqueues it (name labels messages), keeping the profiling
+ * event while timing records. */
+clinfer_status cl_launch(cl_backend_ctx *b, cl_kernel kernel, const char *name, const cl_arg *args,
+                         size_t n_args, cl_uint dims, const size_t *global, const size_t *local);
+/* err as a status, with a message naming the call (fmt); CL_OUT_OF_RESOURCES and
+ * CL_INVALID_COMMAND_QUEUE mark the context lost (cl_note_lost, for statuses from elsewhere),
+ * after which cl_check_alive fails. */
+clinfer_status cl_check(cl_backend_ctx *b, cl_int err, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+void cl_note_lost(cl_backend_ctx *b, clinfer_status st);
+clinfer_status cl_check_alive(const cl_backend_ctx *b);
+clinfer_status cl_sync(void *ctx);
+/* The event argument of a launch: slot while recording, else NULL (no event). */
 static inline cl_event *cl_timing_slot(cl_backend_ctx *b, cl_event *slot) {
     return b->timing.recording ? slot : NULL;
 }
 /* Keeps the event a launch filled in through cl_timing_slot (NULL: none) for timing_collect. */
 clinfer_status cl_timing_keep(cl_backend_ctx *b, cl_event event);
+/* The backend interface's timing_mark and timing_collect (backend.h). */
+bool cl_timing_mark(void *ctx, size_t op_index);
+clinfer_status cl_timing_collect(void *ctx, clinfer_op_timing *ops, size_t n_ops);
 
 /* backend_cl.c: an op's operands against its buffers, as its launch checks them (the graph
  * checks before it encodes). */

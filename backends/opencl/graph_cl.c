@@ -363,7 +363,7 @@ static cl_kernel graph_kernel(cl_backend_ctx *b, clinfer_dtype wtype, int kv_f16
     return kernel;
 }
 
-static clinfer_status launch(cl_backend_ctx *b, cl_kernel kernel, const encoder *e) {
+static clinfer_status enqueue_run(cl_backend_ctx *b, cl_kernel kernel, const encoder *e) {
     struct cl_graph_state *g = b->graph;
     cl_int n_recs = (cl_int)e->n_recs, err = cl_fault("alloc");
     cl_mem recs = NULL;
@@ -373,24 +373,13 @@ static clinfer_status launch(cl_backend_ctx *b, cl_kernel kernel, const encoder 
     if (err != CL_SUCCESS)
         return clinfer_fail(err, "OpenCL graph: a buffer for %zu records: %s", e->n_recs,
                             clinfer_status_str(err));
-    cl_mem args[3 + G_SLOTS] = {recs};
+    cl_arg args[3 + G_SLOTS] = {CL_ARG(recs), CL_ARG(n_recs), CL_ARG(g->ctl)};
     for (int i = 0; i < G_SLOTS; i++) /* unused slots repeat the first buffer */
-        args[3 + i] = e->slots[i < e->n_slots ? i : 0];
-    for (cl_uint i = 0; i < 3 + G_SLOTS && err == CL_SUCCESS; i++)
-        err = i == 1   ? clSetKernelArg(kernel, i, sizeof n_recs, &n_recs)
-              : i == 2 ? clSetKernelArg(kernel, i, sizeof(cl_mem), &g->ctl)
-                       : clSetKernelArg(kernel, i, sizeof(cl_mem), &args[i]);
+        args[3 + i] = CL_ARG(e->slots[i < e->n_slots ? i : 0]);
     size_t units = b->info.compute_units ? b->info.compute_units : 1, one = 1;
-    cl_event event = NULL;
-    if (err == CL_SUCCESS) err = cl_fault("enqueue");
-    if (err == CL_SUCCESS)
-        err = clEnqueueNDRangeKernel(b->queue, kernel, 1, NULL, &units, &one, 0, NULL,
-                                     cl_timing_slot(b, &event));
+    clinfer_status st = cl_launch(b, kernel, "run_graph", args, 3 + G_SLOTS, 1, &units, &one);
     clReleaseMemObject(recs); /* the kernel holds it until done */
-    if (err != CL_SUCCESS)
-        return clinfer_fail(err, "OpenCL graph: launching run_graph failed: %s (%d)",
-                            clinfer_status_str(err), err);
-    return cl_timing_keep(b, event);
+    return st;
 }
 
 clinfer_status cl_graph_run(cl_backend_ctx *b, const clinfer_op *ops, size_t n, size_t *taken) {
@@ -416,7 +405,7 @@ clinfer_status cl_graph_run(cl_backend_ctx *b, const clinfer_op *ops, size_t n, 
     e.slots[SLOT_PART] = part;
     cl_kernel kernel = graph_kernel(b, (clinfer_dtype)e.type, e.kv_f16 != 0);
     if (!kernel) return CLINFER_OK;
-    CHECK(launch(b, kernel, &e));
+    CHECK(enqueue_run(b, kernel, &e));
     if (e.rounded.ref.buf) /* the matmul after the run finds its x rounded */
         cl_act_q8_made(b, e.rounded.ref, e.rounded.count, want_f);
     else

@@ -200,33 +200,6 @@ static clinfer_status create_buffer(cl_backend_ctx *b, cl_mem_flags flags, size_
     return CLINFER_OK;
 }
 
-typedef struct {
-    size_t size;
-    const void *value;
-} karg;
-
-static clinfer_status launch(cl_backend_ctx *b, cl_kernel kernel, const char *name,
-                             const karg *args, cl_uint n_args, const size_t global[2],
-                             const size_t local[2]) {
-    for (cl_uint i = 0; i < n_args; i++) {
-        cl_int err = clSetKernelArg(kernel, i, args[i].size, args[i].value);
-        if (err != CL_SUCCESS)
-            return clinfer_fail(err, "OpenCL matmul: clSetKernelArg(%s, %u) failed: %s", name, i,
-                                clinfer_status_str(err));
-    }
-    cl_event event = NULL;
-    cl_int err = cl_fault("enqueue");
-    if (err == CL_SUCCESS)
-        err = clEnqueueNDRangeKernel(b->queue, kernel, 2, NULL, global, local, 0, NULL,
-                                     cl_timing_slot(b, &event));
-    if (err != CL_SUCCESS)
-        return clinfer_fail(err,
-                            "OpenCL matmul: clEnqueueNDRangeKernel(%s, global %zu x %zu) failed: "
-                            "%s (%d)",
-                            name, global[0], global[1], clinfer_status_str(err), err);
-    return cl_timing_keep(b, event);
-}
-
 static size_t round_up(size_t v, size_t to) {
     return (v + to - 1) / to * to;
 }
@@ -664,7 +637,7 @@ static clinfer_status run_matvec(cl_backend_ctx *b, const type_kernels *t, const
                                  const mm_args *a) {
     cl_mem ws = p->s.mem ? p->s.mem : p->q.mem; /* f32/f16 kernels never read ws */
     int rows = a->rows;
-    karg args[] = {
+    cl_arg args[] = {
         {sizeof(cl_mem), &p->q.mem}, {sizeof(cl_mem), &ws},       {sizeof(int), &a->il},
         {sizeof(int), &a->k},        {sizeof(int), &a->r0},       {sizeof(int), &rows},
         {sizeof(cl_mem), &a->x},     {sizeof(int), &a->x_off},    {sizeof(int), &a->k},
@@ -683,7 +656,7 @@ static clinfer_status run_matvec(cl_backend_ctx *b, const type_kernels *t, const
             global[1] = 1;
         }
     }
-    return launch(b, kernel, "matvec", args, n_args, global, local);
+    return cl_launch(b, kernel, "matvec", args, n_args, 2, global, local);
 }
 
 /* GEMM over `rows` f32 weight rows starting at element w_off of w: CLBlast or gemm.cl. */
@@ -694,12 +667,12 @@ static clinfer_status run_gemm(cl_backend_ctx *b, cl_mem w, int w_off, int rows,
         clinfer_status st = CLINFER_OK;
         if (a->flags & F_BIAS) {
             size_t global[2] = {(size_t)rows, (size_t)a->n};
-            karg fill[] = {{sizeof(cl_mem), &a->y},    {sizeof(int), &a->y_off},
-                           {sizeof(int), &a->ldy},     {sizeof(int), &rows},
-                           {sizeof(cl_mem), &a->bias}, {sizeof(int), &a->bias_off},
-                           {sizeof(int), &a->flags}};
-            st = launch(b, s->bias_fill, "bias_fill", fill, sizeof fill / sizeof fill[0], global,
-                        NULL);
+            cl_arg fill[] = {{sizeof(cl_mem), &a->y},    {sizeof(int), &a->y_off},
+                             {sizeof(int), &a->ldy},     {sizeof(int), &rows},
+                             {sizeof(cl_mem), &a->bias}, {sizeof(int), &a->bias_off},
+                             {sizeof(int), &a->flags}};
+            st = cl_launch(b, s->bias_fill, "bias_fill", fill, sizeof fill / sizeof fill[0], 2,
+                           global, NULL);
             if (st != CLINFER_OK) return st;
         }
         /* Row-major y[n][rows] = x[n][k] . w[rows][k]^T; beta 1 keeps the y to accumulate onto
@@ -719,11 +692,12 @@ static clinfer_status run_gemm(cl_backend_ctx *b, cl_mem w, int w_off, int rows,
         return cl_timing_keep(b, event);
     }
 #endif
-    karg args[] = {{sizeof(cl_mem), &w},        {sizeof(int), &w_off},   {sizeof(int), &a->k},
-                   {sizeof(int), &rows},        {sizeof(int), &a->n},    {sizeof(cl_mem), &a->x},
-                   {sizeof(int), &a->x_off},    {sizeof(int), &a->k},    {sizeof(cl_mem), &a->y},
-                   {sizeof(int), &a->y_off},    {sizeof(int), &a->ldy},  {sizeof(cl_mem), &a->bias},
-                   {sizeof(int), &a->bias_off}, {sizeof(int), &a->flags}};
+    cl_arg args[] = {
+        {sizeof(cl_mem), &w},        {sizeof(int), &w_off},   {sizeof(int), &a->k},
+        {sizeof(int), &rows},        {sizeof(int), &a->n},    {sizeof(cl_mem), &a->x},
+        {sizeof(int), &a->x_off},    {sizeof(int), &a->k},    {sizeof(cl_mem), &a->y},
+        {sizeof(int), &a->y_off},    {sizeof(int), &a->ldy},  {sizeof(cl_mem), &a->bias},
+        {sizeof(int), &a->bias_off}, {sizeof(int), &a->flags}};
     size_t global[2], local[2];
     if (s->cpu) {
         /* A work-group walks the column tiles of one row tile: its GM weight rows stay cached. */
@@ -737,7 +711,7 @@ static clinfer_status run_gemm(cl_backend_ctx *b, cl_mem w, int w_off, int rows,
         global[0] = round_up((size_t)rows, s->gemm_ts);
         global[1] = round_up((size_t)a->n, s->gemm_ts);
     }
-    return launch(b, s->gemm, "gemm", args, sizeof args / sizeof args[0], global, local);
+    return cl_launch(b, s->gemm, "gemm", args, sizeof args / sizeof args[0], 2, global, local);
 }
 
 /* Kernels still queued on a released buffer keep it alive until they finish. */
@@ -759,21 +733,21 @@ void cl_matmul_forget(cl_backend_ctx *b) {
  * arguments xq, xd, xf and want_f of the kernels in quantize.cl go to args[0 .. 4), pointing at
  * the caller's *want_f. */
 static clinfer_status act_into(cl_backend_ctx *b, act_q8 *act, size_t count, int *want_f,
-                               karg args[4]) {
+                               cl_arg args[4]) {
     clinfer_status st = CLINFER_OK;
     act->x = NULL;
     CHECK(ensure_scratch(b, &act->q, count));
     CHECK(ensure_scratch(b, &act->d, count / CLINFER_Q8_ACT_BLOCK * 2 * sizeof(float)));
     if (*want_f) CHECK(ensure_scratch(b, &act->f, count * sizeof(float)));
-    args[0] = (karg){sizeof(cl_mem), &act->q.mem};
-    args[1] = (karg){sizeof(cl_mem), &act->d.mem};
-    args[2] = (karg){sizeof(cl_mem), *want_f ? &act->f.mem : &act->q.mem}; /* unwritten if not */
-    args[3] = (karg){sizeof(int), want_f};
+    args[0] = (cl_arg){sizeof(cl_mem), &act->q.mem};
+    args[1] = (cl_arg){sizeof(cl_mem), &act->d.mem};
+    args[2] = (cl_arg){sizeof(cl_mem), *want_f ? &act->f.mem : &act->q.mem}; /* unwritten if not */
+    args[3] = (cl_arg){sizeof(int), want_f};
 cleanup:
     return st;
 }
 
-static clinfer_status act_args(cl_backend_ctx *b, size_t count, int *want_f, karg args[4]) {
+static clinfer_status act_args(cl_backend_ctx *b, size_t count, int *want_f, cl_arg args[4]) {
     return act_into(b, &b->mm->act, count, want_f, args);
 }
 
@@ -788,10 +762,10 @@ static clinfer_status quantize_x(cl_backend_ctx *b, const clinfer_op *op, int wa
         (act->has_f || !want_f))
         return CLINFER_OK;
     clinfer_status st = CLINFER_OK;
-    karg args[6] = {{sizeof(cl_mem), &x}, {sizeof(int), &x_off}};
+    cl_arg args[6] = {{sizeof(cl_mem), &x}, {sizeof(int), &x_off}};
     CHECK(act_args(b, count, &want_f, args + 2));
     size_t global[2] = {count / CLINFER_Q8_ACT_BLOCK, 1};
-    CHECK(launch(b, b->mm->quantize, "quantize_q8_act", args, 6, global, NULL));
+    CHECK(cl_launch(b, b->mm->quantize, "quantize_q8_act", args, 6, 2, global, NULL));
     *act = (act_q8){act->q, act->d, act->f, x, op->matmul.x.offset, count, want_f};
 cleanup:
     return st;
@@ -811,22 +785,22 @@ clinfer_status cl_rounding_op(cl_backend_ctx *b, const clinfer_op *op) {
     int want_f = cl_act_q8_want_f(b), norm = op->kind == CLINFER_OP_RMSNORM;
     clinfer_ref y = norm ? op->norm.y : op->eltwise.y;
     size_t count = norm ? (size_t)op->norm.n * (size_t)op->norm.d : op->eltwise.count;
-    karg args[13];
+    cl_arg args[13];
     size_t n_args, global[2];
     cl_ulong off[3];
     int has_w = norm && op->norm.w.buf != NULL; /* the arguments point at these locals */
     if (norm) {
         const clinfer_ref *x = &op->norm.x, *w = &op->norm.w;
         off[0] = x->offset, off[1] = w->offset, off[2] = y.offset;
-        karg head[] = {{sizeof(cl_mem), &x->buf->mem},
-                       {sizeof(cl_ulong), &off[0]},
-                       {sizeof(cl_mem), has_w ? &w->buf->mem : &x->buf->mem},
-                       {sizeof(cl_ulong), &off[1]},
-                       {sizeof(int), &has_w},
-                       {sizeof(cl_mem), &y.buf->mem},
-                       {sizeof(cl_ulong), &off[2]},
-                       {sizeof(int), &op->norm.d},
-                       {sizeof(float), &op->norm.eps}};
+        cl_arg head[] = {{sizeof(cl_mem), &x->buf->mem},
+                         {sizeof(cl_ulong), &off[0]},
+                         {sizeof(cl_mem), has_w ? &w->buf->mem : &x->buf->mem},
+                         {sizeof(cl_ulong), &off[1]},
+                         {sizeof(int), &has_w},
+                         {sizeof(cl_mem), &y.buf->mem},
+                         {sizeof(cl_ulong), &off[2]},
+                         {sizeof(int), &op->norm.d},
+                         {sizeof(float), &op->norm.eps}};
         n_args = sizeof head / sizeof head[0];
         memcpy(args, head, sizeof head);
         global[0] = (size_t)op->norm.d / CLINFER_Q8_ACT_BLOCK;
@@ -834,17 +808,18 @@ clinfer_status cl_rounding_op(cl_backend_ctx *b, const clinfer_op *op) {
     } else {
         const clinfer_ref *a = &op->eltwise.a, *g = &op->eltwise.b;
         off[0] = a->offset, off[1] = g->offset, off[2] = y.offset;
-        karg head[] = {{sizeof(cl_mem), &a->buf->mem}, {sizeof(cl_ulong), &off[0]},
-                       {sizeof(cl_mem), &g->buf->mem}, {sizeof(cl_ulong), &off[1]},
-                       {sizeof(cl_mem), &y.buf->mem},  {sizeof(cl_ulong), &off[2]}};
+        cl_arg head[] = {{sizeof(cl_mem), &a->buf->mem}, {sizeof(cl_ulong), &off[0]},
+                         {sizeof(cl_mem), &g->buf->mem}, {sizeof(cl_ulong), &off[1]},
+                         {sizeof(cl_mem), &y.buf->mem},  {sizeof(cl_ulong), &off[2]}};
         n_args = sizeof head / sizeof head[0];
         memcpy(args, head, sizeof head);
         global[0] = count / CLINFER_Q8_ACT_BLOCK;
         global[1] = 1;
     }
     CHECK(act_args(b, count, &want_f, args + n_args));
-    CHECK(launch(b, norm ? s->rmsnorm_q8 : s->swiglu_q8, norm ? "rmsnorm_q8_act" : "swiglu_q8_act",
-                 args, (cl_uint)n_args + 4, global, NULL));
+    CHECK(cl_launch(b, norm ? s->rmsnorm_q8 : s->swiglu_q8,
+                    norm ? "rmsnorm_q8_act" : "swiglu_q8_act", args, (cl_uint)n_args + 4, 2, global,
+                    NULL));
     s->act = (act_q8){s->act.q, s->act.d, s->act.f, y.buf->mem, y.offset, count, want_f};
 cleanup:
     return st;
@@ -856,7 +831,7 @@ int cl_act_q8_want_f(const cl_backend_ctx *b) {
 
 clinfer_status cl_act_q8_buffers(cl_backend_ctx *b, size_t count, cl_mem mem[3], int *want_f) {
     act_q8 *act = &b->mm->act;
-    karg args[4];
+    cl_arg args[4];
     *want_f = cl_act_q8_want_f(b);
     clinfer_status st = act_args(b, count, want_f, args);
     mem[0] = act->q.mem;
@@ -874,31 +849,31 @@ static clinfer_status run_matvec_q8(cl_backend_ctx *b, const type_kernels *t, co
                                     const mm_args *a) {
     int rows = a->rows;
     cl_mem ws = p->s.mem;
-    karg args[] = {{sizeof(cl_mem), &p->q.mem},
-                   {sizeof(cl_mem), &ws},
-                   {sizeof(int), &a->k},
-                   {sizeof(int), &a->r0},
-                   {sizeof(int), &rows},
-                   {sizeof(cl_mem), &b->mm->act.q.mem},
-                   {sizeof(cl_mem), &b->mm->act.d.mem},
-                   {sizeof(cl_mem), &a->y},
-                   {sizeof(int), &a->y_off},
-                   {sizeof(int), &a->ldy},
-                   {sizeof(cl_mem), &a->bias},
-                   {sizeof(int), &a->bias_off},
-                   {sizeof(int), &a->flags},
-                   {sizeof(int), &a->n}};
+    cl_arg args[] = {{sizeof(cl_mem), &p->q.mem},
+                     {sizeof(cl_mem), &ws},
+                     {sizeof(int), &a->k},
+                     {sizeof(int), &a->r0},
+                     {sizeof(int), &rows},
+                     {sizeof(cl_mem), &b->mm->act.q.mem},
+                     {sizeof(cl_mem), &b->mm->act.d.mem},
+                     {sizeof(cl_mem), &a->y},
+                     {sizeof(int), &a->y_off},
+                     {sizeof(int), &a->ldy},
+                     {sizeof(cl_mem), &a->bias},
+                     {sizeof(int), &a->bias_off},
+                     {sizeof(int), &a->flags},
+                     {sizeof(int), &a->n}};
     cl_uint n_args = sizeof args / sizeof args[0] - 1; /* n only for matvec_q8_il */
     if (!a->il) {                                      /* one work-item per (row, column) */
         size_t global[2] = {round_up((size_t)rows, CPU_LOCAL), (size_t)a->n};
         size_t local[2] = {CPU_LOCAL, 1};
-        return launch(b, t->matvec_q8, "matvec_q8", args, n_args, global, local);
+        return cl_launch(b, t->matvec_q8, "matvec_q8", args, n_args, 2, global, local);
     }
     /* a work-item per group of 16 rows that holds some of them and IL_COLS columns */
     size_t global[2] = {(size_t)((a->r0 + rows - 1) / 16 - a->r0 / 16 + 1),
                         (size_t)(a->n + IL_COLS - 1) / IL_COLS},
            local[2] = {1, 1};
-    return launch(b, t->matvec_q8_il, "matvec_q8_il", args, n_args + 1, global, local);
+    return cl_launch(b, t->matvec_q8_il, "matvec_q8_il", args, n_args + 1, 2, global, local);
 }
 
 /* The fused RMSNORM's operands (an absent weight binds y, never read). */
@@ -917,8 +892,8 @@ static norm_operands norm_of(const mm_args *a) {
 /* The arguments the *_norm kernels take after the matmul's: done, nw, nw_off, has_nw, ny,
  * ny_off, eps (pointing into o and a). */
 static void norm_args(const cl_backend_ctx *b, const norm_operands *o, const mm_args *a,
-                      karg out[7]) {
-    karg args[] = {
+                      cl_arg out[7]) {
+    cl_arg args[] = {
         {sizeof(cl_mem), &b->mm->done},     {sizeof(cl_mem), &o->w}, {sizeof(cl_ulong), &o->w_off},
         {sizeof(int), &o->has_w},           {sizeof(cl_mem), &o->y}, {sizeof(cl_ulong), &o->y_off},
         {sizeof(float), &a->norm->norm.eps}};
@@ -932,14 +907,14 @@ static clinfer_status run_matvec_norm(cl_backend_ctx *b, const type_kernels *t,
     cl_mem ws = p->s.mem ? p->s.mem : p->q.mem; /* f32/f16 kernels never read ws */
     norm_operands o = norm_of(a);
     int rows = a->rows;
-    karg args[19] = {
+    cl_arg args[19] = {
         {sizeof(cl_mem), &p->q.mem}, {sizeof(cl_mem), &ws},       {sizeof(int), &a->il},
         {sizeof(int), &a->k},        {sizeof(int), &rows},        {sizeof(cl_mem), &a->x},
         {sizeof(int), &a->x_off},    {sizeof(cl_mem), &a->y},     {sizeof(int), &a->y_off},
         {sizeof(cl_mem), &a->bias},  {sizeof(int), &a->bias_off}, {sizeof(int), &a->flags}};
     norm_args(b, &o, a, args + 12);
     size_t global[2] = {(size_t)(rows + NORM_ROWS - 1) / NORM_ROWS, 1}, local[2] = {1, 1};
-    return launch(b, t->matvec_norm, "matvec_rows_norm", args, 19, global, local);
+    return cl_launch(b, t->matvec_norm, "matvec_rows_norm", args, 19, 2, global, local);
 }
 
 /* matvec_q8_il_norm: the matmul of a (all rows of a one-part weight, one column), then a->norm,
@@ -951,28 +926,28 @@ static clinfer_status run_matvec_q8_norm(cl_backend_ctx *b, const type_kernels *
     norm_operands o = norm_of(a);
     int rows = a->rows, want_q = cl_round_output(a->norm);
     int want_f = want_q && cl_act_q8_want_f(b);
-    karg args[23] = {{sizeof(cl_mem), &p->q.mem},
-                     {sizeof(cl_mem), &p->s.mem},
-                     {sizeof(int), &a->k},
-                     {sizeof(int), &rows},
-                     {sizeof(cl_mem), &s->act.q.mem},
-                     {sizeof(cl_mem), &s->act.d.mem},
-                     {sizeof(cl_mem), &a->y},
-                     {sizeof(int), &a->y_off},
-                     {sizeof(cl_mem), &a->bias},
-                     {sizeof(int), &a->bias_off},
-                     {sizeof(int), &a->flags}};
+    cl_arg args[23] = {{sizeof(cl_mem), &p->q.mem},
+                       {sizeof(cl_mem), &p->s.mem},
+                       {sizeof(int), &a->k},
+                       {sizeof(int), &rows},
+                       {sizeof(cl_mem), &s->act.q.mem},
+                       {sizeof(cl_mem), &s->act.d.mem},
+                       {sizeof(cl_mem), &a->y},
+                       {sizeof(int), &a->y_off},
+                       {sizeof(cl_mem), &a->bias},
+                       {sizeof(int), &a->bias_off},
+                       {sizeof(int), &a->flags}};
     norm_args(b, &o, a, args + 11);
-    args[18] = (karg){sizeof(int), &want_q};
+    args[18] = (cl_arg){sizeof(int), &want_q};
     if (want_q) {
         CHECK(act_into(b, &s->spare, (size_t)rows, &want_f, args + 19));
     } else { /* the activations stay unwritten */
         for (int i = 19; i < 22; i++)
-            args[i] = (karg){sizeof(cl_mem), &o.y};
-        args[22] = (karg){sizeof(int), &want_f};
+            args[i] = (cl_arg){sizeof(cl_mem), &o.y};
+        args[22] = (cl_arg){sizeof(int), &want_f};
     }
     size_t global[2] = {(size_t)(rows + 15) / 16, 1}, local[2] = {1, 1};
-    CHECK(launch(b, t->matvec_q8_il_norm, "matvec_q8_il_norm", args, 23, global, local));
+    CHECK(cl_launch(b, t->matvec_q8_il_norm, "matvec_q8_il_norm", args, 23, 2, global, local));
     if (want_q) { /* the rounded output becomes act, the input's buffers the spare */
         act_q8 input = s->act;
         s->act = (act_q8){s->spare.q, s->spare.d, s->spare.f, o.y, o.y_off, (size_t)rows, want_f};
@@ -992,12 +967,14 @@ static clinfer_status run_dequant(cl_backend_ctx *b, const struct cl_weight *w,
     /* one item per kernel block; for f32/f16 one more per row writes the tail */
     size_t nb = (size_t)w->k / w->layout->kblk + ((size_t)w->k % w->layout->kblk != 0);
     size_t global[2] = {nb, (size_t)count};
-    karg args[] = {{sizeof(cl_mem), &p->q.mem}, {sizeof(cl_mem), &ws},      {sizeof(int), &w->il},
-                   {sizeof(int), &w->k},        {sizeof(int), &p->row0},    {sizeof(int), &p->rows},
-                   {sizeof(int), &w->m},        {sizeof(cl_mem), &ids_arg}, {sizeof(int), &ids_off},
-                   {sizeof(int), &has_ids},     {sizeof(int), &first},      {sizeof(cl_mem), &out},
-                   {sizeof(int), &out_off}};
-    return launch(b, t->dequant, "dequant_rows", args, sizeof args / sizeof args[0], global, NULL);
+    cl_arg args[] = {
+        {sizeof(cl_mem), &p->q.mem}, {sizeof(cl_mem), &ws},      {sizeof(int), &w->il},
+        {sizeof(int), &w->k},        {sizeof(int), &p->row0},    {sizeof(int), &p->rows},
+        {sizeof(int), &w->m},        {sizeof(cl_mem), &ids_arg}, {sizeof(int), &ids_off},
+        {sizeof(int), &has_ids},     {sizeof(int), &first},      {sizeof(cl_mem), &out},
+        {sizeof(int), &out_off}};
+    return cl_launch(b, t->dequant, "dequant_rows", args, sizeof args / sizeof args[0], 2, global,
+                     NULL);
 }
 
 /* Whether the matmul op's kernel can run `norm`, an RMSNORM (already checked) of its output, at
