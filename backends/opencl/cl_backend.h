@@ -22,9 +22,9 @@ enum { CL_N_TYPES = 7 };
 int cl_type_index(clinfer_dtype type);
 const char *cl_type_defines(clinfer_dtype type, char *buf, size_t size);
 
-struct cl_matmul_state; /* owned by matmul_cl.c */
+struct cl_matmul_state; /* matmul_cl.h */
 struct cl_ops_state;    /* owned by backend_cl.c */
-struct cl_weight;       /* owned by matmul_cl.c */
+struct cl_weight;       /* matmul_cl.h */
 
 /* Profiling events (timing_mark .. timing_collect): each launch keeps its event, tagged with the
  * op it belongs to. The array only grows, so recording allocates nothing per launch. */
@@ -116,7 +116,8 @@ clinfer_status cl_graph_init(cl_backend_ctx *b);
 void cl_graph_free(cl_backend_ctx *b);
 clinfer_status cl_graph_run(cl_backend_ctx *b, const clinfer_op *ops, size_t n, size_t *taken);
 
-/* matmul_cl.c */
+/* The matmul family (matmul_cl.h): matmul_cl.c, weights in weights_cl.c, 8-bit activations
+ * (cl_matmul_forget, cl_round_output .. cl_act_q8_made) in act_q8_cl.c. */
 clinfer_status cl_matmul_init(cl_backend_ctx *b);
 void cl_matmul_free(cl_backend_ctx *b);
 clinfer_status cl_weight_create(cl_backend_ctx *b, clinfer_dtype type, int m, int k,
