@@ -1,10 +1,17 @@
 /* Internals of the OpenCL backend, shared by its files:
- *   backend_cl.c  context, queue, buffers, op dispatch, the non-matmul ops
- *   matmul_cl.c   weight upload/re-layout (split above CL_DEVICE_MAX_MEM_ALLOC_SIZE),
- *                 matvec/GEMM over every weight type, CLBlast, embedding gather
- *   graph_cl.c    runs of decode ops in one launch (cl/graph.cl) on CPU devices
- *   device.c      enumeration, capabilities, kernel path, selection
- *   program.c     program builds from the embedded cl/ sources, binary cache */
+ *   backend_cl.c    context, queue, buffers, the interface and op dispatch
+ *   launch_cl.c     the one launch helper, error checks, device-lost marking, kernel timing
+ *   ops_cl.c        norm, rope, store, softmax, element-wise, argmax (ops_cl.h)
+ *   attention_cl.c  attention, with rotation and cache writes (ops_cl.h)
+ *   matmul_cl.c     matvec/GEMM over every weight type, embedding gather (matmul_cl.h)
+ *   weights_cl.c    weight layouts, upload, splitting, interleaving, arenas (matmul_cl.h)
+ *   act_q8_cl.c     8-bit activations for x_q8 matmuls (matmul_cl.h)
+ *   clblast_cl.c    CLBlast's SGEMM and its cache's reference count (matmul_cl.h)
+ *   graph_cl.c      runs of decode ops in one launch (cl/graph.cl) on CPU devices
+ *   device.c        enumeration, capabilities, kernel path, selection
+ *   program.c       program builds from the embedded cl/ sources, binary cache
+ * Headers: cl_backend.h (this) for all; ops_cl.h and matmul_cl.h for their families; device.h,
+ * program.h, fault.h stand alone. No header includes a .c file's private header. */
 #ifndef CLINFER_CL_BACKEND_H
 #define CLINFER_CL_BACKEND_H
 
@@ -88,6 +95,10 @@ clinfer_status cl_check(cl_backend_ctx *b, cl_int err, const char *fmt, ...)
 void cl_note_lost(cl_backend_ctx *b, clinfer_status st);
 clinfer_status cl_check_alive(const cl_backend_ctx *b);
 clinfer_status cl_sync(void *ctx);
+static inline size_t cl_round_up(size_t v, size_t to) {
+    return (v + to - 1) / to * to;
+}
+
 /* The event argument of a launch: slot while recording, else NULL (no event). */
 static inline cl_event *cl_timing_slot(cl_backend_ctx *b, cl_event *slot) {
     return b->timing.recording ? slot : NULL;

@@ -156,8 +156,4 @@ void cl_clblast_hold(void);
 void cl_clblast_drop(void);
 clinfer_status cl_clblast_gemm(cl_backend_ctx *b, cl_mem w, int w_off, int rows, const mm_args *a);
 
-static inline size_t cl_round_up(size_t v, size_t to) {
-    return (v + to - 1) / to * to;
-}
-
 #endif
