@@ -20,7 +20,6 @@
 #include "cl_backend.h"
 #include "error.h"
 #include "fault.h"
-#include "options.h"
 #include "program.h"
 
 enum {
