@@ -46,9 +46,15 @@ static double now_ms(void) {
 
 static const double SAMPLE_MS = 2.0;
 
-static const clinfer_dtype bench_types[] = {CLINFER_DT_F32,  CLINFER_DT_F16,  CLINFER_DT_Q8_0,
-                                            CLINFER_DT_Q4_0, CLINFER_DT_Q4_1, CLINFER_DT_Q4_K,
-                                            CLINFER_DT_Q6_K};
+/* The weight types the OpenCL kernels read, in type-id order (from the type table). */
+static size_t weight_types(clinfer_dtype out[CL_N_TYPES]) {
+    size_t n = 0;
+    for (uint32_t t = 0; t < 256 && n < CL_N_TYPES; t++)
+        if (clinfer_dtype_valid(t) && cl_type_index((clinfer_dtype)t) >= 0)
+            out[n++] = (clinfer_dtype)t;
+    return n;
+}
+
 static const int shapes[][2] = {{576, 576},   {192, 576},   {1536, 576},  {576, 1536},
                                 {49152, 576}, {2048, 2048}, {8192, 2048}, {14336, 4096}};
 static const int gemm_m = 1536, gemm_k = 576, gemm_n = 512;
@@ -273,8 +279,10 @@ int main(int argc, char **argv) {
             return bench_error("unknown option or missing value (see --help)");
     }
     if (optind < argc) return bench_error("unexpected argument '%s'", argv[optind]);
+    clinfer_dtype bench_types[CL_N_TYPES];
+    size_t n_types = weight_types(bench_types);
     bool known = !only;
-    for (size_t t = 0; t < sizeof bench_types / sizeof bench_types[0]; t++)
+    for (size_t t = 0; t < n_types; t++)
         known |= only && !strcasecmp(only, clinfer_dtype_name(bench_types[t]));
     if (!known) return bench_error("--type '%s' is not a weight type (see --help)", only);
 
@@ -311,7 +319,7 @@ int main(int argc, char **argv) {
                "% bw");
 
     mv = cJSON_AddArrayToObject(root, "matvec");
-    for (size_t t = 0; t < sizeof bench_types / sizeof bench_types[0]; t++)
+    for (size_t t = 0; t < n_types; t++)
         for (int q8 = 0; q8 < 2; q8++)
             for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
                 clinfer_dtype type = bench_types[t];
@@ -354,7 +362,7 @@ int main(int argc, char **argv) {
         printf("\nGEMM %d x %d x %d (n x m x k)\n%-5s %-8s %10s %10s %9s %7s\n", gemm_n, gemm_m,
                gemm_k, "type", "kernel", "min ms", "median ms", "GFLOP/s", "% fma");
     gemm = cJSON_AddArrayToObject(root, "gemm");
-    for (size_t t = 0; t < sizeof bench_types / sizeof bench_types[0]; t++)
+    for (size_t t = 0; t < n_types; t++)
         for (int side = 0; side < 2; side++) {
             clinfer_dtype type = bench_types[t];
             if (gemm_k % (int)clinfer_dtype_block_elems(type) ||
