@@ -12,7 +12,7 @@
 #include <stdint.h>
 
 #include "clinfer.h"
-#include "../src/quant.h"
+#include "quant.h"
 
 typedef struct clinfer_buffer clinfer_buffer; /* defined by each backend */
 
@@ -206,9 +206,20 @@ typedef struct clinfer_backend {
     void *ctx;
 } clinfer_backend;
 
+/* A backend of kind (options NULL: the defaults; the OpenCL device is options->device, chosen
+ * as clinfer_device_select does); reason receives a sentence saying which device and why.
+ * The core (src/) creates backends only through this (backends/registry.c); the constructors
+ * below are for it and for tests. */
+clinfer_status clinfer_backend_create(clinfer_backend_kind kind,
+                                      const clinfer_backend_options *options, char *reason,
+                                      size_t reason_size, clinfer_backend **out);
+
 clinfer_status clinfer_backend_reference_create(clinfer_backend **out);
-/* device_index as in clinfer_device_get_info. */
-clinfer_status clinfer_backend_opencl_create(size_t device_index, clinfer_backend **out);
+/* device_index as in clinfer_device_get_info; options NULL: the defaults (options.device is not
+ * looked at: the caller chose device_index). */
+clinfer_status clinfer_backend_opencl_create(size_t device_index,
+                                             const clinfer_backend_options *options,
+                                             clinfer_backend **out);
 void clinfer_backend_free(clinfer_backend *backend);
 
 #endif

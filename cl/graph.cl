@@ -13,63 +13,33 @@
  *
  * ctl holds the counters, G_LINE ints apart (one cache line each): the ticket, the work-groups
  * that have left, and per record the tasks finished. The last work-group to leave zeroes them
- * for the next launch. Buffers reach the kernel as 64 arguments (N_SLOTS in graph_cl.c); a record
- * names an operand by slot and element offset. The program is built for one weight type (weights.clh's -DWT_)
- * and one KV cache type (-DKV_F16 or not); every op computes exactly what the per-op kernels do,
- * through the same functions, so a graph gives the same bits as the launches it replaces. */
+ * for the next launch. Buffers reach the kernel as G_SLOTS arguments; a record names an operand
+ * by slot and offset (graph_record.clh lays the records out for both sides). The program is
+ * built for one weight type (weights.clh's -DWT_) and one KV cache type (-DKV_F16 or not); every
+ * op computes exactly what the per-op kernels do, through the same functions, so a graph gives
+ * the same bits as the launches it replaces. */
 
 #include "rope.clh"
 #include "round_q8.clh"
 #include "weights.clh"
 #include "attention.clh"
-
-#define G_INTS 32
-#define G_LINE 16
-
-/* Record kinds and their fields (graph_cl.c writes them; every record starts with kind, tasks,
- * and ends with the q8 fields at Q8_AT; an operand is a slot then an offset in elements, floats
- * are stored as their bits):
- *   G_EMBED      w (q, s: byte offsets), il, k, m, ids, y: a task per row, y[i] = W[ids[i]]
- *   G_RMSNORM    x, w, has_w, y, d, eps, want_q: a task per row
- *   G_QUANTIZE   x, count, per_task
- *   G_MATMUL     w (q, s), il, k, r0, rows, x, y, bias, flags, variant, per_task
- *   G_ATTENTION  q, k, v, out, part, k_src, v_src, n_head, n_kv_head, head_dim, pos0, chunk,
- *                n_chunks, scale, n_rot, neox, freq_base, freq_scale, round_q8
- *   G_MERGE      as G_ATTENTION: combines its chunks
- *   G_SWIGLU     a, b, y, count, want_q, per_task */
-#define G_EMBED 1
-#define G_RMSNORM 2
-#define G_QUANTIZE 3
-#define G_MATMUL 4
-#define G_ATTENTION 5
-#define G_MERGE 6
-#define G_SWIGLU 7
-
-/* matmul variants: f32 x (row_dot), 8-bit x over rows interleaved by 16 (il_rows), 8-bit x
- * row-major (q8_row_dot) */
-#define MM_ROWS 0
-#define MM_IL 1
-#define MM_Q8 2
-
-/* The rounded activations of a record that writes or reads them: slots of xq, xd and xf, and
- * want_f, at fields Q8_AT .. Q8_AT + 3 of every record. */
-#define Q8_AT 28
+#include "graph_record.clh"
 
 typedef __global uchar *slot_t;
 
 #define F32(r, i) ((__global float *)slots[(r)[i]] + (uint)(r)[(i) + 1])
 #define BYTES(r, i) (slots[(r)[i]] + (uint)(r)[(i) + 1])
-#define XQ(r) ((__global char *)slots[(r)[Q8_AT]])
-#define XD(r) ((__global float2 *)slots[(r)[Q8_AT + 1]])
-#define XF(r) ((__global float *)slots[(r)[Q8_AT + 2]])
-#define WANT_F(r) ((r)[Q8_AT + 3])
+#define XQ(r) ((__global char *)slots[(r)[G_Q8]])
+#define XD(r) ((__global float2 *)slots[(r)[G_Q8 + 1]])
+#define XF(r) ((__global float *)slots[(r)[G_Q8 + 2]])
+#define WANT_F(r) ((r)[G_Q8 + 3])
 
 static void embed_task(__global const int *r, int task, const slot_t *slots) {
-    wq_t wq = BYTES(r, 2);
-    ws_t ws = BYTES(r, 4);
-    int il = r[6], k = r[7], m = r[8];
-    int row = ((__global const int *)slots[r[9]])[(uint)r[10] + task];
-    __global float *o = F32(r, 11) + (size_t)task * k;
+    wq_t wq = BYTES(r, EMBED_Q);
+    ws_t ws = BYTES(r, EMBED_S);
+    int il = r[EMBED_IL], k = r[EMBED_K], m = r[EMBED_M];
+    int row = ((__global const int *)slots[r[EMBED_IDS]])[(uint)r[EMBED_IDS + 1] + task];
+    __global float *o = F32(r, EMBED_Y) + (size_t)task * k;
     if (row < 0 || row >= m) { /* as dequant_rows: ids outside the weight give zeros */
         for (int e = 0; e < k; e++)
             o[e] = 0.0f;
@@ -80,16 +50,17 @@ static void embed_task(__global const int *r, int task, const slot_t *slots) {
 }
 
 static void rmsnorm_task(__global const int *r, int task, const slot_t *slots) {
-    int d = r[9];
-    rmsnorm_row(F32(r, 2) + (size_t)task * d, d, F32(r, 4), r[6], F32(r, 7) + (size_t)task * d,
-                as_float(r[10]), r[11], XQ(r) + (size_t)task * d,
+    int d = r[RMSNORM_D];
+    rmsnorm_row(F32(r, RMSNORM_X) + (size_t)task * d, d, F32(r, RMSNORM_W), r[RMSNORM_HAS_W],
+                F32(r, RMSNORM_Y) + (size_t)task * d, as_float(r[RMSNORM_EPS]),
+                r[RMSNORM_WANT_Q], XQ(r) + (size_t)task * d,
                 XD(r) + (size_t)task * (d / 32), XF(r) + (size_t)task * d, WANT_F(r));
 }
 
 /* Blocks task * per_task .. of x rounded, as quantize_q8_act does. */
 static void quantize_task(__global const int *r, int task, const slot_t *slots) {
-    __global const float *x = F32(r, 2);
-    int blocks = r[4] / 32, per_task = r[5];
+    __global const float *x = F32(r, QUANTIZE_X);
+    int blocks = r[QUANTIZE_COUNT] / 32, per_task = r[QUANTIZE_PER_TASK];
     for (int i = task * per_task; i < min(blocks, (task + 1) * per_task); i++) {
         float8 v[4];
         for (int j = 0; j < 4; j++)
@@ -99,15 +70,15 @@ static void quantize_task(__global const int *r, int task, const slot_t *slots) 
 }
 
 static void matmul_task(__global const int *r, int task, const slot_t *slots) {
-    wq_t wq = BYTES(r, 2);
-    ws_t ws = BYTES(r, 4);
-    int il = r[6], k = r[7], r0 = r[8], rows = r[9], flags = r[16], variant = r[17];
-    int per_task = r[18];
-    __global const float *x = F32(r, 10);
-    __global float *y = F32(r, 12);
-    __global const float *bias = F32(r, 14);
+    wq_t wq = BYTES(r, MATMUL_Q);
+    ws_t ws = BYTES(r, MATMUL_S);
+    int il = r[MATMUL_IL], k = r[MATMUL_K], r0 = r[MATMUL_R0], rows = r[MATMUL_ROWS];
+    int flags = r[MATMUL_FLAGS], variant = r[MATMUL_VARIANT], per_task = r[MATMUL_PER_TASK];
+    __global const float *x = F32(r, MATMUL_X);
+    __global float *y = F32(r, MATMUL_Y);
+    __global const float *bias = F32(r, MATMUL_BIAS);
 #ifdef IL_DOTS
-    if (variant == MM_IL) { /* per_task groups of 16 rows, from the group holding row r0 */
+    if (variant == CL_MM_IL) { /* per_task groups of 16 rows, from the group holding row r0 */
         int g_end = (r0 + rows - 1) / 16 + 1;
         for (int g = r0 / 16 + task * per_task; g < min(g_end, r0 / 16 + (task + 1) * per_task);
              g++)
@@ -117,7 +88,7 @@ static void matmul_task(__global const int *r, int task, const slot_t *slots) {
 #endif
     for (int i = task * per_task; i < min(rows, (task + 1) * per_task); i++) {
 #ifdef Q8_DOTS
-        float s = variant == MM_Q8 ? q8_row_dot(wq, ws, k, r0 + i, XQ(r), XD(r))
+        float s = variant == CL_MM_Q8 ? q8_row_dot(wq, ws, k, r0 + i, XQ(r), XD(r))
                                    : row_dot(wq, ws, il, r0 + i, k, x);
 #else
         float s = row_dot(wq, ws, il, r0 + i, k, x);
@@ -127,38 +98,38 @@ static void matmul_task(__global const int *r, int task, const slot_t *slots) {
 }
 
 static attn_args attention_of(__global const int *r, const slot_t *slots) {
-    return (attn_args){F32(r, 2),
-                       (__global kv_t *)slots[r[4]] + (uint)r[5],
-                       (__global kv_t *)slots[r[6]] + (uint)r[7],
-                       F32(r, 8),
-                       F32(r, 10),
-                       F32(r, 12),
-                       F32(r, 14),
+    return (attn_args){F32(r, ATT_Q),
+                       (__global kv_t *)slots[r[ATT_K]] + (uint)r[ATT_K + 1],
+                       (__global kv_t *)slots[r[ATT_V]] + (uint)r[ATT_V + 1],
+                       F32(r, ATT_OUT),
+                       F32(r, ATT_PART),
+                       F32(r, ATT_K_SRC),
+                       F32(r, ATT_V_SRC),
                        XQ(r),
                        XD(r),
                        XF(r),
                        1,
-                       r[16],
-                       r[17],
-                       r[18],
-                       r[19],
-                       r[20],
-                       r[21],
-                       as_float(r[22]),
-                       r[23],
-                       r[24],
-                       as_float(r[25]),
-                       as_float(r[26]),
+                       r[ATT_N_HEAD],
+                       r[ATT_N_KV_HEAD],
+                       r[ATT_HEAD_DIM],
+                       r[ATT_POS0],
+                       r[ATT_CHUNK],
+                       r[ATT_N_CHUNKS],
+                       as_float(r[ATT_SCALE]),
+                       r[ATT_N_ROT],
+                       r[ATT_NEOX],
+                       as_float(r[ATT_FREQ_BASE]),
+                       as_float(r[ATT_FREQ_SCALE]),
                        WANT_F(r),
-                       r[27]};
+                       r[ATT_ROUND_Q8]};
 }
 
 /* y = silu(a) * b over elements task * per_task * 32 ..: in blocks of 32 rounded (want_q) as
  * swiglu_q8_act does, or as elementwise.cl's swiglu does, 8 at a time and the rest one by one. */
 static void swiglu_task(__global const int *r, int task, const slot_t *slots) {
-    __global const float *a = F32(r, 2), *b = F32(r, 4);
-    __global float *y = F32(r, 6);
-    int count = r[8], want_q = r[9], per_task = r[10];
+    __global const float *a = F32(r, SWIGLU_A), *b = F32(r, SWIGLU_B);
+    __global float *y = F32(r, SWIGLU_Y);
+    int count = r[SWIGLU_COUNT], want_q = r[SWIGLU_WANT_Q], per_task = r[SWIGLU_PER_TASK];
     int end = min(count, (task + 1) * per_task * 32);
     for (int i = task * per_task; 32 * i < end; i++) {
         float8 v[4];
@@ -188,7 +159,7 @@ typedef struct {
 } rope_cache;
 
 static void run_task(__global const int *r, int task, const slot_t *slots, rope_cache *rope) {
-    switch (r[0]) {
+    switch (r[G_KIND]) {
     case G_EMBED:
         embed_task(r, task, slots);
         break;
@@ -246,17 +217,17 @@ static void wait_for(__global volatile int *counter, int want) {
 /* Global size: any number of work-groups of one item (the host takes the compute units). */
 __kernel void run_graph(__global const int *recs, int n_recs,
                         __global volatile int *ctl SLOTS_64(SLOT_PARAM)) {
-    slot_t slots[64] = {SLOTS_64(SLOT_VALUE)};
+    slot_t slots[G_SLOTS] = {SLOTS_64(SLOT_VALUE)};
     rope_cache rope = {.n_rot = 0};
     int rec = 0, first = 0; /* the record of the last ticket and its first ticket */
     int ready = 0;          /* records before this one are known to be done */
     for (;;) {
         int ticket = atomic_inc(ctl);
-        while (rec < n_recs && ticket >= first + recs[rec * G_INTS + 1])
-            first += recs[rec++ * G_INTS + 1];
+        while (rec < n_recs && ticket >= first + recs[rec * G_INTS + G_TASKS])
+            first += recs[rec++ * G_INTS + G_TASKS];
         if (rec >= n_recs) break;
         if (rec > ready) {
-            wait_for(ctl + G_LINE * (rec + 1), recs[(rec - 1) * G_INTS + 1]);
+            wait_for(ctl + G_LINE * (rec + 1), recs[(rec - 1) * G_INTS + G_TASKS]);
             ready = rec;
         }
         run_task(recs + rec * G_INTS, ticket - first, slots, &rope);

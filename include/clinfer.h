@@ -115,10 +115,39 @@ typedef enum {
     CLINFER_BACKEND_REFERENCE = 1, /* plain C on the host: the oracle */
 } clinfer_backend_kind;
 
+typedef enum {
+    CLINFER_KERNEL_PATH_DEFAULT = 0, /* chosen from the device's capabilities */
+    CLINFER_KERNEL_PATH_CPU_ROWS,    /* one work-item per row: CPUs */
+    CLINFER_KERNEL_PATH_GPU_SUBGROUP,
+    CLINFER_KERNEL_PATH_GPU_LOCAL_REDUCE,
+} clinfer_kernel_path;
+
+typedef enum { CLINFER_DEFAULT = 0, CLINFER_ON, CLINFER_OFF } clinfer_toggle;
+
+/* How the OpenCL backend runs. A zeroed struct is the default: each field left at 0 or NULL
+ * takes the value of its environment variable where set (named after the field), else the
+ * default given. */
+typedef struct {
+    const char *device;              /* CLINFER_DEVICE; a spec as in clinfer_device_select */
+    clinfer_kernel_path kernel_path; /* CLINFER_KERNEL_PATH: "cpu-rows", "gpu-subgroup", ... */
+    const char *cache_dir;           /* CLINFER_CACHE_DIR: compiled kernels; else
+                                      * $XDG_CACHE_HOME/clinfer, else ~/.cache/clinfer */
+    clinfer_toggle clblast;          /* CLINFER_CLBLAST (0/1): CLBlast for f32 GEMM; else on
+                                      * GPUs (where built with it) */
+    clinfer_toggle graph;            /* CLINFER_GRAPH (0/1): a decode step in one launch on
+                                      * cpu-rows devices (on: also where not a CPU, e.g. a
+                                      * simulator); else on CPU devices */
+    clinfer_toggle profile;          /* CLINFER_PROFILE (0/1): per-op kernel times on stderr as
+                                      * a context is freed; else off */
+} clinfer_backend_options;
+
 typedef struct {
     clinfer_backend_kind backend;
-    const char *device; /* OpenCL device spec (see clinfer_device_select); NULL: default */
-    bool verbose;       /* log load steps to stderr */
+    clinfer_backend_options options; /* for CLINFER_BACKEND_OPENCL */
+    bool verbose;                    /* log load steps to stderr */
+    /* Only the tokenizer (a vocab-only GGUF file will do): no weights, no backend, no
+     * contexts; the token functions below work. */
+    bool vocab_only;
 } clinfer_model_params;
 
 void clinfer_model_params_default(clinfer_model_params *params);
@@ -130,9 +159,24 @@ typedef struct {
     char architecture[32]; /* general.architecture: "llama", "qwen2", "gpt2", ... */
     char name[128];        /* general.name, if any */
     uint32_t n_vocab, n_ctx_train, n_embd, n_layer, n_head, n_head_kv, n_ff;
+    uint32_t head_dim, n_rot; /* n_rot: the dims of a head that rotate (0: no rope) */
+    float rope_freq_base, norm_eps;
+    bool rope_neox;
     uint64_t n_params;     /* weights' element count */
     uint64_t weight_bytes; /* as stored on the device */
     char backend[256];     /* the backend and device in use */
+    /* The file: GGUF version and size, the chat format its tokenizer.chat_template is
+     * recognised as ("" for none, "unrecognised"), its tensors by element type. */
+    uint32_t gguf_version;
+    uint64_t file_bytes;
+    char chat_format[16];
+    uint32_t n_tensors;
+    struct {
+        char type[8]; /* "F32", "Q4_K", ... */
+        uint32_t count;
+        uint64_t bytes;
+    } tensor_types[16]; /* n_tensor_types, in type-id order */
+    uint32_t n_tensor_types;
 } clinfer_model_info;
 
 clinfer_status clinfer_model_get_info(const clinfer_model *model, clinfer_model_info *info);
@@ -170,6 +214,22 @@ typedef struct {
 } clinfer_context_params;
 
 void clinfer_context_params_default(clinfer_context_params *params);
+
+/* What a context of this model needs on the device. */
+typedef struct {
+    uint64_t weight_bytes;   /* the model's weights (shared by all contexts) */
+    uint64_t kv_bytes;       /* one context's KV cache */
+    uint64_t scratch_bytes;  /* one context's activations, logits and token ids */
+    uint32_t n_ctx, n_batch; /* the effective values the figures were computed for */
+} clinfer_memory_plan;
+
+/* Resolves params (NULL: defaults) against the model: n_ctx 0 means the training context,
+ * n_batch 0 means 256, and n_batch is capped at n_ctx. Fails for an n_ctx that the model
+ * cannot address (learned positions beyond their table). */
+clinfer_status clinfer_model_memory_plan(const clinfer_model *model,
+                                         const clinfer_context_params *params,
+                                         clinfer_memory_plan *out);
+
 clinfer_status clinfer_context_create(clinfer_model *model, const clinfer_context_params *params,
                                       clinfer_context **out);
 void clinfer_context_free(clinfer_context *ctx);

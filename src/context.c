@@ -3,8 +3,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "arch.h"
 #include "error.h"
 #include "executor.h"
+#include "options.h"
 
 #define DEFAULT_N_BATCH 256
 #define MAX_N_CTX (1u << 24)
@@ -21,7 +23,7 @@ struct clinfer_context {
     exec_plan **plans; /* [n_batch + 1]: the plan for n tokens, built on first use */
     float *logits;     /* [n_vocab] of the last evaluated token */
     bool has_logits;
-    exec_profile *profile; /* when CLINFER_PROFILE or CLINFER_TRACE is set */
+    exec_profile *profile; /* when profiling is on or CLINFER_TRACE is set */
 };
 
 void clinfer_context_params_default(clinfer_context_params *params) {
@@ -37,6 +39,9 @@ clinfer_status clinfer_model_memory_plan(const clinfer_model *m,
                                          clinfer_memory_plan *out) {
     clinfer_context_params defaults;
     if (!m || !out) return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "memory_plan: NULL argument");
+    if (!m->backend)
+        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
+                            "memory_plan: the model was loaded vocab_only (no weights)");
     if (!params) {
         clinfer_context_params_default(&defaults);
         params = &defaults;
@@ -47,10 +52,10 @@ clinfer_status clinfer_model_memory_plan(const clinfer_model *m,
         return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "context: n_ctx %u exceeds %u", n_ctx,
                             MAX_N_CTX);
     /* Learned positions exist only for the first n_ctx_train tokens. */
-    if (hp->arch == CLINFER_ARCH_GPT2 && n_ctx > hp->n_ctx_train)
+    if (hp->arch->learned_positions && n_ctx > hp->n_ctx_train)
         return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
-                            "context: n_ctx %u exceeds the %u positions gpt2 models learned", n_ctx,
-                            hp->n_ctx_train);
+                            "context: n_ctx %u exceeds the %u positions %s models learned", n_ctx,
+                            hp->n_ctx_train, hp->arch->name);
     uint32_t n_batch = params->n_batch ? params->n_batch : DEFAULT_N_BATCH;
     if (n_batch > n_ctx) n_batch = n_ctx;
 
@@ -161,7 +166,7 @@ clinfer_status clinfer_context_create(clinfer_model *model, const clinfer_contex
     st = create_buffers(c, params->kv_f32);
     pthread_mutex_unlock(&model->backend_lock);
     if (st != CLINFER_OK) goto cleanup;
-    CHECK(exec_profile_create(&c->profile));
+    CHECK(exec_profile_create(model->profile, &c->profile));
     if (model->verbose)
         fprintf(stderr,
                 "clinfer: context n_ctx %u, n_batch %u: KV cache (%s) %.1f MiB, "
@@ -228,7 +233,9 @@ static clinfer_status eval_chunks(clinfer_context *c, const int32_t *tokens, siz
         size_t nb = n - done < c->n_batch ? n - done : c->n_batch;
         if (!c->plans[nb]) {
             CHECK(exec_plan_build(c->model, &c->state, (int)nb, &c->plans[nb]));
-            if (getenv("CLINFER_PRINT_PLAN")) exec_plan_print(c->plans[nb], stderr);
+            clinfer_dev_options dev;
+            clinfer_dev_options_get(&dev);
+            if (dev.print_plan) exec_plan_print(c->plans[nb], stderr);
         }
         CHECK(exec_plan_run(c->model, c->plans[nb], (int)(c->n_past + done), done + nb == n,
                             c->profile));

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "arch.h"
 #include "error.h"
 
 typedef struct {
@@ -27,30 +28,30 @@ void exec_buffer_sizes(const clinfer_hparams *hp, uint32_t n_ctx, uint32_t n_bat
                        size_t bytes[EXEC_COUNT]) {
     size_t n = n_batch, f = sizeof(float);
     size_t q_dim = (size_t)hp->n_head * hp->head_dim, kv_dim = (size_t)hp->n_head_kv * hp->head_dim;
-    bool gpt2 = hp->arch == CLINFER_ARCH_GPT2;
+    bool positions = hp->arch->learned_positions;
     bytes[EXEC_X] = n * hp->n_embd * f;
     bytes[EXEC_XN] = n * hp->n_embd * f;
-    bytes[EXEC_POS] = gpt2 ? n * hp->n_embd * f : 0;
+    bytes[EXEC_POS] = positions ? n * hp->n_embd * f : 0;
     bytes[EXEC_QKV] = n * (q_dim + 2 * kv_dim) * f;
     bytes[EXEC_ATT] = n * q_dim * f;
-    bytes[EXEC_FF_A] = (gpt2 ? 1 : 2) * n * hp->n_ff * f;
+    bytes[EXEC_FF_A] = (hp->arch->gated_ffn ? 2 : 1) * n * hp->n_ff * f;
     bytes[EXEC_FF_C] = n * hp->n_ff * f;
     bytes[EXEC_LOGITS] = (size_t)hp->n_vocab * f;
     bytes[EXEC_IDS] = (size_t)n_ctx * sizeof(int32_t);
-    bytes[EXEC_POS_IDS] = gpt2 ? (size_t)n_ctx * sizeof(int32_t) : 0;
+    bytes[EXEC_POS_IDS] = positions ? (size_t)n_ctx * sizeof(int32_t) : 0;
 }
 
 /* Builds in two passes: with steps == NULL only counting, then filling the array. Merging and
  * hints look at the step before, so they happen in the second pass only, which may therefore
  * use fewer steps than counted. */
-typedef struct {
+typedef struct exec_builder {
     plan_step *steps;
     clinfer_dtype *w_type; /* beside steps */
     size_t count;
     bool f32_activations; /* exec_state's */
 } builder;
 
-static void push(builder *b, clinfer_op op, size_t pos_stride) {
+void exec_push(builder *b, clinfer_op op, size_t pos_stride) {
     if (b->steps) b->steps[b->count] = (plan_step){.op = op, .pos_stride = pos_stride};
     b->count++;
 }
@@ -60,7 +61,7 @@ static void set_w_type(builder *b, clinfer_dtype type) {
     if (b->steps) b->w_type[b->count - 1] = type;
 }
 
-static clinfer_ref at(clinfer_buffer *buf, size_t offset) {
+clinfer_ref exec_at(clinfer_buffer *buf, size_t offset) {
     return (clinfer_ref){buf, offset};
 }
 
@@ -73,17 +74,17 @@ static bool same_ref(clinfer_ref a, clinfer_ref b) {
 static bool extends(const clinfer_op *op, const clinfer_op *next) {
     if (op->kind != CLINFER_OP_MATMUL || op->matmul.n != 1 || next->matmul.n != 1) return false;
     clinfer_ref y = op->matmul.y, bias = op->matmul.bias;
-    bool bias_next = bias.buf
-                         ? same_ref(next->matmul.bias, at(bias.buf, bias.offset + op->matmul.m))
-                         : !next->matmul.bias.buf;
+    bool bias_next =
+        bias.buf ? same_ref(next->matmul.bias, exec_at(bias.buf, bias.offset + op->matmul.m))
+                 : !next->matmul.bias.buf;
     return op->matmul.w == next->matmul.w && op->matmul.row0 + op->matmul.m == next->matmul.row0 &&
            same_ref(op->matmul.x, next->matmul.x) &&
-           same_ref(next->matmul.y, at(y.buf, y.offset + op->matmul.m)) && bias_next &&
+           same_ref(next->matmul.y, exec_at(y.buf, y.offset + op->matmul.m)) && bias_next &&
            op->matmul.accumulate == next->matmul.accumulate && op->matmul.x_q8 == next->matmul.x_q8;
 }
 
-static void matmul(builder *b, const clinfer_matrix *w, clinfer_ref x, clinfer_ref y,
-                   clinfer_ref bias, int n, bool accumulate) {
+void exec_matmul(builder *b, const clinfer_matrix *w, clinfer_ref x, clinfer_ref y,
+                 clinfer_ref bias, int n, bool accumulate) {
     bool x_q8 = !b->f32_activations && clinfer_dtype_takes_q8_act(w->type) &&
                 w->k % CLINFER_Q8_ACT_BLOCK == 0;
     if (x_q8 && b->steps && b->count > 0) { /* the op that made x may round it as well */
@@ -109,24 +110,23 @@ static void matmul(builder *b, const clinfer_matrix *w, clinfer_ref x, clinfer_r
         b->steps[b->count - 1].op.matmul.m += w->m; /* one launch instead of two */
         return;
     }
-    push(b, op, 0);
+    exec_push(b, op, 0);
     set_w_type(b, w->type);
 }
 
-/* RMSNorm for the llama family, LayerNorm (with bias) for gpt2. */
-static void norm(builder *b, const clinfer_hparams *hp, clinfer_ref x, clinfer_ref w,
-                 clinfer_ref bias, clinfer_ref y, int n) {
-    bool ln = hp->arch == CLINFER_ARCH_GPT2;
-    push(b,
-         (clinfer_op){.kind = ln ? CLINFER_OP_LAYERNORM : CLINFER_OP_RMSNORM,
-                      .norm = {.x = x,
-                               .w = w,
-                               .b = bias,
-                               .y = y,
-                               .n = n,
-                               .d = (int)hp->n_embd,
-                               .eps = hp->norm_eps}},
-         0);
+void exec_norm(builder *b, const clinfer_hparams *hp, clinfer_ref x, clinfer_ref w,
+               clinfer_ref bias, clinfer_ref y, int n) {
+    bool ln = hp->arch->layer_norm;
+    exec_push(b,
+              (clinfer_op){.kind = ln ? CLINFER_OP_LAYERNORM : CLINFER_OP_RMSNORM,
+                           .norm = {.x = x,
+                                    .w = w,
+                                    .b = bias,
+                                    .y = y,
+                                    .n = n,
+                                    .d = (int)hp->n_embd,
+                                    .eps = hp->norm_eps}},
+              0);
 }
 
 static clinfer_op rope_op(const clinfer_hparams *hp, clinfer_ref x, int n, int n_heads) {
@@ -141,82 +141,51 @@ static clinfer_op rope_op(const clinfer_hparams *hp, clinfer_ref x, int n, int n
                                  .neox = hp->rope_neox}};
 }
 
-static void embeddings(builder *b, const clinfer_model *m, const exec_state *s, int n) {
-    clinfer_buffer *const *buf = s->buf;
-    int E = (int)m->hp.n_embd;
-    bool gpt2 = m->hp.arch == CLINFER_ARCH_GPT2;
-    clinfer_ref tok_rows = at(buf[gpt2 ? EXEC_XN : EXEC_X], 0);
-    push(b,
-         (clinfer_op){.kind = CLINFER_OP_EMBED,
-                      .embed = {.w = m->tok_embd.w,
-                                .ids = at(buf[EXEC_IDS], 0),
-                                .y = tok_rows,
-                                .m = m->tok_embd.m,
-                                .k = E,
-                                .n = n}},
-         1);
-    set_w_type(b, m->tok_embd.type);
-    if (!gpt2) return;
-    push(b,
-         (clinfer_op){.kind = CLINFER_OP_EMBED,
-                      .embed = {.w = m->pos_embd.w,
-                                .ids = at(buf[EXEC_POS_IDS], 0),
-                                .y = at(buf[EXEC_POS], 0),
-                                .m = m->pos_embd.m,
-                                .k = E,
-                                .n = n}},
-         1);
-    set_w_type(b, m->pos_embd.type);
-    size_t count = (size_t)n * (size_t)E;
-    push(b,
-         (clinfer_op){.kind = CLINFER_OP_ADD,
-                      .eltwise = {.a = tok_rows,
-                                  .b = at(buf[EXEC_POS], 0),
-                                  .y = at(buf[EXEC_X], 0),
-                                  .count = count,
-                                  .b_count = count}},
-         0);
+void exec_embed(builder *b, const clinfer_matrix *w, clinfer_ref ids, clinfer_ref y, int n) {
+    exec_push(b,
+              (clinfer_op){.kind = CLINFER_OP_EMBED,
+                           .embed = {.w = w->w, .ids = ids, .y = y, .m = w->m, .k = w->k, .n = n}},
+              1);
+    set_w_type(b, w->type);
 }
 
-static void attention_block(builder *b, const clinfer_model *m, const exec_state *s, int il,
-                            int n) {
+void exec_attention_block(builder *b, const clinfer_model *m, const exec_state *s, int il, int n) {
     const clinfer_hparams *hp = &m->hp;
     const clinfer_layer *l = &m->layers[il];
     clinfer_buffer *const *buf = s->buf;
     size_t kv_dim = (size_t)hp->n_head_kv * hp->head_dim;
-    clinfer_ref x = at(buf[EXEC_X], 0), xn = at(buf[EXEC_XN], 0);
+    clinfer_ref x = exec_at(buf[EXEC_X], 0), xn = exec_at(buf[EXEC_XN], 0);
     size_t q_count = (size_t)n * hp->n_head * hp->head_dim, kv_count = (size_t)n * kv_dim;
-    clinfer_ref q = at(buf[EXEC_QKV], 0), k = at(buf[EXEC_QKV], q_count),
-                v = at(buf[EXEC_QKV], q_count + kv_count);
+    clinfer_ref q = exec_at(buf[EXEC_QKV], 0), k = exec_at(buf[EXEC_QKV], q_count),
+                v = exec_at(buf[EXEC_QKV], q_count + kv_count);
 
     clinfer_op attention = {.kind = CLINFER_OP_ATTENTION,
                             .attention = {.q = q,
                                           .k = s->k_cache[il],
                                           .v = s->v_cache[il],
-                                          .out = at(buf[EXEC_ATT], 0),
+                                          .out = exec_at(buf[EXEC_ATT], 0),
                                           .kv_type = s->kv_type,
                                           .n = n,
                                           .n_head = (int)hp->n_head,
                                           .n_kv_head = (int)hp->n_head_kv,
                                           .head_dim = (int)hp->head_dim,
                                           .scale = 1.0f / sqrtf((float)hp->head_dim)}};
-    bool gpt2 = hp->arch == CLINFER_ARCH_GPT2;
 
-    norm(b, hp, x, l->attn_norm, l->attn_norm_b, xn, n);
-    matmul(b, &l->wq, xn, q, l->bq, n, false);
-    matmul(b, &l->wk, xn, k, l->bk, n, false);
-    matmul(b, &l->wv, xn, v, l->bv, n, false);
-    if (gpt2) { /* no rotation to fuse the cache writes into */
+    exec_norm(b, hp, x, l->attn_norm, l->attn_norm_b, xn, n);
+    exec_matmul(b, &l->wq, xn, q, l->bq, n, false);
+    exec_matmul(b, &l->wk, xn, k, l->bk, n, false);
+    exec_matmul(b, &l->wv, xn, v, l->bv, n, false);
+    if (!hp->n_rot) { /* no rotation to fuse the cache writes into */
         clinfer_ref caches[2] = {s->k_cache[il], s->v_cache[il]};
         clinfer_ref fresh[2] = {k, v};
         for (int i = 0; i < 2; i++)
-            push(b,
-                 (clinfer_op){.kind = CLINFER_OP_STORE,
-                              .store = {.src = fresh[i],
-                                        .dst = caches[i],
-                                        .dst_type = s->kv_type,
-                                        .count = kv_count}},
-                 kv_dim);
+            exec_push(b,
+                      (clinfer_op){.kind = CLINFER_OP_STORE,
+                                   .store = {.src = fresh[i],
+                                             .dst = caches[i],
+                                             .dst_type = s->kv_type,
+                                             .count = kv_count}},
+                      kv_dim);
     } else if (n == 1) {
         /* Decode: the attention launch rotates the token's q and k and fills the caches
          * itself, one launch less than a separate rope. */
@@ -229,63 +198,33 @@ static void attention_block(builder *b, const clinfer_model *m, const exec_state
     } else {
         /* The launch that rotates the keys also writes them and v into the caches, saving two
          * store launches. */
-        push(b, rope_op(hp, q, n, (int)hp->n_head), 0);
+        exec_push(b, rope_op(hp, q, n, (int)hp->n_head), 0);
         clinfer_op keys = rope_op(hp, k, n, (int)hp->n_head_kv);
         keys.rope.k_dst = s->k_cache[il];
         keys.rope.v_src = v;
         keys.rope.v_dst = s->v_cache[il];
         keys.rope.kv_heads = (int)hp->n_head_kv;
         keys.rope.kv_type = s->kv_type;
-        push(b, keys, kv_dim);
+        exec_push(b, keys, kv_dim);
     }
-    push(b, attention, 0);
+    exec_push(b, attention, 0);
     /* The residual add is fused into the output projection. */
-    matmul(b, &l->wo, at(buf[EXEC_ATT], 0), x, l->bo, n, true);
-}
-
-static void ffn_block(builder *b, const clinfer_model *m, const exec_state *s, int il, int n) {
-    const clinfer_hparams *hp = &m->hp;
-    const clinfer_layer *l = &m->layers[il];
-    clinfer_buffer *const *buf = s->buf;
-    clinfer_ref x = at(buf[EXEC_X], 0), xn = at(buf[EXEC_XN], 0);
-    clinfer_ref ff_a = at(buf[EXEC_FF_A], 0), ff_c = at(buf[EXEC_FF_C], 0);
-    size_t count = (size_t)n * hp->n_ff;
-
-    norm(b, hp, x, l->ffn_norm, l->ffn_norm_b, xn, n);
-    if (hp->arch == CLINFER_ARCH_GPT2) {
-        matmul(b, &l->ffn_up, xn, ff_a, l->ffn_up_b, n, false);
-        push(b,
-             (clinfer_op){.kind = CLINFER_OP_GELU,
-                          .eltwise = {.a = ff_a, .y = ff_c, .count = count}},
-             0);
-    } else {
-        clinfer_ref ff_b = at(buf[EXEC_FF_A], count);
-        matmul(b, &l->ffn_gate, xn, ff_a, (clinfer_ref){0}, n, false);
-        matmul(b, &l->ffn_up, xn, ff_b, l->ffn_up_b, n, false);
-        push(b,
-             (clinfer_op){
-                 .kind = CLINFER_OP_SWIGLU,
-                 .eltwise = {.a = ff_a, .b = ff_b, .y = ff_c, .count = count, .b_count = count}},
-             0);
-    }
-    matmul(b, &l->ffn_down, ff_c, x, l->ffn_down_b, n, true);
+    exec_matmul(b, &l->wo, exec_at(buf[EXEC_ATT], 0), x, l->bo, n, true);
 }
 
 /* Output norm and LM head over the last token's row only. */
 static void head(builder *b, const clinfer_model *m, const exec_state *s, int n) {
     size_t last = (size_t)(n - 1) * m->hp.n_embd;
-    norm(b, &m->hp, at(s->buf[EXEC_X], last), m->output_norm, m->output_norm_b,
-         at(s->buf[EXEC_XN], 0), 1);
-    matmul(b, &m->output, at(s->buf[EXEC_XN], 0), at(s->buf[EXEC_LOGITS], 0), (clinfer_ref){0}, 1,
-           false);
+    exec_norm(b, &m->hp, exec_at(s->buf[EXEC_X], last), m->output_norm, m->output_norm_b,
+              exec_at(s->buf[EXEC_XN], 0), 1);
+    exec_matmul(b, &m->output, exec_at(s->buf[EXEC_XN], 0), exec_at(s->buf[EXEC_LOGITS], 0),
+                (clinfer_ref){0}, 1, false);
 }
 
 static size_t build(builder *b, const clinfer_model *m, const exec_state *s, int n) {
-    embeddings(b, m, s, n);
-    for (int il = 0; il < (int)m->hp.n_layer; il++) {
-        attention_block(b, m, s, il, n);
-        ffn_block(b, m, s, il, n);
-    }
+    m->hp.arch->embed(b, m, s, n);
+    for (int il = 0; il < (int)m->hp.n_layer; il++)
+        m->hp.arch->layer(b, m, s, il, n);
     size_t n_body = b->count;
     head(b, m, s, n);
     return n_body;

@@ -27,7 +27,6 @@
  * least one byte, n_dims, one dimension, a type and an offset. */
 #define GGUF_MIN_KV_BYTES (8u + 1u + 4u + 1u)
 #define GGUF_MIN_TENSOR_BYTES (8u + 1u + 4u + 8u + 4u + 8u)
-#define GGUF_SHOW 64 /* at most this many bytes of a key or name go into a message */
 
 struct gguf_file {
     const uint8_t *base;
@@ -49,67 +48,8 @@ typedef struct {
     size_t pos, size;
 } cursor;
 
-static int show_len(gguf_str s) {
-    return (int)(s.len < GGUF_SHOW ? s.len : GGUF_SHOW);
-}
-
-static const char *type_name(uint32_t t) {
-    static const char *const names[] = {"u8",   "i8",     "u16",   "i16", "u32", "i32", "f32",
-                                        "bool", "string", "array", "u64", "i64", "f64"};
-    return t < sizeof names / sizeof names[0] ? names[t] : "unknown";
-}
-
-size_t gguf_type_size(gguf_type t) {
-    switch (t) {
-    case GGUF_TYPE_UINT8:
-    case GGUF_TYPE_INT8:
-    case GGUF_TYPE_BOOL:
-        return 1;
-    case GGUF_TYPE_UINT16:
-    case GGUF_TYPE_INT16:
-        return 2;
-    case GGUF_TYPE_UINT32:
-    case GGUF_TYPE_INT32:
-    case GGUF_TYPE_FLOAT32:
-        return 4;
-    case GGUF_TYPE_UINT64:
-    case GGUF_TYPE_INT64:
-    case GGUF_TYPE_FLOAT64:
-        return 8;
-    default:
-        return 0;
-    }
-}
-
-/* "u32", "array of string", ... */
-static const char *describe_type(char buf[32], gguf_type t, gguf_type elem) {
-    if (t != GGUF_TYPE_ARRAY) return type_name(t);
-    snprintf(buf, 32, "array of %s", type_name(elem));
-    return buf;
-}
-
-/* what: the subject of the message ("value", "gguf: key 'x'"). */
-static clinfer_status type_mismatch(const char *what, const gguf_kv *kv, gguf_type want,
-                                    gguf_type want_elem) {
-    char have_buf[32], want_buf[32];
-    return clinfer_fail(CLINFER_ERR_FORMAT, "%s has type %s, expected %s", what,
-                        describe_type(have_buf, kv->type, kv->arr_type),
-                        describe_type(want_buf, want, want_elem));
-}
-
-/* Values are assembled byte by byte: the file is little-endian whatever the host is, and
- * fields are not aligned. */
-static uint64_t le_u64(const uint8_t *p) {
-    uint64_t v = 0;
-    for (int i = 7; i >= 0; i--)
-        v = v << 8 | p[i];
-    return v;
-}
-
-static uint32_t le_u32(const uint8_t *p) {
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
+/* Values are assembled byte by byte (gguf_le_u32, gguf_le_u64): the file is little-endian whatever
+ * the host is, and fields are not aligned. */
 static clinfer_status take(cursor *c, uint64_t n, const char *what, const uint8_t **out) {
     if (n > c->size - c->pos)
         return clinfer_fail(CLINFER_ERR_FORMAT,
@@ -123,14 +63,14 @@ static clinfer_status take(cursor *c, uint64_t n, const char *what, const uint8_
 static clinfer_status read_u32(cursor *c, const char *what, uint32_t *v) {
     const uint8_t *p = NULL;
     clinfer_status st = take(c, 4, what, &p);
-    if (st == CLINFER_OK) *v = le_u32(p);
+    if (st == CLINFER_OK) *v = gguf_le_u32(p);
     return st;
 }
 
 static clinfer_status read_u64(cursor *c, const char *what, uint64_t *v) {
     const uint8_t *p = NULL;
     clinfer_status st = take(c, 8, what, &p);
-    if (st == CLINFER_OK) *v = le_u64(p);
+    if (st == CLINFER_OK) *v = gguf_le_u64(p);
     return st;
 }
 
@@ -168,8 +108,8 @@ static clinfer_status check_name(gguf_str s, const char *what, uint64_t max) {
         return clinfer_fail(CLINFER_ERR_FORMAT, "%s of %llu bytes is longer than %llu", what,
                             (unsigned long long)s.len, (unsigned long long)max);
     if (memchr(s.ptr, 0, s.len))
-        return clinfer_fail(CLINFER_ERR_FORMAT, "%s '%.*s' holds a NUL byte", what, show_len(s),
-                            s.ptr);
+        return clinfer_fail(CLINFER_ERR_FORMAT, "%s '%.*s' holds a NUL byte", what,
+                            gguf_show_len(s), s.ptr);
     return CLINFER_OK;
 }
 
@@ -219,7 +159,7 @@ static clinfer_status read_array(cursor *c, gguf_kv *kv) {
             st = clinfer_fail(CLINFER_ERR_FORMAT,
                               "array length %llu of %s (%zu bytes each) is past end of file: "
                               "%zu bytes left (file size %zu)",
-                              (unsigned long long)n, type_name(elem), es, left, c->size);
+                              (unsigned long long)n, gguf_type_name(elem), es, left, c->size);
         } else {
             st = take(c, n * es, "array data", &p);
             for (uint64_t i = 0; st == CLINFER_OK && elem == GGUF_TYPE_BOOL && i < n; i++)
@@ -270,7 +210,7 @@ static clinfer_status check_known_type(const gguf_kv *kv) {
         if (!gguf_str_eq(kv->key, known_keys[i].key)) continue;
         if (kv->type != known_keys[i].type ||
             (kv->type == GGUF_TYPE_ARRAY && kv->arr_type != known_keys[i].arr_type))
-            return type_mismatch("value", kv, known_keys[i].type, known_keys[i].arr_type);
+            return gguf_type_mismatch("value", kv, known_keys[i].type, known_keys[i].arr_type);
     }
     return CLINFER_OK;
 }
@@ -287,7 +227,7 @@ static clinfer_status read_kv(cursor *c, size_t i, gguf_kv *kv) {
 cleanup:
     if (st != CLINFER_OK) {
         if (kv->key.ptr && kv->key.len)
-            clinfer_error_prefix("kv %zu '%.*s'", i, show_len(kv->key), kv->key.ptr);
+            clinfer_error_prefix("kv %zu '%.*s'", i, gguf_show_len(kv->key), kv->key.ptr);
         else
             clinfer_error_prefix("kv %zu", i);
     }
@@ -317,12 +257,12 @@ static clinfer_status check_metadata(gguf_file *f) {
     for (size_t i = 1; i < f->n_kv; i++)
         if (str_cmp(f->kv_index[i - 1]->key, f->kv_index[i]->key) == 0)
             return clinfer_fail(CLINFER_ERR_FORMAT, "duplicate key '%.*s'",
-                                show_len(f->kv_index[i]->key), f->kv_index[i]->key.ptr);
+                                gguf_show_len(f->kv_index[i]->key), f->kv_index[i]->key.ptr);
 
     f->alignment = GGUF_DEFAULT_ALIGNMENT;
     const gguf_kv *al = kv_lookup(f, "general.alignment");
     if (al) {
-        uint32_t a = le_u32(al->data);
+        uint32_t a = gguf_le_u32(al->data);
         if (a == 0 || (a & (a - 1)) != 0 || a > GGUF_MAX_ALIGNMENT)
             return clinfer_fail(CLINFER_ERR_FORMAT,
                                 "key 'general.alignment' is %u, expected a power of two "
@@ -438,13 +378,13 @@ static clinfer_status check_tensor_data(gguf_file *f) {
             return clinfer_fail(CLINFER_ERR_FORMAT,
                                 "tensor '%.*s': offset %llu is not a multiple of the "
                                 "alignment %llu",
-                                show_len(t->name), t->name.ptr, (unsigned long long)t->offset,
+                                gguf_show_len(t->name), t->name.ptr, (unsigned long long)t->offset,
                                 (unsigned long long)f->alignment);
         if (t->offset > data_size || t->size > data_size - t->offset)
             return clinfer_fail(CLINFER_ERR_FORMAT,
                                 "tensor '%.*s': offset %llu + size %llu is past end of file "
                                 "(data section of %llu bytes at offset %llu, file size %zu)",
-                                show_len(t->name), t->name.ptr, (unsigned long long)t->offset,
+                                gguf_show_len(t->name), t->name.ptr, (unsigned long long)t->offset,
                                 (unsigned long long)t->size, (unsigned long long)data_size,
                                 (unsigned long long)f->data_start, f->size);
         t->data = f->base + f->data_start + t->offset;
@@ -456,16 +396,16 @@ static clinfer_status check_tensor_data(gguf_file *f) {
             return clinfer_fail(
                 CLINFER_ERR_FORMAT,
                 "tensor '%.*s' (offset %llu, size %llu) overlaps tensor '%.*s' (offset %llu)",
-                show_len(idx[i - 1]->name), idx[i - 1]->name.ptr,
+                gguf_show_len(idx[i - 1]->name), idx[i - 1]->name.ptr,
                 (unsigned long long)idx[i - 1]->offset, (unsigned long long)idx[i - 1]->size,
-                show_len(idx[i]->name), idx[i]->name.ptr, (unsigned long long)idx[i]->offset);
+                gguf_show_len(idx[i]->name), idx[i]->name.ptr, (unsigned long long)idx[i]->offset);
 
     /* The index is left sorted by name for gguf_find_tensor. */
     if (f->n_tensors > 1) qsort(idx, f->n_tensors, sizeof *idx, tensor_name_cmp);
     for (size_t i = 1; i < f->n_tensors; i++)
         if (str_cmp(idx[i - 1]->name, idx[i]->name) == 0)
             return clinfer_fail(CLINFER_ERR_FORMAT, "duplicate tensor name '%.*s'",
-                                show_len(idx[i]->name), idx[i]->name.ptr);
+                                gguf_show_len(idx[i]->name), idx[i]->name.ptr);
     return CLINFER_OK;
 }
 
@@ -528,7 +468,7 @@ static clinfer_status parse(gguf_file *f) {
         st = read_tensor_info(&c, t);
         if (st != CLINFER_OK) {
             if (t->name.len && t->name.len <= GGUF_MAX_NAME)
-                clinfer_error_prefix("tensor %zu '%.*s'", f->n_tensors, show_len(t->name),
+                clinfer_error_prefix("tensor %zu '%.*s'", f->n_tensors, gguf_show_len(t->name),
                                      t->name.ptr);
             else
                 clinfer_error_prefix("tensor %zu", f->n_tensors);
@@ -680,144 +620,4 @@ const gguf_tensor *gguf_find_tensor(const gguf_file *f, const char *name) {
     const gguf_tensor **hit =
         bsearch(&k, f->tensor_index, f->n_tensors, sizeof *f->tensor_index, tensor_name_key_cmp);
     return hit ? *hit : NULL;
-}
-
-/* ---- typed getters ------------------------------------------------------------------------- */
-
-static clinfer_status find_key(const gguf_file *f, const char *key, const gguf_kv **kv) {
-    *kv = kv_lookup(f, key);
-    if (!*kv) return clinfer_fail(CLINFER_ERR_NOT_FOUND, "gguf: key '%s' not found", key);
-    return CLINFER_OK;
-}
-
-/* The getters' type errors, with the prefix the parser's messages get from gguf_open. */
-static clinfer_status wrong_type(const gguf_kv *kv, gguf_type want, gguf_type want_elem) {
-    char what[GGUF_SHOW + 16];
-    snprintf(what, sizeof what, "gguf: key '%.*s'", show_len(kv->key), kv->key.ptr);
-    return type_mismatch(what, kv, want, want_elem);
-}
-
-/* An integer kv whose value lies in lo..hi; want names the expected type in messages. */
-static clinfer_status get_int(const gguf_file *f, const char *key, int64_t lo, int64_t hi,
-                              gguf_type want, int64_t *out) {
-    const gguf_kv *kv;
-    clinfer_status st = find_key(f, key, &kv);
-    if (st != CLINFER_OK) return st;
-    const uint8_t *p = kv->data;
-    int64_t v;
-    switch (kv->type) {
-    case GGUF_TYPE_UINT8:
-        v = p[0];
-        break;
-    case GGUF_TYPE_INT8:
-        v = (int8_t)p[0];
-        break;
-    case GGUF_TYPE_UINT16:
-        v = (uint16_t)(p[0] | p[1] << 8);
-        break;
-    case GGUF_TYPE_INT16:
-        v = (int16_t)(uint16_t)(p[0] | p[1] << 8);
-        break;
-    case GGUF_TYPE_UINT32:
-        v = le_u32(p);
-        break;
-    case GGUF_TYPE_INT32:
-        v = (int32_t)le_u32(p);
-        break;
-    case GGUF_TYPE_UINT64:
-        if (le_u64(p) > INT64_MAX)
-            return clinfer_fail(CLINFER_ERR_FORMAT, "gguf: key '%s' = %llu does not fit %s", key,
-                                (unsigned long long)le_u64(p), type_name(want));
-        v = (int64_t)le_u64(p);
-        break;
-    case GGUF_TYPE_INT64:
-        v = (int64_t)le_u64(p);
-        break;
-    default:
-        return wrong_type(kv, want, 0);
-    }
-    if (v < lo || v > hi)
-        return clinfer_fail(CLINFER_ERR_FORMAT, "gguf: key '%s' = %lld does not fit %s", key,
-                            (long long)v, type_name(want));
-    *out = v;
-    return CLINFER_OK;
-}
-
-clinfer_status gguf_get_u32(const gguf_file *f, const char *key, uint32_t *out) {
-    int64_t v = 0; /* gcc -O3 cannot tell that get_int sets it whenever it returns OK */
-    clinfer_status st = get_int(f, key, 0, UINT32_MAX, GGUF_TYPE_UINT32, &v);
-    if (st == CLINFER_OK) *out = (uint32_t)v;
-    return st;
-}
-
-clinfer_status gguf_get_i32(const gguf_file *f, const char *key, int32_t *out) {
-    int64_t v = 0; /* as in gguf_get_u32 */
-    clinfer_status st = get_int(f, key, INT32_MIN, INT32_MAX, GGUF_TYPE_INT32, &v);
-    if (st == CLINFER_OK) *out = (int32_t)v;
-    return st;
-}
-
-clinfer_status gguf_get_f32(const gguf_file *f, const char *key, float *out) {
-    const gguf_kv *kv;
-    clinfer_status st = find_key(f, key, &kv);
-    if (st != CLINFER_OK) return st;
-    if (kv->type == GGUF_TYPE_FLOAT32) {
-        uint32_t bits = le_u32(kv->data);
-        memcpy(out, &bits, sizeof *out);
-    } else if (kv->type == GGUF_TYPE_FLOAT64) {
-        uint64_t bits = le_u64(kv->data);
-        double d;
-        memcpy(&d, &bits, sizeof d);
-        *out = (float)d;
-    } else {
-        return wrong_type(kv, GGUF_TYPE_FLOAT32, 0);
-    }
-    return CLINFER_OK;
-}
-
-clinfer_status gguf_get_bool(const gguf_file *f, const char *key, bool *out) {
-    const gguf_kv *kv;
-    clinfer_status st = find_key(f, key, &kv);
-    if (st != CLINFER_OK) return st;
-    if (kv->type != GGUF_TYPE_BOOL) return wrong_type(kv, GGUF_TYPE_BOOL, 0);
-    *out = kv->data[0] != 0;
-    return CLINFER_OK;
-}
-
-clinfer_status gguf_get_str(const gguf_file *f, const char *key, gguf_str *out) {
-    const gguf_kv *kv;
-    clinfer_status st = find_key(f, key, &kv);
-    if (st != CLINFER_OK) return st;
-    if (kv->type != GGUF_TYPE_STRING) return wrong_type(kv, GGUF_TYPE_STRING, 0);
-    out->len = le_u64(kv->data);
-    out->ptr = (const char *)kv->data + 8;
-    return CLINFER_OK;
-}
-
-clinfer_status gguf_get_arr(const gguf_file *f, const char *key, gguf_type elem,
-                            const gguf_kv **out) {
-    const gguf_kv *kv;
-    clinfer_status st = find_key(f, key, &kv);
-    if (st != CLINFER_OK) return st;
-    if (kv->type != GGUF_TYPE_ARRAY || kv->arr_type != elem)
-        return wrong_type(kv, GGUF_TYPE_ARRAY, elem);
-    *out = kv;
-    return CLINFER_OK;
-}
-
-gguf_str gguf_arr_str(const gguf_kv *kv, uint64_t i) {
-    const uint8_t *p = kv->data + kv->str_offsets[i];
-    gguf_str s = {(const char *)p + 8, le_u64(p)};
-    return s;
-}
-
-float gguf_arr_f32(const gguf_kv *kv, uint64_t i) {
-    uint32_t bits = le_u32(kv->data + 4 * i);
-    float v;
-    memcpy(&v, &bits, sizeof v);
-    return v;
-}
-
-int32_t gguf_arr_i32(const gguf_kv *kv, uint64_t i) {
-    return (int32_t)le_u32(kv->data + 4 * i);
 }

@@ -94,4 +94,28 @@ bool gguf_str_eq(gguf_str s, const char *c);
 /* Bytes of one value of a scalar type; 0 for strings, arrays and unknown types. */
 size_t gguf_type_size(gguf_type type);
 
+/* For messages (gguf_value.c): at most GGUF_SHOW bytes of a key or name, a type's name ("u32"),
+ * and the failure of a value of kv's type where want (an array of want_elem) was expected
+ * (what: the subject, "value", "gguf: key 'x'"). */
+#define GGUF_SHOW 64
+static inline int gguf_show_len(gguf_str s) {
+    return (int)(s.len < GGUF_SHOW ? s.len : GGUF_SHOW);
+}
+const char *gguf_type_name(uint32_t type);
+
+/* Little-endian reads at any alignment (the file's byte order, whatever the host's). */
+static inline uint64_t gguf_le_u64(const uint8_t *p) {
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--)
+        v = v << 8 | p[i];
+    return v;
+}
+
+static inline uint32_t gguf_le_u32(const uint8_t *p) {
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+clinfer_status gguf_type_mismatch(const char *what, const gguf_kv *kv, gguf_type want,
+                                  gguf_type want_elem);
+
 #endif

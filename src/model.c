@@ -8,34 +8,23 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "arch.h"
+#include "chat.h"
 #include "error.h"
 #include "tokenizer.h"
 
-const char *clinfer_arch_name(clinfer_arch arch) {
-    switch (arch) {
-    case CLINFER_ARCH_LLAMA:
-        return "llama";
-    case CLINFER_ARCH_QWEN2:
-        return "qwen2";
-    case CLINFER_ARCH_GPT2:
-        return "gpt2";
-    }
-    return "?";
-}
-
 /* ---- hyperparameters --------------------------------------------------------------------- */
 
-/* Reads "<arch>.<suffix>"; an absent optional key leaves *out as it is. */
-static clinfer_status arch_u32(const gguf_file *f, const char *arch, const char *suffix,
-                               bool required, uint32_t *out) {
+clinfer_status clinfer_arch_u32(const gguf_file *f, const char *arch, const char *suffix,
+                                bool required, uint32_t *out) {
     char key[128];
     snprintf(key, sizeof key, "%s.%s", arch, suffix);
     if (!required && !gguf_find_kv(f, key)) return CLINFER_OK;
     return gguf_get_u32(f, key, out);
 }
 
-static clinfer_status arch_f32(const gguf_file *f, const char *arch, const char *suffix,
-                               bool required, float *out) {
+clinfer_status clinfer_arch_f32(const gguf_file *f, const char *arch, const char *suffix,
+                                bool required, float *out) {
     char key[128];
     snprintf(key, sizeof key, "%s.%s", arch, suffix);
     if (!required && !gguf_find_kv(f, key)) return CLINFER_OK;
@@ -64,12 +53,36 @@ static clinfer_status read_rope_scaling(const gguf_file *f, const char *arch, fl
     if (!gguf_str_eq(type, "linear"))
         return clinfer_fail(CLINFER_ERR_UNSUPPORTED, "%s '%.*s' is not supported", key,
                             (int)(type.len > 32 ? 32 : type.len), type.ptr);
-    CHECK(arch_f32(f, arch, "rope.scaling.factor", true, &factor));
+    CHECK(clinfer_arch_f32(f, arch, "rope.scaling.factor", true, &factor));
     if (!(factor >= 1.0f && factor <= 1024.0f))
         return clinfer_fail(CLINFER_ERR_FORMAT, "%s.rope.scaling.factor %g is outside 1 .. 1024",
                             arch, (double)factor);
     *freq_scale = 1.0f / factor;
 cleanup:
+    return st;
+}
+
+clinfer_status clinfer_read_rope(const gguf_file *f, const char *a, clinfer_hparams *hp) {
+    clinfer_status st = CLINFER_OK;
+    hp->rope_freq_base = 10000.0f;
+    CHECK(clinfer_arch_f32(f, a, "rope.freq_base", false, &hp->rope_freq_base));
+    hp->n_rot = hp->head_dim;
+    CHECK(clinfer_arch_u32(f, a, "rope.dimension_count", false, &hp->n_rot));
+    if (hp->n_rot > hp->head_dim || hp->n_rot % 2)
+        return clinfer_fail(CLINFER_ERR_FORMAT,
+                            "model: %s.rope.dimension_count %u must be even and at most "
+                            "the head size %u",
+                            a, hp->n_rot, hp->head_dim);
+    if (!(hp->rope_freq_base > 0.0f) || !isfinite(hp->rope_freq_base))
+        return clinfer_fail(CLINFER_ERR_FORMAT, "model: %s.rope.freq_base %g is not positive", a,
+                            (double)hp->rope_freq_base);
+    CHECK(read_rope_scaling(f, a, &hp->rope_freq_scale));
+    if (gguf_find_tensor(f, "rope_freqs.weight"))
+        return clinfer_fail(CLINFER_ERR_UNSUPPORTED,
+                            "model: tensor 'rope_freqs.weight' (per-dimension rope "
+                            "frequency factors) is not supported");
+cleanup:
+    if (st != CLINFER_OK) clinfer_error_prefix("model");
     return st;
 }
 
@@ -80,15 +93,15 @@ static clinfer_status read_hparams(clinfer_model *m) {
     clinfer_hparams *hp = &m->hp;
     uint32_t key_length = 0, value_length = 0;
 
-    CHECK(arch_u32(f, a, "context_length", true, &hp->n_ctx_train));
-    CHECK(arch_u32(f, a, "embedding_length", true, &hp->n_embd));
-    CHECK(arch_u32(f, a, "block_count", true, &hp->n_layer));
-    CHECK(arch_u32(f, a, "feed_forward_length", true, &hp->n_ff));
-    CHECK(arch_u32(f, a, "attention.head_count", true, &hp->n_head));
+    CHECK(clinfer_arch_u32(f, a, "context_length", true, &hp->n_ctx_train));
+    CHECK(clinfer_arch_u32(f, a, "embedding_length", true, &hp->n_embd));
+    CHECK(clinfer_arch_u32(f, a, "block_count", true, &hp->n_layer));
+    CHECK(clinfer_arch_u32(f, a, "feed_forward_length", true, &hp->n_ff));
+    CHECK(clinfer_arch_u32(f, a, "attention.head_count", true, &hp->n_head));
     hp->n_head_kv = hp->n_head;
-    CHECK(arch_u32(f, a, "attention.head_count_kv", false, &hp->n_head_kv));
-    CHECK(arch_u32(f, a, "attention.key_length", false, &key_length));
-    CHECK(arch_u32(f, a, "attention.value_length", false, &value_length));
+    CHECK(clinfer_arch_u32(f, a, "attention.head_count_kv", false, &hp->n_head_kv));
+    CHECK(clinfer_arch_u32(f, a, "attention.key_length", false, &key_length));
+    CHECK(clinfer_arch_u32(f, a, "attention.value_length", false, &value_length));
 
     CHECK(check_range(a, "context_length", hp->n_ctx_train, 1, 1u << 24));
     CHECK(check_range(a, "embedding_length", hp->n_embd, 1, 1u << 16));
@@ -117,29 +130,8 @@ static clinfer_status read_hparams(clinfer_model *m) {
     }
     CHECK(check_range(a, "attention.key_length", hp->head_dim, 1, 1024));
 
-    if (hp->arch == CLINFER_ARCH_GPT2) {
-        CHECK(arch_f32(f, a, "attention.layer_norm_epsilon", true, &hp->norm_eps));
-    } else {
-        CHECK(arch_f32(f, a, "attention.layer_norm_rms_epsilon", true, &hp->norm_eps));
-        hp->rope_neox = hp->arch == CLINFER_ARCH_QWEN2;
-        hp->rope_freq_base = 10000.0f;
-        CHECK(arch_f32(f, a, "rope.freq_base", false, &hp->rope_freq_base));
-        hp->n_rot = hp->head_dim;
-        CHECK(arch_u32(f, a, "rope.dimension_count", false, &hp->n_rot));
-        if (hp->n_rot > hp->head_dim || hp->n_rot % 2)
-            return clinfer_fail(CLINFER_ERR_FORMAT,
-                                "model: %s.rope.dimension_count %u must be even and at most "
-                                "the head size %u",
-                                a, hp->n_rot, hp->head_dim);
-        if (!(hp->rope_freq_base > 0.0f) || !isfinite(hp->rope_freq_base))
-            return clinfer_fail(CLINFER_ERR_FORMAT, "model: %s.rope.freq_base %g is not positive",
-                                a, (double)hp->rope_freq_base);
-        CHECK(read_rope_scaling(f, a, &hp->rope_freq_scale));
-        if (gguf_find_tensor(f, "rope_freqs.weight"))
-            return clinfer_fail(CLINFER_ERR_UNSUPPORTED,
-                                "model: tensor 'rope_freqs.weight' (per-dimension rope "
-                                "frequency factors) is not supported");
-    }
+    st = hp->arch->read_hparams(f, hp); /* its failures say where they come from */
+    if (st != CLINFER_OK) return st;
     if (!(hp->norm_eps > 0.0f && hp->norm_eps < 1.0f))
         return clinfer_fail(CLINFER_ERR_FORMAT, "model: %s norm epsilon %g is outside (0, 1)", a,
                             (double)hp->norm_eps);
@@ -150,19 +142,8 @@ cleanup:
 
 /* ---- tensors ----------------------------------------------------------------------------- */
 
-/* The tensors are read twice by the same code: a checking pass validates every shape against
- * the hyperparameters and counts the f32 vector elements, so that a broken file is rejected
- * before anything is allocated; the upload pass then creates the weights and stages the
- * vectors (norm weights, biases) on the host for one write into model->vectors. */
-typedef struct {
-    clinfer_model *m;
-    bool upload; /* false: the checking pass */
-    float *host; /* upload pass: the staged vectors */
-    size_t used; /* vector elements so far */
-} loader;
-
-static const gguf_tensor *find_shaped(const clinfer_model *m, const char *name, int64_t ne0,
-                                      int64_t ne1, bool required, clinfer_status *st) {
+const gguf_tensor *clinfer_find_shaped(const clinfer_model *m, const char *name, int64_t ne0,
+                                       int64_t ne1, bool required, clinfer_status *st) {
     *st = CLINFER_OK;
     const gguf_tensor *t = gguf_find_tensor(m->gguf, name);
     if (!t) {
@@ -180,9 +161,8 @@ static const gguf_tensor *find_shaped(const clinfer_model *m, const char *name, 
     return t;
 }
 
-/* Uploads rows [row0, row0 + rows) of a matrix tensor (row0 > 0 only for gpt2's fused QKV). */
-static clinfer_status upload_rows(loader *ld, const gguf_tensor *t, const char *name, int row0,
-                                  int rows, clinfer_matrix *out) {
+clinfer_status clinfer_upload_rows(clinfer_loader *ld, const gguf_tensor *t, const char *name,
+                                   int row0, int rows, clinfer_matrix *out) {
     clinfer_model *m = ld->m;
     if (!ld->upload) return CLINFER_OK;
     int k = (int)t->ne[0];
@@ -203,34 +183,32 @@ static clinfer_status upload_rows(loader *ld, const gguf_tensor *t, const char *
     return CLINFER_OK;
 }
 
-static clinfer_status load_matrix(loader *ld, const char *name, uint32_t k, uint32_t rows,
-                                  bool required, clinfer_matrix *out) {
+clinfer_status clinfer_load_matrix(clinfer_loader *ld, const char *name, uint32_t k, uint32_t rows,
+                                   bool required, clinfer_matrix *out) {
     clinfer_status st;
-    const gguf_tensor *t = find_shaped(ld->m, name, k, rows, required, &st);
+    const gguf_tensor *t = clinfer_find_shaped(ld->m, name, k, rows, required, &st);
     if (!t) return st;
-    return upload_rows(ld, t, name, 0, (int)rows, out);
+    return clinfer_upload_rows(ld, t, name, 0, (int)rows, out);
 }
 
-/* The rows [row0, row0 + m) of the weight `whole` holds, as a matrix of their own. */
-static clinfer_matrix rows_of(const clinfer_matrix *whole, int row0, int m) {
+clinfer_matrix clinfer_rows_of(const clinfer_matrix *whole, int row0, int m) {
     return (clinfer_matrix){whole->w, whole->type, m, whole->k, row0};
 }
 
-/* Loads matrices that multiply the same input (names[i]: rows[i] x k), stacking each run of
- * neighbours of one type into one weight (see clinfer_matrix). */
-static clinfer_status load_stacked(loader *ld, const char *const *names, const uint32_t *rows,
-                                   size_t n, uint32_t k, clinfer_matrix *const *out) {
+clinfer_status clinfer_load_stacked(clinfer_loader *ld, const char *const *names,
+                                    const uint32_t *rows, size_t n, uint32_t k,
+                                    clinfer_matrix *const *out) {
     clinfer_status st = CLINFER_OK;
     const gguf_tensor *t[4];
     uint8_t *host = NULL;
     for (size_t i = 0; i < n; i++)
-        if (!(t[i] = find_shaped(ld->m, names[i], k, rows[i], true, &st))) return st;
+        if (!(t[i] = clinfer_find_shaped(ld->m, names[i], k, rows[i], true, &st))) return st;
     for (size_t i = 0, end; i < n; i = end) {
         size_t row_bytes = clinfer_dtype_row_bytes(t[i]->type, k), total = 0;
         for (end = i; end < n && t[end]->type == t[i]->type; end++)
             total += rows[end];
         if (end == i + 1) { /* nothing to stack with */
-            CHECK(upload_rows(ld, t[i], names[i], 0, (int)rows[i], out[i]));
+            CHECK(clinfer_upload_rows(ld, t[i], names[i], 0, (int)rows[i], out[i]));
             continue;
         }
         if (!ld->upload) continue;
@@ -246,12 +224,12 @@ static clinfer_status load_stacked(loader *ld, const char *const *names, const u
         gguf_tensor stacked = *t[i];
         stacked.ne[1] = (int64_t)total;
         stacked.data = host;
-        CHECK(upload_rows(ld, &stacked, names[i], 0, (int)total, out[i]));
+        CHECK(clinfer_upload_rows(ld, &stacked, names[i], 0, (int)total, out[i]));
         free(host);
         host = NULL;
         clinfer_matrix whole = *out[i];
         for (size_t j = i, row0 = 0; j < end; row0 += rows[j++])
-            *out[j] = rows_of(&whole, (int)row0, (int)rows[j]);
+            *out[j] = clinfer_rows_of(&whole, (int)row0, (int)rows[j]);
     }
 cleanup:
     free(host);
@@ -259,10 +237,10 @@ cleanup:
 }
 
 /* Converts a vector tensor of n elements to f32 into the stage; *out points at it. */
-static clinfer_status load_vector(loader *ld, const char *name, uint32_t n, bool required,
-                                  clinfer_ref *out) {
+clinfer_status clinfer_load_vector(clinfer_loader *ld, const char *name, uint32_t n, bool required,
+                                   clinfer_ref *out) {
     clinfer_status st;
-    const gguf_tensor *t = find_shaped(ld->m, name, n, 1, required, &st);
+    const gguf_tensor *t = clinfer_find_shaped(ld->m, name, n, 1, required, &st);
     if (!t) return st;
     if (ld->upload) {
         clinfer_dequantize_row(t->type, t->data, ld->host + ld->used, n);
@@ -272,89 +250,51 @@ static clinfer_status load_vector(loader *ld, const char *name, uint32_t n, bool
     return CLINFER_OK;
 }
 
-static clinfer_status load_layer(loader *ld, uint32_t il) {
+/* Layer il: the tensors every architecture has (biases required where it has layer_norm), and
+ * its own q, k, v and feed-forward inputs. */
+static clinfer_status load_layer(clinfer_loader *ld, uint32_t il) {
     clinfer_status st = CLINFER_OK;
-    const clinfer_model *m = ld->m;
-    const clinfer_hparams *hp = &m->hp;
-    clinfer_layer *l = &m->layers[il];
-    bool gpt2 = hp->arch == CLINFER_ARCH_GPT2;
-    uint32_t E = hp->n_embd, F = hp->n_ff;
-    uint32_t q_dim = hp->n_head * hp->head_dim, kv_dim = hp->n_head_kv * hp->head_dim;
+    const clinfer_hparams *hp = &ld->m->hp;
+    clinfer_layer *l = &ld->m->layers[il];
+    bool biases = hp->arch->layer_norm;
+    uint32_t E = hp->n_embd, F = hp->n_ff, q_dim = hp->n_head * hp->head_dim;
     char name[96];
 #define NAME(suffix) (snprintf(name, sizeof name, "blk.%u." suffix, il), name)
-
-    CHECK(load_vector(ld, NAME("attn_norm.weight"), E, true, &l->attn_norm));
-    CHECK(load_vector(ld, NAME("attn_norm.bias"), E, gpt2, &l->attn_norm_b));
-    if (gpt2) {
-        /* The fused [q; k; v] rows are split so that every architecture attends alike. */
-        const gguf_tensor *t =
-            find_shaped(m, NAME("attn_qkv.weight"), E, q_dim + 2 * kv_dim, true, &st);
-        if (!t) goto cleanup;
-        clinfer_matrix qkv = {0};
-        CHECK(upload_rows(ld, t, name, 0, (int)(q_dim + 2 * kv_dim), &qkv));
-        l->wq = rows_of(&qkv, 0, (int)q_dim);
-        l->wk = rows_of(&qkv, (int)q_dim, (int)kv_dim);
-        l->wv = rows_of(&qkv, (int)(q_dim + kv_dim), (int)kv_dim);
-        CHECK(load_vector(ld, NAME("attn_qkv.bias"), q_dim + 2 * kv_dim, true, &l->bq));
-        l->bk = (clinfer_ref){l->bq.buf, l->bq.offset + q_dim};
-        l->bv = (clinfer_ref){l->bq.buf, l->bq.offset + q_dim + kv_dim};
-    } else {
-        bool qkv_bias = hp->arch == CLINFER_ARCH_QWEN2;
-        char names[3][96];
-        const char *const suffix[] = {"q", "k", "v"};
-        for (int i = 0; i < 3; i++)
-            snprintf(names[i], sizeof names[i], "blk.%u.attn_%s.weight", il, suffix[i]);
-        const char *const qkv_names[] = {names[0], names[1], names[2]};
-        const uint32_t rows[] = {q_dim, kv_dim, kv_dim};
-        clinfer_matrix *const outs[] = {&l->wq, &l->wk, &l->wv};
-        CHECK(load_stacked(ld, qkv_names, rows, 3, E, outs));
-        CHECK(load_vector(ld, NAME("attn_q.bias"), q_dim, qkv_bias, &l->bq));
-        CHECK(load_vector(ld, NAME("attn_k.bias"), kv_dim, qkv_bias, &l->bk));
-        CHECK(load_vector(ld, NAME("attn_v.bias"), kv_dim, qkv_bias, &l->bv));
-    }
-    CHECK(load_matrix(ld, NAME("attn_output.weight"), q_dim, E, true, &l->wo));
-    CHECK(load_vector(ld, NAME("attn_output.bias"), E, gpt2, &l->bo));
-    CHECK(load_vector(ld, NAME("ffn_norm.weight"), E, true, &l->ffn_norm));
-    CHECK(load_vector(ld, NAME("ffn_norm.bias"), E, gpt2, &l->ffn_norm_b));
-    if (gpt2) {
-        CHECK(load_matrix(ld, NAME("ffn_up.weight"), E, F, true, &l->ffn_up));
-    } else {
-        char gate[96], up[96];
-        snprintf(gate, sizeof gate, "blk.%u.ffn_gate.weight", il);
-        snprintf(up, sizeof up, "blk.%u.ffn_up.weight", il);
-        const char *const ffn_names[] = {gate, up};
-        const uint32_t rows[] = {F, F};
-        clinfer_matrix *const outs[] = {&l->ffn_gate, &l->ffn_up};
-        CHECK(load_stacked(ld, ffn_names, rows, 2, E, outs));
-    }
-    CHECK(load_vector(ld, NAME("ffn_up.bias"), F, gpt2, &l->ffn_up_b));
-    CHECK(load_matrix(ld, NAME("ffn_down.weight"), F, E, true, &l->ffn_down));
-    CHECK(load_vector(ld, NAME("ffn_down.bias"), E, gpt2, &l->ffn_down_b));
+    CHECK(clinfer_load_vector(ld, NAME("attn_norm.weight"), E, true, &l->attn_norm));
+    CHECK(clinfer_load_vector(ld, NAME("attn_norm.bias"), E, biases, &l->attn_norm_b));
+    CHECK(hp->arch->load_qkv(ld, il));
+    CHECK(clinfer_load_matrix(ld, NAME("attn_output.weight"), q_dim, E, true, &l->wo));
+    CHECK(clinfer_load_vector(ld, NAME("attn_output.bias"), E, biases, &l->bo));
+    CHECK(clinfer_load_vector(ld, NAME("ffn_norm.weight"), E, true, &l->ffn_norm));
+    CHECK(clinfer_load_vector(ld, NAME("ffn_norm.bias"), E, biases, &l->ffn_norm_b));
+    CHECK(hp->arch->load_ffn(ld, il));
+    CHECK(clinfer_load_vector(ld, NAME("ffn_up.bias"), F, biases, &l->ffn_up_b));
+    CHECK(clinfer_load_matrix(ld, NAME("ffn_down.weight"), F, E, true, &l->ffn_down));
+    CHECK(clinfer_load_vector(ld, NAME("ffn_down.bias"), E, biases, &l->ffn_down_b));
 #undef NAME
 cleanup:
     return st;
 }
 
-/* One pass over every tensor of the model (see loader). */
-static clinfer_status load_all(loader *ld) {
+/* One pass over every tensor of the model (see clinfer_loader). */
+static clinfer_status load_all(clinfer_loader *ld) {
     clinfer_status st = CLINFER_OK;
     clinfer_model *m = ld->m;
     const clinfer_hparams *hp = &m->hp;
-    bool gpt2 = hp->arch == CLINFER_ARCH_GPT2;
     uint32_t E = hp->n_embd;
 
-    CHECK(load_matrix(ld, "token_embd.weight", E, hp->n_vocab, true, &m->tok_embd));
-    if (gpt2)
-        CHECK(load_matrix(ld, "position_embd.weight", E, hp->n_ctx_train, true, &m->pos_embd));
-    for (uint32_t il = 0; il < hp->n_layer; il++)
+    CHECK(clinfer_load_matrix(ld, "token_embd.weight", E, hp->n_vocab, true, &m->tok_embd));
+    if (hp->arch->load_globals) CHECK(hp->arch->load_globals(ld));
+    for (uint32_t il = 0; il < hp->n_layer; il++) {
         CHECK(load_layer(ld, il));
-    CHECK(load_vector(ld, "output_norm.weight", E, true, &m->output_norm));
-    CHECK(load_vector(ld, "output_norm.bias", E, gpt2, &m->output_norm_b));
+    }
+    CHECK(clinfer_load_vector(ld, "output_norm.weight", E, true, &m->output_norm));
+    CHECK(clinfer_load_vector(ld, "output_norm.bias", E, hp->arch->layer_norm, &m->output_norm_b));
     m->output_tied = !gguf_find_tensor(m->gguf, "output.weight");
     if (m->output_tied)
         m->output = m->tok_embd;
     else
-        CHECK(load_matrix(ld, "output.weight", E, hp->n_vocab, true, &m->output));
+        CHECK(clinfer_load_matrix(ld, "output.weight", E, hp->n_vocab, true, &m->output));
 cleanup:
     return st;
 }
@@ -377,7 +317,7 @@ static clinfer_status check_tensors(clinfer_model *m, size_t *n_vectors) {
     if (!m->layers)
         return clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "model: no memory for %u layers",
                             hp->n_layer);
-    loader ld = {.m = m};
+    clinfer_loader ld = {.m = m};
     clinfer_status st = load_all(&ld);
     *n_vectors = ld.used;
     return st;
@@ -386,7 +326,7 @@ static clinfer_status check_tensors(clinfer_model *m, size_t *n_vectors) {
 static clinfer_status upload_tensors(clinfer_model *m, size_t n_vectors) {
     clinfer_status st = CLINFER_OK;
     const clinfer_backend_i *bi = m->backend->i;
-    loader ld = {.m = m, .upload = true, .host = malloc(n_vectors * sizeof(float))};
+    clinfer_loader ld = {.m = m, .upload = true, .host = malloc(n_vectors * sizeof(float))};
     if (!ld.host) {
         st = clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "model: no memory for %zu vector elements",
                           n_vectors);
@@ -411,35 +351,22 @@ static clinfer_status parse_architecture(clinfer_model *m) {
     gguf_str s;
     clinfer_status st = gguf_get_str(m->gguf, "general.architecture", &s);
     if (st != CLINFER_OK) return st;
-    static const struct {
-        const char *name;
-        clinfer_arch arch;
-    } known[] = {
-        {"llama", CLINFER_ARCH_LLAMA}, {"qwen2", CLINFER_ARCH_QWEN2}, {"gpt2", CLINFER_ARCH_GPT2}};
-    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++) {
-        if (gguf_str_eq(s, known[i].name)) {
-            m->hp.arch = known[i].arch;
-            snprintf(m->architecture, sizeof m->architecture, "%s", known[i].name);
-            return CLINFER_OK;
-        }
-    }
-    return clinfer_fail(CLINFER_ERR_UNSUPPORTED,
-                        "model: architecture '%.*s' is not supported (llama, qwen2, gpt2 are)",
-                        (int)(s.len > 64 ? 64 : s.len), s.ptr);
+    char names[128];
+    clinfer_arch_names(names, sizeof names);
+    if (!(m->hp.arch = clinfer_arch_find(s)))
+        return clinfer_fail(CLINFER_ERR_UNSUPPORTED,
+                            "model: architecture '%.*s' is not supported (%s are)",
+                            (int)(s.len > 64 ? 64 : s.len), s.ptr, names);
+    snprintf(m->architecture, sizeof m->architecture, "%s", m->hp.arch->name);
+    return CLINFER_OK;
 }
 
 static clinfer_status create_backend(clinfer_model *m, const clinfer_model_params *p) {
-    if (p->backend == CLINFER_BACKEND_REFERENCE)
-        return clinfer_backend_reference_create(&m->backend);
-    if (p->backend != CLINFER_BACKEND_OPENCL)
-        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "model: unknown backend kind %d",
-                            (int)p->backend);
-    size_t index;
     char reason[256] = "";
-    clinfer_status st = clinfer_device_select(p->device, &index, reason, sizeof reason);
-    if (st != CLINFER_OK) return st;
-    if (m->verbose) fprintf(stderr, "clinfer: device %zu: %s\n", index, reason);
-    return clinfer_backend_opencl_create(index, &m->backend);
+    clinfer_status st =
+        clinfer_backend_create(p->backend, &p->options, reason, sizeof reason, &m->backend);
+    if (st == CLINFER_OK && m->verbose) fprintf(stderr, "clinfer: backend: %s\n", reason);
+    return st;
 }
 
 void clinfer_model_params_default(clinfer_model_params *params) {
@@ -465,8 +392,14 @@ clinfer_status clinfer_model_load(const char *path, const clinfer_model_params *
         return clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "model_load: cannot create a mutex");
     }
     m->verbose = params->verbose;
+    m->profile = params->options.profile;
 
     CHECK(gguf_open(path, &m->gguf));
+    if (params->vocab_only) {
+        CHECK(clinfer_vocab_load(m->gguf, &m->vocab));
+        *out = m;
+        return CLINFER_OK;
+    }
     CHECK(parse_architecture(m));
     gguf_str name;
     if (gguf_find_kv(m->gguf, "general.name") &&
@@ -532,6 +465,35 @@ void clinfer_model_free(clinfer_model *m) {
     free(m);
 }
 
+/* The file's part of clinfer_model_info. */
+static void file_info(const gguf_file *f, clinfer_model_info *info) {
+    info->gguf_version = gguf_version(f);
+    info->file_bytes = gguf_file_size(f);
+    gguf_str tmpl = {NULL, 0};
+    chat_format format;
+    if (gguf_find_kv(f, "tokenizer.chat_template"))
+        snprintf(info->chat_format, sizeof info->chat_format, "%s",
+                 gguf_get_str(f, "tokenizer.chat_template", &tmpl) == CLINFER_OK &&
+                         chat_detect(tmpl.ptr, (size_t)tmpl.len, NULL, &format) == CLINFER_OK
+                     ? chat_format_name(format)
+                     : "unrecognised");
+    info->n_tensors = (uint32_t)gguf_tensor_count(f);
+    const size_t max_types = sizeof info->tensor_types / sizeof info->tensor_types[0];
+    for (uint32_t type = 0; type < 64; type++) {
+        uint32_t count = 0;
+        uint64_t bytes = 0;
+        for (size_t i = 0; i < gguf_tensor_count(f); i++) {
+            const gguf_tensor *t = gguf_tensor_at(f, i);
+            if ((uint32_t)t->type == type) count++, bytes += t->size;
+        }
+        if (!count || info->n_tensor_types == max_types) continue;
+        snprintf(info->tensor_types[info->n_tensor_types].type, sizeof info->tensor_types[0].type,
+                 "%s", clinfer_dtype_name((clinfer_dtype)type));
+        info->tensor_types[info->n_tensor_types].count = count;
+        info->tensor_types[info->n_tensor_types++].bytes = bytes;
+    }
+}
+
 clinfer_status clinfer_model_get_info(const clinfer_model *m, clinfer_model_info *info) {
     if (!m || !info)
         return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "model_get_info: NULL argument");
@@ -545,8 +507,16 @@ clinfer_status clinfer_model_get_info(const clinfer_model *m, clinfer_model_info
     info->n_head = m->hp.n_head;
     info->n_head_kv = m->hp.n_head_kv;
     info->n_ff = m->hp.n_ff;
+    info->head_dim = m->hp.head_dim;
+    info->n_rot = m->hp.n_rot;
+    info->rope_freq_base = m->hp.rope_freq_base;
+    info->norm_eps = m->hp.norm_eps;
+    info->rope_neox = m->hp.rope_neox;
     info->n_params = m->n_params;
     info->weight_bytes = m->weight_bytes;
-    snprintf(info->backend, sizeof info->backend, "%s", m->backend->i->describe(m->backend->ctx));
+    if (m->backend)
+        snprintf(info->backend, sizeof info->backend, "%s",
+                 m->backend->i->describe(m->backend->ctx));
+    file_info(m->gguf, info);
     return CLINFER_OK;
 }

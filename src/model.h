@@ -15,14 +15,10 @@
 
 struct clinfer_vocab;
 
-typedef enum {
-    CLINFER_ARCH_LLAMA, /* llama, mistral, tinyllama, smollm2: RMSNorm, RoPE, SwiGLU */
-    CLINFER_ARCH_QWEN2, /* llama layout plus q/k/v biases and NeoX rope */
-    CLINFER_ARCH_GPT2,  /* LayerNorm, learned positions, fused QKV, GELU, biases everywhere */
-} clinfer_arch;
+typedef struct clinfer_arch clinfer_arch; /* arch.h */
 
 typedef struct {
-    clinfer_arch arch;
+    const clinfer_arch *arch;
     uint32_t n_vocab;
     uint32_t n_ctx_train; /* gpt2: also the rows of position_embd */
     uint32_t n_embd;
@@ -30,7 +26,7 @@ typedef struct {
     uint32_t n_head, n_head_kv;
     uint32_t head_dim; /* n_embd / n_head unless attention.key_length says otherwise */
     uint32_t n_ff;
-    uint32_t n_rot; /* rope.dimension_count: leading dims of each head that rotate */
+    uint32_t n_rot; /* rope.dimension_count: leading dims of each head that rotate; 0: no rope */
     float rope_freq_base;
     float rope_freq_scale; /* 1 / rope.scaling.factor for linear scaling, else 1 */
     bool rope_neox;
@@ -79,28 +75,13 @@ struct clinfer_model {
     uint64_t n_params;
     uint64_t weight_bytes; /* matrices as stored in the file plus the f32 vectors */
     bool verbose;
+    clinfer_toggle profile; /* clinfer_backend_options.profile, for the contexts */
 
     /* The contexts of this model share one backend (one queue, shared kernel objects, which
      * are not thread-safe), so their backend calls are serialised here (context.c). */
     pthread_mutex_t backend_lock;
 };
 
-/* What a context of this model needs on the device, for logs and `clinfer info`. */
-typedef struct {
-    uint64_t weight_bytes;   /* the model's weights (shared by all contexts) */
-    uint64_t kv_bytes;       /* one context's KV cache */
-    uint64_t scratch_bytes;  /* one context's activations, logits and token ids */
-    uint32_t n_ctx, n_batch; /* the effective values the figures were computed for */
-} clinfer_memory_plan;
-
-/* Resolves params (NULL: defaults) against the model: n_ctx 0 means the training context,
- * n_batch 0 means 256, and n_batch is capped at n_ctx. Fails for an n_ctx that the model
- * cannot address (gpt2 beyond its position table). */
-clinfer_status clinfer_model_memory_plan(const clinfer_model *model,
-                                         const clinfer_context_params *params,
-                                         clinfer_memory_plan *out);
-
-const char *clinfer_arch_name(clinfer_arch arch);
 
 /* The model a context evaluates (context.c). */
 const clinfer_model *clinfer_context_model(const clinfer_context *ctx);

@@ -5,11 +5,14 @@
 
 #include "error.h"
 #include "executor.h"
+#include "options.h"
 
-clinfer_status exec_profile_create(exec_profile **out) {
-    const char *table = getenv("CLINFER_PROFILE"), *trace = getenv("CLINFER_TRACE");
-    bool want_table = table && *table && *table != '0';
-    bool want_trace = trace && *trace;
+clinfer_status exec_profile_create(clinfer_toggle profile, exec_profile **out) {
+    clinfer_dev_options dev;
+    clinfer_dev_options_get(&dev);
+    const char *trace = dev.trace;
+    bool want_table = profile == CLINFER_ON || (profile == CLINFER_DEFAULT && dev.profile);
+    bool want_trace = trace != NULL;
     *out = NULL;
     if (!want_table && !want_trace) return CLINFER_OK;
     exec_profile *p = calloc(1, sizeof *p);

@@ -57,8 +57,9 @@ typedef struct {
     size_t timing_cap;
 } exec_profile;
 
-/* Reads the environment: *out is NULL when profiling is off. */
-clinfer_status exec_profile_create(exec_profile **out);
+/* profile: the model's option (CLINFER_DEFAULT: the environment's); CLINFER_TRACE adds a
+ * trace. *out is NULL when profiling is off. */
+clinfer_status exec_profile_create(clinfer_toggle profile, exec_profile **out);
 
 /* Prints the table (when CLINFER_PROFILE asked for it), closes the trace and frees. */
 void exec_profile_free(exec_profile *profile, FILE *out);

@@ -31,7 +31,7 @@ static void check_fresh_backend_works(const char *after) {
     float in[16], out[16] = {0};
     for (int i = 0; i < 16; i++)
         in[i] = (float)i - 3.5f;
-    EXPECT_OK(clinfer_backend_opencl_create(0, &b));
+    EXPECT_OK(clinfer_backend_opencl_create(0, NULL, &b));
     if (!b) return;
     EXPECT_OK(b->i->buffer_alloc(b->ctx, sizeof in, &x));
     EXPECT_OK(b->i->buffer_alloc(b->ctx, sizeof out, &y));
@@ -50,7 +50,7 @@ static void check_fresh_backend_works(const char *after) {
 
 static void test_alloc_fault(void) {
     clinfer_backend *b = NULL;
-    EXPECT_OK(clinfer_backend_opencl_create(0, &b));
+    EXPECT_OK(clinfer_backend_opencl_create(0, NULL, &b));
     if (!b) return;
     clinfer_buffer *first = NULL, *second = NULL, *third = NULL;
     setenv("CLINFER_FAULT", "alloc:2:-4", 1);
@@ -70,7 +70,7 @@ static void test_alloc_fault(void) {
 
 static void test_enqueue_fault(void) {
     clinfer_backend *b = NULL;
-    EXPECT_OK(clinfer_backend_opencl_create(0, &b));
+    EXPECT_OK(clinfer_backend_opencl_create(0, NULL, &b));
     if (!b) return;
     clinfer_buffer *x = NULL, *y = NULL;
     EXPECT_OK(b->i->buffer_alloc(b->ctx, 64, &x));
@@ -102,7 +102,7 @@ static void test_build_fault(void) {
     /* Counting restarts when the variable changes, so build 3 is the third of this create. */
     setenv("CLINFER_FAULT", "build:3:-11", 1);
     clinfer_backend *b = NULL;
-    clinfer_status st = clinfer_backend_opencl_create(0, &b);
+    clinfer_status st = clinfer_backend_opencl_create(0, NULL, &b);
     EXPECT(st == CL_BUILD_PROGRAM_FAILURE && !b, "create with a failing build returned %s",
            clinfer_status_str(st));
     unsetenv("CLINFER_FAULT");

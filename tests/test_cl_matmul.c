@@ -377,7 +377,7 @@ static void test_rejects(void) {
 
 static void test_device(size_t index) {
     EXPECT_OK(clinfer_backend_reference_create(&be[REF]));
-    EXPECT_OK(clinfer_backend_opencl_create(index, &be[CL]));
+    EXPECT_OK(clinfer_backend_opencl_create(index, NULL, &be[CL]));
     if (!be[REF] || !be[CL]) {
         clinfer_backend_free(be[REF]);
         clinfer_backend_free(be[CL]);

@@ -833,7 +833,7 @@ static void test_bad_args(void) {
 
 static void test_device(size_t index) {
     EXPECT_OK(clinfer_backend_reference_create(&be[REF]));
-    clinfer_status st = clinfer_backend_opencl_create(index, &be[CL]);
+    clinfer_status st = clinfer_backend_opencl_create(index, NULL, &be[CL]);
     EXPECT(st == CLINFER_OK, "opencl backend on device %zu: %s: %s", index, clinfer_status_str(st),
            clinfer_last_error());
     if (be[REF] && be[CL]) {

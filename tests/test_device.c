@@ -205,10 +205,11 @@ static void test_selftest_kernel(size_t index) {
     if (err != CL_SUCCESS) return;
     queue = clCreateCommandQueue(ctx, device, 0, &err);
     EXPECT(err == CL_SUCCESS, "clCreateCommandQueue: %s", clinfer_status_str(err));
-    clinfer_status st, built = cl_program_build(ctx, device, &info, "selftest.cl", NULL, &prog);
+    clinfer_status st,
+        built = cl_program_build(ctx, device, &info, NULL, "selftest.cl", NULL, &prog);
     EXPECT_OK(built);
     cl_program missing = NULL;
-    st = cl_program_build(ctx, device, &info, "missing.cl", NULL, &missing);
+    st = cl_program_build(ctx, device, &info, NULL, "missing.cl", NULL, &missing);
     EXPECT(st == (getenv("CLINFER_CL_DIR") ? CLINFER_ERR_IO : CLINFER_ERR_NOT_FOUND) && !missing,
            "missing source: %s", clinfer_status_str(st));
     if (built == CLINFER_OK && err == CL_SUCCESS) {

@@ -188,7 +188,7 @@ static side sides[SIDES];
 static void side_init(side *s, bool graph, const float *x, const float *norm_w,
                       const unsigned char *weights) {
     if (!graph) setenv("CLINFER_GRAPH", "0", 1);
-    EXPECT_OK(clinfer_backend_opencl_create(0, &s->be));
+    EXPECT_OK(clinfer_backend_opencl_create(0, NULL, &s->be));
     unsetenv("CLINFER_GRAPH");
     if (!s->be) return;
     const clinfer_backend_i *i = s->be->i;

@@ -34,7 +34,7 @@ static int build(double *ms) {
     cl_program_cache_stats(&hits0, &misses0);
     cl_program prog = NULL;
     double start = now_ms();
-    clinfer_status st = cl_program_build(ctx, device, &info, "selftest.cl", NULL, &prog);
+    clinfer_status st = cl_program_build(ctx, device, &info, NULL, "selftest.cl", NULL, &prog);
     if (ms) *ms = now_ms() - start;
     EXPECT_OK(st);
     cl_int err = CL_INVALID_PROGRAM;
@@ -132,7 +132,7 @@ static void test_hit_and_damage(void) {
 
     /* Other options make another entry. */
     cl_program prog = NULL;
-    EXPECT_OK(cl_program_build(ctx, device, &info, "selftest.cl", "-DOTHER=1", &prog));
+    EXPECT_OK(cl_program_build(ctx, device, &info, NULL, "selftest.cl", "-DOTHER=1", &prog));
     if (prog) clReleaseProgram(prog);
     EXPECT(find_entry(dir, entry, sizeof entry) == 2, "options are part of the key");
 }
@@ -145,7 +145,8 @@ static void build_twice(void *unused) {
 
 static void *build_in_thread(void *status) {
     cl_program prog = NULL;
-    *(clinfer_status *)status = cl_program_build(ctx, device, &info, "selftest.cl", NULL, &prog);
+    *(clinfer_status *)status =
+        cl_program_build(ctx, device, &info, NULL, "selftest.cl", NULL, &prog);
     if (prog) clReleaseProgram(prog);
     return NULL;
 }
@@ -199,7 +200,7 @@ static void test_build_errors(void) {
     static const char broken[] = "__kernel void broken(__global float *x) { x[0] = y; }\n";
     cl_program prog = NULL;
     clinfer_status st =
-        cl_program_build_source(ctx, device, &info, "broken.cl", broken, NULL, &prog);
+        cl_program_build_source(ctx, device, &info, NULL, "broken.cl", broken, NULL, &prog);
     EXPECT(st == CLINFER_ERR_BUILD && !prog, "syntax error -> %s", clinfer_status_str(st));
     const char *msg = clinfer_last_error();
     EXPECT(strstr(msg, "broken.cl") && strstr(msg, "build log") && strstr(msg, "'y'"),
@@ -216,17 +217,17 @@ static void test_build_errors(void) {
         fclose(f);
     }
     setenv("CLINFER_CL_DIR", cl_dir, 1);
-    st = cl_program_build(ctx, device, &info, "selftest.cl", NULL, &prog);
+    st = cl_program_build(ctx, device, &info, NULL, "selftest.cl", NULL, &prog);
     EXPECT(st == CLINFER_ERR_BUILD && !prog, "CLINFER_CL_DIR syntax error -> %s",
            clinfer_status_str(st));
     EXPECT(strstr(clinfer_last_error(), "'y'") != NULL, "%s", clinfer_last_error());
-    st = cl_program_build(ctx, device, &info, "absent.cl", NULL, &prog);
+    st = cl_program_build(ctx, device, &info, NULL, "absent.cl", NULL, &prog);
     EXPECT(st == CLINFER_ERR_IO && strstr(clinfer_last_error(), "absent.cl"), "absent: %s",
            clinfer_last_error());
     unsetenv("CLINFER_CL_DIR");
 
     /* Bad options are a build failure too, not a crash. */
-    st = cl_program_build(ctx, device, &info, "selftest.cl", "-DX=1 -not-an-option", &prog);
+    st = cl_program_build(ctx, device, &info, NULL, "selftest.cl", "-DX=1 -not-an-option", &prog);
     EXPECT(st == CLINFER_ERR_BUILD && !prog, "bad option -> %s", clinfer_status_str(st));
 }
 

@@ -1,4 +1,4 @@
-/* src/quant.c: dtype table, IEEE half conversion, GGUF block dequantization and quantization.
+/* base/quant.c: dtype table, IEEE half conversion, GGUF block dequantization and quantization.
  *
  * Dequantization is checked on blocks built by hand, with expected values worked out from the
  * GGUF block layouts (the comments show the arithmetic); the conversion to half is checked

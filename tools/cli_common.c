@@ -9,7 +9,6 @@
 #include <time.h>
 
 #include "cli.h"
-#include "gguf.h"
 
 /* The file tools/fetch_model.sh stores; searched where that script puts it. */
 #define DEFAULT_MODEL_FILE "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -25,7 +24,7 @@ int cli_model_option(int opt, const char *arg, cli_model_opts *o) {
         o->path = arg;
         return 1;
     case OPT_DEVICE:
-        o->params.device = arg;
+        o->params.options.device = arg;
         return 1;
     case OPT_REFERENCE:
         o->params.backend = CLINFER_BACKEND_REFERENCE;
@@ -183,12 +182,6 @@ double cli_now_ms(void) {
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-int cli_enable_profile(const char *command) {
-    if (setenv("CLINFER_PROFILE", "1", 1) != 0)
-        return cli_error("%s: cannot set CLINFER_PROFILE for --profile", command);
-    return 0;
-}
-
 static bool file_exists(const char *path) {
     FILE *f = fopen(path, "rb");
     if (f) fclose(f);
@@ -223,15 +216,10 @@ int cli_load_model(const cli_model_opts *o, clinfer_model **model, double *load_
         path = buf;
         fprintf(stderr, "clinfer: no -m given, using the default model %s\n", path);
     }
-    /* Validating the file first fails bad input in milliseconds, before any device set-up. */
-    gguf_file *f = NULL;
-    clinfer_status st = gguf_open(path, &f);
-    gguf_close(f);
-    if (st == CLINFER_OK) {
-        double t0 = cli_now_ms();
-        st = clinfer_model_load(path, &o->params, model);
-        if (load_ms) *load_ms = cli_now_ms() - t0;
-    }
+    /* clinfer_model_load checks the whole file before any device set-up. */
+    double t0 = cli_now_ms();
+    clinfer_status st = clinfer_model_load(path, &o->params, model);
+    if (load_ms) *load_ms = cli_now_ms() - t0;
     if (st != CLINFER_OK)
         return cli_error("cannot load model '%s': %s (%s)", path, clinfer_last_error(),
                          clinfer_status_str(st));

@@ -140,14 +140,12 @@ bool cli_parse_float(const char *option, const char *arg, float lo, float hi, fl
 
 double cli_now_ms(void);
 
-/* --profile: sets CLINFER_PROFILE=1, which the backends and contexts created afterwards read (a
- * per-op table on stderr as each context is freed; see src/profile.h). Prints the error; 1 on
- * failure. */
+/* --profile: clinfer_backend_options.profile (a per-op table on stderr as each context is
+ * freed). */
 #define CLI_PROFILE_HELP                                                                           \
     "      --profile        profile on stderr (CLINFER_PROFILE=1): time per op kind and per\n"     \
     "                       token wall = kernels + gaps (launches, host work); OpenCL times its\n" \
     "                       kernels with events, the reference backend waits for each op\n"
-int cli_enable_profile(const char *command);
 
 /* --f32-act (run, chat, bench): clinfer_context_params.f32_activations. */
 #define CLI_F32_ACT_HELP                                                                           \

@@ -12,8 +12,7 @@
     X(chat, "chat with a model, turn by turn, on stdin")                                           \
     X(info, "show a model's architecture, tensors and memory plan")                                \
     X(tokenize, "print the token ids (and pieces) of a text; vocab-only files work")               \
-    X(bench, "prefill and decode tokens/s, time to first token and peak memory of a model")        \
-    X(bench_ops, "time the matvec/GEMM kernels against the device's measured roofline")
+    X(bench, "prefill and decode tokens/s, time to first token and peak memory of a model")
 
 #define DECLARE(name, summary) int cmd_##name(int argc, char **argv);
 COMMANDS(DECLARE)

@@ -56,7 +56,8 @@ static int bench_option(int opt, const char *arg, void *user) {
         return 1;
     case OPT_PROFILE:
         o->profile = true;
-        return cli_enable_profile("bench") ? -1 : 1;
+        o->model.params.options.profile = CLINFER_ON;
+        return 1;
     case OPT_F32_ACT:
         o->f32_act = true;
         return 1;

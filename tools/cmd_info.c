@@ -1,10 +1,9 @@
 /* clinfer info: what a model file holds and what it needs on the chosen device. */
 #include <stdio.h>
+#include <string.h>
 
 #include "cli.h"
-#include "chat.h"
 #include "cli_common.h"
-#include "model.h"
 
 static void usage(FILE *out) {
     fprintf(out, "usage: clinfer info [-m MODEL] [OPTIONS]\n\n"
@@ -16,38 +15,6 @@ static void usage(FILE *out) {
 
 static double mib(uint64_t bytes) {
     return (double)bytes / (1024.0 * 1024.0);
-}
-
-/* The chat format recognised in tokenizer.chat_template, or why there is none. */
-static void print_chat_template(const gguf_file *f) {
-    gguf_str tmpl = {NULL, 0};
-    chat_format format;
-    if (!gguf_find_kv(f, "tokenizer.chat_template"))
-        printf("chat:         no template (--chat needs --chat-template NAME)\n");
-    else if (gguf_get_str(f, "tokenizer.chat_template", &tmpl) == CLINFER_OK &&
-             chat_detect(tmpl.ptr, (size_t)tmpl.len, NULL, &format) == CLINFER_OK)
-        printf("chat:         %s template\n", chat_format_name(format));
-    else
-        printf("chat:         unrecognised template (--chat needs --chat-template NAME)\n");
-}
-
-/* Tensor count and bytes per element type, in type-id order. */
-static void print_tensor_types(const gguf_file *f) {
-    enum { MAX_TYPE = 64 };
-    size_t count[MAX_TYPE] = {0};
-    uint64_t bytes[MAX_TYPE] = {0};
-    for (size_t i = 0; i < gguf_tensor_count(f); i++) {
-        const gguf_tensor *t = gguf_tensor_at(f, i);
-        if ((unsigned)t->type < MAX_TYPE) {
-            count[t->type]++;
-            bytes[t->type] += t->size;
-        }
-    }
-    printf("tensors:      %zu\n", gguf_tensor_count(f));
-    for (int t = 0; t < MAX_TYPE; t++)
-        if (count[t])
-            printf("  %-10s  %4zu tensors  %9.2f MiB\n", clinfer_dtype_name((clinfer_dtype)t),
-                   count[t], mib(bytes[t]));
 }
 
 int cmd_info(int argc, char **argv) {
@@ -89,22 +56,28 @@ int cmd_info(int argc, char **argv) {
         clinfer_model_free(model);
         return 1;
     }
-    const clinfer_hparams *hp = &model->hp;
     printf("name:         %s\n", info.name[0] ? info.name : "(none)");
-    printf("architecture: %s (executor: %s)\n", info.architecture, clinfer_arch_name(hp->arch));
-    printf("gguf:         version %u, %.2f MiB\n", gguf_version(model->gguf),
-           mib(gguf_file_size(model->gguf)));
+    printf("architecture: %s\n", info.architecture);
+    printf("gguf:         version %u, %.2f MiB\n", info.gguf_version, mib(info.file_bytes));
     printf("parameters:   %.1f M\n", (double)info.n_params / 1e6);
     printf("vocab:        %u\n", info.n_vocab);
     printf("context:      %u (training)\n", info.n_ctx_train);
     printf("embedding:    %u, feed-forward %u, layers %u\n", info.n_embd, info.n_ff, info.n_layer);
     printf("heads:        %u query, %u key/value, head dim %u\n", info.n_head, info.n_head_kv,
-           hp->head_dim);
-    printf("rope:         %u dims, base %g, %s\n", hp->n_rot, (double)hp->rope_freq_base,
-           hp->rope_neox ? "neox" : "normal");
-    printf("norm eps:     %g\n", (double)hp->norm_eps);
-    print_chat_template(model->gguf);
-    print_tensor_types(model->gguf);
+           info.head_dim);
+    printf("rope:         %u dims, base %g, %s\n", info.n_rot, (double)info.rope_freq_base,
+           info.rope_neox ? "neox" : "normal");
+    printf("norm eps:     %g\n", (double)info.norm_eps);
+    if (!info.chat_format[0])
+        printf("chat:         no template (--chat needs --chat-template NAME)\n");
+    else if (!strcmp(info.chat_format, "unrecognised"))
+        printf("chat:         unrecognised template (--chat needs --chat-template NAME)\n");
+    else
+        printf("chat:         %s template\n", info.chat_format);
+    printf("tensors:      %u\n", info.n_tensors);
+    for (uint32_t t = 0; t < info.n_tensor_types; t++)
+        printf("  %-10s  %4u tensors  %9.2f MiB\n", info.tensor_types[t].type,
+               info.tensor_types[t].count, mib(info.tensor_types[t].bytes));
     printf("backend:      %s\n", info.backend);
     printf("memory plan:  n_ctx %u, n_batch %u\n", plan.n_ctx, plan.n_batch);
     printf("  weights     %9.2f MiB (shared by all contexts)\n", mib(plan.weight_bytes));

@@ -39,7 +39,8 @@ static int run_option(int opt, const char *arg, void *user) {
         o->chat = true;
         return 1;
     case OPT_PROFILE:
-        return cli_enable_profile("run") ? -1 : 1;
+        o->gen.model.params.options.profile = CLINFER_ON;
+        return 1;
     default:
         return 0;
     }

@@ -1,5 +1,5 @@
-/* clinfer tokenize: the token ids (and pieces) of a text. It reads only the tokenizer metadata
- * (gguf + vocabulary, no model loader), so it also works on vocab-only GGUF files. */
+/* clinfer tokenize: the token ids (and pieces) of a text. It loads the model vocab_only (the
+ * tokenizer metadata, no weights or device), so it also works on vocab-only GGUF files. */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,8 +8,6 @@
 
 #include "cli.h"
 #include "cli_common.h"
-#include "gguf.h"
-#include "tokenizer.h"
 
 enum { OPT_PIECES = 512, OPT_NO_BOS, OPT_NO_SPECIAL };
 
@@ -72,7 +70,7 @@ static void print_piece(const char *s, size_t n) {
     putchar('"');
 }
 
-static int print_tokens(const clinfer_vocab *v, const int32_t *ids, size_t n, bool pieces) {
+static int print_tokens(const clinfer_model *v, const int32_t *ids, size_t n, bool pieces) {
     for (size_t i = 0; i < n; i++) {
         if (!pieces) {
             printf(i ? " %d" : "%d", ids[i]);
@@ -80,7 +78,7 @@ static int print_tokens(const clinfer_vocab *v, const int32_t *ids, size_t n, bo
         }
         char piece[1024];
         size_t len;
-        clinfer_status st = clinfer_vocab_piece(v, ids[i], piece, sizeof piece, &len);
+        clinfer_status st = clinfer_token_to_piece(v, ids[i], piece, sizeof piece, &len);
         if (st != CLINFER_OK) return cli_error("tokenize: %s", clinfer_last_error());
         printf("%6d  ", ids[i]);
         print_piece(piece, len);
@@ -129,14 +127,15 @@ int cmd_tokenize(int argc, char **argv) {
                          argc - optind);
 
     int rc = 1;
-    gguf_file *f = NULL;
-    clinfer_vocab *v = NULL;
+    clinfer_model *v = NULL;
     int32_t *ids = NULL;
     char *input = NULL;
     const char *text = argv[optind];
     size_t len = strlen(text), n = 0;
-    clinfer_status st = gguf_open(path, &f);
-    if (st == CLINFER_OK) st = clinfer_vocab_load(f, &v);
+    clinfer_model_params params;
+    clinfer_model_params_default(&params);
+    params.vocab_only = true;
+    clinfer_status st = clinfer_model_load(path, &params, &v);
     if (st != CLINFER_OK) {
         cli_error("tokenize: %s: %s", path, clinfer_last_error());
         goto cleanup;
@@ -148,11 +147,11 @@ int cmd_tokenize(int argc, char **argv) {
             goto cleanup;
         }
     }
-    bos = bos && clinfer_vocab_add_bos(v);
-    st = clinfer_vocab_tokenize(v, text, len, bos, special, NULL, 0, &n);
+    bos = bos && clinfer_token_add_bos(v);
+    st = clinfer_tokenize(v, text, len, bos, special, NULL, 0, &n);
     if (st == CLINFER_ERR_BUFFER_TOO_SMALL) {
         ids = malloc((n ? n : 1) * sizeof *ids);
-        st = ids ? clinfer_vocab_tokenize(v, text, len, bos, special, ids, n, &n)
+        st = ids ? clinfer_tokenize(v, text, len, bos, special, ids, n, &n)
                  : CLINFER_ERR_OUT_OF_MEMORY;
     }
     if (st != CLINFER_OK) {
@@ -163,7 +162,6 @@ int cmd_tokenize(int argc, char **argv) {
 cleanup:
     free(input);
     free(ids);
-    clinfer_vocab_free(v);
-    gguf_close(f);
+    clinfer_model_free(v);
     return rc;
 }

@@ -1,10 +1,17 @@
 /* Internals of the OpenCL backend, shared by its files:
- *   backend_cl.c  context, queue, buffers, op dispatch, the non-matmul ops
- *   matmul_cl.c   weight upload/re-layout (split above CL_DEVICE_MAX_MEM_ALLOC_SIZE),
- *                 matvec/GEMM over every weight type, CLBlast, embedding gather
- *   graph_cl.c    runs of decode ops in one launch (cl/graph.cl) on CPU devices
- *   device.c      enumeration, capabilities, kernel path, selection
- *   program.c     program builds from the embedded cl/ sources, binary cache */
+ *   backend_cl.c    context, queue, buffers, the interface and op dispatch
+ *   launch_cl.c     the one launch helper, error checks, device-lost marking, kernel timing
+ *   ops_cl.c        norm, rope, store, softmax, element-wise, argmax (ops_cl.h)
+ *   attention_cl.c  attention, with rotation and cache writes (ops_cl.h)
+ *   matmul_cl.c     matvec/GEMM over every weight type, embedding gather (matmul_cl.h)
+ *   weights_cl.c    weight layouts, upload, splitting, interleaving, arenas (matmul_cl.h)
+ *   act_q8_cl.c     8-bit activations for x_q8 matmuls (matmul_cl.h)
+ *   clblast_cl.c    CLBlast's SGEMM and its cache's reference count (matmul_cl.h)
+ *   graph_cl.c      runs of decode ops in one launch (cl/graph.cl) on CPU devices
+ *   device.c        enumeration, capabilities, kernel path, selection
+ *   program.c       program builds from the embedded cl/ sources, binary cache
+ * Headers: cl_backend.h (this) for all; ops_cl.h and matmul_cl.h for their families; device.h,
+ * program.h, fault.h stand alone. No header includes a .c file's private header. */
 #ifndef CLINFER_CL_BACKEND_H
 #define CLINFER_CL_BACKEND_H
 
@@ -12,10 +19,19 @@
 #include <CL/cl.h>
 
 #include "backend.h"
+#include "graph_record.clh"
 
-struct cl_matmul_state; /* owned by matmul_cl.c */
+/* The weight types the kernels read (matmul_cl.c lays each out): cl_type_index gives the place
+ * of type among them, -1 for none; cl_type_defines the -D options of a program that includes
+ * cl/weights.clh for weights of type (-DWT_<name>, -DWT_Q8_ACT where matmuls take 8-bit x), in
+ * buf, returned. Both read the type table (base/quant.c). */
+enum { CL_N_TYPES = 7 };
+int cl_type_index(clinfer_dtype type);
+const char *cl_type_defines(clinfer_dtype type, char *buf, size_t size);
+
+struct cl_matmul_state; /* matmul_cl.h */
 struct cl_ops_state;    /* owned by backend_cl.c */
-struct cl_weight;       /* owned by matmul_cl.c */
+struct cl_weight;       /* matmul_cl.h */
 
 /* Profiling events (timing_mark .. timing_collect): each launch keeps its event, tagged with the
  * op it belongs to. The array only grows, so recording allocates nothing per launch. */
@@ -40,10 +56,14 @@ typedef struct cl_backend_ctx {
     cl_command_queue queue;
     clinfer_device_info info; /* info.kernel_path: the variant in use */
     char description[256];
+    clinfer_backend_options options; /* resolved; options.cache_dir points to cache_dir */
+    char cache_dir[1024];
     struct cl_matmul_state *mm;
     struct cl_ops_state *ops;
     struct cl_graph_state *graph;
     cl_timing timing;
+    bool lost; /* the device failed: every later call returns CLINFER_ERR_DEVICE_LOST */
+    char lost_reason[160];
 } cl_backend_ctx;
 
 struct clinfer_buffer {
@@ -57,12 +77,37 @@ struct clinfer_buffer {
 clinfer_status cl_check_ref(const char *op, const char *name, clinfer_ref ref, size_t count,
                             size_t elem);
 
-/* backend_cl.c: the event argument of a launch: slot while recording, else NULL (no event). */
+/* launch_cl.c: one kernel argument (CL_ARG(v): the variable v). */
+typedef struct {
+    size_t size;
+    const void *value;
+} cl_arg;
+#define CL_ARG(v) ((cl_arg){sizeof(v), &(v)})
+/* Sets kernel's n_args arguments and enqueues it (name labels messages), keeping the profiling
+ * event while timing records. */
+clinfer_status cl_launch(cl_backend_ctx *b, cl_kernel kernel, const char *name, const cl_arg *args,
+                         size_t n_args, cl_uint dims, const size_t *global, const size_t *local);
+/* err as a status, with a message naming the call (fmt); CL_OUT_OF_RESOURCES and
+ * CL_INVALID_COMMAND_QUEUE mark the context lost (cl_note_lost, for statuses from elsewhere),
+ * after which cl_check_alive fails. */
+clinfer_status cl_check(cl_backend_ctx *b, cl_int err, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+void cl_note_lost(cl_backend_ctx *b, clinfer_status st);
+clinfer_status cl_check_alive(const cl_backend_ctx *b);
+clinfer_status cl_sync(void *ctx);
+static inline size_t cl_round_up(size_t v, size_t to) {
+    return (v + to - 1) / to * to;
+}
+
+/* The event argument of a launch: slot while recording, else NULL (no event). */
 static inline cl_event *cl_timing_slot(cl_backend_ctx *b, cl_event *slot) {
     return b->timing.recording ? slot : NULL;
 }
 /* Keeps the event a launch filled in through cl_timing_slot (NULL: none) for timing_collect. */
 clinfer_status cl_timing_keep(cl_backend_ctx *b, cl_event event);
+/* The backend interface's timing_mark and timing_collect (backend.h). */
+bool cl_timing_mark(void *ctx, size_t op_index);
+clinfer_status cl_timing_collect(void *ctx, clinfer_op_timing *ops, size_t n_ops);
 
 /* backend_cl.c: an op's operands against its buffers, as its launch checks them (the graph
  * checks before it encodes). */
@@ -82,7 +127,8 @@ clinfer_status cl_graph_init(cl_backend_ctx *b);
 void cl_graph_free(cl_backend_ctx *b);
 clinfer_status cl_graph_run(cl_backend_ctx *b, const clinfer_op *ops, size_t n, size_t *taken);
 
-/* matmul_cl.c */
+/* The matmul family (matmul_cl.h): matmul_cl.c, weights in weights_cl.c, 8-bit activations
+ * (cl_matmul_forget, cl_round_output .. cl_act_q8_made) in act_q8_cl.c. */
 clinfer_status cl_matmul_init(cl_backend_ctx *b);
 void cl_matmul_free(cl_backend_ctx *b);
 clinfer_status cl_weight_create(cl_backend_ctx *b, clinfer_dtype type, int m, int k,
@@ -113,8 +159,7 @@ clinfer_status cl_embed(cl_backend_ctx *b, const clinfer_op *op);
  * per-op path does: its type and first part's arrays (their arena, where it has one; s is q for
  * f32/f16), whether its rows are interleaved, the bytes a row takes as stored, and the matvec
  * the per-op path would run: CL_MM_ROWS over f32 x (or d * q of 8-bit x), CL_MM_IL or CL_MM_Q8
- * over 8-bit x (the values of graph.cl's MM_ROWS, MM_IL and MM_Q8). */
-enum { CL_MM_ROWS, CL_MM_IL, CL_MM_Q8 };
+ * over 8-bit x (graph_record.clh names them, for graph.cl too). */
 typedef struct {
     clinfer_dtype type;
     int parts;

@@ -11,6 +11,7 @@
 #include <strings.h>
 
 #include "error.h"
+#include "options.h"
 
 enum { MAX_PLATFORMS = 16, MAX_DEVICES = 64 };
 
@@ -30,8 +31,6 @@ static struct {
 } registry;
 
 static pthread_once_t registry_once = PTHREAD_ONCE_INIT;
-
-static const char *const kernel_paths[] = {"cpu-rows", "gpu-subgroup", "gpu-local-reduce"};
 
 /* Appends a note to registry.message ("; "-separated), silently truncating. */
 static void note(const char *fmt, const char *what, cl_int err) {
@@ -113,8 +112,9 @@ static clinfer_device_type classify_type(cl_device_type type) {
 
 /* The kernel variant follows from what the device reports, never from its name. */
 static const char *capability_kernel_path(const clinfer_device_info *info) {
-    if (info->type == CLINFER_DEVICE_CPU) return kernel_paths[0];
-    return info->subgroups ? kernel_paths[1] : kernel_paths[2];
+    return clinfer_kernel_path_name(info->type == CLINFER_DEVICE_CPU ? CLINFER_KERNEL_PATH_CPU_ROWS
+                                    : info->subgroups ? CLINFER_KERNEL_PATH_GPU_SUBGROUP
+                                                      : CLINFER_KERNEL_PATH_GPU_LOCAL_REDUCE);
 }
 
 /* Fills e->info; returns the failing OpenCL error (e->info is then incomplete). */
@@ -263,26 +263,23 @@ clinfer_status clinfer_device_count(size_t *count) {
     return CLINFER_OK;
 }
 
-clinfer_status clinfer_device_get_info(size_t index, clinfer_device_info *info) {
-    if (!info)
-        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "clinfer_device_get_info: info is NULL");
+clinfer_status cl_device_get_info(size_t index, clinfer_kernel_path path,
+                                  clinfer_device_info *info) {
     const device_entry *e = NULL;
     clinfer_status st = lookup(index, &e);
     if (st != CLINFER_OK) return st;
-    const char *forced = getenv("CLINFER_KERNEL_PATH");
-    if (forced && *forced) {
-        size_t k = 0;
-        while (k < sizeof kernel_paths / sizeof kernel_paths[0] && strcmp(forced, kernel_paths[k]))
-            k++;
-        if (k == sizeof kernel_paths / sizeof kernel_paths[0])
-            return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
-                                "CLINFER_KERNEL_PATH='%s' is not one of cpu-rows, gpu-subgroup, "
-                                "gpu-local-reduce",
-                                forced);
-    }
     *info = e->info;
-    if (forced && *forced) snprintf(info->kernel_path, sizeof info->kernel_path, "%s", forced);
+    if (path != CLINFER_KERNEL_PATH_DEFAULT)
+        snprintf(info->kernel_path, sizeof info->kernel_path, "%s", clinfer_kernel_path_name(path));
     return CLINFER_OK;
+}
+
+clinfer_status clinfer_device_get_info(size_t index, clinfer_device_info *info) {
+    if (!info)
+        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "clinfer_device_get_info: info is NULL");
+    clinfer_backend_options o;
+    clinfer_status st = clinfer_options_resolve(NULL, &o);
+    return st == CLINFER_OK ? cl_device_get_info(index, o.kernel_path, info) : st;
 }
 
 clinfer_status cl_device_handles(size_t index, cl_platform_id *platform, cl_device_id *device) {
@@ -333,7 +330,7 @@ clinfer_status clinfer_device_select(const char *spec, size_t *index, char *reas
     if (st != CLINFER_OK) return st;
     const char *origin = "the device spec";
     if (!spec || !*spec) {
-        spec = getenv("CLINFER_DEVICE");
+        spec = clinfer_options_device();
         origin = "CLINFER_DEVICE";
     }
     size_t chosen = 0;

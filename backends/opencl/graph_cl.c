@@ -23,9 +23,6 @@
 #include "program.h"
 
 enum {
-    G_INTS = 32,    /* ints per record (graph.cl) */
-    G_LINE = 16,    /* ints between two counters of ctl (graph.cl) */
-    N_SLOTS = 64,   /* buffer arguments of run_graph */
     MAX_RECS = 512, /* records per launch */
     MIN_RUN = 3,    /* fewer ops gain little over their own launches (and a matmul and its
                      * norm pair up without a graph) */
@@ -42,24 +39,10 @@ enum {
     FIRST_FREE_SLOT,
 };
 
-/* Record kinds and fields: as graph.cl. */
-enum { G_EMBED = 1, G_RMSNORM, G_QUANTIZE, G_MATMUL, G_ATTENTION, G_MERGE, G_SWIGLU };
-#define Q8_AT 28
-
-/* The weight types a program can be built for, in -D form. */
-static const struct {
-    clinfer_dtype type;
-    const char *define;
-} graph_types[] = {{CLINFER_DT_F32, "-DWT_F32"},   {CLINFER_DT_F16, "-DWT_F16"},
-                   {CLINFER_DT_Q8_0, "-DWT_Q8_0"}, {CLINFER_DT_Q4_0, "-DWT_Q4_0"},
-                   {CLINFER_DT_Q4_1, "-DWT_Q4_1"}, {CLINFER_DT_Q4_K, "-DWT_Q4_K"},
-                   {CLINFER_DT_Q6_K, "-DWT_Q6_K"}};
-#define N_GRAPH_TYPES (sizeof graph_types / sizeof graph_types[0])
-
 struct cl_graph_state {
-    cl_program programs[N_GRAPH_TYPES][2]; /* [type][kv f16]; built when first needed */
-    cl_kernel kernels[N_GRAPH_TYPES][2];
-    bool failed[N_GRAPH_TYPES][2]; /* the program did not build: per-op launches */
+    cl_program programs[CL_N_TYPES][2]; /* [type][kv f16]; built when first needed */
+    cl_kernel kernels[CL_N_TYPES][2];
+    bool failed[CL_N_TYPES][2]; /* the program did not build: per-op launches */
     cl_mem ctl;
     int32_t *recs; /* MAX_RECS records being encoded */
 };
@@ -68,10 +51,10 @@ struct cl_graph_state {
  * activations hold. */
 typedef struct {
     cl_backend_ctx *b;
-    int type;   /* index into graph_types; -1 until an op with a weight fixes it */
+    int type;   /* the weights' clinfer_dtype; -1 until an op with a weight fixes it */
     int kv_f16; /* -1 until an attention fixes it */
     int want_f; /* the roundings also write d * q for f32 kernels (no integer dots here) */
-    cl_mem slots[N_SLOTS];
+    cl_mem slots[G_SLOTS];
     int n_slots;
     int32_t *recs;
     size_t n_recs;
@@ -90,7 +73,7 @@ static int slot_of(encoder *e, cl_mem mem) {
     for (int i = 0; i < e->n_slots; i++)
         if (e->slots[i] == mem) return i;
     size_t size = 0;
-    if (e->n_slots == N_SLOTS ||
+    if (e->n_slots == G_SLOTS ||
         clGetMemObjectInfo(mem, CL_MEM_SIZE, sizeof size, &size, NULL) != CL_SUCCESS ||
         size > UINT32_MAX)
         return -1;
@@ -113,22 +96,22 @@ static bool take_slots(encoder *e, const cl_mem *mems, int n) {
 static int32_t *record(encoder *e, int kind, size_t tasks) {
     int32_t *r = e->recs + e->n_recs++ * G_INTS;
     memset(r, 0, G_INTS * sizeof *r);
-    r[0] = kind;
-    r[1] = (int32_t)tasks;
-    r[Q8_AT] = SLOT_XQ;
-    r[Q8_AT + 1] = SLOT_XD;
-    r[Q8_AT + 2] = SLOT_XF;
-    r[Q8_AT + 3] = e->want_f;
+    r[G_KIND] = kind;
+    r[G_TASKS] = (int32_t)tasks;
+    r[G_Q8] = SLOT_XQ;
+    r[G_Q8 + 1] = SLOT_XD;
+    r[G_Q8 + 2] = SLOT_XF;
+    r[G_Q8 + 3] = e->want_f;
     return r;
 }
 
-/* Fields at..at+1 of r: the operand ref (its buffer already has a slot). */
+/* Fields at, at + 1 of r: the operand ref (its buffer already has a slot). */
 static void put_ref(encoder *e, int32_t *r, int at, clinfer_ref ref) {
     r[at] = slot_of(e, ref.buf->mem);
     r[at + 1] = (int32_t)ref.offset;
 }
 
-/* Fields at..at+1 of r: bytes from offset of mem (which already has a slot). */
+/* Fields at, at + 1 of r: bytes from offset of mem (which already has a slot). */
 static void put_mem(encoder *e, int32_t *r, int at, cl_mem mem, size_t offset) {
     r[at] = slot_of(e, mem);
     r[at + 1] = (int32_t)offset;
@@ -156,11 +139,8 @@ static size_t split(const encoder *e, size_t work, size_t unit_bytes, size_t *pe
 
 /* The op's weight type must be the run's (the first weight fixes it). */
 static bool same_type(encoder *e, clinfer_dtype type) {
-    int t = -1;
-    for (size_t i = 0; i < N_GRAPH_TYPES; i++)
-        if (graph_types[i].type == type) t = (int)i;
-    if (t < 0 || (e->type >= 0 && e->type != t)) return false;
-    e->type = t;
+    if (cl_type_index(type) < 0 || (e->type >= 0 && e->type != (int)type)) return false;
+    e->type = (int)type;
     return true;
 }
 
@@ -190,30 +170,30 @@ static bool encode_matmul(encoder *e, const clinfer_op *op) {
     if (x_q8 && !fresh) { /* as quantize_x: round x first */
         size_t per_task, tasks = split(e, count / 32, 32 * 5, &per_task);
         int32_t *r = record(e, G_QUANTIZE, tasks);
-        put_ref(e, r, 2, x);
-        r[4] = (int32_t)count;
-        r[5] = (int32_t)per_task;
+        put_ref(e, r, QUANTIZE_X, x);
+        r[QUANTIZE_COUNT] = (int32_t)count;
+        r[QUANTIZE_PER_TASK] = (int32_t)per_task;
         rounded_from(e, x, count);
     }
     int variant = w.variant, il = variant == CL_MM_IL;
     int r0 = op->matmul.row0, g0 = r0 / 16, work = il ? (r0 + m - 1) / 16 + 1 - g0 : m;
     size_t per_task, tasks = split(e, (size_t)work, w.row_bytes * (il ? 16 : 1), &per_task);
     int32_t *r = record(e, G_MATMUL, tasks);
-    put_mem(e, r, 2, w.q, w.q_off);
-    put_mem(e, r, 4, w.s, w.s_off);
-    r[6] = w.il;
-    r[7] = k;
-    r[8] = r0;
-    r[9] = m;
+    put_mem(e, r, MATMUL_Q, w.q, w.q_off);
+    put_mem(e, r, MATMUL_S, w.s, w.s_off);
+    r[MATMUL_IL] = w.il;
+    r[MATMUL_K] = k;
+    r[MATMUL_R0] = r0;
+    r[MATMUL_ROWS] = m;
     if (x_q8 && variant == CL_MM_ROWS) /* the f32 kernel reads x as d * q */
-        r[10] = SLOT_XF, r[11] = 0;
+        r[MATMUL_X] = SLOT_XF, r[MATMUL_X + 1] = 0;
     else
-        put_ref(e, r, 10, x);
-    put_ref(e, r, 12, y);
-    put_ref(e, r, 14, bias.buf ? bias : y);
-    r[16] = (op->matmul.accumulate ? 1 : 0) | (bias.buf ? 2 : 0);
-    r[17] = variant;
-    r[18] = (int32_t)per_task;
+        put_ref(e, r, MATMUL_X, x);
+    put_ref(e, r, MATMUL_Y, y);
+    put_ref(e, r, MATMUL_BIAS, bias.buf ? bias : y);
+    r[MATMUL_FLAGS] = (op->matmul.accumulate ? 1 : 0) | (bias.buf ? 2 : 0);
+    r[MATMUL_VARIANT] = variant;
+    r[MATMUL_PER_TASK] = (int32_t)per_task;
     written(e, y.buf);
     return true;
 }
@@ -225,13 +205,13 @@ static bool encode_embed(encoder *e, const clinfer_op *op) {
     cl_mem mems[4] = {w.q, w.s, op->embed.ids.buf->mem, op->embed.y.buf->mem};
     if (!take_slots(e, mems, 4)) return false;
     int32_t *r = record(e, G_EMBED, (size_t)op->embed.n);
-    put_mem(e, r, 2, w.q, w.q_off);
-    put_mem(e, r, 4, w.s, w.s_off);
-    r[6] = w.il;
-    r[7] = op->embed.k;
-    r[8] = op->embed.m;
-    put_ref(e, r, 9, op->embed.ids);
-    put_ref(e, r, 11, op->embed.y);
+    put_mem(e, r, EMBED_Q, w.q, w.q_off);
+    put_mem(e, r, EMBED_S, w.s, w.s_off);
+    r[EMBED_IL] = w.il;
+    r[EMBED_K] = op->embed.k;
+    r[EMBED_M] = op->embed.m;
+    put_ref(e, r, EMBED_IDS, op->embed.ids);
+    put_ref(e, r, EMBED_Y, op->embed.y);
     written(e, op->embed.y.buf);
     return true;
 }
@@ -243,13 +223,13 @@ static bool encode_rmsnorm(encoder *e, const clinfer_op *op) {
     if (!take_slots(e, mems, 3)) return false;
     bool want_q = cl_round_output(op);
     int32_t *r = record(e, G_RMSNORM, (size_t)op->norm.n);
-    put_ref(e, r, 2, x);
-    put_ref(e, r, 4, w.buf ? w : x);
-    r[6] = w.buf != NULL;
-    put_ref(e, r, 7, y);
-    r[9] = op->norm.d;
-    r[10] = float_bits(op->norm.eps);
-    r[11] = want_q;
+    put_ref(e, r, RMSNORM_X, x);
+    put_ref(e, r, RMSNORM_W, w.buf ? w : x);
+    r[RMSNORM_HAS_W] = w.buf != NULL;
+    put_ref(e, r, RMSNORM_Y, y);
+    r[RMSNORM_D] = op->norm.d;
+    r[RMSNORM_EPS] = float_bits(op->norm.eps);
+    r[RMSNORM_WANT_Q] = want_q;
     written(e, y.buf);
     if (want_q) rounded_from(e, y, (size_t)op->norm.n * (size_t)op->norm.d);
     return true;
@@ -264,12 +244,12 @@ static bool encode_swiglu(encoder *e, const clinfer_op *op) {
     bool want_q = cl_round_output(op);
     size_t per_task, tasks = split(e, (count + 31) / 32, 32 * 12, &per_task);
     int32_t *r = record(e, G_SWIGLU, tasks);
-    put_ref(e, r, 2, a);
-    put_ref(e, r, 4, g);
-    put_ref(e, r, 6, y);
-    r[8] = (int32_t)count;
-    r[9] = want_q;
-    r[10] = (int32_t)per_task;
+    put_ref(e, r, SWIGLU_A, a);
+    put_ref(e, r, SWIGLU_B, g);
+    put_ref(e, r, SWIGLU_Y, y);
+    r[SWIGLU_COUNT] = (int32_t)count;
+    r[SWIGLU_WANT_Q] = want_q;
+    r[SWIGLU_PER_TASK] = (int32_t)per_task;
     written(e, y.buf);
     if (want_q) rounded_from(e, y, count);
     return true;
@@ -279,25 +259,25 @@ static bool encode_swiglu(encoder *e, const clinfer_op *op) {
 static void put_attention(encoder *e, int32_t *r, const clinfer_op *op, size_t chunk,
                           size_t n_chunks, int round_q8) {
     int rope = op->attention.rope.n_rot != 0;
-    put_ref(e, r, 2, op->attention.q);
-    put_ref(e, r, 4, op->attention.k);
-    put_ref(e, r, 6, op->attention.v);
-    put_ref(e, r, 8, op->attention.out);
-    r[10] = SLOT_PART, r[11] = 0;
-    put_ref(e, r, 12, rope ? op->attention.rope.k_src : op->attention.out);
-    put_ref(e, r, 14, rope ? op->attention.rope.v_src : op->attention.out);
-    r[16] = op->attention.n_head;
-    r[17] = op->attention.n_kv_head;
-    r[18] = op->attention.head_dim;
-    r[19] = op->attention.pos0;
-    r[20] = (int32_t)chunk;
-    r[21] = (int32_t)n_chunks;
-    r[22] = float_bits(op->attention.scale);
-    r[23] = op->attention.rope.n_rot;
-    r[24] = op->attention.rope.neox;
-    r[25] = float_bits(op->attention.rope.freq_base);
-    r[26] = float_bits(op->attention.rope.freq_scale);
-    r[27] = round_q8;
+    put_ref(e, r, ATT_Q, op->attention.q);
+    put_ref(e, r, ATT_K, op->attention.k);
+    put_ref(e, r, ATT_V, op->attention.v);
+    put_ref(e, r, ATT_OUT, op->attention.out);
+    r[ATT_PART] = SLOT_PART, r[ATT_PART + 1] = 0;
+    put_ref(e, r, ATT_K_SRC, rope ? op->attention.rope.k_src : op->attention.out);
+    put_ref(e, r, ATT_V_SRC, rope ? op->attention.rope.v_src : op->attention.out);
+    r[ATT_N_HEAD] = op->attention.n_head;
+    r[ATT_N_KV_HEAD] = op->attention.n_kv_head;
+    r[ATT_HEAD_DIM] = op->attention.head_dim;
+    r[ATT_POS0] = op->attention.pos0;
+    r[ATT_CHUNK] = (int32_t)chunk;
+    r[ATT_N_CHUNKS] = (int32_t)n_chunks;
+    r[ATT_SCALE] = float_bits(op->attention.scale);
+    r[ATT_N_ROT] = op->attention.rope.n_rot;
+    r[ATT_NEOX] = op->attention.rope.neox;
+    r[ATT_FREQ_BASE] = float_bits(op->attention.rope.freq_base);
+    r[ATT_FREQ_SCALE] = float_bits(op->attention.rope.freq_scale);
+    r[ATT_ROUND_Q8] = round_q8;
 }
 
 static bool encode_attention(encoder *e, const clinfer_op *op) {
@@ -355,23 +335,24 @@ static bool encode(encoder *e, const clinfer_op *op) {
 /* The kernel for weight type `type` and the KV cache type; NULL where the program does not
  * build on this device (graph launches are then off for that pair, and the per-op launches do
  * the work: CLINFER_VERBOSE says why). */
-static cl_kernel graph_kernel(cl_backend_ctx *b, int type, int kv_f16) {
+static cl_kernel graph_kernel(cl_backend_ctx *b, clinfer_dtype wtype, int kv_f16) {
     struct cl_graph_state *g = b->graph;
+    int type = cl_type_index(wtype);
     if (g->kernels[type][kv_f16] || g->failed[type][kv_f16]) return g->kernels[type][kv_f16];
-    char options[128];
+    char options[160], defines[64];
     snprintf(options, sizeof options,
              "%s%s -DMAX_HEAD_DIM=256 -cl-fp32-correctly-rounded-divide-sqrt",
-             graph_types[type].define, kv_f16 ? " -DKV_F16" : "");
+             cl_type_defines(wtype, defines, sizeof defines), kv_f16 ? " -DKV_F16" : "");
     cl_program program = NULL;
     cl_int err = CL_SUCCESS;
-    clinfer_status st =
-        cl_program_build(b->context, b->device, &b->info, "graph.cl", options, &program);
+    clinfer_status st = cl_program_build(b->context, b->device, &b->info, b->cache_dir, "graph.cl",
+                                         options, &program);
     cl_kernel kernel = st == CLINFER_OK ? clCreateKernel(program, "run_graph", &err) : NULL;
     if (st == CLINFER_OK && err != CL_SUCCESS)
         clinfer_fail(err, "clCreateKernel(run_graph) failed: %s", clinfer_status_str(err));
     if (!kernel) {
-        cl_verbose("graph launches off for %s weights: %s",
-                   clinfer_dtype_name(graph_types[type].type), clinfer_last_error());
+        cl_verbose("graph launches off for %s weights: %s", clinfer_dtype_name(wtype),
+                   clinfer_last_error());
         if (program) clReleaseProgram(program);
         g->failed[type][kv_f16] = true;
         return NULL;
@@ -381,7 +362,7 @@ static cl_kernel graph_kernel(cl_backend_ctx *b, int type, int kv_f16) {
     return kernel;
 }
 
-static clinfer_status launch(cl_backend_ctx *b, cl_kernel kernel, const encoder *e) {
+static clinfer_status enqueue_run(cl_backend_ctx *b, cl_kernel kernel, const encoder *e) {
     struct cl_graph_state *g = b->graph;
     cl_int n_recs = (cl_int)e->n_recs, err = cl_fault("alloc");
     cl_mem recs = NULL;
@@ -391,24 +372,13 @@ static clinfer_status launch(cl_backend_ctx *b, cl_kernel kernel, const encoder 
     if (err != CL_SUCCESS)
         return clinfer_fail(err, "OpenCL graph: a buffer for %zu records: %s", e->n_recs,
                             clinfer_status_str(err));
-    cl_mem args[3 + N_SLOTS] = {recs};
-    for (int i = 0; i < N_SLOTS; i++) /* unused slots repeat the first buffer */
-        args[3 + i] = e->slots[i < e->n_slots ? i : 0];
-    for (cl_uint i = 0; i < 3 + N_SLOTS && err == CL_SUCCESS; i++)
-        err = i == 1   ? clSetKernelArg(kernel, i, sizeof n_recs, &n_recs)
-              : i == 2 ? clSetKernelArg(kernel, i, sizeof(cl_mem), &g->ctl)
-                       : clSetKernelArg(kernel, i, sizeof(cl_mem), &args[i]);
+    cl_arg args[3 + G_SLOTS] = {CL_ARG(recs), CL_ARG(n_recs), CL_ARG(g->ctl)};
+    for (int i = 0; i < G_SLOTS; i++) /* unused slots repeat the first buffer */
+        args[3 + i] = CL_ARG(e->slots[i < e->n_slots ? i : 0]);
     size_t units = b->info.compute_units ? b->info.compute_units : 1, one = 1;
-    cl_event event = NULL;
-    if (err == CL_SUCCESS) err = cl_fault("enqueue");
-    if (err == CL_SUCCESS)
-        err = clEnqueueNDRangeKernel(b->queue, kernel, 1, NULL, &units, &one, 0, NULL,
-                                     cl_timing_slot(b, &event));
+    clinfer_status st = cl_launch(b, kernel, "run_graph", args, 3 + G_SLOTS, 1, &units, &one);
     clReleaseMemObject(recs); /* the kernel holds it until done */
-    if (err != CL_SUCCESS)
-        return clinfer_fail(err, "OpenCL graph: launching run_graph failed: %s (%d)",
-                            clinfer_status_str(err), err);
-    return cl_timing_keep(b, event);
+    return st;
 }
 
 clinfer_status cl_graph_run(cl_backend_ctx *b, const clinfer_op *ops, size_t n, size_t *taken) {
@@ -421,7 +391,7 @@ clinfer_status cl_graph_run(cl_backend_ctx *b, const clinfer_op *ops, size_t n, 
     size_t end = 0;
     while (end < n && encode(&e, &ops[end]))
         end++;
-    if (end < MIN_RUN) return CLINFER_OK;
+    if (end < MIN_RUN || e.type < 0) return CLINFER_OK; /* programs are per weight type */
     /* The reserved slots: records name them by index, so their buffers can be made now that the
      * run's needs are known (unused ones name any buffer). */
     cl_mem act[3] = {g->ctl, g->ctl, g->ctl}, part = g->ctl;
@@ -432,9 +402,9 @@ clinfer_status cl_graph_run(cl_backend_ctx *b, const clinfer_op *ops, size_t n, 
     e.slots[SLOT_XD] = act[1];
     e.slots[SLOT_XF] = act[2];
     e.slots[SLOT_PART] = part;
-    cl_kernel kernel = graph_kernel(b, e.type, e.kv_f16 != 0);
+    cl_kernel kernel = graph_kernel(b, (clinfer_dtype)e.type, e.kv_f16 != 0);
     if (!kernel) return CLINFER_OK;
-    CHECK(launch(b, kernel, &e));
+    CHECK(enqueue_run(b, kernel, &e));
     if (e.rounded.ref.buf) /* the matmul after the run finds its x rounded */
         cl_act_q8_made(b, e.rounded.ref, e.rounded.count, want_f);
     else
@@ -445,12 +415,11 @@ cleanup:
 }
 
 clinfer_status cl_graph_init(cl_backend_ctx *b) {
-    const char *env = getenv("CLINFER_GRAPH");
     /* The kernel's waiting rests on coherent memory between work-groups: CPU devices, unless
-     * CLINFER_GRAPH=1 forces it (a simulator such as Oclgrind, to check the kernel's accesses). */
-    bool forced = env && strcmp(env, "1") == 0;
+     * the graph option is on (a simulator such as Oclgrind, to check the kernel's accesses). */
+    bool forced = b->options.graph == CLINFER_ON;
     if ((b->info.type != CLINFER_DEVICE_CPU && !forced) ||
-        strcmp(b->info.kernel_path, "cpu-rows") != 0 || (env && strcmp(env, "0") == 0))
+        strcmp(b->info.kernel_path, "cpu-rows") != 0 || b->options.graph == CLINFER_OFF)
         return CLINFER_OK;
     clinfer_status st = CLINFER_OK;
     struct cl_graph_state *g = calloc(1, sizeof *g);
@@ -475,7 +444,7 @@ cleanup:
 void cl_graph_free(cl_backend_ctx *b) {
     struct cl_graph_state *g = b->graph;
     if (!g) return;
-    for (size_t t = 0; t < N_GRAPH_TYPES; t++)
+    for (size_t t = 0; t < CL_N_TYPES; t++)
         for (int kv = 0; kv < 2; kv++) {
             if (g->kernels[t][kv]) clReleaseKernel(g->kernels[t][kv]);
             if (g->programs[t][kv]) clReleaseProgram(g->programs[t][kv]);

@@ -1,4 +1,5 @@
-/* clinfer bench-ops: the matrix kernels against the device's own roofline, measured in one run.
+/* bench_ops (bench/, built as build/bench_ops): the matrix kernels against the device's own
+ * roofline, measured in one run.
  *   1. roofline probe (cl/probe.cl): read bandwidth of a streaming sum over 256 MiB, f32 FMA rate
  *   2. matvec (decode, n = 1) for every weight type over the shapes of SmolLM2-135M and of larger
  *      models: min and median time, GB/s of the bytes actually read (the weights as stored on
@@ -15,19 +16,45 @@
 #include <string.h>
 #include <strings.h>
 
+#include <stdarg.h>
+#include <time.h>
+
 #include "backend.h"
-#include "cli.h"
-#include "cli_common.h"
 #include "clinfer.h"
 #include "opencl/cl_backend.h"
 #include "opencl/program.h"
 
 enum { WARMUPS = 2, SAMPLES = 10, MAX_REPS = 1000 };
+enum { OPT_DEVICE = 256 };
+
+static int bench_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int bench_error(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("bench_ops: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    return 1;
+}
+
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
 static const double SAMPLE_MS = 2.0;
 
-static const clinfer_dtype bench_types[] = {CLINFER_DT_F32,  CLINFER_DT_F16,  CLINFER_DT_Q8_0,
-                                            CLINFER_DT_Q4_0, CLINFER_DT_Q4_1, CLINFER_DT_Q4_K,
-                                            CLINFER_DT_Q6_K};
+/* The weight types the OpenCL kernels read, in type-id order (from the type table). */
+static size_t weight_types(clinfer_dtype out[CL_N_TYPES]) {
+    size_t n = 0;
+    for (uint32_t t = 0; t < 256 && n < CL_N_TYPES; t++)
+        if (clinfer_dtype_valid(t) && cl_type_index((clinfer_dtype)t) >= 0)
+            out[n++] = (clinfer_dtype)t;
+    return n;
+}
+
 static const int shapes[][2] = {{576, 576},   {192, 576},   {1536, 576},  {576, 1536},
                                 {49152, 576}, {2048, 2048}, {8192, 2048}, {14336, 4096}};
 static const int gemm_m = 1536, gemm_k = 576, gemm_n = 512;
@@ -47,22 +74,22 @@ static int time_ops(clinfer_backend *be, const clinfer_op *ops, int n_ops, timin
     double samples[SAMPLES], once = 0;
     clinfer_status st = CLINFER_OK;
     for (int i = 0; i < WARMUPS && st == CLINFER_OK; i++) {
-        double t0 = cli_now_ms();
+        double t0 = now_ms();
         st = be->i->op(be->ctx, &ops[i % n_ops]);
         if (st == CLINFER_OK) st = be->i->sync(be->ctx);
-        once = cli_now_ms() - t0;
+        once = now_ms() - t0;
     }
     int reps = once > 0 ? (int)(SAMPLE_MS / once) : MAX_REPS;
     reps = reps < 1 ? 1 : reps > MAX_REPS ? MAX_REPS : reps;
     for (int s = 0; s < SAMPLES && st == CLINFER_OK; s++) {
-        double t0 = cli_now_ms();
+        double t0 = now_ms();
         for (int r = 0; r < reps && st == CLINFER_OK; r++)
             st = be->i->op(be->ctx, &ops[r % n_ops]);
         if (st == CLINFER_OK) st = be->i->sync(be->ctx);
-        samples[s] = (cli_now_ms() - t0) / reps;
+        samples[s] = (now_ms() - t0) / reps;
     }
     if (st != CLINFER_OK)
-        return cli_error("bench-ops: %s: %s", clinfer_status_str(st), clinfer_last_error());
+        return bench_error("%s: %s", clinfer_status_str(st), clinfer_last_error());
     qsort(samples, SAMPLES, sizeof samples[0], cmp_double);
     t->min_ms = samples[0];
     t->median_ms = (samples[SAMPLES / 2 - 1] + samples[SAMPLES / 2]) / 2;
@@ -79,13 +106,12 @@ static int time_kernel(cl_backend_ctx *b, cl_kernel kernel, size_t global, size_
                        double *best_ms) {
     *best_ms = INFINITY;
     for (int i = 0; i < WARMUPS + SAMPLES; i++) {
-        double t0 = cli_now_ms();
+        double t0 = now_ms();
         cl_int err =
             clEnqueueNDRangeKernel(b->queue, kernel, 1, NULL, &global, &local, 0, NULL, NULL);
         if (err == CL_SUCCESS) err = clFinish(b->queue);
-        if (err != CL_SUCCESS)
-            return cli_error("bench-ops: probe kernel: %s", clinfer_status_str(err));
-        double ms = cli_now_ms() - t0;
+        if (err != CL_SUCCESS) return bench_error("probe kernel: %s", clinfer_status_str(err));
+        double ms = now_ms() - t0;
         if (i >= WARMUPS && ms < *best_ms) *best_ms = ms;
     }
     return 0;
@@ -104,9 +130,9 @@ static int probe(cl_backend_ctx *b, roofline *r) {
     int rc = 1;
     double ms;
     clinfer_status st =
-        cl_program_build(b->context, b->device, &b->info, "probe.cl", NULL, &program);
+        cl_program_build(b->context, b->device, &b->info, b->cache_dir, "probe.cl", NULL, &program);
     if (st != CLINFER_OK) {
-        cli_error("bench-ops: probe.cl: %s", clinfer_last_error());
+        bench_error("probe.cl: %s", clinfer_last_error());
         goto cleanup;
     }
     stream = clCreateKernel(program, "stream_sum", &err);
@@ -128,7 +154,7 @@ static int probe(cl_backend_ctx *b, roofline *r) {
     if (err == CL_SUCCESS) err = clSetKernelArg(fma, 2, sizeof a, &a);
     if (err == CL_SUCCESS) err = clSetKernelArg(fma, 3, sizeof c, &c);
     if (err != CL_SUCCESS) {
-        cli_error("bench-ops: probe setup: %s", clinfer_status_str(err));
+        bench_error("probe setup: %s", clinfer_status_str(err));
         goto cleanup;
     }
     if (time_kernel(b, stream, items, local, &ms)) goto cleanup;
@@ -166,8 +192,8 @@ static int make_weight(clinfer_backend *be, clinfer_dtype type, int m, int k,
     free(f);
     free(data);
     if (st != CLINFER_OK)
-        return cli_error("bench-ops: %s weight %d x %d: %s", clinfer_dtype_name(type), m, k,
-                         clinfer_last_error());
+        return bench_error("%s weight %d x %d: %s", clinfer_dtype_name(type), m, k,
+                           clinfer_last_error());
     return 0;
 }
 
@@ -182,7 +208,7 @@ static int make_buffer(clinfer_backend *be, size_t floats, clinfer_buffer **out)
     }
     free(v);
     if (st != CLINFER_OK)
-        return cli_error("bench-ops: buffer of %zu floats: %s", floats, clinfer_last_error());
+        return bench_error("buffer of %zu floats: %s", floats, clinfer_last_error());
     return 0;
 }
 
@@ -219,7 +245,7 @@ static int bench_matmul(clinfer_backend *be, clinfer_dtype type, int m, int k, i
 /* ---- command --------------------------------------------------------------------------- */
 
 static void usage(FILE *out) {
-    fprintf(out, "usage: clinfer bench-ops [--device SPEC] [--type TYPE] [--json]\n\n"
+    fprintf(out, "usage: bench_ops [--device SPEC] [--type TYPE] [--json]\n\n"
                  "Times the matvec and GEMM kernels for every weight type next to the device's\n"
                  "measured read bandwidth and FMA rate.\n\n"
                  "      --device SPEC    OpenCL device: index, cpu, gpu or a name part\n"
@@ -229,7 +255,7 @@ static void usage(FILE *out) {
                  "  -h, --help           this help\n");
 }
 
-int cmd_bench_ops(int argc, char **argv) {
+int main(int argc, char **argv) {
     static const struct option options[] = {{"device", required_argument, NULL, OPT_DEVICE},
                                             {"json", no_argument, NULL, 'j'},
                                             {"type", required_argument, NULL, 't'},
@@ -250,21 +276,23 @@ int cmd_bench_ops(int argc, char **argv) {
             usage(stdout);
             return 0;
         } else
-            return cli_bad_option("bench-ops", opt, argv);
+            return bench_error("unknown option or missing value (see --help)");
     }
-    if (optind < argc) return cli_error("bench-ops: unexpected argument '%s'", argv[optind]);
+    if (optind < argc) return bench_error("unexpected argument '%s'", argv[optind]);
+    clinfer_dtype bench_types[CL_N_TYPES];
+    size_t n_types = weight_types(bench_types);
     bool known = !only;
-    for (size_t t = 0; t < sizeof bench_types / sizeof bench_types[0]; t++)
+    for (size_t t = 0; t < n_types; t++)
         known |= only && !strcasecmp(only, clinfer_dtype_name(bench_types[t]));
-    if (!known) return cli_error("bench-ops: --type '%s' is not a weight type (see --help)", only);
+    if (!known) return bench_error("--type '%s' is not a weight type (see --help)", only);
 
     size_t index = 0;
     char reason[256];
     clinfer_status st = clinfer_device_select(device, &index, reason, sizeof reason);
-    if (st != CLINFER_OK) return cli_error("bench-ops: no device: %s", clinfer_last_error());
+    if (st != CLINFER_OK) return bench_error("no device: %s", clinfer_last_error());
     clinfer_backend *be = NULL, *blas = NULL;
-    if ((st = clinfer_backend_opencl_create(index, &be)) != CLINFER_OK)
-        return cli_error("bench-ops: %s", clinfer_last_error());
+    if ((st = clinfer_backend_opencl_create(index, NULL, &be)) != CLINFER_OK)
+        return bench_error("%s", clinfer_last_error());
     cl_backend_ctx *b = be->ctx;
     double load[3] = {0, 0, 0};
     if (getloadavg(load, 3) < 0) load[0] = load[1] = load[2] = NAN;
@@ -291,7 +319,7 @@ int cmd_bench_ops(int argc, char **argv) {
                "% bw");
 
     mv = cJSON_AddArrayToObject(root, "matvec");
-    for (size_t t = 0; t < sizeof bench_types / sizeof bench_types[0]; t++)
+    for (size_t t = 0; t < n_types; t++)
         for (int q8 = 0; q8 < 2; q8++)
             for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
                 clinfer_dtype type = bench_types[t];
@@ -324,18 +352,17 @@ int cmd_bench_ops(int argc, char **argv) {
             }
 
     /* CLBlast's side of the f32 GEMM runs on a second context that routes f32 GEMM to it. */
-    setenv("CLINFER_CLBLAST", "1", 1);
-    if (clinfer_backend_opencl_create(index, &blas) != CLINFER_OK ||
+    if (clinfer_backend_opencl_create(index, &(clinfer_backend_options){.clblast = CLINFER_ON},
+                                      &blas) != CLINFER_OK ||
         !cl_matmul_clblast(blas->ctx)) {
         clinfer_backend_free(blas);
         blas = NULL;
     }
-    unsetenv("CLINFER_CLBLAST");
     if (!json)
         printf("\nGEMM %d x %d x %d (n x m x k)\n%-5s %-8s %10s %10s %9s %7s\n", gemm_n, gemm_m,
                gemm_k, "type", "kernel", "min ms", "median ms", "GFLOP/s", "% fma");
     gemm = cJSON_AddArrayToObject(root, "gemm");
-    for (size_t t = 0; t < sizeof bench_types / sizeof bench_types[0]; t++)
+    for (size_t t = 0; t < n_types; t++)
         for (int side = 0; side < 2; side++) {
             clinfer_dtype type = bench_types[t];
             if (gemm_k % (int)clinfer_dtype_block_elems(type) ||

@@ -314,22 +314,27 @@ static void quant_q6_K(const float *x, uint8_t *dst) {
 
 /* ---- the type table ---------------------------------------------------------------------- */
 
-/* f32 and f16 are one-element "blocks" with no codec here: rows of them convert in a loop. */
+/* The one table of weight types: the GGUF reader (which ids exist, block sizes), the reference
+ * backend (the codecs) and the OpenCL backend (the -DWT_<name> its programs are built with,
+ * whether matmuls round x to 8 bits) all read it. f32 and f16 are one-element "blocks" with no
+ * codec here: rows of them convert in a loop. q8_act: matmuls take 8-bit activations, for
+ * integer dot products with the integer blocks (f16/f32 rows would only lose precision). */
 typedef struct {
     const char *name;
     size_t block_elems, block_bytes;
     void (*dequant)(const uint8_t *block, float *y);
     void (*quant)(const float *x, uint8_t *block);
+    bool q8_act;
 } dtype_info;
 
 static const dtype_info dtypes[] = {
-    [CLINFER_DT_F32] = {"F32", 1, sizeof(float), NULL, NULL},
-    [CLINFER_DT_F16] = {"F16", 1, sizeof(uint16_t), NULL, NULL},
-    [CLINFER_DT_Q4_0] = {"Q4_0", QK4_0, sizeof(block_q4_0), dequant_q4_0, quant_q4_0},
-    [CLINFER_DT_Q4_1] = {"Q4_1", QK4_1, sizeof(block_q4_1), dequant_q4_1, quant_q4_1},
-    [CLINFER_DT_Q8_0] = {"Q8_0", QK8_0, sizeof(block_q8_0), dequant_q8_0, quant_q8_0},
-    [CLINFER_DT_Q4_K] = {"Q4_K", QK_K, sizeof(block_q4_K), dequant_q4_K, quant_q4_K},
-    [CLINFER_DT_Q6_K] = {"Q6_K", QK_K, sizeof(block_q6_K), dequant_q6_K, quant_q6_K},
+    [CLINFER_DT_F32] = {"F32", 1, sizeof(float), NULL, NULL, false},
+    [CLINFER_DT_F16] = {"F16", 1, sizeof(uint16_t), NULL, NULL, false},
+    [CLINFER_DT_Q4_0] = {"Q4_0", QK4_0, sizeof(block_q4_0), dequant_q4_0, quant_q4_0, true},
+    [CLINFER_DT_Q4_1] = {"Q4_1", QK4_1, sizeof(block_q4_1), dequant_q4_1, quant_q4_1, true},
+    [CLINFER_DT_Q8_0] = {"Q8_0", QK8_0, sizeof(block_q8_0), dequant_q8_0, quant_q8_0, true},
+    [CLINFER_DT_Q4_K] = {"Q4_K", QK_K, sizeof(block_q4_K), dequant_q4_K, quant_q4_K, true},
+    [CLINFER_DT_Q6_K] = {"Q6_K", QK_K, sizeof(block_q6_K), dequant_q6_K, quant_q6_K, true},
 };
 
 /* The entry of a known type, NULL for any other id (the table's gaps have no name). */
@@ -399,16 +404,8 @@ void clinfer_quantize_row(clinfer_dtype type, const float *src, void *dst, size_
 }
 
 bool clinfer_dtype_takes_q8_act(clinfer_dtype type) {
-    switch (type) {
-    case CLINFER_DT_Q8_0:
-    case CLINFER_DT_Q4_0:
-    case CLINFER_DT_Q4_1:
-    case CLINFER_DT_Q4_K:
-    case CLINFER_DT_Q6_K:
-        return true;
-    default:
-        return false;
-    }
+    const dtype_info *t = dtype_lookup((uint32_t)type);
+    return t && t->q8_act;
 }
 
 void clinfer_quantize_q8_act(const float *x, size_t k, int8_t *q, float *d) {

@@ -1,0 +1,137 @@
+/* The 8-bit activations of x_q8 matmuls (cl/quantize.cl): rounding x before a matmul, or the op
+ * before it rounding its own output, kept while consecutive matmuls read the same x. */
+#include <string.h>
+
+#include "error.h"
+#include "matmul_cl.h"
+
+/* Kernels still queued on a released buffer keep it alive until they finish. */
+clinfer_status cl_ensure_scratch(cl_backend_ctx *b, scratch *sc, size_t bytes) {
+    if (sc->bytes >= bytes) return CLINFER_OK;
+    if (sc->mem) clReleaseMemObject(sc->mem);
+    sc->mem = NULL;
+    sc->bytes = 0;
+    clinfer_status st = cl_create_buffer(b, CL_MEM_READ_WRITE, bytes, NULL, &sc->mem);
+    if (st == CLINFER_OK) sc->bytes = bytes;
+    return st;
+}
+
+void cl_matmul_forget(cl_backend_ctx *b) {
+    if (b->mm) b->mm->act.x = NULL;
+}
+
+/* Makes room in act for count rounded activations (and their f32 form with *want_f): the
+ * arguments xq, xd, xf and want_f of the kernels in quantize.cl go to args[0 .. 4), pointing at
+ * the caller's *want_f. */
+clinfer_status cl_act_into(cl_backend_ctx *b, act_q8 *act, size_t count, int *want_f,
+                           cl_arg args[4]) {
+    clinfer_status st = CLINFER_OK;
+    act->x = NULL;
+    CHECK(cl_ensure_scratch(b, &act->q, count));
+    CHECK(cl_ensure_scratch(b, &act->d, count / CLINFER_Q8_ACT_BLOCK * 2 * sizeof(float)));
+    if (*want_f) CHECK(cl_ensure_scratch(b, &act->f, count * sizeof(float)));
+    args[0] = (cl_arg){sizeof(cl_mem), &act->q.mem};
+    args[1] = (cl_arg){sizeof(cl_mem), &act->d.mem};
+    args[2] = (cl_arg){sizeof(cl_mem), *want_f ? &act->f.mem : &act->q.mem}; /* unwritten if not */
+    args[3] = (cl_arg){sizeof(int), want_f};
+cleanup:
+    return st;
+}
+
+static clinfer_status act_args(cl_backend_ctx *b, size_t count, int *want_f, cl_arg args[4]) {
+    return cl_act_into(b, &b->mm->act, count, want_f, args);
+}
+
+/* Rounds the op's x to 8 bits (quantize.cl) unless the last op left it so; with want_f the f32
+ * form d * q too. */
+clinfer_status cl_quantize_x(cl_backend_ctx *b, const clinfer_op *op, int want_f) {
+    act_q8 *act = &b->mm->act;
+    size_t count = (size_t)op->matmul.n * (size_t)op->matmul.k;
+    cl_mem x = op->matmul.x.buf->mem;
+    int x_off = (int)op->matmul.x.offset;
+    if (act->x == x && act->x_off == op->matmul.x.offset && act->count == count &&
+        (act->has_f || !want_f))
+        return CLINFER_OK;
+    clinfer_status st = CLINFER_OK;
+    cl_arg args[6] = {{sizeof(cl_mem), &x}, {sizeof(int), &x_off}};
+    CHECK(act_args(b, count, &want_f, args + 2));
+    size_t global[2] = {count / CLINFER_Q8_ACT_BLOCK, 1};
+    CHECK(cl_launch(b, b->mm->quantize, "quantize_q8_act", args, 6, 2, global, NULL));
+    *act = (act_q8){act->q, act->d, act->f, x, op->matmul.x.offset, count, want_f};
+cleanup:
+    return st;
+}
+
+bool cl_round_output(const clinfer_op *op) {
+    if (op->kind == CLINFER_OP_RMSNORM)
+        return op->norm.y_q8 && op->norm.n > 0 && op->norm.d % CLINFER_Q8_ACT_BLOCK == 0 &&
+               op->norm.y.buf != op->norm.x.buf; /* its items read whole rows of x */
+    return op->kind == CLINFER_OP_SWIGLU && op->eltwise.y_q8 && op->eltwise.count > 0 &&
+           op->eltwise.count % CLINFER_Q8_ACT_BLOCK == 0;
+}
+
+clinfer_status cl_rounding_op(cl_backend_ctx *b, const clinfer_op *op) {
+    clinfer_status st = CLINFER_OK;
+    struct cl_matmul_state *s = b->mm;
+    int want_f = cl_act_q8_want_f(b), norm = op->kind == CLINFER_OP_RMSNORM;
+    clinfer_ref y = norm ? op->norm.y : op->eltwise.y;
+    size_t count = norm ? (size_t)op->norm.n * (size_t)op->norm.d : op->eltwise.count;
+    cl_arg args[13];
+    size_t n_args, global[2];
+    cl_ulong off[3];
+    int has_w = norm && op->norm.w.buf != NULL; /* the arguments point at these locals */
+    if (norm) {
+        const clinfer_ref *x = &op->norm.x, *w = &op->norm.w;
+        off[0] = x->offset, off[1] = w->offset, off[2] = y.offset;
+        cl_arg head[] = {{sizeof(cl_mem), &x->buf->mem},
+                         {sizeof(cl_ulong), &off[0]},
+                         {sizeof(cl_mem), has_w ? &w->buf->mem : &x->buf->mem},
+                         {sizeof(cl_ulong), &off[1]},
+                         {sizeof(int), &has_w},
+                         {sizeof(cl_mem), &y.buf->mem},
+                         {sizeof(cl_ulong), &off[2]},
+                         {sizeof(int), &op->norm.d},
+                         {sizeof(float), &op->norm.eps}};
+        n_args = sizeof head / sizeof head[0];
+        memcpy(args, head, sizeof head);
+        global[0] = (size_t)op->norm.d / CLINFER_Q8_ACT_BLOCK;
+        global[1] = (size_t)op->norm.n;
+    } else {
+        const clinfer_ref *a = &op->eltwise.a, *g = &op->eltwise.b;
+        off[0] = a->offset, off[1] = g->offset, off[2] = y.offset;
+        cl_arg head[] = {{sizeof(cl_mem), &a->buf->mem}, {sizeof(cl_ulong), &off[0]},
+                         {sizeof(cl_mem), &g->buf->mem}, {sizeof(cl_ulong), &off[1]},
+                         {sizeof(cl_mem), &y.buf->mem},  {sizeof(cl_ulong), &off[2]}};
+        n_args = sizeof head / sizeof head[0];
+        memcpy(args, head, sizeof head);
+        global[0] = count / CLINFER_Q8_ACT_BLOCK;
+        global[1] = 1;
+    }
+    CHECK(act_args(b, count, &want_f, args + n_args));
+    CHECK(cl_launch(b, norm ? s->rmsnorm_q8 : s->swiglu_q8,
+                    norm ? "rmsnorm_q8_act" : "swiglu_q8_act", args, (cl_uint)n_args + 4, 2, global,
+                    NULL));
+    s->act = (act_q8){s->act.q, s->act.d, s->act.f, y.buf->mem, y.offset, count, want_f};
+cleanup:
+    return st;
+}
+
+int cl_act_q8_want_f(const cl_backend_ctx *b) {
+    return b->mm->q8_dots != 1; /* the next matmul's kernel is not known: f32 kernels read d * q */
+}
+
+clinfer_status cl_act_q8_buffers(cl_backend_ctx *b, size_t count, cl_mem mem[3], int *want_f) {
+    act_q8 *act = &b->mm->act;
+    cl_arg args[4];
+    *want_f = cl_act_q8_want_f(b);
+    clinfer_status st = act_args(b, count, want_f, args);
+    mem[0] = act->q.mem;
+    mem[1] = act->d.mem;
+    mem[2] = *want_f ? act->f.mem : act->q.mem; /* unwritten if not */
+    return st;
+}
+
+void cl_act_q8_made(cl_backend_ctx *b, clinfer_ref y, size_t count, int want_f) {
+    act_q8 *act = &b->mm->act;
+    *act = (act_q8){act->q, act->d, act->f, y.buf->mem, y.offset, count, want_f};
+}

@@ -1,0 +1,242 @@
+/* Attention (cl/attention.cl): causal grouped-query attention over the KV cache, split into
+ * chunks of positions where a head has many, optionally rotating q and the new keys and storing
+ * them and v into the caches first. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "error.h"
+#include "fault.h"
+#include "ops_cl.h"
+
+/* Grows the scratch buffer to at least bytes. Kernels still queued on the old one keep it
+ * alive: OpenCL frees a released buffer only after the commands using it. */
+static clinfer_status ensure_scratch(cl_backend_ctx *b, size_t bytes) {
+    struct cl_ops_state *ops = b->ops;
+    if (ops->scratch_bytes >= bytes) return CLINFER_OK;
+    if (ops->scratch) clReleaseMemObject(ops->scratch);
+    ops->scratch = NULL;
+    ops->scratch_bytes = 0;
+    cl_int err = cl_fault("alloc");
+    if (err == CL_SUCCESS)
+        ops->scratch = clCreateBuffer(b->context, CL_MEM_READ_WRITE, bytes, NULL, &err);
+    if (err == CL_SUCCESS) ops->scratch_bytes = bytes;
+    return cl_check(b, err, "clCreateBuffer(attention scratch, %zu bytes)", bytes);
+}
+
+clinfer_status cl_attention_scratch(cl_backend_ctx *b, size_t bytes, cl_mem *part) {
+    clinfer_status st = ensure_scratch(b, bytes);
+    *part = b->ops->scratch;
+    return st;
+}
+
+/* Attention splits the positions into chunks so that decode (n_head x 1 rows) still gives every
+ * compute unit several work-items (cpu-rows) or work-groups (GPU paths); attention_merge then
+ * combines the chunks' partial results. */
+void cl_attention_chunks(const cl_backend_ctx *b, const clinfer_op *op, size_t *chunk,
+                         size_t *n_chunks) {
+    bool groups = b->ops->work_group_per_row;
+    size_t rows = (size_t)op->attention.n_head * (size_t)op->attention.n;
+    size_t positions = (size_t)op->attention.pos0 + (size_t)op->attention.n;
+    size_t units = b->info.compute_units ? b->info.compute_units : 1;
+    size_t target = units * (groups ? 4 : 16), min_chunk = groups ? b->ops->wg : 64;
+    size_t want = rows >= target ? 1 : (target + rows - 1) / rows;
+    *chunk = (positions + want - 1) / want;
+    if (*chunk < min_chunk) *chunk = min_chunk;
+    *n_chunks = (positions + *chunk - 1) / *chunk;
+}
+
+/* The attention kernel takes args, then chunk and part, then tail; the merge takes the rounding
+ * arguments q8 (xq, xd, xf, want_f, round_q8). */
+static clinfer_status attention_launch(cl_backend_ctx *b, kernel_id kernel, const cl_arg *args,
+                                       size_t n_args, const cl_arg *tail, size_t n_tail,
+                                       const cl_arg q8[5], const clinfer_op *op) {
+    bool groups = b->ops->work_group_per_row;
+    int n = op->attention.n, n_head = op->attention.n_head, head_dim = op->attention.head_dim;
+    size_t rows = (size_t)n_head * (size_t)n, chunk, n_chunks;
+    cl_attention_chunks(b, op, &chunk, &n_chunks);
+    clinfer_status st = CLINFER_OK;
+    cl_int chunk_arg = (cl_int)chunk;
+    cl_mem part = op->attention.out.buf->mem; /* not read when there is one chunk */
+    if (n_chunks > 1)
+        CHECK(cl_attention_scratch(b, rows * n_chunks * ((size_t)head_dim + 2) * sizeof(float),
+                                   &part));
+    cl_arg all[32];
+    memcpy(all, args, n_args * sizeof *args);
+    all[n_args] = CL_ARG(chunk_arg);
+    all[n_args + 1] = CL_ARG(part);
+    memcpy(all + n_args + 2, tail, n_tail * sizeof *tail);
+    size_t local[3] = {groups ? b->ops->wg : 1, 1, 1};
+    size_t global[3] = {(size_t)n_head * local[0], (size_t)n, n_chunks};
+    CHECK(cl_ops_launch(b, kernel, n_args + 2 + n_tail, all, 3, global, local));
+    if (n_chunks > 1) {
+        cl_int chunks_arg = (cl_int)n_chunks;
+        cl_ulong o_off = op->attention.out.offset;
+        cl_arg merge[] = {CL_ARG(part),
+                          CL_ARG(chunks_arg),
+                          CL_ARG(op->attention.out.buf->mem),
+                          CL_ARG(o_off),
+                          CL_ARG(op->attention.n),
+                          CL_ARG(op->attention.n_head),
+                          CL_ARG(op->attention.head_dim),
+                          q8[0],
+                          q8[1],
+                          q8[2],
+                          q8[3],
+                          q8[4]};
+        size_t merge_local[2] = {1, 1}, merge_global[2] = {(size_t)n_head, (size_t)n};
+        CHECK(cl_ops_launch(b, K_ATTN_MERGE, sizeof merge / sizeof *merge, merge, 2, merge_global,
+                            merge_local));
+    }
+cleanup:
+    return st;
+}
+
+static bool overlap(clinfer_ref a, size_t a_count, clinfer_ref b, size_t b_count) {
+    return a.buf == b.buf && a.offset < b.offset + b_count && b.offset < a.offset + a_count;
+}
+
+/* The rotation and cache write of an attention op (backend.h): rotation sizes, the sources'
+ * extents, and buffers apart as the kernels need them (items read q, k_src and v_src while one
+ * writes the caches). */
+static clinfer_status check_attention_rope(const clinfer_op *op, size_t q_total) {
+    const char *name = "attention";
+    int n_rot = op->attention.rope.n_rot;
+    clinfer_ref q = op->attention.q, k_src = op->attention.rope.k_src,
+                v_src = op->attention.rope.v_src;
+    const clinfer_buffer *k = op->attention.k.buf, *v = op->attention.v.buf;
+    size_t kv_total = q_total / (size_t)op->attention.n_head * (size_t)op->attention.n_kv_head;
+    clinfer_status st = CLINFER_OK;
+    if (n_rot <= 0 || n_rot % 2 || n_rot > op->attention.head_dim)
+        CHECK(clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
+                           "OpenCL attention: rope.n_rot %d must be even and in (0, head_dim %d]",
+                           n_rot, op->attention.head_dim));
+    CHECK(cl_check_ref(name, "rope.k_src", k_src, kv_total, sizeof(float)));
+    CHECK(cl_check_ref(name, "rope.v_src", v_src, kv_total, sizeof(float)));
+    if (overlap(k_src, kv_total, q, q_total) || overlap(v_src, kv_total, q, q_total) ||
+        overlap(v_src, kv_total, k_src, kv_total))
+        CHECK(clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
+                           "OpenCL attention: q, rope.k_src and rope.v_src must not overlap"));
+    if (k == v || q.buf == k || q.buf == v || k_src.buf == k || k_src.buf == v || v_src.buf == k ||
+        v_src.buf == v)
+        CHECK(clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
+                           "OpenCL attention: with rope, the caches must be buffers of their own, "
+                           "apart from q, rope.k_src, rope.v_src and each other"));
+cleanup:
+    return st;
+}
+
+/* An attention op's rotation and cache write as the rope launches it stands for, where the
+ * attention kernel does not do them itself: in place, then the caller attends over q. One launch
+ * when the keys follow the queries of a single token, as the executor lays them out. */
+static clinfer_status attention_rope_launches(cl_backend_ctx *b, const clinfer_op *op,
+                                              size_t q_total) {
+    clinfer_ref q = op->attention.q, k_src = op->attention.rope.k_src;
+    clinfer_op keys = clinfer_attention_keys_rope(op);
+    clinfer_op queries = keys;
+    queries.rope.x = q;
+    queries.rope.n_heads = op->attention.n_head;
+    queries.rope.k_dst = (clinfer_ref){0};
+    if (op->attention.n == 1 && k_src.buf == q.buf && k_src.offset == q.offset + q_total) {
+        keys.rope.x = q;
+        keys.rope.n_heads += op->attention.n_head;
+        return cl_op_rope(b, &keys);
+    }
+    clinfer_status st = cl_op_rope(b, &queries);
+    return st == CLINFER_OK ? cl_op_rope(b, &keys) : st;
+}
+
+clinfer_status cl_check_attention(const clinfer_op *op, size_t *q_total) {
+    const char *name = "attention";
+    int n = op->attention.n, n_head = op->attention.n_head, n_kv = op->attention.n_kv_head;
+    int head_dim = op->attention.head_dim, pos0 = op->attention.pos0;
+    bool f16 = op->attention.kv_type == CLINFER_DT_F16;
+    size_t kv_total;
+    clinfer_status st = CLINFER_OK;
+    if (!f16 && op->attention.kv_type != CLINFER_DT_F32)
+        CHECK(clinfer_fail(CLINFER_ERR_UNSUPPORTED,
+                           "OpenCL attention: KV cache type %s (want f32 or f16)",
+                           clinfer_dtype_name(op->attention.kv_type)));
+    CHECK(cl_check_dims(name, q_total, 3, n, n_head, head_dim));
+    if (pos0 < 0 || pos0 > INT32_MAX - n || n_kv <= 0 || n_head % n_kv)
+        CHECK(clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
+                           "OpenCL attention: pos0 %d must be >= 0 and n_kv_head %d must divide "
+                           "n_head %d",
+                           pos0, n_kv, n_head));
+    if (head_dim % 8 || head_dim > MAX_HEAD_DIM)
+        CHECK(clinfer_fail(CLINFER_ERR_UNSUPPORTED,
+                           "OpenCL attention: head_dim %d must be a multiple of 8 and at most %d",
+                           head_dim, MAX_HEAD_DIM));
+    CHECK(cl_check_dims(name, &kv_total, 3, pos0 + n, n_kv, head_dim));
+    size_t kv_elem = f16 ? sizeof(uint16_t) : sizeof(float);
+    CHECK(cl_check_ref(name, "q", op->attention.q, *q_total, sizeof(float)));
+    CHECK(cl_check_ref(name, "k", op->attention.k, kv_total, kv_elem));
+    CHECK(cl_check_ref(name, "v", op->attention.v, kv_total, kv_elem));
+    CHECK(cl_check_ref(name, "out", op->attention.out, *q_total, sizeof(float)));
+    if (op->attention.out.buf == op->attention.k.buf ||
+        op->attention.out.buf == op->attention.v.buf)
+        CHECK(clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
+                           "OpenCL attention: out must not lie in a cache's buffer (the kernels "
+                           "read the caches while writing out)"));
+    if (op->attention.rope.n_rot != 0) CHECK(check_attention_rope(op, *q_total));
+cleanup:
+    return st;
+}
+
+clinfer_status cl_op_attention(cl_backend_ctx *b, const clinfer_op *op) {
+    int n = op->attention.n, head_dim = op->attention.head_dim;
+    bool f16 = op->attention.kv_type == CLINFER_DT_F16, rows = !b->ops->work_group_per_row;
+    size_t q_total;
+    clinfer_status st = CLINFER_OK;
+    CHECK(cl_check_attention(op, &q_total));
+    bool rope = op->attention.rope.n_rot != 0, rope_in_kernel = rope && rows && n == 1;
+    if (rope && !rope_in_kernel) CHECK(attention_rope_launches(b, op, q_total));
+    /* Unused operands bind out's buffer, which the kernels then never touch through them. */
+    cl_mem out = op->attention.out.buf->mem;
+    cl_ulong q_off = op->attention.q.offset, k_off = op->attention.k.offset,
+             v_off = op->attention.v.offset, o_off = op->attention.out.offset;
+    cl_arg args[] = {CL_ARG(op->attention.q.buf->mem),
+                     CL_ARG(q_off),
+                     CL_ARG(op->attention.k.buf->mem),
+                     CL_ARG(k_off),
+                     CL_ARG(op->attention.v.buf->mem),
+                     CL_ARG(v_off),
+                     CL_ARG(out),
+                     CL_ARG(o_off),
+                     CL_ARG(op->attention.n),
+                     CL_ARG(op->attention.n_head),
+                     CL_ARG(op->attention.n_kv_head),
+                     CL_ARG(op->attention.head_dim),
+                     CL_ARG(op->attention.pos0),
+                     CL_ARG(op->attention.scale)};
+    cl_mem k_src = rope_in_kernel ? op->attention.rope.k_src.buf->mem : out,
+           v_src = rope_in_kernel ? op->attention.rope.v_src.buf->mem : out;
+    cl_ulong k_src_off = rope_in_kernel ? op->attention.rope.k_src.offset : 0,
+             v_src_off = rope_in_kernel ? op->attention.rope.v_src.offset : 0;
+    cl_int n_rot = rope_in_kernel ? op->attention.rope.n_rot : 0, neox = op->attention.rope.neox;
+    /* Rounding out for the next matmul needs whole blocks per head and is done where the
+     * cpu-rows kernels write out; elsewhere that matmul rounds it itself. */
+    cl_int round_q8 = rows && op->attention.out_q8 && head_dim % CLINFER_Q8_ACT_BLOCK == 0,
+           want_f = 0;
+    cl_mem q8_mem[3] = {out, out, out};
+    if (round_q8) CHECK(cl_act_q8_buffers(b, q_total, q8_mem, &want_f));
+    cl_arg tail[] = {CL_ARG(k_src),
+                     CL_ARG(k_src_off),
+                     CL_ARG(v_src),
+                     CL_ARG(v_src_off),
+                     CL_ARG(n_rot),
+                     CL_ARG(op->attention.rope.freq_base),
+                     CL_ARG(op->attention.rope.freq_scale),
+                     CL_ARG(neox),
+                     CL_ARG(q8_mem[0]),
+                     CL_ARG(q8_mem[1]),
+                     CL_ARG(q8_mem[2]),
+                     CL_ARG(want_f),
+                     CL_ARG(round_q8)};
+    size_t n_tail = sizeof tail / sizeof *tail;
+    CHECK(attention_launch(b, f16 ? K_ATTN_F16 : K_ATTN_F32, args, sizeof args / sizeof *args, tail,
+                           rows ? n_tail : 0, tail + n_tail - 5, op));
+    if (round_q8) cl_act_q8_made(b, op->attention.out, q_total, want_f);
+cleanup:
+    return st;
+}

@@ -1,0 +1,126 @@
+/* What every OpenCL file launches through: kernel arguments and the enqueue (cl_launch), errors
+ * turned into statuses (cl_check; a device or queue that is gone marks the context lost, and
+ * every later call returns CLINFER_ERR_DEVICE_LOST), sync, and the kernel timing hooks. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "cl_backend.h"
+#include "error.h"
+#include "fault.h"
+
+void cl_note_lost(cl_backend_ctx *b, clinfer_status st) {
+    if ((st == CL_OUT_OF_RESOURCES || st == CL_INVALID_COMMAND_QUEUE) && !b->lost) {
+        b->lost = true;
+        snprintf(b->lost_reason, sizeof b->lost_reason, "%s", clinfer_last_error());
+    }
+}
+
+clinfer_status cl_check(cl_backend_ctx *b, cl_int err, const char *fmt, ...) {
+    if (err == CL_SUCCESS) return CLINFER_OK;
+    char what[192];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    clinfer_fail(err, "OpenCL: %s failed: %s (%d)", what, clinfer_status_str(err), err);
+    cl_note_lost(b, err);
+    return err;
+}
+
+clinfer_status cl_check_alive(const cl_backend_ctx *b) {
+    if (b->lost)
+        return clinfer_fail(CLINFER_ERR_DEVICE_LOST,
+                            "OpenCL: the device failed earlier (%s); create a new backend",
+                            b->lost_reason);
+    return CLINFER_OK;
+}
+
+clinfer_status cl_launch(cl_backend_ctx *b, cl_kernel kernel, const char *name, const cl_arg *args,
+                         size_t n_args, cl_uint dims, const size_t *global, const size_t *local) {
+    clinfer_status st = CLINFER_OK;
+    for (size_t i = 0; i < n_args; i++)
+        CHECK(cl_check(b, clSetKernelArg(kernel, (cl_uint)i, args[i].size, args[i].value),
+                       "clSetKernelArg(%s, %zu)", name, i));
+    cl_event event = NULL;
+    cl_int err = cl_fault("enqueue");
+    if (err == CL_SUCCESS)
+        err = clEnqueueNDRangeKernel(b->queue, kernel, dims, NULL, global, local, 0, NULL,
+                                     cl_timing_slot(b, &event));
+    CHECK(cl_check(b, err, "clEnqueueNDRangeKernel(%s)", name));
+    CHECK(cl_timing_keep(b, event));
+cleanup:
+    return st;
+}
+
+clinfer_status cl_sync(void *ctx) {
+    cl_backend_ctx *b = ctx;
+    clinfer_status st = cl_check_alive(b);
+    if (st != CLINFER_OK) return st;
+    return cl_check(b, clFinish(b->queue), "clFinish");
+}
+
+/* ---- kernel timing --------------------------------------------------------------------- */
+
+clinfer_status cl_timing_keep(cl_backend_ctx *b, cl_event event) {
+    cl_timing *t = &b->timing;
+    if (!event) return CLINFER_OK;
+    if (t->n == t->cap) {
+        size_t cap = t->cap ? 2 * t->cap : 1024;
+        cl_timed_launch *grown = realloc(t->launches, cap * sizeof *grown);
+        if (!grown) {
+            clReleaseEvent(event);
+            return clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "OpenCL: %zu profiling events", cap);
+        }
+        t->launches = grown;
+        t->cap = cap;
+    }
+    t->launches[t->n++] = (cl_timed_launch){event, t->op};
+    return CLINFER_OK;
+}
+
+bool cl_timing_mark(void *ctx, size_t op_index) {
+    cl_backend_ctx *b = ctx;
+    b->timing.recording = b->timing.enabled;
+    b->timing.op = op_index;
+    return b->timing.enabled;
+}
+
+/* Adds one launch's START and END (ns) to its op's record. */
+static void add_launch(cl_timing *t, clinfer_op_timing *o, cl_ulong start, cl_ulong end) {
+    if (!t->origin) t->origin = start;
+    /* signed: an event queued before the first one collected may start earlier */
+    double s = (double)(cl_long)(start - t->origin) / 1e6,
+           e = (double)(cl_long)(end - t->origin) / 1e6;
+    o->ms += e - s;
+    if (!o->launches || s < o->start) o->start = s;
+    if (!o->launches || e > o->end) o->end = e;
+    o->launches++;
+}
+
+clinfer_status cl_timing_collect(void *ctx, clinfer_op_timing *ops, size_t n_ops) {
+    cl_backend_ctx *b = ctx;
+    cl_timing *t = &b->timing;
+    clinfer_status st = cl_sync(b);
+    for (size_t i = 0; i < n_ops; i++)
+        ops[i] = (clinfer_op_timing){0};
+    for (size_t i = 0; i < t->n; i++) {
+        cl_ulong start = 0, end = 0;
+        cl_event e = t->launches[i].event;
+        if (st == CLINFER_OK)
+            st = cl_check(
+                b,
+                clGetEventProfilingInfo(e, CL_PROFILING_COMMAND_START, sizeof start, &start, NULL),
+                "clGetEventProfilingInfo(START)");
+        if (st == CLINFER_OK)
+            st = cl_check(
+                b, clGetEventProfilingInfo(e, CL_PROFILING_COMMAND_END, sizeof end, &end, NULL),
+                "clGetEventProfilingInfo(END)");
+        if (st == CLINFER_OK && t->launches[i].op < n_ops)
+            add_launch(t, &ops[t->launches[i].op], start, end);
+        clReleaseEvent(e);
+    }
+    t->n = 0;
+    t->recording = false;
+    return st;
+}

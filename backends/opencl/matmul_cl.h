@@ -1,0 +1,159 @@
+/* What the matmul family shares (weights_cl.c, act_q8_cl.c, clblast_cl.c, matmul_cl.c): the
+ * weight layouts, the per-type kernels, the matmul state and the weights themselves. */
+#ifndef CLINFER_CL_MATMUL_H
+#define CLINFER_CL_MATMUL_H
+
+#include "cl_backend.h"
+
+enum {
+    MATVEC_MAX_N = 8, /* more columns go to GEMM */
+    CPU_LOCAL = 8,    /* work-group size of the cpu-rows kernels: fixed, so PoCL compiles once */
+    GPU_WG = 64,      /* items per row in matvec_wg (power of two), at most */
+    GEMM_GM = 6,      /* rows x columns per item in gemm_rows */
+    GEMM_GN = 2,
+    STAGE_BYTES = 16 << 20,  /* f32 staging of one chunk of a non-f32 weight for GEMM */
+    ARENA_BYTES = 256 << 20, /* weight arenas (CPU devices), unless a part needs more */
+    IL_COLS = 4,             /* columns per work-item of matvec_q8_il (cl/matvec.cl) */
+    NORM_ROWS = 8,           /* rows per work-item of matvec_rows_norm */
+};
+
+#define F_ACCUMULATE 1
+#define F_BIAS 2
+
+/* How a GGUF block is split at upload: bytes [q_off, q_off + q_len) go to the quant array, the
+ * scale segments (in order) to the scale array, padded to s_bytes. A segment marked f16 holds
+ * half-precision scales that are widened to f32 (exactly): PoCL compiles a lone vload_half to
+ * branchy scalar code, which cost more per 32 weights than the 2 extra bytes. Rows interleaved
+ * by 16 keep their f16 scales as they are (Q8_0, Q4_0, Q4_1: one f16 segment), 16 rows' in one
+ * 32-byte load that one instruction widens. f32/f16 weights: blk 1, no scales. */
+typedef struct {
+    size_t off, len;
+    int f16; /* len bytes of f16 values, stored as 2 * len bytes of f32 */
+} scale_segment;
+
+typedef struct {
+    clinfer_dtype type; /* its GGUF block: clinfer_dtype_block_elems and _bytes (base/quant.c) */
+    size_t kblk;        /* elements per block of the kernels (BLK in matvec.cl) */
+    size_t q_off, q_len;
+    scale_segment s[2];
+    size_t s_bytes;
+} type_layout;
+
+typedef struct {
+    cl_program program; /* matvec.cl built for one weight type; NULL until first used */
+    cl_kernel matvec, matvec_n, dequant; /* matvec_n: cpu-rows only, 2 .. MATVEC_MAX_N columns */
+    cl_kernel matvec_norm;               /* cpu-rows only: matvec_rows and the RMSNORM after it */
+    cl_kernel matvec_q8;         /* integer dots on 8-bit x; NULL where the program has none */
+    cl_kernel matvec_q8_il;      /* the same over rows interleaved by 16; or NULL */
+    cl_kernel matvec_q8_il_norm; /* matvec_q8_il and the RMSNORM after it; NULL as it */
+} type_kernels;
+
+/* A device buffer that only grows. */
+typedef struct {
+    cl_mem mem;
+    size_t bytes;
+} scratch;
+
+/* The 8-bit activations of the last x_q8 matmul (quantize.cl): q (char), d (float2 per block)
+ * and, for kernels that take f32, f = d * q. Consecutive matmuls over the same x (q, k and v;
+ * gate and up) reuse them, as does the matmul after an op that made them with its output
+ * (cl_round_output); any other op may have written x, so cl_matmul_forget drops them. */
+typedef struct {
+    scratch q, d, f;
+    cl_mem x; /* what they were made from; NULL: nothing valid */
+    size_t x_off, count;
+    int has_f;
+} act_q8;
+
+/* On CPU devices weights live in arenas: a few large buffers, each weight array a sub-buffer of
+ * one, so that one graph launch can name every weight of a model among its few buffer
+ * arguments. An arena is filled in order and released when nothing holds it: neither an array
+ * in it nor the state, while it is the one being filled. */
+typedef struct cl_arena {
+    cl_mem mem;
+    size_t size, used;
+    int holders;
+} cl_arena;
+
+/* One array of a weight part: its own buffer, or a sub-buffer at offset bytes of an arena. */
+typedef struct {
+    cl_mem mem;
+    cl_arena *arena;
+    size_t offset;
+} weight_array;
+
+typedef struct {
+    weight_array q, s; /* s.mem is NULL for f32/f16 */
+    int row0, rows;
+} weight_part;
+
+struct cl_matmul_state {
+    int cpu;      /* cpu-rows kernels; else the work-group kernels of the GPU paths */
+    size_t mv_wg; /* matvec_wg's work-group: GPU_WG or the device's largest power of two */
+    size_t gemm_ts;
+    type_kernels types[CL_N_TYPES];
+    cl_program gemm_program;
+    cl_kernel gemm, bias_fill;
+    scratch stage;
+    cl_program quantize_program;
+    cl_kernel quantize, rmsnorm_q8, swiglu_q8;
+    act_q8 act;
+    act_q8 spare; /* where matvec_q8_il_norm rounds its output while it reads act (then swapped) */
+    cl_mem done;  /* finished work-items of a matvec with the norm at its end; 0 between launches */
+    int q8_dots;  /* a weight type has matvec_q8 (1) or has not (0); -1: no type built yet */
+    int interleave;    /* lay out weights for matvec_q8_il where it exists (CLINFER_INTERLEAVE) */
+    int use_clblast;   /* f32 GEMM through CLBlast (tuning table: GPUs only); counted in
+                        * clblast_users from init to free */
+    cl_arena *filling; /* weights go to arenas (CPU devices): the one being filled, or NULL */
+    int arenas;
+    size_t align; /* CL_DEVICE_MEM_BASE_ADDR_ALIGN in bytes: where sub-buffers may start */
+};
+
+struct cl_weight {
+    const type_layout *layout;
+    int m, k;
+    int il; /* the parts' rows are interleaved by 16 (word_at in cl/matvec.cl) */
+    int n_parts;
+    weight_part parts[];
+};
+
+/* What one matmul launch needs besides the weight part: its rows [r0, r0 + rows). */
+typedef struct {
+    cl_mem x, y, bias;
+    int x_off, y_off, bias_off; /* y_off and bias_off already point at row r0's outputs */
+    int k, n, ldy, flags;
+    int r0, rows;
+    int il;                 /* the weight's layout */
+    const clinfer_op *norm; /* an RMSNORM of y for matvec_q8_il_norm (norm_fusable), or NULL */
+} mm_args;
+
+/* weights_cl.c: the layout of each type the kernels read (cl_type_index's order), and of type
+ * (NULL: none); the allocation limit for one array; the bytes a row takes as stored. */
+extern const type_layout cl_layouts[CL_N_TYPES];
+const type_layout *cl_layout_of(clinfer_dtype type);
+uint64_t cl_alloc_limit(const cl_backend_ctx *b);
+size_t cl_stored_row_bytes(const type_layout *l, int il, int k);
+void cl_release_arena(cl_arena *arena); /* drops a holder; the last releases it */
+
+/* matmul_cl.c: err as a status naming what; a buffer of bytes (from host with
+ * CL_MEM_COPY_HOST_PTR); matvec.cl built for l's type (once; what its weights' layout needs). */
+clinfer_status cl_error(cl_int err, const char *what);
+clinfer_status cl_create_buffer(cl_backend_ctx *b, cl_mem_flags flags, size_t bytes, void *host,
+                                cl_mem *out);
+clinfer_status cl_build_type(cl_backend_ctx *b, const type_layout *l);
+
+/* act_q8_cl.c: grows sc to bytes; makes room in act for count rounded values (the xq, xd, xf
+ * and want_f arguments of quantize.cl's kernels in args); rounds a matmul op's x unless the op
+ * before left it so (with want_f its f32 form too). */
+clinfer_status cl_ensure_scratch(cl_backend_ctx *b, scratch *sc, size_t bytes);
+clinfer_status cl_act_into(cl_backend_ctx *b, act_q8 *act, size_t count, int *want_f,
+                           cl_arg args[4]);
+clinfer_status cl_quantize_x(cl_backend_ctx *b, const clinfer_op *op, int want_f);
+
+/* clblast_cl.c: contexts using CLBlast hold it (the last drop empties its program cache), and
+ * its SGEMM for f32 weight rows. */
+void cl_clblast_hold(void);
+void cl_clblast_drop(void);
+clinfer_status cl_clblast_gemm(cl_backend_ctx *b, cl_mem w, int w_off, int rows, const mm_args *a);
+
+#endif

@@ -1,0 +1,484 @@
+/* The ops other than matmul and embedding (cl/norm.cl, rope.cl, softmax.cl, elementwise.cl,
+ * argmax.cl; attention in attention_cl.c): their programs and kernels, argument checks and
+ * launches. Every op is validated against its buffers' sizes before it is enqueued, so a bad
+ * op record is an error status and never an out-of-bounds kernel. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "error.h"
+#include "ops_cl.h"
+#include "program.h"
+
+/* Attention rounds its output as quantize.cl does (round_q8.clh), rotates as rope.cl does
+ * (rope.clh), and rmsnorm_rows is round_q8.clh's norm: all need the same correctly rounded
+ * division and square root to give the same bits. */
+#define EXACT_DIV " -cl-fp32-correctly-rounded-divide-sqrt"
+
+static const struct {
+    const char *file;
+    const char *options; /* beyond the shared ones */
+} programs[PROG_COUNT] = {
+    [PROG_NORM] = {"norm.cl", EXACT_DIV},
+    [PROG_ROPE] = {"rope.cl", EXACT_DIV},
+    [PROG_ATTN_F32] = {"attention.cl", EXACT_DIV},
+    [PROG_ATTN_F16] = {"attention.cl", EXACT_DIV " -DKV_F16"},
+    [PROG_SOFTMAX] = {"softmax.cl", ""},
+    [PROG_ELTWISE] = {"elementwise.cl", ""},
+    [PROG_ARGMAX] = {"argmax.cl", ""},
+};
+static const struct {
+    prog_id prog;
+    const char *name;
+    bool per_path;
+} kernels[K_COUNT] = {
+    [K_RMSNORM] = {PROG_NORM, "rmsnorm", true},
+    [K_LAYERNORM] = {PROG_NORM, "layernorm", true},
+    [K_ROPE] = {PROG_ROPE, "rope", false},
+    [K_ATTN_F32] = {PROG_ATTN_F32, "attention", true},
+    [K_ATTN_F16] = {PROG_ATTN_F16, "attention", true},
+    [K_ATTN_MERGE] = {PROG_ATTN_F32, "attention_merge", false},
+    [K_SOFTMAX] = {PROG_SOFTMAX, "softmax", true},
+    [K_ADD] = {PROG_ELTWISE, "add", false},
+    [K_MUL] = {PROG_ELTWISE, "mul", false},
+    [K_SCALE] = {PROG_ELTWISE, "scale", false},
+    [K_SILU] = {PROG_ELTWISE, "silu", false},
+    [K_GELU] = {PROG_ELTWISE, "gelu", false},
+    [K_GELU_ERF] = {PROG_ELTWISE, "gelu_erf", false},
+    [K_SWIGLU] = {PROG_ELTWISE, "swiglu", false},
+    [K_STORE_F32] = {PROG_ELTWISE, "store_f32", false},
+    [K_STORE_F16] = {PROG_ELTWISE, "store_f16", false},
+    [K_ARGMAX] = {PROG_ARGMAX, "argmax", true},
+};
+/* ---- argument checks ------------------------------------------------------------------- */
+
+/* An operand of an op: count elements of elem bytes from ref.offset must lie inside a plain
+ * buffer. */
+clinfer_status cl_check_ref(const char *op, const char *name, clinfer_ref ref, size_t count,
+                            size_t elem) {
+    if (!ref.buf)
+        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "OpenCL %s: operand %s is missing", op,
+                            name);
+    if (!ref.buf->mem || ref.buf->weight)
+        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
+                            "OpenCL %s: operand %s is a weight, not an activation buffer", op,
+                            name);
+    size_t capacity = ref.buf->bytes / elem;
+    if (ref.offset > capacity || count > capacity - ref.offset)
+        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
+                            "OpenCL %s: operand %s needs elements [%zu, %zu + %zu) but its buffer "
+                            "holds %zu",
+                            op, name, ref.offset, ref.offset, count, capacity);
+    return CLINFER_OK;
+}
+
+static clinfer_status check_optional_ref(const char *op, const char *name, clinfer_ref ref,
+                                         size_t count, size_t elem) {
+    return ref.buf ? cl_check_ref(op, name, ref, count, elem) : CLINFER_OK;
+}
+
+/* Shape dimensions are positive; their product must fit size_t. */
+clinfer_status cl_check_dims(const char *op, size_t *product, int n_dims, ...) {
+    va_list ap;
+    va_start(ap, n_dims);
+    size_t p = 1;
+    clinfer_status st = CLINFER_OK;
+    for (int i = 0; i < n_dims && st == CLINFER_OK; i++) {
+        int d = va_arg(ap, int);
+        if (d <= 0 || __builtin_mul_overflow(p, (size_t)d, &p))
+            st = clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
+                              "OpenCL %s: dimension %d is %d (must be positive, product must fit)",
+                              op, i, d);
+    }
+    va_end(ap);
+    *product = p;
+    return st;
+}
+
+/* ---- launches -------------------------------------------------------------------------- */
+
+clinfer_status cl_ops_launch(cl_backend_ctx *b, kernel_id id, size_t n_args, const cl_arg *args,
+                             cl_uint dims, const size_t *global, const size_t *local) {
+    return cl_launch(b, b->ops->kernels[id], b->ops->kernel_names[id], args, n_args, dims, global,
+                     local);
+}
+
+/* Global size of the element-wise kernels: one work-item per ELT_VEC elements (cl/elementwise.cl),
+ * rounded up to the fixed local size. */
+static size_t elementwise_global(size_t count) {
+    return cl_round_up((count + ELT_VEC - 1) / ELT_VEC, ELT_LOCAL);
+}
+
+/* One row per work-item (cpu-rows) or per work-group of wg items (GPU paths). */
+static clinfer_status launch_rows(cl_backend_ctx *b, kernel_id id, size_t n_args,
+                                  const cl_arg *args, size_t rows) {
+    size_t local = b->ops->work_group_per_row ? b->ops->wg : 1;
+    size_t global = rows * local;
+    if (!b->ops->work_group_per_row) { /* several rows per work-group where there are many */
+        local = rows >= 4 * b->info.compute_units ? 4 : 1;
+        global = cl_round_up(rows, local);
+    }
+    return cl_ops_launch(b, id, n_args, args, 1, &global, &local);
+}
+
+/* ---- ops ------------------------------------------------------------------------------- */
+
+clinfer_status cl_check_norm(const clinfer_op *op) {
+    bool layer = op->kind == CLINFER_OP_LAYERNORM;
+    const char *name = layer ? "layernorm" : "rmsnorm";
+    size_t total;
+    clinfer_status st;
+    CHECK(cl_check_dims(name, &total, 2, op->norm.n, op->norm.d));
+    CHECK(cl_check_ref(name, "x", op->norm.x, total, sizeof(float)));
+    CHECK(cl_check_ref(name, "y", op->norm.y, total, sizeof(float)));
+    CHECK(check_optional_ref(name, "w", op->norm.w, (size_t)op->norm.d, sizeof(float)));
+    if (layer) CHECK(check_optional_ref(name, "b", op->norm.b, (size_t)op->norm.d, sizeof(float)));
+cleanup:
+    return st;
+}
+
+clinfer_status cl_op_norm(cl_backend_ctx *b, const clinfer_op *op) {
+    bool layer = op->kind == CLINFER_OP_LAYERNORM;
+    clinfer_status st;
+    CHECK(cl_check_norm(op));
+    /* An absent operand binds x's buffer, which the kernel then never reads. */
+    cl_mem w = op->norm.w.buf ? op->norm.w.buf->mem : op->norm.x.buf->mem;
+    cl_mem bias = layer && op->norm.b.buf ? op->norm.b.buf->mem : op->norm.x.buf->mem;
+    cl_ulong x_off = op->norm.x.offset, w_off = op->norm.w.offset, b_off = op->norm.b.offset,
+             y_off = op->norm.y.offset;
+    cl_int has_w = op->norm.w.buf != NULL, has_b = op->norm.b.buf != NULL;
+    if (cl_round_output(op)) {
+        CHECK(cl_rounding_op(b, op));
+    } else if (layer) {
+        cl_arg args[] = {CL_ARG(op->norm.x.buf->mem),
+                         CL_ARG(x_off),
+                         CL_ARG(w),
+                         CL_ARG(w_off),
+                         CL_ARG(has_w),
+                         CL_ARG(bias),
+                         CL_ARG(b_off),
+                         CL_ARG(has_b),
+                         CL_ARG(op->norm.y.buf->mem),
+                         CL_ARG(y_off),
+                         CL_ARG(op->norm.n),
+                         CL_ARG(op->norm.d),
+                         CL_ARG(op->norm.eps)};
+        CHECK(launch_rows(b, K_LAYERNORM, sizeof args / sizeof *args, args, (size_t)op->norm.n));
+    } else {
+        cl_arg args[] = {CL_ARG(op->norm.x.buf->mem),
+                         CL_ARG(x_off),
+                         CL_ARG(w),
+                         CL_ARG(w_off),
+                         CL_ARG(has_w),
+                         CL_ARG(op->norm.y.buf->mem),
+                         CL_ARG(y_off),
+                         CL_ARG(op->norm.n),
+                         CL_ARG(op->norm.d),
+                         CL_ARG(op->norm.eps)};
+        CHECK(launch_rows(b, K_RMSNORM, sizeof args / sizeof *args, args, (size_t)op->norm.n));
+    }
+cleanup:
+    return st;
+}
+
+/* The optional cache write of a rope (backend.h): key heads, cache type, buffers apart, sizes. */
+static clinfer_status check_rope_kv(const clinfer_op *op, size_t x_total) {
+    const clinfer_buffer *k = op->rope.k_dst.buf, *v = op->rope.v_dst.buf;
+    clinfer_ref x = op->rope.x, v_src = op->rope.v_src;
+    bool f16 = op->rope.kv_type == CLINFER_DT_F16;
+    size_t kv_total, elem = f16 ? sizeof(uint16_t) : sizeof(float);
+    clinfer_status st = CLINFER_OK;
+    if (!f16 && op->rope.kv_type != CLINFER_DT_F32)
+        CHECK(clinfer_fail(CLINFER_ERR_UNSUPPORTED,
+                           "OpenCL rope: KV cache type %s (want f32 or f16)",
+                           clinfer_dtype_name(op->rope.kv_type)));
+    if (op->rope.kv_heads > op->rope.n_heads)
+        CHECK(clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
+                           "OpenCL rope: kv_heads %d is more than n_heads %d", op->rope.kv_heads,
+                           op->rope.n_heads));
+    CHECK(cl_check_dims("rope", &kv_total, 3, op->rope.n, op->rope.kv_heads, op->rope.head_dim));
+    CHECK(cl_check_ref("rope", "k_dst", op->rope.k_dst, kv_total, elem));
+    CHECK(cl_check_ref("rope", "v_src", v_src, kv_total, sizeof(float)));
+    CHECK(cl_check_ref("rope", "v_dst", op->rope.v_dst, kv_total, elem));
+    /* Work-items write the caches while others still read x and v_src. */
+    if (k == x.buf || k == v_src.buf || v == x.buf || v == v_src.buf || k == v)
+        CHECK(clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
+                           "OpenCL rope: k_dst and v_dst must be buffers of their own, apart from "
+                           "x, v_src and each other"));
+    if (v_src.buf == x.buf && v_src.offset < x.offset + x_total &&
+        x.offset < v_src.offset + kv_total)
+        CHECK(clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
+                           "OpenCL rope: v_src [%zu, +%zu) overlaps x [%zu, +%zu)", v_src.offset,
+                           kv_total, x.offset, x_total));
+cleanup:
+    return st;
+}
+
+clinfer_status cl_op_rope(cl_backend_ctx *b, const clinfer_op *op) {
+    size_t total;
+    clinfer_status st;
+    bool kv = op->rope.k_dst.buf != NULL;
+    CHECK(cl_check_dims("rope", &total, 3, op->rope.n, op->rope.n_heads, op->rope.head_dim));
+    CHECK(cl_check_ref("rope", "x", op->rope.x, total, sizeof(float)));
+    if (op->rope.n_rot <= 0 || op->rope.n_rot % 2 || op->rope.n_rot > op->rope.head_dim ||
+        op->rope.pos0 < 0 || op->rope.pos0 > INT32_MAX - op->rope.n)
+        CHECK(clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
+                           "OpenCL rope: n_rot %d must be even and in (0, head_dim %d], pos0 %d "
+                           "must be >= 0",
+                           op->rope.n_rot, op->rope.head_dim, op->rope.pos0));
+    if (kv) CHECK(check_rope_kv(op, total));
+    /* Without a cache write kv_heads 0 makes the kernel skip it; x's buffer fills the slots. */
+    cl_mem x = op->rope.x.buf->mem;
+    cl_mem k_dst = kv ? op->rope.k_dst.buf->mem : x, v_src = kv ? op->rope.v_src.buf->mem : x,
+           v_dst = kv ? op->rope.v_dst.buf->mem : x;
+    cl_ulong x_off = op->rope.x.offset, k_off = op->rope.k_dst.offset,
+             v_src_off = op->rope.v_src.offset, v_dst_off = op->rope.v_dst.offset;
+    cl_int neox = op->rope.neox, kv_heads = kv ? op->rope.kv_heads : 0,
+           kv_f16 = op->rope.kv_type == CLINFER_DT_F16;
+    cl_arg args[] = {CL_ARG(x),
+                     CL_ARG(x_off),
+                     CL_ARG(op->rope.n),
+                     CL_ARG(op->rope.n_heads),
+                     CL_ARG(op->rope.head_dim),
+                     CL_ARG(op->rope.n_rot),
+                     CL_ARG(op->rope.pos0),
+                     CL_ARG(op->rope.freq_base),
+                     CL_ARG(op->rope.freq_scale),
+                     CL_ARG(neox),
+                     CL_ARG(k_dst),
+                     CL_ARG(k_off),
+                     CL_ARG(v_src),
+                     CL_ARG(v_src_off),
+                     CL_ARG(v_dst),
+                     CL_ARG(v_dst_off),
+                     CL_ARG(kv_heads),
+                     CL_ARG(kv_f16)};
+    size_t local = ELT_LOCAL;
+    size_t global = cl_round_up((size_t)op->rope.n * (size_t)(op->rope.n_rot / 2), local);
+    CHECK(cl_ops_launch(b, K_ROPE, sizeof args / sizeof *args, args, 1, &global, &local));
+cleanup:
+    return st;
+}
+
+clinfer_status cl_op_store(cl_backend_ctx *b, const clinfer_op *op) {
+    size_t count = op->store.count;
+    clinfer_status st = CLINFER_OK;
+    bool f16 = op->store.dst_type == CLINFER_DT_F16;
+    if (!f16 && op->store.dst_type != CLINFER_DT_F32)
+        CHECK(clinfer_fail(CLINFER_ERR_UNSUPPORTED,
+                           "OpenCL store: destination type %s (want f32 or f16)",
+                           clinfer_dtype_name(op->store.dst_type)));
+    CHECK(cl_check_ref("store", "src", op->store.src, count, sizeof(float)));
+    CHECK(
+        cl_check_ref("store", "dst", op->store.dst, count, f16 ? sizeof(uint16_t) : sizeof(float)));
+    if (count == 0) goto cleanup;
+    cl_ulong src_off = op->store.src.offset, dst_off = op->store.dst.offset, n = count;
+    cl_arg args[] = {CL_ARG(op->store.src.buf->mem), CL_ARG(src_off),
+                     CL_ARG(op->store.dst.buf->mem), CL_ARG(dst_off), CL_ARG(n)};
+    size_t local = ELT_LOCAL, global = elementwise_global(count);
+    CHECK(cl_ops_launch(b, f16 ? K_STORE_F16 : K_STORE_F32, 5, args, 1, &global, &local));
+cleanup:
+    return st;
+}
+
+clinfer_status cl_op_softmax(cl_backend_ctx *b, const clinfer_op *op) {
+    size_t total;
+    clinfer_status st;
+    CHECK(cl_check_dims("softmax", &total, 2, op->softmax.rows, op->softmax.cols));
+    CHECK(cl_check_ref("softmax", "x", op->softmax.x, total, sizeof(float)));
+    CHECK(cl_check_ref("softmax", "y", op->softmax.y, total, sizeof(float)));
+    cl_ulong x_off = op->softmax.x.offset, y_off = op->softmax.y.offset;
+    cl_arg args[] = {CL_ARG(op->softmax.x.buf->mem), CL_ARG(x_off),
+                     CL_ARG(op->softmax.y.buf->mem), CL_ARG(y_off),
+                     CL_ARG(op->softmax.rows),       CL_ARG(op->softmax.cols),
+                     CL_ARG(op->softmax.scale),      CL_ARG(op->softmax.mask_offset)};
+    CHECK(launch_rows(b, K_SOFTMAX, sizeof args / sizeof *args, args, (size_t)op->softmax.rows));
+cleanup:
+    return st;
+}
+
+clinfer_status cl_op_argmax(cl_backend_ctx *b, const clinfer_op *op) {
+    size_t total;
+    clinfer_status st;
+    CHECK(cl_check_dims("argmax", &total, 2, op->argmax.n, op->argmax.d));
+    CHECK(cl_check_ref("argmax", "x", op->argmax.x, total, sizeof(float)));
+    CHECK(cl_check_ref("argmax", "ids", op->argmax.ids, (size_t)op->argmax.n, sizeof(int32_t)));
+    cl_ulong x_off = op->argmax.x.offset, ids_off = op->argmax.ids.offset;
+    cl_arg args[] = {CL_ARG(op->argmax.x.buf->mem),
+                     CL_ARG(x_off),
+                     CL_ARG(op->argmax.ids.buf->mem),
+                     CL_ARG(ids_off),
+                     CL_ARG(op->argmax.n),
+                     CL_ARG(op->argmax.d)};
+    CHECK(launch_rows(b, K_ARGMAX, sizeof args / sizeof *args, args, (size_t)op->argmax.n));
+cleanup:
+    return st;
+}
+
+/* add, mul, scale, silu, gelu, gelu_erf, swiglu: a and y hold count elements; b holds b_count
+ * (add, mul: broadcast) or count (swiglu). */
+static const struct {
+    kernel_id kernel;
+    const char *name;
+    int operands; /* 1: a only, 2: a and b broadcast, 3: a and b of equal size */
+} eltwise_table[] = {
+    [CLINFER_OP_ADD] = {K_ADD, "add", 2},
+    [CLINFER_OP_MUL] = {K_MUL, "mul", 2},
+    [CLINFER_OP_SCALE] = {K_SCALE, "scale", 1},
+    [CLINFER_OP_SILU] = {K_SILU, "silu", 1},
+    [CLINFER_OP_GELU] = {K_GELU, "gelu", 1},
+    [CLINFER_OP_GELU_ERF] = {K_GELU_ERF, "gelu_erf", 1},
+    [CLINFER_OP_SWIGLU] = {K_SWIGLU, "swiglu", 3},
+};
+
+clinfer_status cl_check_eltwise(const clinfer_op *op) {
+    const char *name = eltwise_table[op->kind].name;
+    size_t count = op->eltwise.count;
+    size_t b_count = eltwise_table[op->kind].operands == 3 ? count : op->eltwise.b_count;
+    clinfer_status st = CLINFER_OK;
+    CHECK(cl_check_ref(name, "a", op->eltwise.a, count, sizeof(float)));
+    CHECK(cl_check_ref(name, "y", op->eltwise.y, count, sizeof(float)));
+    if (eltwise_table[op->kind].operands > 1) {
+        if (b_count == 0 && count > 0)
+            CHECK(clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "OpenCL %s: b_count is 0", name));
+        CHECK(cl_check_ref(name, "b", op->eltwise.b, b_count, sizeof(float)));
+    }
+cleanup:
+    return st;
+}
+
+clinfer_status cl_op_eltwise(cl_backend_ctx *b, const clinfer_op *op) {
+    size_t count = op->eltwise.count;
+    size_t b_count = eltwise_table[op->kind].operands == 3 ? count : op->eltwise.b_count;
+    clinfer_status st = CLINFER_OK;
+    CHECK(cl_check_eltwise(op));
+    if (count == 0) goto cleanup;
+    if (cl_round_output(op)) return cl_rounding_op(b, op);
+    cl_mem a = op->eltwise.a.buf->mem, y = op->eltwise.y.buf->mem;
+    cl_ulong a_off = op->eltwise.a.offset, b_off = op->eltwise.b.offset,
+             y_off = op->eltwise.y.offset, n = count, nb = b_count;
+    size_t local = ELT_LOCAL, global = elementwise_global(count);
+    kernel_id k = eltwise_table[op->kind].kernel;
+    if (eltwise_table[op->kind].operands == 1) {
+        /* Only scale reads the last argument. */
+        cl_arg args[] = {CL_ARG(a),     CL_ARG(a_off), CL_ARG(y),
+                         CL_ARG(y_off), CL_ARG(n),     CL_ARG(op->eltwise.scale)};
+        CHECK(cl_ops_launch(b, k, 6, args, 1, &global, &local));
+    } else if (eltwise_table[op->kind].operands == 2) {
+        cl_arg args[] = {CL_ARG(a),     CL_ARG(a_off), CL_ARG(op->eltwise.b.buf->mem),
+                         CL_ARG(b_off), CL_ARG(nb),    CL_ARG(y),
+                         CL_ARG(y_off), CL_ARG(n)};
+        CHECK(cl_ops_launch(b, k, 8, args, 1, &global, &local));
+    } else {
+        cl_arg args[] = {CL_ARG(a),     CL_ARG(a_off), CL_ARG(op->eltwise.b.buf->mem),
+                         CL_ARG(b_off), CL_ARG(y),     CL_ARG(y_off),
+                         CL_ARG(n)};
+        CHECK(cl_ops_launch(b, k, 7, args, 1, &global, &local));
+    }
+cleanup:
+    return st;
+}
+
+/* ---- lifetime -------------------------------------------------------------------------- */
+
+static void ops_release_kernels(struct cl_ops_state *ops) {
+    for (int i = 0; i < K_COUNT; i++) {
+        if (ops->kernels[i]) clReleaseKernel(ops->kernels[i]);
+        ops->kernels[i] = NULL;
+    }
+    for (int i = 0; i < PROG_COUNT; i++) {
+        if (ops->programs[i]) clReleaseProgram(ops->programs[i]);
+        ops->programs[i] = NULL;
+    }
+}
+
+void cl_ops_free(struct cl_ops_state *ops) {
+    if (!ops) return;
+    ops_release_kernels(ops);
+    if (ops->scratch) clReleaseMemObject(ops->scratch);
+    free(ops);
+}
+
+/* The largest power of two not above limit. */
+static size_t floor_pow2(size_t limit) {
+    size_t p = 1;
+    while (p * 2 <= limit)
+        p *= 2;
+    return p;
+}
+
+/* Builds every program with the work-group size ops->wg and creates the path's kernels. */
+static clinfer_status ops_build(cl_backend_ctx *b) {
+    struct cl_ops_state *ops = b->ops;
+    clinfer_status st = CLINFER_OK;
+    for (int i = 0; i < PROG_COUNT; i++) {
+        char options[128];
+        snprintf(options, sizeof options, "-DOPS_WG=%zu -DMAX_HEAD_DIM=%d%s", ops->wg, MAX_HEAD_DIM,
+                 programs[i].options);
+        CHECK(cl_program_build(b->context, b->device, &b->info, b->cache_dir, programs[i].file,
+                               options, &ops->programs[i]));
+    }
+    for (int i = 0; i < K_COUNT; i++) {
+        snprintf(ops->kernel_names[i], sizeof ops->kernel_names[i], "%s%s", kernels[i].name,
+                 !kernels[i].per_path      ? ""
+                 : ops->work_group_per_row ? "_wg"
+                                           : "_rows");
+        cl_int err;
+        ops->kernels[i] =
+            clCreateKernel(ops->programs[kernels[i].prog], ops->kernel_names[i], &err);
+        CHECK(cl_check(b, err, "clCreateKernel(%s)", ops->kernel_names[i]));
+    }
+cleanup:
+    return st;
+}
+
+/* The smallest work-group size the device accepts for the work-group-per-row kernels (register
+ * use can push it below CL_DEVICE_MAX_WORK_GROUP_SIZE on GPUs). */
+static clinfer_status ops_kernel_limit(cl_backend_ctx *b, size_t *limit) {
+    clinfer_status st = CLINFER_OK;
+    *limit = b->ops->wg;
+    for (int i = 0; i < K_COUNT; i++) {
+        if (!kernels[i].per_path) continue;
+        size_t max_wg = 0;
+        CHECK(cl_check(b,
+                       clGetKernelWorkGroupInfo(b->ops->kernels[i], b->device,
+                                                CL_KERNEL_WORK_GROUP_SIZE, sizeof max_wg, &max_wg,
+                                                NULL),
+                       "clGetKernelWorkGroupInfo(%s)", b->ops->kernel_names[i]));
+        if (max_wg < *limit) *limit = max_wg;
+    }
+cleanup:
+    return st;
+}
+
+clinfer_status cl_ops_init(cl_backend_ctx *b) {
+    clinfer_status st = CLINFER_OK;
+    struct cl_ops_state *ops = calloc(1, sizeof *ops);
+    if (!ops) return clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "OpenCL: op state");
+    b->ops = ops;
+    if (strcmp(b->info.kernel_path, "cpu-rows") == 0)
+        ops->work_group_per_row = false;
+    else if (strcmp(b->info.kernel_path, "gpu-local-reduce") == 0 ||
+             strcmp(b->info.kernel_path, "gpu-subgroup") == 0)
+        ops->work_group_per_row = true; /* these ops have no subgroup variant: local memory */
+    else
+        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "OpenCL: unknown kernel path '%s'",
+                            b->info.kernel_path);
+    /* A power of two for the tree reductions: at most 256 on GPUs and 64 elsewhere (PoCL runs
+     * the GPU paths only when they are forced, for tests). */
+    size_t cap = b->info.type == CLINFER_DEVICE_GPU ? 256 : 64;
+    ops->wg = floor_pow2(b->info.max_work_group_size < cap ? b->info.max_work_group_size : cap);
+    CHECK(ops_build(b));
+    if (ops->work_group_per_row) {
+        size_t limit;
+        CHECK(ops_kernel_limit(b, &limit));
+        if (limit < ops->wg) { /* rebuild once with a size every kernel accepts */
+            ops_release_kernels(ops);
+            ops->wg = floor_pow2(limit);
+            CHECK(ops_build(b));
+        }
+    }
+cleanup:
+    return st;
+}

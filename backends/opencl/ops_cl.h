@@ -1,0 +1,80 @@
+/* What ops_cl.c and attention_cl.c share: the kernels of the non-matmul ops, their state, the
+ * launch by kernel id and the argument checks; the ops themselves, for backend_cl.c's
+ * dispatch. */
+#ifndef CLINFER_CL_OPS_H
+#define CLINFER_CL_OPS_H
+
+#include "cl_backend.h"
+
+/* Elementwise kernels run in fixed work-groups of this size: PoCL compiles one work-group
+ * function per local size, so a fixed size compiles once. Each work-item handles ELT_VEC
+ * elements (VEC in cl/elementwise.cl). */
+#define ELT_LOCAL 64
+#define ELT_VEC 8
+/* Attention keeps a head's query and accumulators in private (cpu-rows) or local memory. */
+#define MAX_HEAD_DIM 256
+
+typedef enum {
+    PROG_NORM,
+    PROG_ROPE,
+    PROG_ATTN_F32,
+    PROG_ATTN_F16,
+    PROG_SOFTMAX,
+    PROG_ELTWISE,
+    PROG_ARGMAX,
+    PROG_COUNT
+} prog_id;
+
+typedef enum {
+    K_RMSNORM,
+    K_LAYERNORM,
+    K_ROPE,
+    K_ATTN_F32,
+    K_ATTN_F16,
+    K_ATTN_MERGE,
+    K_SOFTMAX,
+    K_ADD,
+    K_MUL,
+    K_SCALE,
+    K_SILU,
+    K_GELU,
+    K_GELU_ERF,
+    K_SWIGLU,
+    K_STORE_F32,
+    K_STORE_F16,
+    K_ARGMAX,
+    K_COUNT
+} kernel_id;
+
+/* per_path: the name gets "_rows" (cpu-rows) or "_wg" (the GPU paths) appended. */
+
+struct cl_ops_state {
+    cl_program programs[PROG_COUNT];
+    cl_kernel kernels[K_COUNT];
+    char kernel_names[K_COUNT][32];
+    bool work_group_per_row; /* the GPU paths: one work-group of wg items per row */
+    size_t wg;
+    cl_mem scratch; /* attention's per-chunk partial results */
+    size_t scratch_bytes;
+};
+
+/* The op state: programs built for the device's kernel path; freed with cl_ops_free. */
+clinfer_status cl_ops_init(cl_backend_ctx *b);
+void cl_ops_free(struct cl_ops_state *ops);
+
+/* Launches kernel id (cl_launch); checks that n_dims dimensions are positive with a product
+ * (*product) that fits size_t. */
+clinfer_status cl_ops_launch(cl_backend_ctx *b, kernel_id id, size_t n_args, const cl_arg *args,
+                             cl_uint dims, const size_t *global, const size_t *local);
+clinfer_status cl_check_dims(const char *op, size_t *product, int n_dims, ...);
+
+/* The ops, each checked first (backend.h says what they compute). */
+clinfer_status cl_op_norm(cl_backend_ctx *b, const clinfer_op *op);
+clinfer_status cl_op_rope(cl_backend_ctx *b, const clinfer_op *op);
+clinfer_status cl_op_store(cl_backend_ctx *b, const clinfer_op *op);
+clinfer_status cl_op_attention(cl_backend_ctx *b, const clinfer_op *op);
+clinfer_status cl_op_softmax(cl_backend_ctx *b, const clinfer_op *op);
+clinfer_status cl_op_eltwise(cl_backend_ctx *b, const clinfer_op *op);
+clinfer_status cl_op_argmax(cl_backend_ctx *b, const clinfer_op *op);
+
+#endif

@@ -1,0 +1,285 @@
+/* Weights on the device: how each GGUF block type is split into a quant and a scale array at
+ * upload (the layout table), rows split over several allocations where one array would exceed
+ * the device's (or CLINFER_MAX_ALLOC's) limit, Q8_0/Q4_0/Q4_1 rows interleaved by 16 where the
+ * device built matvec_q8_il (PoCL on an AVX2 host), and on CPU devices the arrays placed as
+ * sub-buffers of a few large arenas. */
+#include <limits.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "error.h"
+#include "matmul_cl.h"
+#include "options.h"
+
+const type_layout cl_layouts[CL_N_TYPES] = {
+    /* type, kblk, q_off, q_len, scale segments, s_bytes */
+    {CLINFER_DT_F32, 16, 0, 4, {{0, 0, 0}, {0, 0, 0}}, 0},
+    {CLINFER_DT_F16, 16, 0, 2, {{0, 0, 0}, {0, 0, 0}}, 0},
+    /* f32 d */
+    {CLINFER_DT_Q8_0, 32, 2, 32, {{0, 2, 1}, {0}}, 4},
+    {CLINFER_DT_Q4_0, 32, 2, 16, {{0, 2, 1}, {0}}, 4},
+    /* f32 d, m */
+    {CLINFER_DT_Q4_1, 32, 4, 16, {{0, 4, 1}, {0}}, 8},
+    /* f32 d, dmin, then scales[12] */
+    {CLINFER_DT_Q4_K, 64, 16, 128, {{0, 4, 1}, {4, 12, 0}}, 20},
+    /* ql and qh together; scales[16] then f32 d */
+    {CLINFER_DT_Q6_K, 128, 0, 192, {{192, 16, 0}, {208, 2, 1}}, 20},
+};
+
+int cl_type_index(clinfer_dtype type) {
+    for (int i = 0; i < CL_N_TYPES; i++)
+        if (cl_layouts[i].type == type) return i;
+    return -1;
+}
+
+static size_t blk_elems(const type_layout *l) {
+    return clinfer_dtype_block_elems(l->type);
+}
+
+static size_t blk_bytes(const type_layout *l) {
+    return clinfer_dtype_block_bytes(l->type);
+}
+
+const type_layout *cl_layout_of(clinfer_dtype type) {
+    int i = cl_type_index(type);
+    return i < 0 ? NULL : &cl_layouts[i];
+}
+
+const char *cl_type_defines(clinfer_dtype type, char *buf, size_t size) {
+    snprintf(buf, size, "-DWT_%s%s", clinfer_dtype_name(type),
+             clinfer_dtype_takes_q8_act(type) ? " -DWT_Q8_ACT" : "");
+    return buf;
+}
+
+void cl_release_arena(cl_arena *arena) {
+    if (--arena->holders > 0) return;
+    clReleaseMemObject(arena->mem);
+    free(arena);
+}
+
+/* ---- weights --------------------------------------------------------------------------- */
+
+/* The allocation limit for one array: the device's, or CLINFER_MAX_ALLOC when smaller. */
+uint64_t cl_alloc_limit(const cl_backend_ctx *b) {
+    uint64_t limit = b->info.max_alloc ? b->info.max_alloc : UINT64_MAX;
+    clinfer_dev_options dev;
+    clinfer_dev_options_get(&dev);
+    if (dev.max_alloc > 0 && dev.max_alloc < limit) limit = dev.max_alloc;
+    return limit;
+}
+
+/* Splits rows [row0, row0 + rows) of GGUF data into the quant and scale arrays (s NULL: quants
+ * only). */
+static void split_blocks(const type_layout *l, const uint8_t *data, size_t row_bytes, int row0,
+                         int rows, int k, uint8_t *q, uint8_t *s) {
+    size_t nb = (size_t)rows * (size_t)(k / (int)blk_elems(l)), step = blk_bytes(l);
+    const uint8_t *src = data + (size_t)row0 * row_bytes;
+    for (size_t i = 0; i < nb; i++, src += step) {
+        memcpy(q + i * l->q_len, src + l->q_off, l->q_len);
+        if (!s) continue;
+        uint8_t *dst = s + i * l->s_bytes;
+        memset(dst, 0, l->s_bytes);
+        for (int j = 0; j < 2 && l->s[j].len; j++) {
+            const scale_segment *g = &l->s[j];
+            for (size_t h = 0; g->f16 && h < g->len / 2; h++, dst += sizeof(float)) {
+                uint16_t bits;
+                memcpy(&bits, src + g->off + 2 * h, sizeof bits);
+                float f = clinfer_f16_to_f32(bits);
+                memcpy(dst, &f, sizeof f);
+            }
+            if (!g->f16) {
+                memcpy(dst, src + g->off, g->len);
+                dst += g->len;
+            }
+        }
+    }
+}
+
+/* Re-lays out row-major rows (a multiple of 16) of nb blocks of w words of `size` bytes each
+ * into rows interleaved by 16 (word_at in cl/weights.clh). */
+static void interleave16(const uint8_t *src, uint8_t *dst, size_t rows, size_t nb, size_t w,
+                         size_t size) {
+    for (size_t r = 0; r < rows; r++)
+        for (size_t i = 0; i < nb * w; i++) /* block i / w, word i % w */
+            memcpy(dst + (((r / 16 * nb) * w + i) * 16 + r % 16) * size,
+                   src + (r * nb * w + i) * size, size);
+}
+
+/* The scales of rows [row0, row0 + rows) as they are in the GGUF blocks (f16: Q8_0 and Q4_0 d,
+ * Q4_1 d then m), block after block: what the interleaved layout keeps, as one 64-byte load then
+ * converts 16 of them (the row-major layout widens them to f32 instead, see scale_segment). */
+static void gather_f16_scales(const type_layout *l, const uint8_t *data, size_t row_bytes, int row0,
+                              int rows, int k, uint8_t *s) {
+    size_t nb = (size_t)rows * (size_t)(k / (int)blk_elems(l)), len = l->s[0].len;
+    size_t step = blk_bytes(l);
+    const uint8_t *src = data + (size_t)row0 * row_bytes + l->s[0].off;
+    for (size_t i = 0; i < nb; i++, src += step)
+        memcpy(s + i * len, src, len);
+}
+
+/* Bytes of the scales of one block as the weight stores them. */
+static size_t scale_bytes(const type_layout *l, int il) {
+    return il ? l->s[0].len : l->s_bytes;
+}
+
+/* Bytes of a row of k elements as the weight stores them (what kernels read). */
+size_t cl_stored_row_bytes(const type_layout *l, int il, int k) {
+    return (size_t)k / blk_elems(l) * (l->s_bytes ? l->q_len + scale_bytes(l, il) : blk_bytes(l));
+}
+
+/* Uploads bytes of host data as a weight array: a sub-buffer of an arena where weights go to
+ * arenas (a new arena when the one being filled lacks room), else a buffer of its own. */
+static clinfer_status place(cl_backend_ctx *b, size_t bytes, const void *host, weight_array *a) {
+    struct cl_matmul_state *s = b->mm;
+    void *src = (void *)(uintptr_t)host;
+    if (!s->arenas)
+        return cl_create_buffer(b, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, bytes, src, &a->mem);
+    size_t at = s->filling ? cl_round_up(s->filling->used, s->align) : 0;
+    if (!s->filling || at + bytes > s->filling->size) {
+        uint64_t size = bytes > ARENA_BYTES ? bytes : ARENA_BYTES;
+        if (size > cl_alloc_limit(b)) size = cl_alloc_limit(b); /* parts never exceed it */
+        cl_arena *arena = calloc(1, sizeof *arena);
+        if (!arena) return clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "OpenCL matmul: arena");
+        clinfer_status st = cl_create_buffer(b, CL_MEM_READ_ONLY, size, NULL, &arena->mem);
+        if (st != CLINFER_OK) {
+            free(arena);
+            return st;
+        }
+        arena->size = size;
+        arena->holders = 1; /* the state's, while it fills it */
+        if (s->filling) cl_release_arena(s->filling);
+        s->filling = arena;
+        at = 0;
+    }
+    cl_arena *arena = s->filling;
+    cl_int err =
+        clEnqueueWriteBuffer(b->queue, arena->mem, CL_TRUE, at, bytes, host, 0, NULL, NULL);
+    cl_buffer_region region = {at, bytes};
+    if (err == CL_SUCCESS)
+        a->mem = clCreateSubBuffer(arena->mem, CL_MEM_READ_ONLY, CL_BUFFER_CREATE_TYPE_REGION,
+                                   &region, &err);
+    if (err != CL_SUCCESS) return cl_error(err, "placing a weight array in an arena");
+    arena->used = at + bytes;
+    arena->holders++;
+    a->arena = arena;
+    a->offset = at;
+    return CLINFER_OK;
+}
+
+static void release_array(weight_array *a) {
+    if (a->mem) clReleaseMemObject(a->mem);
+    if (a->arena) cl_release_arena(a->arena);
+}
+
+/* Uploads part p; with il its rows are interleaved by 16, zero rows padding the last group. */
+static clinfer_status upload_part(cl_backend_ctx *b, const type_layout *l, const uint8_t *data,
+                                  int k, int il, weight_part *p) {
+    clinfer_status st = CLINFER_OK;
+    size_t nb_row = (size_t)k / blk_elems(l), row_bytes = nb_row * blk_bytes(l);
+    uint8_t *q = NULL, *s = NULL, *qi = NULL, *si = NULL;
+    if (!l->s_bytes) /* f32/f16: the GGUF rows are the layout */
+        return place(b, (size_t)p->rows * row_bytes, data + (size_t)p->row0 * row_bytes, &p->q);
+    size_t rows = il ? cl_round_up((size_t)p->rows, 16) : (size_t)p->rows;
+    size_t q_bytes = rows * nb_row * l->q_len, s_bytes = rows * nb_row * scale_bytes(l, il);
+    q = calloc(1, q_bytes);
+    s = calloc(1, s_bytes);
+    if (il) {
+        qi = malloc(q_bytes);
+        si = malloc(s_bytes);
+    }
+    if (!q || !s || (il && (!qi || !si)))
+        CHECK(clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY,
+                           "OpenCL matmul: %zu + %zu bytes to re-lay out %d rows of %s", q_bytes,
+                           s_bytes, p->rows, clinfer_dtype_name(l->type)));
+    if (il) {
+        split_blocks(l, data, row_bytes, p->row0, p->rows, k, q, NULL);
+        gather_f16_scales(l, data, row_bytes, p->row0, p->rows, k, s);
+        interleave16(q, qi, rows, nb_row, l->q_len / 4, 4);
+        interleave16(s, si, rows, nb_row, l->s[0].len / 2, 2);
+    } else {
+        split_blocks(l, data, row_bytes, p->row0, p->rows, k, q, s);
+    }
+    CHECK(place(b, q_bytes, il ? (void *)qi : q, &p->q));
+    CHECK(place(b, s_bytes, il ? (void *)si : s, &p->s));
+cleanup:
+    free(q);
+    free(s);
+    free(qi);
+    free(si);
+    return st;
+}
+
+clinfer_status cl_weight_create(cl_backend_ctx *b, clinfer_dtype type, int m, int k,
+                                const void *data, clinfer_buffer **out) {
+    clinfer_status st = CLINFER_OK;
+    struct cl_weight *w = NULL;
+    clinfer_buffer *buf = NULL;
+    const type_layout *l = cl_layout_of(type);
+    if (!out || !data || m <= 0 || k <= 0)
+        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
+                            "OpenCL weight_create: m %d, k %d, data %p, out %p", m, k, data,
+                            (void *)out);
+    *out = NULL;
+    if (!l)
+        return clinfer_fail(CLINFER_ERR_UNSUPPORTED, "OpenCL weight_create: type %d", (int)type);
+    if (k % (int)blk_elems(l))
+        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
+                            "OpenCL weight_create: k %d is not a multiple of the %s block (%zu)", k,
+                            clinfer_dtype_name(type), blk_elems(l));
+    if ((uint64_t)m * (uint64_t)k > INT_MAX)
+        return clinfer_fail(CLINFER_ERR_UNSUPPORTED,
+                            "OpenCL weight_create: %d x %d elements exceed the kernels' int "
+                            "indexing",
+                            m, k);
+    CHECK(cl_build_type(b, l));
+    size_t nb_row = (size_t)k / blk_elems(l);
+    size_t widest = nb_row * (l->s_bytes ? l->q_len : blk_bytes(l));
+    if (nb_row * l->s_bytes > widest) widest = nb_row * l->s_bytes;
+    uint64_t rows_per_part = cl_alloc_limit(b) / widest;
+    /* interleaved parts hold whole groups of 16 rows (the last one padded) */
+    int il = b->mm->types[l - cl_layouts].matvec_q8_il && rows_per_part >= 16;
+    if (il) rows_per_part -= rows_per_part % 16;
+    if (rows_per_part == 0)
+        CHECK(clinfer_fail(CLINFER_ERR_UNSUPPORTED,
+                           "OpenCL weight_create: one %s row of %d elements (%zu bytes) exceeds "
+                           "the allocation limit of %llu bytes",
+                           clinfer_dtype_name(type), k, widest,
+                           (unsigned long long)cl_alloc_limit(b)));
+    if (rows_per_part > (uint64_t)m) rows_per_part = (uint64_t)m;
+    int n_parts = (int)(((uint64_t)m + rows_per_part - 1) / rows_per_part);
+    w = calloc(1, sizeof *w + (size_t)n_parts * sizeof w->parts[0]);
+    buf = calloc(1, sizeof *buf);
+    if (!w || !buf)
+        CHECK(clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "OpenCL weight_create: %d parts", n_parts));
+    w->layout = l;
+    w->m = m;
+    w->k = k;
+    w->il = il;
+    for (int i = 0; i < n_parts; i++) {
+        weight_part *p = &w->parts[i];
+        p->row0 = (int)((uint64_t)i * rows_per_part);
+        p->rows = m - p->row0 < (int)rows_per_part ? m - p->row0 : (int)rows_per_part;
+        w->n_parts = i + 1; /* counts parts holding buffers, for cleanup */
+        CHECK(upload_part(b, l, data, k, il, p));
+    }
+    buf->weight = w;
+    buf->bytes = (size_t)m * cl_stored_row_bytes(l, il, k);
+    *out = buf;
+    return CLINFER_OK;
+cleanup:
+    clinfer_error_prefix("OpenCL weight_create(%s, %d x %d)", clinfer_dtype_name(type), m, k);
+    cl_weight_free(w);
+    free(buf);
+    return st;
+}
+
+void cl_weight_free(struct cl_weight *w) {
+    if (!w) return;
+    for (int i = 0; i < w->n_parts; i++) {
+        release_array(&w->parts[i].q);
+        release_array(&w->parts[i].s);
+    }
+    free(w);
+}

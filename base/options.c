@@ -1,0 +1,79 @@
+/* The environment's part in the configuration; see options.h. */
+#include "options.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "error.h"
+
+static const char *const path_names[] = {"cpu-rows", "gpu-subgroup", "gpu-local-reduce"};
+#define N_PATHS (sizeof path_names / sizeof path_names[0])
+
+const char *clinfer_kernel_path_name(clinfer_kernel_path path) {
+    return path > 0 && (size_t)path <= N_PATHS ? path_names[path - 1] : NULL;
+}
+
+/* The variable's value; NULL when unset or empty. */
+static const char *env(const char *name) {
+    const char *v = getenv(name);
+    return v && *v ? v : NULL;
+}
+
+/* A 0/1 variable: off for "0", on otherwise; def when unset. */
+static bool env_flag(const char *name, bool def) {
+    const char *v = env(name);
+    return v ? strcmp(v, "0") != 0 : def;
+}
+
+static clinfer_toggle env_toggle(const char *name) {
+    const char *v = env(name);
+    return !v ? CLINFER_DEFAULT : strcmp(v, "0") != 0 ? CLINFER_ON : CLINFER_OFF;
+}
+
+const char *clinfer_options_device(void) {
+    return env("CLINFER_DEVICE");
+}
+
+const char *clinfer_options_cache_dir(void) {
+    return env("CLINFER_CACHE_DIR");
+}
+
+clinfer_status clinfer_options_resolve(const clinfer_backend_options *given,
+                                       clinfer_backend_options *out) {
+    *out = given ? *given : (clinfer_backend_options){0};
+    if (!out->device || !*out->device) out->device = clinfer_options_device();
+    if (!out->cache_dir || !*out->cache_dir) out->cache_dir = clinfer_options_cache_dir();
+    if (!out->clblast) out->clblast = env_toggle("CLINFER_CLBLAST");
+    if (!out->graph) out->graph = env_toggle("CLINFER_GRAPH");
+    if (!out->profile) out->profile = env_toggle("CLINFER_PROFILE");
+    if (out->kernel_path == CLINFER_KERNEL_PATH_DEFAULT && env("CLINFER_KERNEL_PATH")) {
+        const char *name = env("CLINFER_KERNEL_PATH");
+        size_t k = 0;
+        while (k < N_PATHS && strcmp(name, path_names[k]) != 0)
+            k++;
+        if (k == N_PATHS)
+            return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
+                                "CLINFER_KERNEL_PATH='%s' is not one of cpu-rows, gpu-subgroup, "
+                                "gpu-local-reduce",
+                                name);
+        out->kernel_path = (clinfer_kernel_path)(k + 1);
+    }
+    if (!clinfer_kernel_path_name(out->kernel_path) &&
+        out->kernel_path != CLINFER_KERNEL_PATH_DEFAULT)
+        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "options: kernel path %d is unknown",
+                            (int)out->kernel_path);
+    return CLINFER_OK;
+}
+
+void clinfer_dev_options_get(clinfer_dev_options *out) {
+    const char *max_alloc = env("CLINFER_MAX_ALLOC");
+    *out = (clinfer_dev_options){
+        .verbose = env_flag("CLINFER_VERBOSE", false),
+        .cl_dir = env("CLINFER_CL_DIR"),
+        .interleave = env_flag("CLINFER_INTERLEAVE", true),
+        .max_alloc = max_alloc ? strtoull(max_alloc, NULL, 10) : 0,
+        .print_plan = env("CLINFER_PRINT_PLAN") != NULL,
+        .profile = env_flag("CLINFER_PROFILE", false),
+        .trace = env("CLINFER_TRACE"),
+    };
+}

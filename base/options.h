@@ -1,0 +1,37 @@
+/* Configuration: the backend options with the environment's defaults filled in, and the
+ * developer switches that only the environment sets. Every CLINFER_* variable the library reads
+ * is read in options.c (the fault-injection hook, backends/opencl/fault.c, reads its own). */
+#ifndef CLINFER_OPTIONS_H
+#define CLINFER_OPTIONS_H
+
+#include <stdint.h>
+
+#include "clinfer.h"
+
+/* *out = given (NULL: all defaults) with each field at its default taken from the environment;
+ * CLINFER_ERR_INVALID_ARGUMENT where a variable's value is not one it can take. Strings point
+ * into given or the environment. */
+clinfer_status clinfer_options_resolve(const clinfer_backend_options *given,
+                                       clinfer_backend_options *out);
+
+/* The device spec of CLINFER_DEVICE and the directory of CLINFER_CACHE_DIR; NULL when unset. */
+const char *clinfer_options_device(void);
+const char *clinfer_options_cache_dir(void);
+
+/* "cpu-rows", ...; NULL for CLINFER_KERNEL_PATH_DEFAULT or a value out of range. */
+const char *clinfer_kernel_path_name(clinfer_kernel_path path);
+
+/* Switches for development, read from the environment at each call. */
+typedef struct {
+    bool verbose;       /* CLINFER_VERBOSE: backend decisions on stderr */
+    const char *cl_dir; /* CLINFER_CL_DIR: kernel sources from files, not the embedded copy */
+    bool interleave;    /* CLINFER_INTERLEAVE (default on): CPU weights interleaved by rows */
+    uint64_t max_alloc; /* CLINFER_MAX_ALLOC: a lower limit per allocation; 0: none */
+    bool print_plan;    /* CLINFER_PRINT_PLAN: each new plan on stderr */
+    bool profile;       /* CLINFER_PROFILE: what clinfer_backend_options.profile defaults to */
+    const char *trace;  /* CLINFER_TRACE: a Chrome trace of per-op kernel times */
+} clinfer_dev_options;
+
+void clinfer_dev_options_get(clinfer_dev_options *out);
+
+#endif

@@ -1,0 +1,98 @@
+/* Architectures: one file each (arch_llama.c: llama and qwen2, arch_gpt2.c), listed in arch.c.
+ * An architecture says which hyperparameters and tensors it has and how a layer runs, through
+ * the building blocks declared here: model.c's loader (tensors checked against the
+ * hyperparameters, then uploaded) and executor.c's plan builder (the ops of the forward pass).
+ * Adding one: a file with its clinfer_arch, and a line in arch.c's table. */
+#ifndef CLINFER_ARCH_H
+#define CLINFER_ARCH_H
+
+#include "executor.h"
+#include "model.h"
+
+typedef struct clinfer_loader clinfer_loader;
+typedef struct exec_builder exec_builder;
+
+struct clinfer_arch {
+    const char *name;       /* general.architecture */
+    bool layer_norm;        /* LayerNorm with biases (the output norm's too), else RMSNorm */
+    bool learned_positions; /* position_embd rows: n_ctx cannot exceed n_ctx_train */
+    bool gated_ffn;         /* gate and up rows: EXEC_FF_A holds both */
+    /* The hyperparameters beyond the ones every architecture has (model.c reads those). */
+    clinfer_status (*read_hparams)(const gguf_file *f, clinfer_hparams *hp);
+    /* The tensors besides token_embd, output_norm and output: those outside the layers (NULL:
+     * none), then layer il's q, k, v and its feed-forward input weights (model.c loads the
+     * norms, the output projection and ffn_down every layer has). */
+    clinfer_status (*load_globals)(clinfer_loader *ld);
+    clinfer_status (*load_qkv)(clinfer_loader *ld, uint32_t il);
+    clinfer_status (*load_ffn)(clinfer_loader *ld, uint32_t il);
+    /* The ops of the forward pass for n tokens: the embeddings (into EXEC_X), then layer il. */
+    void (*embed)(exec_builder *b, const clinfer_model *m, const exec_state *s, int n);
+    void (*layer)(exec_builder *b, const clinfer_model *m, const exec_state *s, int il, int n);
+};
+
+/* The architecture named name; NULL for none (arch.c). */
+const clinfer_arch *clinfer_arch_find(gguf_str name);
+/* The names of all, ", "-separated, for messages (truncated to size). */
+void clinfer_arch_names(char *buf, size_t size);
+
+/* ---- loading (model.c) ---------------------------------------------------------------- */
+
+/* "<arch>.<suffix>" keys; an absent optional key leaves *out as it is. */
+clinfer_status clinfer_arch_u32(const gguf_file *f, const char *arch, const char *suffix,
+                                bool required, uint32_t *out);
+clinfer_status clinfer_arch_f32(const gguf_file *f, const char *arch, const char *suffix,
+                                bool required, float *out);
+/* The rotary embedding's hyperparameters: n_rot, freq_base, linear scaling. */
+clinfer_status clinfer_read_rope(const gguf_file *f, const char *arch, clinfer_hparams *hp);
+
+/* The tensors are read twice by the same code: a checking pass validates every shape against
+ * the hyperparameters and counts the f32 vector elements, so that a broken file is rejected
+ * before anything is allocated; the upload pass then creates the weights and stages the
+ * vectors (norm weights, biases) on the host for one write into model->vectors. */
+struct clinfer_loader {
+    clinfer_model *m;
+    bool upload; /* false: the checking pass */
+    float *host; /* upload pass: the staged vectors */
+    size_t used; /* vector elements so far */
+};
+
+/* The tensor name of shape [ne0, ne1]; NULL with *st set where it is missing (*st OK where it
+ * is optional) or shaped otherwise. */
+const gguf_tensor *clinfer_find_shaped(const clinfer_model *m, const char *name, int64_t ne0,
+                                       int64_t ne1, bool required, clinfer_status *st);
+/* A matrix of rows x k. */
+clinfer_status clinfer_load_matrix(clinfer_loader *ld, const char *name, uint32_t k, uint32_t rows,
+                                   bool required, clinfer_matrix *out);
+/* Rows [row0, row0 + rows) of tensor t as a weight of their own. */
+clinfer_status clinfer_upload_rows(clinfer_loader *ld, const gguf_tensor *t, const char *name,
+                                   int row0, int rows, clinfer_matrix *out);
+/* Matrices that multiply the same input (names[i]: rows[i] x k), stacking each run of
+ * neighbours of one type into one weight (see clinfer_matrix). */
+clinfer_status clinfer_load_stacked(clinfer_loader *ld, const char *const *names,
+                                    const uint32_t *rows, size_t n, uint32_t k,
+                                    clinfer_matrix *const *out);
+/* The rows [row0, row0 + m) of the weight `whole` holds, as a matrix of their own. */
+clinfer_matrix clinfer_rows_of(const clinfer_matrix *whole, int row0, int m);
+/* A vector of n elements, converted to f32. */
+clinfer_status clinfer_load_vector(clinfer_loader *ld, const char *name, uint32_t n, bool required,
+                                   clinfer_ref *out);
+
+/* ---- the forward pass (executor.c) ---------------------------------------------------- */
+
+clinfer_ref exec_at(clinfer_buffer *buf, size_t offset);
+/* Appends op; its position-dependent refs advance by pos0 * pos_stride (0: none). */
+void exec_push(exec_builder *b, clinfer_op op, size_t pos_stride);
+/* y = x . W^T (+ bias) (+= with accumulate), merged with the matmul before where it can be. */
+void exec_matmul(exec_builder *b, const clinfer_matrix *w, clinfer_ref x, clinfer_ref y,
+                 clinfer_ref bias, int n, bool accumulate);
+/* The architecture's norm over rows of n_embd. */
+void exec_norm(exec_builder *b, const clinfer_hparams *hp, clinfer_ref x, clinfer_ref w,
+               clinfer_ref bias, clinfer_ref y, int n);
+/* Rows ids (EXEC_IDS or EXEC_POS_IDS) of w into y. */
+void exec_embed(exec_builder *b, const clinfer_matrix *w, clinfer_ref ids, clinfer_ref y, int n);
+/* Norm, q/k/v, the cache writes (rotated where hp->n_rot), attention, and the output
+ * projection added to the residual stream. */
+void exec_attention_block(exec_builder *b, const clinfer_model *m, const exec_state *s, int il,
+                          int n);
+
+#endif
