@@ -14,7 +14,15 @@
 #include "clinfer.h"
 #include "quant.h"
 
-typedef struct clinfer_buffer clinfer_buffer; /* defined by each backend */
+/* Defined by each backend, starting with a clinfer_buffer_head: what clinfer_op_check needs to
+ * measure operands without knowing the backend. */
+typedef struct clinfer_buffer clinfer_buffer;
+
+typedef struct {
+    size_t bytes; /* its size (weights: as stored) */
+    bool weight;  /* made by weight_create (then m rows of k elements) */
+    int m, k;
+} clinfer_buffer_head;
 
 typedef struct {
     clinfer_buffer *buf; /* NULL: absent (optional operands) */
@@ -157,6 +165,12 @@ static inline clinfer_op clinfer_attention_keys_rope(const clinfer_op *a) {
                                  .kv_heads = a->attention.n_kv_head,
                                  .kv_type = a->attention.kv_type}};
 }
+
+/* backends/op_check.c: CLINFER_OK where op is well formed as this file defines it (shapes,
+ * operands inside their buffers, weights, cache types, the overlaps the ops forbid), else
+ * CLINFER_ERR_INVALID_ARGUMENT with a message naming the op, operand and values. Every backend's
+ * op and op_run call it before anything else; a backend checks only its own device limits. */
+clinfer_status clinfer_op_check(const clinfer_op *op);
 
 /* The kernel time of one op as the device measured it (timing_collect). */
 typedef struct {

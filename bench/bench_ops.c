@@ -219,7 +219,7 @@ static int bench_matmul(clinfer_backend *be, clinfer_dtype type, int m, int k, i
                         timing *t, double *weight_bytes) {
     clinfer_buffer *w = NULL, *x = NULL, *y = NULL;
     int rc = make_weight(be, type, m, k, &w);
-    if (!rc) *weight_bytes = (double)w->bytes;
+    if (!rc) *weight_bytes = (double)w->head.bytes;
     if (!rc) rc = make_buffer(be, 2 * (size_t)n * k, &x);
     if (!rc) rc = make_buffer(be, (size_t)n * m, &y);
     if (!rc) {

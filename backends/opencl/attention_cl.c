@@ -92,40 +92,6 @@ cleanup:
     return st;
 }
 
-static bool overlap(clinfer_ref a, size_t a_count, clinfer_ref b, size_t b_count) {
-    return a.buf == b.buf && a.offset < b.offset + b_count && b.offset < a.offset + a_count;
-}
-
-/* The rotation and cache write of an attention op (backend.h): rotation sizes, the sources'
- * extents, and buffers apart as the kernels need them (items read q, k_src and v_src while one
- * writes the caches). */
-static clinfer_status check_attention_rope(const clinfer_op *op, size_t q_total) {
-    const char *name = "attention";
-    int n_rot = op->attention.rope.n_rot;
-    clinfer_ref q = op->attention.q, k_src = op->attention.rope.k_src,
-                v_src = op->attention.rope.v_src;
-    const clinfer_buffer *k = op->attention.k.buf, *v = op->attention.v.buf;
-    size_t kv_total = q_total / (size_t)op->attention.n_head * (size_t)op->attention.n_kv_head;
-    clinfer_status st = CLINFER_OK;
-    if (n_rot <= 0 || n_rot % 2 || n_rot > op->attention.head_dim)
-        CHECK(clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
-                           "OpenCL attention: rope.n_rot %d must be even and in (0, head_dim %d]",
-                           n_rot, op->attention.head_dim));
-    CHECK(cl_check_ref(name, "rope.k_src", k_src, kv_total, sizeof(float)));
-    CHECK(cl_check_ref(name, "rope.v_src", v_src, kv_total, sizeof(float)));
-    if (overlap(k_src, kv_total, q, q_total) || overlap(v_src, kv_total, q, q_total) ||
-        overlap(v_src, kv_total, k_src, kv_total))
-        CHECK(clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
-                           "OpenCL attention: q, rope.k_src and rope.v_src must not overlap"));
-    if (k == v || q.buf == k || q.buf == v || k_src.buf == k || k_src.buf == v || v_src.buf == k ||
-        v_src.buf == v)
-        CHECK(clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
-                           "OpenCL attention: with rope, the caches must be buffers of their own, "
-                           "apart from q, rope.k_src, rope.v_src and each other"));
-cleanup:
-    return st;
-}
-
 /* An attention op's rotation and cache write as the rope launches it stands for, where the
  * attention kernel does not do them itself: in place, then the caller attends over q. One launch
  * when the keys follow the queries of a single token, as the executor lays them out. */
@@ -146,49 +112,21 @@ static clinfer_status attention_rope_launches(cl_backend_ctx *b, const clinfer_o
     return st == CLINFER_OK ? cl_op_rope(b, &keys) : st;
 }
 
-clinfer_status cl_check_attention(const clinfer_op *op, size_t *q_total) {
-    const char *name = "attention";
-    int n = op->attention.n, n_head = op->attention.n_head, n_kv = op->attention.n_kv_head;
-    int head_dim = op->attention.head_dim, pos0 = op->attention.pos0;
-    bool f16 = op->attention.kv_type == CLINFER_DT_F16;
-    size_t kv_total;
-    clinfer_status st = CLINFER_OK;
-    if (!f16 && op->attention.kv_type != CLINFER_DT_F32)
-        CHECK(clinfer_fail(CLINFER_ERR_UNSUPPORTED,
-                           "OpenCL attention: KV cache type %s (want f32 or f16)",
-                           clinfer_dtype_name(op->attention.kv_type)));
-    CHECK(cl_check_dims(name, q_total, 3, n, n_head, head_dim));
-    if (pos0 < 0 || pos0 > INT32_MAX - n || n_kv <= 0 || n_head % n_kv)
-        CHECK(clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
-                           "OpenCL attention: pos0 %d must be >= 0 and n_kv_head %d must divide "
-                           "n_head %d",
-                           pos0, n_kv, n_head));
+clinfer_status cl_attention_limits(const clinfer_op *op) {
+    int head_dim = op->attention.head_dim;
     if (head_dim % 8 || head_dim > MAX_HEAD_DIM)
-        CHECK(clinfer_fail(CLINFER_ERR_UNSUPPORTED,
-                           "OpenCL attention: head_dim %d must be a multiple of 8 and at most %d",
-                           head_dim, MAX_HEAD_DIM));
-    CHECK(cl_check_dims(name, &kv_total, 3, pos0 + n, n_kv, head_dim));
-    size_t kv_elem = f16 ? sizeof(uint16_t) : sizeof(float);
-    CHECK(cl_check_ref(name, "q", op->attention.q, *q_total, sizeof(float)));
-    CHECK(cl_check_ref(name, "k", op->attention.k, kv_total, kv_elem));
-    CHECK(cl_check_ref(name, "v", op->attention.v, kv_total, kv_elem));
-    CHECK(cl_check_ref(name, "out", op->attention.out, *q_total, sizeof(float)));
-    if (op->attention.out.buf == op->attention.k.buf ||
-        op->attention.out.buf == op->attention.v.buf)
-        CHECK(clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
-                           "OpenCL attention: out must not lie in a cache's buffer (the kernels "
-                           "read the caches while writing out)"));
-    if (op->attention.rope.n_rot != 0) CHECK(check_attention_rope(op, *q_total));
-cleanup:
-    return st;
+        return clinfer_fail(CLINFER_ERR_UNSUPPORTED,
+                            "OpenCL attention: head_dim %d must be a multiple of 8 and at most %d",
+                            head_dim, MAX_HEAD_DIM);
+    return CLINFER_OK;
 }
 
 clinfer_status cl_op_attention(cl_backend_ctx *b, const clinfer_op *op) {
     int n = op->attention.n, head_dim = op->attention.head_dim;
     bool f16 = op->attention.kv_type == CLINFER_DT_F16, rows = !b->ops->work_group_per_row;
-    size_t q_total;
+    size_t q_total = (size_t)n * (size_t)op->attention.n_head * (size_t)head_dim;
     clinfer_status st = CLINFER_OK;
-    CHECK(cl_check_attention(op, &q_total));
+    CHECK(cl_attention_limits(op));
     bool rope = op->attention.rope.n_rot != 0, rope_in_kernel = rope && rows && n == 1;
     if (rope && !rope_in_kernel) CHECK(attention_rope_launches(b, op, q_total));
     /* Unused operands bind out's buffer, which the kernels then never touch through them. */

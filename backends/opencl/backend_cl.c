@@ -36,7 +36,7 @@ static clinfer_status cl_buffer_alloc(void *ctx, size_t bytes, clinfer_buffer **
     if (err == CL_SUCCESS)
         buf->mem = clCreateBuffer(b->context, CL_MEM_READ_WRITE, bytes, NULL, &err);
     CHECK(cl_check(b, err, "clCreateBuffer(%zu bytes)", bytes));
-    buf->bytes = bytes;
+    buf->head.bytes = bytes;
     *out = buf;
     buf = NULL;
 cleanup:
@@ -58,11 +58,11 @@ static clinfer_status check_transfer(const char *what, const clinfer_buffer *buf
     if (!buf || !buf->mem || buf->weight || !host)
         return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
                             "OpenCL: %s needs a plain buffer and a host pointer", what);
-    if (offset > buf->bytes || bytes > buf->bytes - offset)
+    if (offset > buf->head.bytes || bytes > buf->head.bytes - offset)
         return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
                             "OpenCL: %s of %zu bytes at offset %zu is past the end of a buffer of "
                             "%zu bytes",
-                            what, bytes, offset, buf->bytes);
+                            what, bytes, offset, buf->head.bytes);
     return CLINFER_OK;
 }
 
@@ -102,8 +102,8 @@ static clinfer_status cl_weight_create_i(void *ctx, clinfer_dtype type, int m, i
 static clinfer_status cl_op(void *ctx, const clinfer_op *op) {
     cl_backend_ctx *b = ctx;
     clinfer_status st = cl_check_alive(b);
+    if (st == CLINFER_OK) st = clinfer_op_check(op);
     if (st != CLINFER_OK) return st;
-    if (!op) return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "OpenCL: NULL op");
     if (op->kind != CLINFER_OP_MATMUL) cl_matmul_forget(b); /* it may write a matmul's x */
     switch (op->kind) {
     case CLINFER_OP_MATMUL:
@@ -156,7 +156,8 @@ static clinfer_status cl_op_run(void *ctx, const clinfer_op *ops, size_t n, size
     *taken = 0;
     if (st == CLINFER_OK && ops) st = cl_graph_run(b, ops, n, taken);
     if (st == CLINFER_OK && *taken == 0 && n >= 2 && ops[0].kind == CLINFER_OP_MATMUL &&
-        ops[1].kind == CLINFER_OP_RMSNORM && cl_check_norm(&ops[1]) == CLINFER_OK) {
+        ops[1].kind == CLINFER_OP_RMSNORM && clinfer_op_check(&ops[0]) == CLINFER_OK &&
+        clinfer_op_check(&ops[1]) == CLINFER_OK) {
         bool fused;
         st = cl_matmul_norm(b, &ops[0], &ops[1], &fused);
         *taken = fused ? 2 : 0;

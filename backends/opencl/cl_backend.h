@@ -67,15 +67,10 @@ typedef struct cl_backend_ctx {
 } cl_backend_ctx;
 
 struct clinfer_buffer {
-    cl_mem mem; /* plain buffers */
-    size_t bytes;
+    clinfer_buffer_head head;
+    cl_mem mem;               /* plain buffers */
     struct cl_weight *weight; /* non-NULL for weights made by weight_create */
 };
-
-/* backend_cl.c: an operand of an op must hold count elements of elem bytes from ref.offset in a
- * plain (non-weight) buffer. */
-clinfer_status cl_check_ref(const char *op, const char *name, clinfer_ref ref, size_t count,
-                            size_t elem);
 
 /* launch_cl.c: one kernel argument (CL_ARG(v): the variable v). */
 typedef struct {
@@ -109,11 +104,9 @@ clinfer_status cl_timing_keep(cl_backend_ctx *b, cl_event event);
 bool cl_timing_mark(void *ctx, size_t op_index);
 clinfer_status cl_timing_collect(void *ctx, clinfer_op_timing *ops, size_t n_ops);
 
-/* backend_cl.c: an op's operands against its buffers, as its launch checks them (the graph
- * checks before it encodes). */
-clinfer_status cl_check_norm(const clinfer_op *op);
-clinfer_status cl_check_eltwise(const clinfer_op *op);
-clinfer_status cl_check_attention(const clinfer_op *op, size_t *q_total);
+/* attention_cl.c: this backend's limits on a valid (clinfer_op_check) attention op: the head
+ * sizes its kernels hold; CLINFER_ERR_UNSUPPORTED beyond them. */
+clinfer_status cl_attention_limits(const clinfer_op *op);
 /* How an attention op's positions are split: chunk positions per item, n_chunks items per
  * (head, token); with more than one chunk, part (grown to bytes) holds their partial results. */
 void cl_attention_chunks(const cl_backend_ctx *b, const clinfer_op *op, size_t *chunk,

@@ -217,7 +217,6 @@ static bool encode_embed(encoder *e, const clinfer_op *op) {
 }
 
 static bool encode_rmsnorm(encoder *e, const clinfer_op *op) {
-    if (cl_check_norm(op) != CLINFER_OK) return false;
     clinfer_ref x = op->norm.x, w = op->norm.w, y = op->norm.y;
     cl_mem mems[3] = {x.buf->mem, w.buf ? w.buf->mem : x.buf->mem, y.buf->mem};
     if (!take_slots(e, mems, 3)) return false;
@@ -237,7 +236,7 @@ static bool encode_rmsnorm(encoder *e, const clinfer_op *op) {
 
 static bool encode_swiglu(encoder *e, const clinfer_op *op) {
     size_t count = op->eltwise.count;
-    if (cl_check_eltwise(op) != CLINFER_OK || count == 0 || count > INT32_MAX) return false;
+    if (count == 0 || count > INT32_MAX) return false;
     clinfer_ref a = op->eltwise.a, g = op->eltwise.b, y = op->eltwise.y;
     cl_mem mems[3] = {a.buf->mem, g.buf->mem, y.buf->mem};
     if (!take_slots(e, mems, 3)) return false;
@@ -281,9 +280,9 @@ static void put_attention(encoder *e, int32_t *r, const clinfer_op *op, size_t c
 }
 
 static bool encode_attention(encoder *e, const clinfer_op *op) {
-    size_t q_total, chunk, n_chunks;
+    size_t q_total = (size_t)op->attention.n_head * (size_t)op->attention.head_dim, chunk, n_chunks;
     int f16 = op->attention.kv_type == CLINFER_DT_F16, rope = op->attention.rope.n_rot != 0;
-    if (op->attention.n != 1 || cl_check_attention(op, &q_total) != CLINFER_OK ||
+    if (op->attention.n != 1 || cl_attention_limits(op) != CLINFER_OK ||
         (e->kv_f16 >= 0 && e->kv_f16 != f16))
         return false;
     clinfer_ref out = op->attention.out;
@@ -313,7 +312,8 @@ static bool encode_attention(encoder *e, const clinfer_op *op) {
 
 /* Adds op to the run; false where the kernel cannot take it (or its check failed). */
 static bool encode(encoder *e, const clinfer_op *op) {
-    if (e->n_recs + 3 > MAX_RECS) return false; /* room for its records */
+    /* room for its records, and a valid record */
+    if (e->n_recs + 3 > MAX_RECS || clinfer_op_check(op) != CLINFER_OK) return false;
     switch (op->kind) {
     case CLINFER_OP_MATMUL:
         return encode_matmul(e, op);

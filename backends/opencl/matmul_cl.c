@@ -175,30 +175,14 @@ void cl_matmul_free(cl_backend_ctx *b) {
     b->mm = NULL;
 }
 
-/* ---- operand checks -------------------------------------------------------------------- */
+/* ---- limits --------------------------------------------------------------------------- */
 
-/* cl_check_ref, and the elements must be reachable by the kernels' int offsets. */
-static clinfer_status check_operand(const char *op, const char *name, clinfer_ref ref, size_t count,
-                                    size_t elem) {
-    clinfer_status st = cl_check_ref(op, name, ref, count, elem);
-    if (st != CLINFER_OK) return st;
-    if (ref.offset + count > INT_MAX)
+/* The kernels index x, y, bias and ids with ints: operands must end below INT_MAX. */
+static clinfer_status int_indexed(const char *op, const char *name, clinfer_ref ref, size_t count) {
+    if (ref.buf && ref.offset + count > INT_MAX)
         return clinfer_fail(CLINFER_ERR_UNSUPPORTED,
                             "OpenCL %s: operand %s ends at element %zu, past int indexing", op,
                             name, ref.offset + count);
-    return CLINFER_OK;
-}
-
-/* Rows [row0, row0 + m) of k elements of wb, all of them when whole. */
-static clinfer_status check_weight(const char *op, const clinfer_buffer *wb, int row0, int m, int k,
-                                   int n, bool whole) {
-    if (!wb || !wb->weight)
-        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "OpenCL %s: w is not a weight", op);
-    const struct cl_weight *w = wb->weight;
-    if (row0 < 0 || m <= 0 || row0 > w->m - m || (whole && m != w->m) || w->k != k || n <= 0)
-        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
-                            "OpenCL %s: rows %d .. %d, k %d, n %d against a weight of %d x %d", op,
-                            row0, row0 + m, k, n, w->m, w->k);
     return CLINFER_OK;
 }
 
@@ -418,19 +402,13 @@ clinfer_status cl_matmul_norm(cl_backend_ctx *b, const clinfer_op *op, const cli
     return *fused ? matmul(b, op, norm) : CLINFER_OK;
 }
 
-/* The operands of a matmul op against its weight and buffers. */
-static clinfer_status check_matmul(const clinfer_op *op) {
+/* A valid matmul (clinfer_op_check) against this backend's limits. */
+static clinfer_status matmul_limits(const clinfer_op *op) {
     clinfer_status st = CLINFER_OK;
-    int m = op->matmul.m, k = op->matmul.k, n = op->matmul.n;
-    CHECK(check_weight("matmul", op->matmul.w, op->matmul.row0, m, k, n, false));
-    CHECK(check_operand("matmul", "x", op->matmul.x, (size_t)n * k, sizeof(float)));
-    CHECK(check_operand("matmul", "y", op->matmul.y, (size_t)n * m, sizeof(float)));
-    if (op->matmul.bias.buf)
-        CHECK(check_operand("matmul", "bias", op->matmul.bias, (size_t)m, sizeof(float)));
-    if (op->matmul.x_q8 && k % CLINFER_Q8_ACT_BLOCK)
-        CHECK(clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
-                           "OpenCL matmul: 8-bit activations need k %% %d == 0, k is %d",
-                           CLINFER_Q8_ACT_BLOCK, k));
+    size_t m = (size_t)op->matmul.m, k = (size_t)op->matmul.k, n = (size_t)op->matmul.n;
+    CHECK(int_indexed("matmul", "x", op->matmul.x, n * k));
+    CHECK(int_indexed("matmul", "y", op->matmul.y, n * m));
+    CHECK(int_indexed("matmul", "bias", op->matmul.bias, m));
 cleanup:
     return st;
 }
@@ -446,7 +424,7 @@ static clinfer_status matmul(cl_backend_ctx *b, const clinfer_op *op, const clin
     clinfer_status st = CLINFER_OK;
     int m = op->matmul.m, k = op->matmul.k, n = op->matmul.n;
     int row0 = op->matmul.row0;
-    CHECK(check_matmul(op));
+    CHECK(matmul_limits(op));
     int has_bias = op->matmul.bias.buf != NULL;
     const struct cl_weight *w = op->matmul.w->weight;
     const type_layout *l = w->layout;
@@ -511,12 +489,11 @@ cleanup:
     return st;
 }
 
-static clinfer_status check_embed(const clinfer_op *op) {
+static clinfer_status embed_limits(const clinfer_op *op) {
     clinfer_status st = CLINFER_OK;
-    int m = op->embed.m, k = op->embed.k, n = op->embed.n;
-    CHECK(check_weight("embed", op->embed.w, 0, m, k, n, true));
-    CHECK(check_operand("embed", "ids", op->embed.ids, (size_t)n, sizeof(int32_t)));
-    CHECK(check_operand("embed", "y", op->embed.y, (size_t)n * k, sizeof(float)));
+    size_t k = (size_t)op->embed.k, n = (size_t)op->embed.n;
+    CHECK(int_indexed("embed", "ids", op->embed.ids, n));
+    CHECK(int_indexed("embed", "y", op->embed.y, n * k));
 cleanup:
     return st;
 }
@@ -524,7 +501,7 @@ cleanup:
 clinfer_status cl_embed(cl_backend_ctx *b, const clinfer_op *op) {
     clinfer_status st = CLINFER_OK;
     int n = op->embed.n;
-    CHECK(check_embed(op));
+    CHECK(embed_limits(op));
     const struct cl_weight *w = op->embed.w->weight;
     /* Every part looks at every id and writes the rows it holds; ids outside [0, m) give zero
      * rows (written by the first part) instead of reading out of bounds. */
@@ -537,7 +514,7 @@ cleanup:
 
 clinfer_status cl_weight_view_of(cl_backend_ctx *b, const clinfer_op *op, cl_weight_view *v) {
     bool matmul = op->kind == CLINFER_OP_MATMUL;
-    clinfer_status st = matmul ? check_matmul(op) : check_embed(op);
+    clinfer_status st = matmul ? matmul_limits(op) : embed_limits(op);
     if (st != CLINFER_OK) return st;
     const struct cl_weight *w = (matmul ? op->matmul.w : op->embed.w)->weight;
     const weight_part *p = &w->parts[0];

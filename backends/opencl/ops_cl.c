@@ -1,8 +1,6 @@
 /* The ops other than matmul and embedding (cl/norm.cl, rope.cl, softmax.cl, elementwise.cl,
- * argmax.cl; attention in attention_cl.c): their programs and kernels, argument checks and
- * launches. Every op is validated against its buffers' sizes before it is enqueued, so a bad
- * op record is an error status and never an out-of-bounds kernel. */
-#include <stdarg.h>
+ * argmax.cl; attention in attention_cl.c): their programs, kernels and launches. Each op has
+ * passed clinfer_op_check (backend_cl.c), so operands lie inside their buffers. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,51 +49,6 @@ static const struct {
     [K_STORE_F16] = {PROG_ELTWISE, "store_f16", false},
     [K_ARGMAX] = {PROG_ARGMAX, "argmax", true},
 };
-/* ---- argument checks ------------------------------------------------------------------- */
-
-/* An operand of an op: count elements of elem bytes from ref.offset must lie inside a plain
- * buffer. */
-clinfer_status cl_check_ref(const char *op, const char *name, clinfer_ref ref, size_t count,
-                            size_t elem) {
-    if (!ref.buf)
-        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "OpenCL %s: operand %s is missing", op,
-                            name);
-    if (!ref.buf->mem || ref.buf->weight)
-        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
-                            "OpenCL %s: operand %s is a weight, not an activation buffer", op,
-                            name);
-    size_t capacity = ref.buf->bytes / elem;
-    if (ref.offset > capacity || count > capacity - ref.offset)
-        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
-                            "OpenCL %s: operand %s needs elements [%zu, %zu + %zu) but its buffer "
-                            "holds %zu",
-                            op, name, ref.offset, ref.offset, count, capacity);
-    return CLINFER_OK;
-}
-
-static clinfer_status check_optional_ref(const char *op, const char *name, clinfer_ref ref,
-                                         size_t count, size_t elem) {
-    return ref.buf ? cl_check_ref(op, name, ref, count, elem) : CLINFER_OK;
-}
-
-/* Shape dimensions are positive; their product must fit size_t. */
-clinfer_status cl_check_dims(const char *op, size_t *product, int n_dims, ...) {
-    va_list ap;
-    va_start(ap, n_dims);
-    size_t p = 1;
-    clinfer_status st = CLINFER_OK;
-    for (int i = 0; i < n_dims && st == CLINFER_OK; i++) {
-        int d = va_arg(ap, int);
-        if (d <= 0 || __builtin_mul_overflow(p, (size_t)d, &p))
-            st = clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
-                              "OpenCL %s: dimension %d is %d (must be positive, product must fit)",
-                              op, i, d);
-    }
-    va_end(ap);
-    *product = p;
-    return st;
-}
-
 /* ---- launches -------------------------------------------------------------------------- */
 
 clinfer_status cl_ops_launch(cl_backend_ctx *b, kernel_id id, size_t n_args, const cl_arg *args,
@@ -124,24 +77,9 @@ static clinfer_status launch_rows(cl_backend_ctx *b, kernel_id id, size_t n_args
 
 /* ---- ops ------------------------------------------------------------------------------- */
 
-clinfer_status cl_check_norm(const clinfer_op *op) {
-    bool layer = op->kind == CLINFER_OP_LAYERNORM;
-    const char *name = layer ? "layernorm" : "rmsnorm";
-    size_t total;
-    clinfer_status st;
-    CHECK(cl_check_dims(name, &total, 2, op->norm.n, op->norm.d));
-    CHECK(cl_check_ref(name, "x", op->norm.x, total, sizeof(float)));
-    CHECK(cl_check_ref(name, "y", op->norm.y, total, sizeof(float)));
-    CHECK(check_optional_ref(name, "w", op->norm.w, (size_t)op->norm.d, sizeof(float)));
-    if (layer) CHECK(check_optional_ref(name, "b", op->norm.b, (size_t)op->norm.d, sizeof(float)));
-cleanup:
-    return st;
-}
-
 clinfer_status cl_op_norm(cl_backend_ctx *b, const clinfer_op *op) {
     bool layer = op->kind == CLINFER_OP_LAYERNORM;
     clinfer_status st;
-    CHECK(cl_check_norm(op));
     /* An absent operand binds x's buffer, which the kernel then never reads. */
     cl_mem w = op->norm.w.buf ? op->norm.w.buf->mem : op->norm.x.buf->mem;
     cl_mem bias = layer && op->norm.b.buf ? op->norm.b.buf->mem : op->norm.x.buf->mem;
@@ -182,52 +120,9 @@ cleanup:
     return st;
 }
 
-/* The optional cache write of a rope (backend.h): key heads, cache type, buffers apart, sizes. */
-static clinfer_status check_rope_kv(const clinfer_op *op, size_t x_total) {
-    const clinfer_buffer *k = op->rope.k_dst.buf, *v = op->rope.v_dst.buf;
-    clinfer_ref x = op->rope.x, v_src = op->rope.v_src;
-    bool f16 = op->rope.kv_type == CLINFER_DT_F16;
-    size_t kv_total, elem = f16 ? sizeof(uint16_t) : sizeof(float);
-    clinfer_status st = CLINFER_OK;
-    if (!f16 && op->rope.kv_type != CLINFER_DT_F32)
-        CHECK(clinfer_fail(CLINFER_ERR_UNSUPPORTED,
-                           "OpenCL rope: KV cache type %s (want f32 or f16)",
-                           clinfer_dtype_name(op->rope.kv_type)));
-    if (op->rope.kv_heads > op->rope.n_heads)
-        CHECK(clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
-                           "OpenCL rope: kv_heads %d is more than n_heads %d", op->rope.kv_heads,
-                           op->rope.n_heads));
-    CHECK(cl_check_dims("rope", &kv_total, 3, op->rope.n, op->rope.kv_heads, op->rope.head_dim));
-    CHECK(cl_check_ref("rope", "k_dst", op->rope.k_dst, kv_total, elem));
-    CHECK(cl_check_ref("rope", "v_src", v_src, kv_total, sizeof(float)));
-    CHECK(cl_check_ref("rope", "v_dst", op->rope.v_dst, kv_total, elem));
-    /* Work-items write the caches while others still read x and v_src. */
-    if (k == x.buf || k == v_src.buf || v == x.buf || v == v_src.buf || k == v)
-        CHECK(clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
-                           "OpenCL rope: k_dst and v_dst must be buffers of their own, apart from "
-                           "x, v_src and each other"));
-    if (v_src.buf == x.buf && v_src.offset < x.offset + x_total &&
-        x.offset < v_src.offset + kv_total)
-        CHECK(clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
-                           "OpenCL rope: v_src [%zu, +%zu) overlaps x [%zu, +%zu)", v_src.offset,
-                           kv_total, x.offset, x_total));
-cleanup:
-    return st;
-}
-
 clinfer_status cl_op_rope(cl_backend_ctx *b, const clinfer_op *op) {
-    size_t total;
     clinfer_status st;
     bool kv = op->rope.k_dst.buf != NULL;
-    CHECK(cl_check_dims("rope", &total, 3, op->rope.n, op->rope.n_heads, op->rope.head_dim));
-    CHECK(cl_check_ref("rope", "x", op->rope.x, total, sizeof(float)));
-    if (op->rope.n_rot <= 0 || op->rope.n_rot % 2 || op->rope.n_rot > op->rope.head_dim ||
-        op->rope.pos0 < 0 || op->rope.pos0 > INT32_MAX - op->rope.n)
-        CHECK(clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
-                           "OpenCL rope: n_rot %d must be even and in (0, head_dim %d], pos0 %d "
-                           "must be >= 0",
-                           op->rope.n_rot, op->rope.head_dim, op->rope.pos0));
-    if (kv) CHECK(check_rope_kv(op, total));
     /* Without a cache write kv_heads 0 makes the kernel skip it; x's buffer fills the slots. */
     cl_mem x = op->rope.x.buf->mem;
     cl_mem k_dst = kv ? op->rope.k_dst.buf->mem : x, v_src = kv ? op->rope.v_src.buf->mem : x,
@@ -265,13 +160,6 @@ clinfer_status cl_op_store(cl_backend_ctx *b, const clinfer_op *op) {
     size_t count = op->store.count;
     clinfer_status st = CLINFER_OK;
     bool f16 = op->store.dst_type == CLINFER_DT_F16;
-    if (!f16 && op->store.dst_type != CLINFER_DT_F32)
-        CHECK(clinfer_fail(CLINFER_ERR_UNSUPPORTED,
-                           "OpenCL store: destination type %s (want f32 or f16)",
-                           clinfer_dtype_name(op->store.dst_type)));
-    CHECK(cl_check_ref("store", "src", op->store.src, count, sizeof(float)));
-    CHECK(
-        cl_check_ref("store", "dst", op->store.dst, count, f16 ? sizeof(uint16_t) : sizeof(float)));
     if (count == 0) goto cleanup;
     cl_ulong src_off = op->store.src.offset, dst_off = op->store.dst.offset, n = count;
     cl_arg args[] = {CL_ARG(op->store.src.buf->mem), CL_ARG(src_off),
@@ -283,11 +171,7 @@ cleanup:
 }
 
 clinfer_status cl_op_softmax(cl_backend_ctx *b, const clinfer_op *op) {
-    size_t total;
     clinfer_status st;
-    CHECK(cl_check_dims("softmax", &total, 2, op->softmax.rows, op->softmax.cols));
-    CHECK(cl_check_ref("softmax", "x", op->softmax.x, total, sizeof(float)));
-    CHECK(cl_check_ref("softmax", "y", op->softmax.y, total, sizeof(float)));
     cl_ulong x_off = op->softmax.x.offset, y_off = op->softmax.y.offset;
     cl_arg args[] = {CL_ARG(op->softmax.x.buf->mem), CL_ARG(x_off),
                      CL_ARG(op->softmax.y.buf->mem), CL_ARG(y_off),
@@ -299,11 +183,7 @@ cleanup:
 }
 
 clinfer_status cl_op_argmax(cl_backend_ctx *b, const clinfer_op *op) {
-    size_t total;
     clinfer_status st;
-    CHECK(cl_check_dims("argmax", &total, 2, op->argmax.n, op->argmax.d));
-    CHECK(cl_check_ref("argmax", "x", op->argmax.x, total, sizeof(float)));
-    CHECK(cl_check_ref("argmax", "ids", op->argmax.ids, (size_t)op->argmax.n, sizeof(int32_t)));
     cl_ulong x_off = op->argmax.x.offset, ids_off = op->argmax.ids.offset;
     cl_arg args[] = {CL_ARG(op->argmax.x.buf->mem),
                      CL_ARG(x_off),
@@ -320,39 +200,18 @@ cleanup:
  * (add, mul: broadcast) or count (swiglu). */
 static const struct {
     kernel_id kernel;
-    const char *name;
     int operands; /* 1: a only, 2: a and b broadcast, 3: a and b of equal size */
 } eltwise_table[] = {
-    [CLINFER_OP_ADD] = {K_ADD, "add", 2},
-    [CLINFER_OP_MUL] = {K_MUL, "mul", 2},
-    [CLINFER_OP_SCALE] = {K_SCALE, "scale", 1},
-    [CLINFER_OP_SILU] = {K_SILU, "silu", 1},
-    [CLINFER_OP_GELU] = {K_GELU, "gelu", 1},
-    [CLINFER_OP_GELU_ERF] = {K_GELU_ERF, "gelu_erf", 1},
-    [CLINFER_OP_SWIGLU] = {K_SWIGLU, "swiglu", 3},
+    [CLINFER_OP_ADD] = {K_ADD, 2},       [CLINFER_OP_MUL] = {K_MUL, 2},
+    [CLINFER_OP_SCALE] = {K_SCALE, 1},   [CLINFER_OP_SILU] = {K_SILU, 1},
+    [CLINFER_OP_GELU] = {K_GELU, 1},     [CLINFER_OP_GELU_ERF] = {K_GELU_ERF, 1},
+    [CLINFER_OP_SWIGLU] = {K_SWIGLU, 3},
 };
-
-clinfer_status cl_check_eltwise(const clinfer_op *op) {
-    const char *name = eltwise_table[op->kind].name;
-    size_t count = op->eltwise.count;
-    size_t b_count = eltwise_table[op->kind].operands == 3 ? count : op->eltwise.b_count;
-    clinfer_status st = CLINFER_OK;
-    CHECK(cl_check_ref(name, "a", op->eltwise.a, count, sizeof(float)));
-    CHECK(cl_check_ref(name, "y", op->eltwise.y, count, sizeof(float)));
-    if (eltwise_table[op->kind].operands > 1) {
-        if (b_count == 0 && count > 0)
-            CHECK(clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "OpenCL %s: b_count is 0", name));
-        CHECK(cl_check_ref(name, "b", op->eltwise.b, b_count, sizeof(float)));
-    }
-cleanup:
-    return st;
-}
 
 clinfer_status cl_op_eltwise(cl_backend_ctx *b, const clinfer_op *op) {
     size_t count = op->eltwise.count;
     size_t b_count = eltwise_table[op->kind].operands == 3 ? count : op->eltwise.b_count;
     clinfer_status st = CLINFER_OK;
-    CHECK(cl_check_eltwise(op));
     if (count == 0) goto cleanup;
     if (cl_round_output(op)) return cl_rounding_op(b, op);
     cl_mem a = op->eltwise.a.buf->mem, y = op->eltwise.y.buf->mem;

@@ -1,6 +1,5 @@
-/* What ops_cl.c and attention_cl.c share: the kernels of the non-matmul ops, their state, the
- * launch by kernel id and the argument checks; the ops themselves, for backend_cl.c's
- * dispatch. */
+/* What ops_cl.c and attention_cl.c share: the kernels of the non-matmul ops, their state and
+ * the launch by kernel id; the ops themselves, for backend_cl.c's dispatch. */
 #ifndef CLINFER_CL_OPS_H
 #define CLINFER_CL_OPS_H
 
@@ -62,13 +61,11 @@ struct cl_ops_state {
 clinfer_status cl_ops_init(cl_backend_ctx *b);
 void cl_ops_free(struct cl_ops_state *ops);
 
-/* Launches kernel id (cl_launch); checks that n_dims dimensions are positive with a product
- * (*product) that fits size_t. */
+/* Launches kernel id (cl_launch). */
 clinfer_status cl_ops_launch(cl_backend_ctx *b, kernel_id id, size_t n_args, const cl_arg *args,
                              cl_uint dims, const size_t *global, const size_t *local);
-clinfer_status cl_check_dims(const char *op, size_t *product, int n_dims, ...);
 
-/* The ops, each checked first (backend.h says what they compute). */
+/* The ops, on records that passed clinfer_op_check (backend.h says what they compute). */
 clinfer_status cl_op_norm(cl_backend_ctx *b, const clinfer_op *op);
 clinfer_status cl_op_rope(cl_backend_ctx *b, const clinfer_op *op);
 clinfer_status cl_op_store(cl_backend_ctx *b, const clinfer_op *op);

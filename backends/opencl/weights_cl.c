@@ -265,7 +265,8 @@ clinfer_status cl_weight_create(cl_backend_ctx *b, clinfer_dtype type, int m, in
         CHECK(upload_part(b, l, data, k, il, p));
     }
     buf->weight = w;
-    buf->bytes = (size_t)m * cl_stored_row_bytes(l, il, k);
+    buf->head = (clinfer_buffer_head){
+        .bytes = (size_t)m * cl_stored_row_bytes(l, il, k), .weight = true, .m = m, .k = k};
     *out = buf;
     return CLINFER_OK;
 cleanup:

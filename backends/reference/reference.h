@@ -1,21 +1,19 @@
 /* Internals of the reference backend, shared by its files:
- *   reference.c       backend object, host buffers, weights, op validation and dispatch
+ *   reference.c       backend object, host buffers, weights and op dispatch
  *   reference_ops.c   the arithmetic of every op on plain host pointers
  *
  * The reference backend is the numeric oracle of the project: plain single-threaded C on the
  * host, written to be obviously correct first and reasonably quick second. The functions in
- * reference_ops.c trust their arguments; reference.c has validated every pointer and size. */
+ * reference_ops.c trust their arguments: clinfer_op_check has validated every pointer and size. */
 #ifndef CLINFER_REFERENCE_H
 #define CLINFER_REFERENCE_H
 
 #include "backend.h"
 
 struct clinfer_buffer {
+    clinfer_buffer_head head; /* weights (head.weight) hold raw GGUF rows */
     void *data;
-    size_t bytes;
-    bool is_weight;     /* made by weight_create: raw GGUF rows, not an activation buffer */
     clinfer_dtype type; /* weights: element type of the rows */
-    int m, k;           /* weights: m rows of k elements */
     size_t row_bytes;   /* weights: bytes of one row */
 };
 
@@ -33,8 +31,8 @@ void ref_matmul(const clinfer_buffer *w, int row0, int m, const float *x, float 
 /* y[n][k] = W[ids[i]]; ids already checked against W's rows */
 void ref_embed(const clinfer_buffer *w, const int32_t *ids, float *y, int n);
 
+/* w may be NULL: a scale of 1; b may be NULL: no bias */
 void ref_rmsnorm(const float *x, const float *w, float *y, int n, int d, float eps);
-/* b may be NULL: no bias */
 void ref_layernorm(const float *x, const float *w, const float *b, float *y, int n, int d,
                    float eps);
 void ref_rope(float *x, int n, int n_heads, int head_dim, int n_rot, int pos0, float freq_base,

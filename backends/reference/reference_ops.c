@@ -24,7 +24,7 @@ float ref_dot(const float *a, const float *b, size_t n) {
 static const float *weight_row(const clinfer_buffer *w, int r, float *row) {
     const uint8_t *src = (const uint8_t *)w->data + (size_t)r * w->row_bytes;
     if (w->type == CLINFER_DT_F32) return (const float *)src;
-    clinfer_dequantize_row(w->type, src, row, (size_t)w->k);
+    clinfer_dequantize_row(w->type, src, row, (size_t)w->head.k);
     return row;
 }
 
@@ -41,7 +41,7 @@ void ref_round_q8(const float *x, float *xq, size_t count) {
 
 void ref_matmul(const clinfer_buffer *w, int row0, int rows, const float *x, float *y,
                 const float *bias, int n, bool accumulate, float *row) {
-    size_t m = (size_t)rows, k = (size_t)w->k;
+    size_t m = (size_t)rows, k = (size_t)w->head.k;
     /* Weight-row outer loop: each row is dequantized once and used for all n inputs. */
     for (size_t i = 0; i < m; i++) {
         const float *wr = weight_row(w, row0 + (int)i, row);
@@ -54,7 +54,7 @@ void ref_matmul(const clinfer_buffer *w, int row0, int rows, const float *x, flo
 }
 
 void ref_embed(const clinfer_buffer *w, const int32_t *ids, float *y, int n) {
-    size_t k = (size_t)w->k;
+    size_t k = (size_t)w->head.k;
     for (size_t i = 0; i < (size_t)n; i++) {
         const uint8_t *src = (const uint8_t *)w->data + (size_t)ids[i] * w->row_bytes;
         clinfer_dequantize_row(w->type, src, y + i * k, k);
@@ -70,7 +70,7 @@ void ref_rmsnorm(const float *x, const float *w, float *y, int n, int d, float e
             ss += (double)xr[i] * xr[i];
         float inv = (float)(1.0 / sqrt(ss / d + eps));
         for (int i = 0; i < d; i++)
-            yr[i] = xr[i] * inv * w[i];
+            yr[i] = xr[i] * inv * (w ? w[i] : 1.0f);
     }
 }
 
@@ -87,7 +87,7 @@ void ref_layernorm(const float *x, const float *w, const float *b, float *y, int
             var += (xr[i] - mean) * (xr[i] - mean);
         double inv = 1.0 / sqrt(var / d + eps);
         for (int i = 0; i < d; i++)
-            yr[i] = (float)((xr[i] - mean) * inv) * w[i] + (b ? b[i] : 0.0f);
+            yr[i] = (float)((xr[i] - mean) * inv) * (w ? w[i] : 1.0f) + (b ? b[i] : 0.0f);
     }
 }
 

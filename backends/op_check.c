@@ -1,0 +1,322 @@
+/* clinfer_op_check (backend.h): what makes an op record well formed, checked in one place for
+ * every backend, so that a bad record is CLINFER_ERR_INVALID_ARGUMENT with the same message
+ * whichever backend it meets, and no kernel reads or writes out of bounds. */
+#include "backend.h"
+#include "error.h"
+
+/* The common head every backend's buffer starts with (backend.h). */
+static const clinfer_buffer_head *head(const clinfer_buffer *buf) {
+    return (const clinfer_buffer_head *)buf;
+}
+
+/* *out = a * b * c for positive a, b, c, failing on a non-positive factor or overflow. */
+static clinfer_status extent(const char *op, size_t *out, long long a, long long b, long long c) {
+    *out = 0; /* defined on failure too: gcc -O3 cannot tell that clinfer_fail returns non-zero */
+    if (a <= 0 || b <= 0 || c <= 0)
+        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
+                            "%s: dimensions %lld x %lld x %lld must be positive", op, a, b, c);
+    size_t ab = (size_t)a * (size_t)b;
+    if ((size_t)a > SIZE_MAX / (size_t)b || ab > SIZE_MAX / (size_t)c)
+        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
+                            "%s: dimensions %lld x %lld x %lld overflow", op, a, b, c);
+    *out = ab * (size_t)c;
+    return CLINFER_OK;
+}
+
+/* Operand r holds count elements of elem bytes in a plain (non-weight) buffer; an absent
+ * optional operand passes. */
+static clinfer_status operand(const char *op, const char *what, clinfer_ref r, size_t count,
+                              size_t elem, bool optional) {
+    if (!r.buf)
+        return optional ? CLINFER_OK
+                        : clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "%s: operand %s is missing",
+                                       op, what);
+    if (head(r.buf)->weight)
+        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
+                            "%s: operand %s is a weight, not an activation buffer", op, what);
+    size_t cap = head(r.buf)->bytes / elem;
+    if (r.offset > cap || count > cap - r.offset)
+        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
+                            "%s: %s (offset %zu, %zu elements) is past the end of a buffer of %zu "
+                            "elements",
+                            op, what, r.offset, count, cap);
+    return CLINFER_OK;
+}
+
+static bool overlap(clinfer_ref a, size_t a_count, clinfer_ref b, size_t b_count) {
+    return a.buf == b.buf && a.offset < b.offset + b_count && b.offset < a.offset + a_count;
+}
+
+/* An input that the kernels read while writing an output must not share elements with it. */
+static clinfer_status disjoint(const char *op, const char *a_name, clinfer_ref a, size_t a_count,
+                               const char *b_name, clinfer_ref b, size_t b_count) {
+    if (overlap(a, a_count, b, b_count))
+        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
+                            "%s: %s (offset %zu, %zu elements) and %s (offset %zu, %zu elements) "
+                            "overlap",
+                            op, a_name, a.offset, a_count, b_name, b.offset, b_count);
+    return CLINFER_OK;
+}
+
+/* w's rows [row0, row0 + m) of k elements; whole: they must be all its rows. */
+static clinfer_status weight_operand(const char *op, const clinfer_buffer *w, int row0, int m,
+                                     int k, bool whole) {
+    if (!w || !head(w)->weight)
+        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
+                            "%s: w is %s, not a buffer from weight_create", op,
+                            w ? "a plain buffer" : "missing");
+    const clinfer_buffer_head *h = head(w);
+    if (row0 < 0 || m <= 0 || row0 > h->m - m || h->k != k || (whole && m != h->m))
+        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
+                            "%s: rows %d .. %d of %d elements against a weight of %d x %d", op,
+                            row0, row0 + m, k, h->m, h->k);
+    return CLINFER_OK;
+}
+
+/* KV caches hold f32 or f16; *elem receives the element size. */
+static clinfer_status cache_type(const char *op, clinfer_dtype type, size_t *elem) {
+    *elem = sizeof(float);
+    if (type != CLINFER_DT_F32 && type != CLINFER_DT_F16)
+        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
+                            "%s: cache type %s (%d) is not F32 or F16", op,
+                            clinfer_dtype_name(type), (int)type);
+    *elem = clinfer_dtype_block_bytes(type);
+    return CLINFER_OK;
+}
+
+/* Rotation of n tokens from pos0: positions must stay in int range for the kernels. */
+static clinfer_status rotation(const char *op, int n_rot, int head_dim, int pos0, int n,
+                               float freq_base) {
+    if (n_rot <= 0 || n_rot % 2 || n_rot > head_dim || pos0 < 0 || pos0 > INT32_MAX - n ||
+        !(freq_base > 0.0f))
+        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
+                            "%s: n_rot %d (head_dim %d), pos0 %d, freq_base %g: need an even "
+                            "n_rot in (0, head_dim], 0 <= pos0 <= INT32_MAX - n, freq_base > 0",
+                            op, n_rot, head_dim, pos0, (double)freq_base);
+    return CLINFER_OK;
+}
+
+static clinfer_status check_matmul(const clinfer_op *o) {
+    const char *op = "matmul";
+    clinfer_status st;
+    size_t nx, ny;
+    CHECK(weight_operand(op, o->matmul.w, o->matmul.row0, o->matmul.m, o->matmul.k, false));
+    CHECK(extent(op, &nx, o->matmul.n, o->matmul.k, 1));
+    CHECK(extent(op, &ny, o->matmul.n, o->matmul.m, 1));
+    CHECK(operand(op, "x", o->matmul.x, nx, sizeof(float), false));
+    CHECK(operand(op, "y", o->matmul.y, ny, sizeof(float), false));
+    CHECK(operand(op, "bias", o->matmul.bias, (size_t)o->matmul.m, sizeof(float), true));
+    CHECK(disjoint(op, "x", o->matmul.x, nx, "y", o->matmul.y, ny));
+    if (o->matmul.x_q8 && o->matmul.k % CLINFER_Q8_ACT_BLOCK != 0)
+        CHECK(clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
+                           "matmul: x_q8 needs k a multiple of %d, k is %d", CLINFER_Q8_ACT_BLOCK,
+                           o->matmul.k));
+cleanup:
+    return st;
+}
+
+static clinfer_status check_embed(const clinfer_op *o) {
+    const char *op = "embed";
+    clinfer_status st;
+    size_t ny;
+    CHECK(weight_operand(op, o->embed.w, 0, o->embed.m, o->embed.k, true));
+    CHECK(extent(op, &ny, o->embed.n, o->embed.k, 1));
+    CHECK(operand(op, "ids", o->embed.ids, (size_t)o->embed.n, sizeof(int32_t), false));
+    CHECK(operand(op, "y", o->embed.y, ny, sizeof(float), false));
+cleanup:
+    return st;
+}
+
+static clinfer_status check_norm(const clinfer_op *o) {
+    bool layer = o->kind == CLINFER_OP_LAYERNORM;
+    const char *op = layer ? "layernorm" : "rmsnorm";
+    clinfer_status st;
+    size_t nx;
+    CHECK(extent(op, &nx, o->norm.n, o->norm.d, 1));
+    CHECK(operand(op, "x", o->norm.x, nx, sizeof(float), false));
+    CHECK(operand(op, "y", o->norm.y, nx, sizeof(float), false));
+    CHECK(operand(op, "w", o->norm.w, (size_t)o->norm.d, sizeof(float), true));
+    if (layer) CHECK(operand(op, "b", o->norm.b, (size_t)o->norm.d, sizeof(float), true));
+cleanup:
+    return st;
+}
+
+/* The cache write of a rope: k_dst and v_dst are written while x and v_src are still read. */
+static clinfer_status check_rope_kv(const clinfer_op *o, size_t nx) {
+    const char *op = "rope";
+    const clinfer_buffer *k = o->rope.k_dst.buf, *v = o->rope.v_dst.buf;
+    clinfer_status st;
+    size_t elem, nkv;
+    CHECK(cache_type(op, o->rope.kv_type, &elem));
+    if (o->rope.kv_heads <= 0 || o->rope.kv_heads > o->rope.n_heads)
+        CHECK(clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
+                           "rope: kv_heads %d must be in 1 .. n_heads %d", o->rope.kv_heads,
+                           o->rope.n_heads));
+    CHECK(extent(op, &nkv, o->rope.n, o->rope.kv_heads, o->rope.head_dim));
+    CHECK(operand(op, "k_dst", o->rope.k_dst, nkv, elem, false));
+    CHECK(operand(op, "v_src", o->rope.v_src, nkv, sizeof(float), false));
+    CHECK(operand(op, "v_dst", o->rope.v_dst, nkv, elem, false));
+    if (k == o->rope.x.buf || k == o->rope.v_src.buf || v == o->rope.x.buf ||
+        v == o->rope.v_src.buf || k == v)
+        CHECK(clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
+                           "rope: k_dst and v_dst must be buffers of their own, apart from x, "
+                           "v_src and each other"));
+    CHECK(disjoint(op, "v_src", o->rope.v_src, nkv, "x", o->rope.x, nx));
+cleanup:
+    return st;
+}
+
+static clinfer_status check_rope(const clinfer_op *o) {
+    const char *op = "rope";
+    clinfer_status st;
+    size_t nx;
+    CHECK(extent(op, &nx, o->rope.n, o->rope.n_heads, o->rope.head_dim));
+    CHECK(
+        rotation(op, o->rope.n_rot, o->rope.head_dim, o->rope.pos0, o->rope.n, o->rope.freq_base));
+    CHECK(operand(op, "x", o->rope.x, nx, sizeof(float), false));
+    if (o->rope.k_dst.buf) CHECK(check_rope_kv(o, nx));
+cleanup:
+    return st;
+}
+
+static clinfer_status check_store(const clinfer_op *o) {
+    const char *op = "store";
+    clinfer_status st;
+    size_t elem;
+    CHECK(cache_type(op, o->store.dst_type, &elem));
+    CHECK(operand(op, "src", o->store.src, o->store.count, sizeof(float), false));
+    CHECK(operand(op, "dst", o->store.dst, o->store.count, elem, false));
+cleanup:
+    return st;
+}
+
+/* An attention op's rotation and cache write (backend.h): items read q, k_src and v_src while
+ * others write the caches. nq and nkv count the elements of q and of k_src. */
+static clinfer_status check_attention_rope(const clinfer_op *o, size_t nq, size_t nkv) {
+    const char *op = "attention";
+    clinfer_status st;
+    clinfer_ref q = o->attention.q, k_src = o->attention.rope.k_src,
+                v_src = o->attention.rope.v_src;
+    const clinfer_buffer *k = o->attention.k.buf, *v = o->attention.v.buf;
+    CHECK(rotation(op, o->attention.rope.n_rot, o->attention.head_dim, o->attention.pos0,
+                   o->attention.n, o->attention.rope.freq_base));
+    CHECK(operand(op, "rope.k_src", k_src, nkv, sizeof(float), false));
+    CHECK(operand(op, "rope.v_src", v_src, nkv, sizeof(float), false));
+    CHECK(disjoint(op, "rope.k_src", k_src, nkv, "q", q, nq));
+    CHECK(disjoint(op, "rope.v_src", v_src, nkv, "q", q, nq));
+    CHECK(disjoint(op, "rope.v_src", v_src, nkv, "rope.k_src", k_src, nkv));
+    if (k == v || q.buf == k || q.buf == v || k_src.buf == k || k_src.buf == v || v_src.buf == k ||
+        v_src.buf == v)
+        CHECK(clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
+                           "attention: with rope, the caches must be buffers of their own, apart "
+                           "from q, rope.k_src, rope.v_src and each other"));
+cleanup:
+    return st;
+}
+
+static clinfer_status check_attention(const clinfer_op *o) {
+    const char *op = "attention";
+    clinfer_status st;
+    size_t elem, nq, nkv;
+    int n = o->attention.n, pos0 = o->attention.pos0;
+    CHECK(cache_type(op, o->attention.kv_type, &elem));
+    if (o->attention.n_kv_head <= 0 || o->attention.n_head % o->attention.n_kv_head != 0 ||
+        pos0 < 0 || (n > 0 && pos0 > INT32_MAX - n))
+        CHECK(clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
+                           "attention: n_head %d, n_kv_head %d, pos0 %d: need n_head a multiple "
+                           "of n_kv_head > 0 and 0 <= pos0 <= INT32_MAX - n",
+                           o->attention.n_head, o->attention.n_kv_head, pos0));
+    CHECK(extent(op, &nq, n, o->attention.n_head, o->attention.head_dim));
+    CHECK(extent(op, &nkv, (long long)pos0 + n, o->attention.n_kv_head, o->attention.head_dim));
+    CHECK(operand(op, "q", o->attention.q, nq, sizeof(float), false));
+    CHECK(operand(op, "k", o->attention.k, nkv, elem, false));
+    CHECK(operand(op, "v", o->attention.v, nkv, elem, false));
+    CHECK(operand(op, "out", o->attention.out, nq, sizeof(float), false));
+    if (o->attention.out.buf == o->attention.k.buf || o->attention.out.buf == o->attention.v.buf)
+        CHECK(clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
+                           "attention: out must not lie in a cache's buffer (the caches are read "
+                           "while out is written)"));
+    if (o->attention.rope.n_rot)
+        CHECK(check_attention_rope(
+            o, nq, nq / (size_t)o->attention.n_head * (size_t)o->attention.n_kv_head));
+cleanup:
+    return st;
+}
+
+static clinfer_status check_softmax(const clinfer_op *o) {
+    const char *op = "softmax";
+    clinfer_status st;
+    size_t nx;
+    CHECK(extent(op, &nx, o->softmax.rows, o->softmax.cols, 1));
+    CHECK(operand(op, "x", o->softmax.x, nx, sizeof(float), false));
+    CHECK(operand(op, "y", o->softmax.y, nx, sizeof(float), false));
+cleanup:
+    return st;
+}
+
+static clinfer_status check_eltwise(const clinfer_op *o) {
+    static const char *names[] = {[CLINFER_OP_ADD] = "add",      [CLINFER_OP_MUL] = "mul",
+                                  [CLINFER_OP_SCALE] = "scale",  [CLINFER_OP_SILU] = "silu",
+                                  [CLINFER_OP_GELU] = "gelu",    [CLINFER_OP_GELU_ERF] = "gelu_erf",
+                                  [CLINFER_OP_SWIGLU] = "swiglu"};
+    const char *op = names[o->kind];
+    clinfer_status st;
+    size_t n = o->eltwise.count;
+    CHECK(operand(op, "a", o->eltwise.a, n, sizeof(float), false));
+    CHECK(operand(op, "y", o->eltwise.y, n, sizeof(float), false));
+    if (o->kind == CLINFER_OP_ADD || o->kind == CLINFER_OP_MUL) {
+        /* b repeats every b_count elements: a bias row added to every row, say */
+        if (o->eltwise.b_count == 0)
+            CHECK(clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "%s: b_count is 0", op));
+        CHECK(operand(op, "b", o->eltwise.b, o->eltwise.b_count, sizeof(float), false));
+    } else if (o->kind == CLINFER_OP_SWIGLU) {
+        CHECK(operand(op, "b", o->eltwise.b, n, sizeof(float), false));
+    }
+cleanup:
+    return st;
+}
+
+static clinfer_status check_argmax(const clinfer_op *o) {
+    const char *op = "argmax";
+    clinfer_status st;
+    size_t nx;
+    CHECK(extent(op, &nx, o->argmax.n, o->argmax.d, 1));
+    CHECK(operand(op, "x", o->argmax.x, nx, sizeof(float), false));
+    CHECK(operand(op, "ids", o->argmax.ids, (size_t)o->argmax.n, sizeof(int32_t), false));
+cleanup:
+    return st;
+}
+
+clinfer_status clinfer_op_check(const clinfer_op *o) {
+    if (!o) return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "op is NULL");
+    switch (o->kind) {
+    case CLINFER_OP_MATMUL:
+        return check_matmul(o);
+    case CLINFER_OP_EMBED:
+        return check_embed(o);
+    case CLINFER_OP_RMSNORM:
+    case CLINFER_OP_LAYERNORM:
+        return check_norm(o);
+    case CLINFER_OP_ROPE:
+        return check_rope(o);
+    case CLINFER_OP_STORE:
+        return check_store(o);
+    case CLINFER_OP_ATTENTION:
+        return check_attention(o);
+    case CLINFER_OP_SOFTMAX:
+        return check_softmax(o);
+    case CLINFER_OP_ADD:
+    case CLINFER_OP_MUL:
+    case CLINFER_OP_SCALE:
+    case CLINFER_OP_SILU:
+    case CLINFER_OP_GELU:
+    case CLINFER_OP_GELU_ERF:
+    case CLINFER_OP_SWIGLU:
+        return check_eltwise(o);
+    case CLINFER_OP_ARGMAX:
+        return check_argmax(o);
+    case CLINFER_OP_COUNT:
+        break;
+    }
+    return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "unknown op kind %d", (int)o->kind);
+}
