@@ -38,15 +38,9 @@ typedef enum {
                            * optionally storing keys and values into KV caches */
     CLINFER_OP_STORE,     /* dst[i] = (dst type) src[i], i < count: KV cache writes */
     CLINFER_OP_ATTENTION, /* causal grouped-query attention over a KV cache */
-    CLINFER_OP_SOFTMAX,   /* row-wise softmax(x * scale) with an optional causal mask */
     CLINFER_OP_ADD,       /* y[i] = a[i] + b[i % b_count] */
-    CLINFER_OP_MUL,       /* y[i] = a[i] * b[i % b_count] */
-    CLINFER_OP_SCALE,     /* y[i] = a[i] * scale */
-    CLINFER_OP_SILU,      /* y = x * sigmoid(x) */
-    CLINFER_OP_GELU,      /* tanh approximation */
-    CLINFER_OP_GELU_ERF,  /* exact erf form */
+    CLINFER_OP_GELU,      /* y = gelu(a), tanh approximation */
     CLINFER_OP_SWIGLU,    /* y[i] = silu(a[i]) * b[i] */
-    CLINFER_OP_ARGMAX,    /* ids[r] = first index of the max of x[r][0..d) */
     CLINFER_OP_COUNT
 } clinfer_op_kind;
 
@@ -123,23 +117,12 @@ typedef struct clinfer_op {
             } rope;
         } attention;
         struct {
-            clinfer_ref x, y;
-            int rows, cols;
-            float scale;
-            int mask_offset; /* >= 0: in row r, columns c > r + mask_offset are -inf */
-        } softmax;
-        struct {
             clinfer_ref a, b, y;
-            size_t count, b_count;
-            float scale; /* OP_SCALE */
+            size_t count, b_count; /* b_count: ADD only */
             /* Hint: the next op is an x_q8 MATMUL with y as its x, so a backend may round y to
              * 8 bits as it writes it (one pass less); results are the same either way. */
             bool y_q8;
         } eltwise;
-        struct {
-            clinfer_ref x, ids;
-            int n, d;
-        } argmax;
     };
 } clinfer_op;
 

@@ -3,9 +3,8 @@
  * work-items: measured 3x slower for silu); the last, partial vector goes element by element.
  * The host launches ceil(count / VEC) items rounded up to the local size. In-place use (y == a)
  * is allowed: each item reads its own elements before writing them.
- *   add, mul   y[i] = a[i] op b[i % b_count]   (b broadcasts: bias rows, per-channel weights)
- *   scale      y[i] = a[i] * s
- *   silu, gelu (tanh approximation), gelu_erf: unary; they take s too, and ignore it
+ *   add        y[i] = a[i] + b[i % b_count]   (b broadcasts: bias rows)
+ *   gelu       tanh approximation
  *   swiglu     y[i] = silu(a[i]) * b[i]
  *   store_f32, store_f16  KV cache writes; f16 through vstore_half_rte, so no cl_khr_fp16 */
 
@@ -15,52 +14,40 @@
 #define SILU(x) ((x) / (1.0f + exp(-(x))))
 #define GELU(x)                                                                                    \
     (0.5f * (x) * (1.0f + tanh(0.7978845608028654f * ((x) + 0.044715f * (x) * (x) * (x)))))
-#define GELU_ERF(x) (0.5f * (x) * (1.0f + erf((x)*0.7071067811865476f)))
-#define SCALE(x) ((x)*s)
 
-#define UNARY_KERNEL(NAME, F)                                                                      \
-    __kernel void NAME(__global const float *a, ulong a_off, __global float *y, ulong y_off,       \
-                       ulong count, float s) {                                                     \
-        size_t i = get_global_id(0) * VEC;                                                         \
-        __global const float *ap = a + a_off;                                                      \
-        __global float *yp = y + y_off;                                                            \
-        if (i + VEC <= count) {                                                                    \
-            float8 x = vload8(0, ap + i);                                                          \
-            vstore8(F(x), 0, yp + i);                                                              \
-        } else {                                                                                   \
-            for (; i < count; i++) {                                                               \
-                float x = ap[i];                                                                   \
-                yp[i] = F(x);                                                                      \
-            }                                                                                      \
-        }                                                                                          \
+__kernel void gelu(__global const float *a, ulong a_off, __global float *y, ulong y_off,
+                   ulong count) {
+    size_t i = get_global_id(0) * VEC;
+    __global const float *ap = a + a_off;
+    __global float *yp = y + y_off;
+    if (i + VEC <= count) {
+        float8 x = vload8(0, ap + i);
+        vstore8(GELU(x), 0, yp + i);
+    } else {
+        for (; i < count; i++) {
+            float x = ap[i];
+            yp[i] = GELU(x);
+        }
     }
-
-UNARY_KERNEL(scale, SCALE)
-UNARY_KERNEL(silu, SILU)
-UNARY_KERNEL(gelu, GELU)
-UNARY_KERNEL(gelu_erf, GELU_ERF)
+}
 
 /* b[i % b_count]: one modulo per vector; the vector form needs the 8 b elements not to wrap. */
-#define BROADCAST_KERNEL(NAME, OP)                                                                 \
-    __kernel void NAME(__global const float *a, ulong a_off, __global const float *b, ulong b_off, \
-                       ulong b_count, __global float *y, ulong y_off, ulong count) {               \
-        size_t i = get_global_id(0) * VEC;                                                         \
-        if (i >= count) return;                                                                    \
-        __global const float *ap = a + a_off, *bp = b + b_off;                                     \
-        __global float *yp = y + y_off;                                                            \
-        size_t j = i % b_count;                                                                    \
-        if (i + VEC <= count && j + VEC <= b_count) {                                              \
-            vstore8(vload8(0, ap + i) OP vload8(0, bp + j), 0, yp + i);                            \
-        } else {                                                                                   \
-            for (size_t end = min(i + VEC, (size_t)count); i < end; i++) {                         \
-                yp[i] = ap[i] OP bp[j];                                                            \
-                j = j + 1 == b_count ? 0 : j + 1;                                                  \
-            }                                                                                      \
-        }                                                                                          \
+__kernel void add(__global const float *a, ulong a_off, __global const float *b, ulong b_off,
+                  ulong b_count, __global float *y, ulong y_off, ulong count) {
+    size_t i = get_global_id(0) * VEC;
+    if (i >= count) return;
+    __global const float *ap = a + a_off, *bp = b + b_off;
+    __global float *yp = y + y_off;
+    size_t j = i % b_count;
+    if (i + VEC <= count && j + VEC <= b_count) {
+        vstore8(vload8(0, ap + i) + vload8(0, bp + j), 0, yp + i);
+    } else {
+        for (size_t end = min(i + VEC, (size_t)count); i < end; i++) {
+            yp[i] = ap[i] + bp[j];
+            j = j + 1 == b_count ? 0 : j + 1;
+        }
     }
-
-BROADCAST_KERNEL(add, +)
-BROADCAST_KERNEL(mul, *)
+}
 
 __kernel void swiglu(__global const float *a, ulong a_off, __global const float *b, ulong b_off,
                      __global float *y, ulong y_off, ulong count) {

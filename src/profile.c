@@ -86,33 +86,17 @@ void exec_op_cost(const clinfer_op *op, clinfer_dtype w_type, double *bytes, dou
         }
         break;
     }
-    case CLINFER_OP_SOFTMAX: {
-        double e = (double)op->softmax.rows * op->softmax.cols;
-        b = f32_bytes(2 * e);
-        f = 3 * e;
-        break;
-    }
     case CLINFER_OP_ADD:
-    case CLINFER_OP_MUL:
     case CLINFER_OP_SWIGLU: {
         double c = (double)op->eltwise.count;
         b = f32_bytes(2 * c + (double)op->eltwise.b_count);
         f = (op->kind == CLINFER_OP_SWIGLU ? 5 : 1) * c;
         break;
     }
-    case CLINFER_OP_SCALE:
-    case CLINFER_OP_SILU:
-    case CLINFER_OP_GELU:
-    case CLINFER_OP_GELU_ERF: {
+    case CLINFER_OP_GELU: {
         double c = (double)op->eltwise.count;
         b = f32_bytes(2 * c);
-        f = (op->kind == CLINFER_OP_SCALE ? 1 : op->kind == CLINFER_OP_SILU ? 4 : 8) * c;
-        break;
-    }
-    case CLINFER_OP_ARGMAX: {
-        double e = (double)op->argmax.n * op->argmax.d;
-        b = f32_bytes(e + op->argmax.n);
-        f = e;
+        f = 8 * c;
         break;
     }
     default:

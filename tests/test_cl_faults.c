@@ -13,13 +13,12 @@
 #define CL_MEM_OBJECT_ALLOCATION_FAILURE -4
 #define CL_BUILD_PROGRAM_FAILURE -11
 
-/* y = 2 * x on 16 floats; returns the op's status (after a sync when it was accepted). */
-static clinfer_status scale_op(clinfer_backend *b, clinfer_buffer *x, clinfer_buffer *y) {
-    clinfer_op op = {.kind = CLINFER_OP_SCALE};
-    op.eltwise.a = (clinfer_ref){x, 0};
+/* y = x + x = 2 * x on 16 floats; returns the op's status (after a sync when it was accepted). */
+static clinfer_status double_op(clinfer_backend *b, clinfer_buffer *x, clinfer_buffer *y) {
+    clinfer_op op = {.kind = CLINFER_OP_ADD};
+    op.eltwise.a = op.eltwise.b = (clinfer_ref){x, 0};
     op.eltwise.y = (clinfer_ref){y, 0};
-    op.eltwise.count = 16;
-    op.eltwise.scale = 2.0f;
+    op.eltwise.count = op.eltwise.b_count = 16;
     clinfer_status st = b->i->op(b->ctx, &op);
     return st == CLINFER_OK ? b->i->sync(b->ctx) : st;
 }
@@ -37,7 +36,7 @@ static void check_fresh_backend_works(const char *after) {
     EXPECT_OK(b->i->buffer_alloc(b->ctx, sizeof out, &y));
     if (x && y) {
         EXPECT_OK(b->i->buffer_write(b->ctx, x, 0, sizeof in, in));
-        EXPECT_OK(scale_op(b, x, y));
+        EXPECT_OK(double_op(b, x, y));
         EXPECT_OK(b->i->buffer_read(b->ctx, y, 0, sizeof out, out));
         for (int i = 0; i < 16; i++)
             EXPECT(out[i] == 2.0f * in[i], "after %s: y[%d] = %g, want %g", after, i, out[i],
@@ -76,13 +75,13 @@ static void test_enqueue_fault(void) {
     EXPECT_OK(b->i->buffer_alloc(b->ctx, 64, &x));
     EXPECT_OK(b->i->buffer_alloc(b->ctx, 64, &y));
     setenv("CLINFER_FAULT", "enqueue:2:-5", 1);
-    EXPECT_OK(scale_op(b, x, y));
-    clinfer_status st = scale_op(b, x, y);
+    EXPECT_OK(double_op(b, x, y));
+    clinfer_status st = double_op(b, x, y);
     EXPECT(st == CL_OUT_OF_RESOURCES, "second enqueue returned %s", clinfer_status_str(st));
     EXPECT(strstr(clinfer_last_error(), "clEnqueueNDRangeKernel"), "message: %s",
            clinfer_last_error());
     /* CL_OUT_OF_RESOURCES from a launch means the device is gone for this context. */
-    st = scale_op(b, x, y);
+    st = double_op(b, x, y);
     EXPECT(st == CLINFER_ERR_DEVICE_LOST, "op after the loss returned %s", clinfer_status_str(st));
     st = b->i->sync(b->ctx);
     EXPECT(st == CLINFER_ERR_DEVICE_LOST, "sync after the loss returned %s",

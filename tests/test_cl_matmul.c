@@ -301,9 +301,9 @@ static void test_q8_reuse(clinfer_dtype type) {
                 EXPECT_OK(be[s]->i->buffer_write(be[s]->ctx, x.buf[s], 0, (size_t)k * sizeof(float),
                                                  fresh));
             if (step == 2) { /* another op over x, in place */
-                clinfer_op op = {.kind = CLINFER_OP_SCALE};
-                op.eltwise =
-                    (typeof(op.eltwise)){.a = x0, .y = x0, .count = (size_t)k, .scale = -3};
+                clinfer_op op = {.kind = CLINFER_OP_ADD};
+                op.eltwise = (typeof(op.eltwise)){
+                    .a = x0, .b = x0, .y = x0, .count = (size_t)k, .b_count = (size_t)k};
                 EXPECT_OK(be[s]->i->op(be[s]->ctx, &op));
             }
             if (step == 3) run_q8(s, &w2, k, k, x0, x1); /* a matmul into x's buffer */

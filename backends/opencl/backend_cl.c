@@ -125,20 +125,10 @@ static clinfer_status cl_op(void *ctx, const clinfer_op *op) {
     case CLINFER_OP_ATTENTION:
         st = cl_op_attention(b, op);
         break;
-    case CLINFER_OP_SOFTMAX:
-        st = cl_op_softmax(b, op);
-        break;
     case CLINFER_OP_ADD:
-    case CLINFER_OP_MUL:
-    case CLINFER_OP_SCALE:
-    case CLINFER_OP_SILU:
     case CLINFER_OP_GELU:
-    case CLINFER_OP_GELU_ERF:
     case CLINFER_OP_SWIGLU:
         st = cl_op_eltwise(b, op);
-        break;
-    case CLINFER_OP_ARGMAX:
-        st = cl_op_argmax(b, op);
         break;
     default:
         st =

@@ -1,7 +1,7 @@
 /* Internals of the OpenCL backend, shared by its files:
  *   backend_cl.c    context, queue, buffers, the interface and op dispatch
  *   launch_cl.c     the one launch helper, error checks, device-lost marking, kernel timing
- *   ops_cl.c        norm, rope, store, softmax, element-wise, argmax (ops_cl.h)
+ *   ops_cl.c        norm, rope, store, element-wise (ops_cl.h)
  *   attention_cl.c  attention, with rotation and cache writes (ops_cl.h)
  *   matmul_cl.c     matvec/GEMM over every weight type, embedding gather (matmul_cl.h)
  *   weights_cl.c    weight layouts, upload, splitting, interleaving, arenas (matmul_cl.h)

@@ -1,6 +1,6 @@
-/* The ops other than matmul and embedding (cl/norm.cl, rope.cl, softmax.cl, elementwise.cl,
- * argmax.cl; attention in attention_cl.c): their programs, kernels and launches. Each op has
- * passed clinfer_op_check (backend_cl.c), so operands lie inside their buffers. */
+/* The ops other than matmul and embedding (cl/norm.cl, rope.cl, elementwise.cl; attention in
+ * attention_cl.c): their programs, kernels and launches. Each op has passed clinfer_op_check
+ * (backend_cl.c), so operands lie inside their buffers. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,9 +22,7 @@ static const struct {
     [PROG_ROPE] = {"rope.cl", EXACT_DIV},
     [PROG_ATTN_F32] = {"attention.cl", EXACT_DIV},
     [PROG_ATTN_F16] = {"attention.cl", EXACT_DIV " -DKV_F16"},
-    [PROG_SOFTMAX] = {"softmax.cl", ""},
     [PROG_ELTWISE] = {"elementwise.cl", ""},
-    [PROG_ARGMAX] = {"argmax.cl", ""},
 };
 static const struct {
     prog_id prog;
@@ -37,17 +35,11 @@ static const struct {
     [K_ATTN_F32] = {PROG_ATTN_F32, "attention", true},
     [K_ATTN_F16] = {PROG_ATTN_F16, "attention", true},
     [K_ATTN_MERGE] = {PROG_ATTN_F32, "attention_merge", false},
-    [K_SOFTMAX] = {PROG_SOFTMAX, "softmax", true},
     [K_ADD] = {PROG_ELTWISE, "add", false},
-    [K_MUL] = {PROG_ELTWISE, "mul", false},
-    [K_SCALE] = {PROG_ELTWISE, "scale", false},
-    [K_SILU] = {PROG_ELTWISE, "silu", false},
     [K_GELU] = {PROG_ELTWISE, "gelu", false},
-    [K_GELU_ERF] = {PROG_ELTWISE, "gelu_erf", false},
     [K_SWIGLU] = {PROG_ELTWISE, "swiglu", false},
     [K_STORE_F32] = {PROG_ELTWISE, "store_f32", false},
     [K_STORE_F16] = {PROG_ELTWISE, "store_f16", false},
-    [K_ARGMAX] = {PROG_ARGMAX, "argmax", true},
 };
 /* ---- launches -------------------------------------------------------------------------- */
 
@@ -170,41 +162,14 @@ cleanup:
     return st;
 }
 
-clinfer_status cl_op_softmax(cl_backend_ctx *b, const clinfer_op *op) {
-    clinfer_status st;
-    cl_ulong x_off = op->softmax.x.offset, y_off = op->softmax.y.offset;
-    cl_arg args[] = {CL_ARG(op->softmax.x.buf->mem), CL_ARG(x_off),
-                     CL_ARG(op->softmax.y.buf->mem), CL_ARG(y_off),
-                     CL_ARG(op->softmax.rows),       CL_ARG(op->softmax.cols),
-                     CL_ARG(op->softmax.scale),      CL_ARG(op->softmax.mask_offset)};
-    CHECK(launch_rows(b, K_SOFTMAX, sizeof args / sizeof *args, args, (size_t)op->softmax.rows));
-cleanup:
-    return st;
-}
-
-clinfer_status cl_op_argmax(cl_backend_ctx *b, const clinfer_op *op) {
-    clinfer_status st;
-    cl_ulong x_off = op->argmax.x.offset, ids_off = op->argmax.ids.offset;
-    cl_arg args[] = {CL_ARG(op->argmax.x.buf->mem),
-                     CL_ARG(x_off),
-                     CL_ARG(op->argmax.ids.buf->mem),
-                     CL_ARG(ids_off),
-                     CL_ARG(op->argmax.n),
-                     CL_ARG(op->argmax.d)};
-    CHECK(launch_rows(b, K_ARGMAX, sizeof args / sizeof *args, args, (size_t)op->argmax.n));
-cleanup:
-    return st;
-}
-
-/* add, mul, scale, silu, gelu, gelu_erf, swiglu: a and y hold count elements; b holds b_count
- * (add, mul: broadcast) or count (swiglu). */
+/* add, gelu, swiglu: a and y hold count elements; b holds b_count (add: broadcast) or count
+ * (swiglu). */
 static const struct {
     kernel_id kernel;
     int operands; /* 1: a only, 2: a and b broadcast, 3: a and b of equal size */
 } eltwise_table[] = {
-    [CLINFER_OP_ADD] = {K_ADD, 2},       [CLINFER_OP_MUL] = {K_MUL, 2},
-    [CLINFER_OP_SCALE] = {K_SCALE, 1},   [CLINFER_OP_SILU] = {K_SILU, 1},
-    [CLINFER_OP_GELU] = {K_GELU, 1},     [CLINFER_OP_GELU_ERF] = {K_GELU_ERF, 1},
+    [CLINFER_OP_ADD] = {K_ADD, 2},
+    [CLINFER_OP_GELU] = {K_GELU, 1},
     [CLINFER_OP_SWIGLU] = {K_SWIGLU, 3},
 };
 
@@ -220,10 +185,8 @@ clinfer_status cl_op_eltwise(cl_backend_ctx *b, const clinfer_op *op) {
     size_t local = ELT_LOCAL, global = elementwise_global(count);
     kernel_id k = eltwise_table[op->kind].kernel;
     if (eltwise_table[op->kind].operands == 1) {
-        /* Only scale reads the last argument. */
-        cl_arg args[] = {CL_ARG(a),     CL_ARG(a_off), CL_ARG(y),
-                         CL_ARG(y_off), CL_ARG(n),     CL_ARG(op->eltwise.scale)};
-        CHECK(cl_ops_launch(b, k, 6, args, 1, &global, &local));
+        cl_arg args[] = {CL_ARG(a), CL_ARG(a_off), CL_ARG(y), CL_ARG(y_off), CL_ARG(n)};
+        CHECK(cl_ops_launch(b, k, 5, args, 1, &global, &local));
     } else if (eltwise_table[op->kind].operands == 2) {
         cl_arg args[] = {CL_ARG(a),     CL_ARG(a_off), CL_ARG(op->eltwise.b.buf->mem),
                          CL_ARG(b_off), CL_ARG(nb),    CL_ARG(y),

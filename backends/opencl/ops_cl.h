@@ -18,9 +18,7 @@ typedef enum {
     PROG_ROPE,
     PROG_ATTN_F32,
     PROG_ATTN_F16,
-    PROG_SOFTMAX,
     PROG_ELTWISE,
-    PROG_ARGMAX,
     PROG_COUNT
 } prog_id;
 
@@ -31,17 +29,11 @@ typedef enum {
     K_ATTN_F32,
     K_ATTN_F16,
     K_ATTN_MERGE,
-    K_SOFTMAX,
     K_ADD,
-    K_MUL,
-    K_SCALE,
-    K_SILU,
     K_GELU,
-    K_GELU_ERF,
     K_SWIGLU,
     K_STORE_F32,
     K_STORE_F16,
-    K_ARGMAX,
     K_COUNT
 } kernel_id;
 
@@ -70,8 +62,6 @@ clinfer_status cl_op_norm(cl_backend_ctx *b, const clinfer_op *op);
 clinfer_status cl_op_rope(cl_backend_ctx *b, const clinfer_op *op);
 clinfer_status cl_op_store(cl_backend_ctx *b, const clinfer_op *op);
 clinfer_status cl_op_attention(cl_backend_ctx *b, const clinfer_op *op);
-clinfer_status cl_op_softmax(cl_backend_ctx *b, const clinfer_op *op);
 clinfer_status cl_op_eltwise(cl_backend_ctx *b, const clinfer_op *op);
-clinfer_status cl_op_argmax(cl_backend_ctx *b, const clinfer_op *op);
 
 #endif

@@ -218,16 +218,9 @@ static clinfer_status ref_op(void *ctx, const clinfer_op *o) {
         break;
     case CLINFER_OP_ATTENTION:
         return op_attention(ctx, o);
-    case CLINFER_OP_SOFTMAX:
-        ref_softmax(f32(o->softmax.x), f32(o->softmax.y), o->softmax.rows, o->softmax.cols,
-                    o->softmax.scale, o->softmax.mask_offset);
-        break;
-    case CLINFER_OP_ARGMAX:
-        ref_argmax(f32(o->argmax.x), at(o->argmax.ids, sizeof(int32_t)), o->argmax.n, o->argmax.d);
-        break;
     default: /* the element-wise ops */
         ref_eltwise(o->kind, f32(o->eltwise.a), f32(o->eltwise.b), f32(o->eltwise.y),
-                    o->eltwise.count, o->eltwise.b_count, o->eltwise.scale);
+                    o->eltwise.count, o->eltwise.b_count);
     }
     return CLINFER_OK;
 }

@@ -42,10 +42,8 @@ void ref_store(const float *src, void *dst, clinfer_dtype dst_type, size_t count
 void ref_attention(const float *q, const void *k_cache, const void *v_cache, float *out,
                    clinfer_dtype kv_type, int n, int n_head, int n_kv_head, int head_dim, int pos0,
                    float scale, float *scratch);
-void ref_softmax(const float *x, float *y, int rows, int cols, float scale, int mask_offset);
-/* OP_ADD, OP_MUL, OP_SCALE and the activations; b is used by ADD, MUL and SWIGLU */
+/* OP_ADD, OP_GELU, OP_SWIGLU; b is used by ADD and SWIGLU */
 void ref_eltwise(clinfer_op_kind kind, const float *a, const float *b, float *y, size_t count,
-                 size_t b_count, float scale);
-void ref_argmax(const float *x, int32_t *ids, int n, int d);
+                 size_t b_count);
 
 #endif

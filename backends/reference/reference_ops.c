@@ -169,36 +169,13 @@ void ref_attention(const float *q, const void *k_cache, const void *v_cache, flo
     }
 }
 
-void ref_softmax(const float *x, float *y, int rows, int cols, float scale, int mask_offset) {
-    for (int r = 0; r < rows; r++) {
-        const float *xr = x + (size_t)r * cols;
-        float *yr = y + (size_t)r * cols;
-        /* columns past `visible` are masked to -inf: their probability is exactly 0 */
-        int visible = cols;
-        if (mask_offset >= 0 && (long long)r + mask_offset + 1 < cols)
-            visible = r + mask_offset + 1;
-        float max = -INFINITY;
-        for (int c = 0; c < visible; c++)
-            max = fmaxf(max, xr[c] * scale);
-        float sum = 0.0f;
-        for (int c = 0; c < visible; c++) {
-            yr[c] = expf(xr[c] * scale - max);
-            sum += yr[c];
-        }
-        for (int c = 0; c < visible; c++)
-            yr[c] /= sum;
-        for (int c = visible; c < cols; c++)
-            yr[c] = 0.0f;
-    }
-}
-
 static float silu(float x) {
     return x / (1.0f + expf(-x));
 }
 
 void ref_eltwise(clinfer_op_kind kind, const float *a, const float *b, float *y, size_t count,
-                 size_t b_count, float scale) {
-    const float sqrt_2_over_pi = 0.7978845608028654f, inv_sqrt2 = 0.7071067811865476f;
+                 size_t b_count) {
+    const float sqrt_2_over_pi = 0.7978845608028654f;
     size_t j = 0; /* i % b_count, without a division per element */
     for (size_t i = 0; i < count; i++) {
         float x = a[i];
@@ -206,20 +183,8 @@ void ref_eltwise(clinfer_op_kind kind, const float *a, const float *b, float *y,
         case CLINFER_OP_ADD:
             y[i] = x + b[j];
             break;
-        case CLINFER_OP_MUL:
-            y[i] = x * b[j];
-            break;
-        case CLINFER_OP_SCALE:
-            y[i] = x * scale;
-            break;
-        case CLINFER_OP_SILU:
-            y[i] = silu(x);
-            break;
         case CLINFER_OP_GELU:
             y[i] = 0.5f * x * (1.0f + tanhf(sqrt_2_over_pi * (x + 0.044715f * x * x * x)));
-            break;
-        case CLINFER_OP_GELU_ERF:
-            y[i] = 0.5f * x * (1.0f + erff(x * inv_sqrt2));
             break;
         case CLINFER_OP_SWIGLU:
             y[i] = silu(x) * b[i];
@@ -228,16 +193,5 @@ void ref_eltwise(clinfer_op_kind kind, const float *a, const float *b, float *y,
             break;
         }
         if (b_count && ++j == b_count) j = 0;
-    }
-}
-
-void ref_argmax(const float *x, int32_t *ids, int n, int d) {
-    for (int r = 0; r < n; r++) {
-        const float *xr = x + (size_t)r * d;
-        int best = 0;
-        for (int c = 1; c < d; c++)
-            if (xr[c] > xr[best]) /* strict: the first of equal maxima wins */
-                best = c;
-        ids[r] = best;
     }
 }
