@@ -316,26 +316,41 @@ static void quant_q6_K(const float *x, uint8_t *dst) {
 
 /* The one table of weight types: the GGUF reader (which ids exist, block sizes), the reference
  * backend (the codecs) and the OpenCL backend (the -DWT_<name> its programs are built with,
- * whether matmuls round x to 8 bits) all read it. f32 and f16 are one-element "blocks" with no
- * codec here: rows of them convert in a loop. q8_act: matmuls take 8-bit activations, for
- * integer dot products with the integer blocks (f16/f32 rows would only lose precision). */
+ * whether matmuls round x to 8 bits, how its blocks are split at upload) all read it. f32 and
+ * f16 are one-element "blocks" with no codec here: rows of them convert in a loop. q8_act:
+ * matmuls take 8-bit activations, for integer dot products with the integer blocks (f16/f32 rows
+ * would only lose precision). split: {kblk, q_off, q_len, scale segments {off, len, f16},
+ * s_bytes}, its type filled in by clinfer_dtype_split. */
 typedef struct {
     const char *name;
     size_t block_elems, block_bytes;
     void (*dequant)(const uint8_t *block, float *y);
     void (*quant)(const float *x, uint8_t *block);
     bool q8_act;
+    clinfer_block_split split;
 } dtype_info;
 
-static const dtype_info dtypes[] = {
-    [CLINFER_DT_F32] = {"F32", 1, sizeof(float), NULL, NULL, false},
-    [CLINFER_DT_F16] = {"F16", 1, sizeof(uint16_t), NULL, NULL, false},
-    [CLINFER_DT_Q4_0] = {"Q4_0", QK4_0, sizeof(block_q4_0), dequant_q4_0, quant_q4_0, true},
-    [CLINFER_DT_Q4_1] = {"Q4_1", QK4_1, sizeof(block_q4_1), dequant_q4_1, quant_q4_1, true},
-    [CLINFER_DT_Q8_0] = {"Q8_0", QK8_0, sizeof(block_q8_0), dequant_q8_0, quant_q8_0, true},
-    [CLINFER_DT_Q4_K] = {"Q4_K", QK_K, sizeof(block_q4_K), dequant_q4_K, quant_q4_K, true},
-    [CLINFER_DT_Q6_K] = {"Q6_K", QK_K, sizeof(block_q6_K), dequant_q6_K, quant_q6_K, true},
+/* clang-format off */
+static const dtype_info dtypes[CLINFER_DT_ID_LIMIT] = {
+    [CLINFER_DT_F32] = {"F32", 1, sizeof(float), NULL, NULL, false, {16, 0, 4, {{0}}, 0}},
+    [CLINFER_DT_F16] = {"F16", 1, sizeof(uint16_t), NULL, NULL, false, {16, 0, 2, {{0}}, 0}},
+    /* split: f32 d */
+    [CLINFER_DT_Q4_0] = {"Q4_0", QK4_0, sizeof(block_q4_0), dequant_q4_0, quant_q4_0, true,
+                         {32, 2, 16, {{0, 2, 1}}, 4}},
+    /* split: f32 d, m */
+    [CLINFER_DT_Q4_1] = {"Q4_1", QK4_1, sizeof(block_q4_1), dequant_q4_1, quant_q4_1, true,
+                         {32, 4, 16, {{0, 4, 1}}, 8}},
+    /* split: f32 d */
+    [CLINFER_DT_Q8_0] = {"Q8_0", QK8_0, sizeof(block_q8_0), dequant_q8_0, quant_q8_0, true,
+                         {32, 2, 32, {{0, 2, 1}}, 4}},
+    /* split: f32 d, dmin, then scales[12] */
+    [CLINFER_DT_Q4_K] = {"Q4_K", QK_K, sizeof(block_q4_K), dequant_q4_K, quant_q4_K, true,
+                         {64, 16, 128, {{0, 4, 1}, {4, 12, 0}}, 20}},
+    /* split: ql and qh together; scales[16] then f32 d */
+    [CLINFER_DT_Q6_K] = {"Q6_K", QK_K, sizeof(block_q6_K), dequant_q6_K, quant_q6_K, true,
+                         {128, 0, 192, {{192, 16, 0}, {208, 2, 1}}, 20}},
 };
+/* clang-format on */
 
 /* The entry of a known type, NULL for any other id (the table's gaps have no name). */
 static const dtype_info *dtype_lookup(uint32_t type) {
@@ -401,6 +416,13 @@ void clinfer_quantize_row(clinfer_dtype type, const float *src, void *dst, size_
         for (size_t i = 0; i < n / t->block_elems; i++)
             t->quant(src + i * t->block_elems, d + i * t->block_bytes);
     }
+}
+
+clinfer_block_split clinfer_dtype_split(clinfer_dtype type) {
+    const dtype_info *t = dtype_lookup((uint32_t)type);
+    clinfer_block_split split = t ? t->split : (clinfer_block_split){0};
+    split.type = type;
+    return split;
 }
 
 bool clinfer_dtype_takes_q8_act(clinfer_dtype type) {

@@ -16,6 +16,9 @@ typedef enum {
     CLINFER_DT_Q4_K = 12,
     CLINFER_DT_Q6_K = 14,
 } clinfer_dtype;
+/* One past the largest id, for tables indexed by type (quant.c's fails to compile if a type
+ * lies past it). */
+#define CLINFER_DT_ID_LIMIT 15
 
 #define QK4_0 32
 #define QK4_1 32
@@ -52,6 +55,26 @@ typedef struct {
     uint16_t d;
 } block_q6_K;
 
+/* How a device that keeps quants and scales apart (the OpenCL backend) splits a block at
+ * upload: bytes [q_off, q_off + q_len) are the quants, the scale segments (in order) the scales,
+ * padded to s_bytes. A segment marked f16 holds half-precision scales that are widened to f32
+ * (exactly): PoCL compiles a lone vload_half to branchy scalar code, which cost more per 32
+ * weights than the 2 extra bytes. Rows interleaved by 16 keep their f16 scales as they are (Q8_0,
+ * Q4_0, Q4_1: one f16 segment), 16 rows' in one 32-byte load that one instruction widens.
+ * kblk: elements per block of the kernels (BLK in cl/matvec.cl). f32/f16: no scales. */
+typedef struct {
+    size_t off, len;
+    int f16; /* len bytes of f16 values, stored as 2 * len bytes of f32 */
+} clinfer_scale_segment;
+
+typedef struct {
+    size_t kblk;
+    size_t q_off, q_len;
+    clinfer_scale_segment s[2];
+    size_t s_bytes;
+    clinfer_dtype type;
+} clinfer_block_split;
+
 /* Known type? Unknown ids from files are rejected through this. */
 int clinfer_dtype_valid(uint32_t type);
 const char *clinfer_dtype_name(clinfer_dtype type);
@@ -60,6 +83,8 @@ size_t clinfer_dtype_block_elems(clinfer_dtype type);
 size_t clinfer_dtype_block_bytes(clinfer_dtype type);
 /* Bytes of a row of n elements; n must be a multiple of the block size. */
 size_t clinfer_dtype_row_bytes(clinfer_dtype type, size_t n);
+/* type's split (kblk 0 for an unknown type). */
+clinfer_block_split clinfer_dtype_split(clinfer_dtype type);
 
 float clinfer_f16_to_f32(uint16_t h);
 uint16_t clinfer_f32_to_f16(float f); /* round to nearest even */

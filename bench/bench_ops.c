@@ -46,12 +46,11 @@ static double now_ms(void) {
 
 static const double SAMPLE_MS = 2.0;
 
-/* The weight types the OpenCL kernels read, in type-id order (from the type table). */
-static size_t weight_types(clinfer_dtype out[CL_N_TYPES]) {
+/* The weight types, in type-id order (from the type table). */
+static size_t weight_types(clinfer_dtype out[CLINFER_DT_ID_LIMIT]) {
     size_t n = 0;
-    for (uint32_t t = 0; t < 256 && n < CL_N_TYPES; t++)
-        if (clinfer_dtype_valid(t) && cl_type_index((clinfer_dtype)t) >= 0)
-            out[n++] = (clinfer_dtype)t;
+    for (uint32_t t = 0; t < CLINFER_DT_ID_LIMIT; t++)
+        if (clinfer_dtype_valid(t)) out[n++] = (clinfer_dtype)t;
     return n;
 }
 
@@ -279,7 +278,7 @@ int main(int argc, char **argv) {
             return bench_error("unknown option or missing value (see --help)");
     }
     if (optind < argc) return bench_error("unexpected argument '%s'", argv[optind]);
-    clinfer_dtype bench_types[CL_N_TYPES];
+    clinfer_dtype bench_types[CLINFER_DT_ID_LIMIT];
     size_t n_types = weight_types(bench_types);
     bool known = !only;
     for (size_t t = 0; t < n_types; t++)

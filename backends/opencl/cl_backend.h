@@ -4,7 +4,7 @@
  *   ops_cl.c        norm, rope, store, element-wise (ops_cl.h)
  *   attention_cl.c  attention, with rotation and cache writes (ops_cl.h)
  *   matmul_cl.c     matvec/GEMM over every weight type, embedding gather (matmul_cl.h)
- *   weights_cl.c    weight layouts, upload, splitting, interleaving, arenas (matmul_cl.h)
+ *   weights_cl.c    weight upload, splitting, interleaving, arenas (matmul_cl.h)
  *   act_q8_cl.c     8-bit activations for x_q8 matmuls (matmul_cl.h)
  *   clblast_cl.c    CLBlast's SGEMM and its cache's reference count (matmul_cl.h)
  *   graph_cl.c      runs of decode ops in one launch (cl/graph.cl) on CPU devices
@@ -21,12 +21,9 @@
 #include "backend.h"
 #include "graph_record.clh"
 
-/* The weight types the kernels read (matmul_cl.c lays each out): cl_type_index gives the place
- * of type among them, -1 for none; cl_type_defines the -D options of a program that includes
- * cl/weights.clh for weights of type (-DWT_<name>, -DWT_Q8_ACT where matmuls take 8-bit x), in
- * buf, returned. Both read the type table (base/quant.c). */
-enum { CL_N_TYPES = 7 };
-int cl_type_index(clinfer_dtype type);
+/* The -D options of a program that includes cl/weights.clh for weights of type (-DWT_<name>,
+ * -DWT_Q8_ACT where matmuls take 8-bit x), in buf, returned: from the type table
+ * (base/quant.c), as is the layout of each type's weights. */
 const char *cl_type_defines(clinfer_dtype type, char *buf, size_t size);
 
 struct cl_matmul_state; /* matmul_cl.h */

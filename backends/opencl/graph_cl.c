@@ -40,9 +40,9 @@ enum {
 };
 
 struct cl_graph_state {
-    cl_program programs[CL_N_TYPES][2]; /* [type][kv f16]; built when first needed */
-    cl_kernel kernels[CL_N_TYPES][2];
-    bool failed[CL_N_TYPES][2]; /* the program did not build: per-op launches */
+    cl_program programs[CLINFER_DT_ID_LIMIT][2]; /* [type][kv f16]; built when first needed */
+    cl_kernel kernels[CLINFER_DT_ID_LIMIT][2];
+    bool failed[CLINFER_DT_ID_LIMIT][2]; /* the program did not build: per-op launches */
     cl_mem ctl;
     int32_t *recs; /* MAX_RECS records being encoded */
 };
@@ -139,7 +139,7 @@ static size_t split(const encoder *e, size_t work, size_t unit_bytes, size_t *pe
 
 /* The op's weight type must be the run's (the first weight fixes it). */
 static bool same_type(encoder *e, clinfer_dtype type) {
-    if (cl_type_index(type) < 0 || (e->type >= 0 && e->type != (int)type)) return false;
+    if (!clinfer_dtype_valid(type) || (e->type >= 0 && e->type != (int)type)) return false;
     e->type = (int)type;
     return true;
 }
@@ -337,7 +337,7 @@ static bool encode(encoder *e, const clinfer_op *op) {
  * the work: CLINFER_VERBOSE says why). */
 static cl_kernel graph_kernel(cl_backend_ctx *b, clinfer_dtype wtype, int kv_f16) {
     struct cl_graph_state *g = b->graph;
-    int type = cl_type_index(wtype);
+    int type = (int)wtype;
     if (g->kernels[type][kv_f16] || g->failed[type][kv_f16]) return g->kernels[type][kv_f16];
     char options[160], defines[64];
     snprintf(options, sizeof options,
@@ -444,7 +444,7 @@ cleanup:
 void cl_graph_free(cl_backend_ctx *b) {
     struct cl_graph_state *g = b->graph;
     if (!g) return;
-    for (size_t t = 0; t < CL_N_TYPES; t++)
+    for (size_t t = 0; t < CLINFER_DT_ID_LIMIT; t++)
         for (int kv = 0; kv < 2; kv++) {
             if (g->kernels[t][kv]) clReleaseKernel(g->kernels[t][kv]);
             if (g->programs[t][kv]) clReleaseProgram(g->programs[t][kv]);

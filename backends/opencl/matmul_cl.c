@@ -34,13 +34,13 @@ clinfer_status cl_create_buffer(cl_backend_ctx *b, cl_mem_flags flags, size_t by
 
 /* ---- programs -------------------------------------------------------------------------- */
 
-clinfer_status cl_build_type(cl_backend_ctx *b, const type_layout *l) {
-    type_kernels *t = &b->mm->types[l - cl_layouts];
+clinfer_status cl_build_type(cl_backend_ctx *b, clinfer_dtype type) {
+    type_kernels *t = &b->mm->types[type];
     if (t->program) return CLINFER_OK;
     char options[160], defines[64]; /* the fused norm of matvec_q8_il rounds as quantize.cl does */
     snprintf(options, sizeof options,
              "%s -DMV_WG=%zu -DMV_MAX_N=%d -cl-fp32-correctly-rounded-divide-sqrt",
-             cl_type_defines(l->type, defines, sizeof defines), b->mm->mv_wg, MATVEC_MAX_N);
+             cl_type_defines(type, defines, sizeof defines), b->mm->mv_wg, MATVEC_MAX_N);
     clinfer_status st = cl_program_build(b->context, b->device, &b->info, b->cache_dir, "matvec.cl",
                                          options, &t->program);
     cl_int err = CL_SUCCESS;
@@ -63,10 +63,10 @@ clinfer_status cl_build_type(cl_backend_ctx *b, const type_layout *l) {
             t->matvec_q8_il_norm = clCreateKernel(t->program, "matvec_q8_il_norm", &err);
     }
     if (st == CLINFER_OK) st = cl_error(err, "clCreateKernel(matvec.cl)");
-    if (st == CLINFER_OK && clinfer_dtype_takes_q8_act(l->type))
+    if (st == CLINFER_OK && clinfer_dtype_takes_q8_act(type))
         b->mm->q8_dots = t->matvec_q8 != NULL; /* the same for all such types: AVX2 or not */
     if (st != CLINFER_OK) { /* leave nothing half-built: the next call tries again */
-        clinfer_error_prefix("building matvec.cl for %s", clinfer_dtype_name(l->type));
+        clinfer_error_prefix("building matvec.cl for %s", clinfer_dtype_name(type));
         if (t->matvec) clReleaseKernel(t->matvec);
         if (t->matvec_n) clReleaseKernel(t->matvec_n);
         if (t->matvec_norm) clReleaseKernel(t->matvec_norm);
@@ -133,7 +133,7 @@ clinfer_status cl_matmul_init(cl_backend_ctx *b) {
                                &s->done));
     }
     /* matvec.cl for f32 now, so a device that cannot build it fails at context creation. */
-    CHECK(cl_build_type(b, cl_layout_of(CLINFER_DT_F32)));
+    CHECK(cl_build_type(b, CLINFER_DT_F32));
 cleanup:
     return st;
 }
@@ -145,7 +145,7 @@ int cl_matmul_clblast(const cl_backend_ctx *b) {
 void cl_matmul_free(cl_backend_ctx *b) {
     struct cl_matmul_state *s = b->mm;
     if (!s) return;
-    for (int i = 0; i < CL_N_TYPES; i++) {
+    for (int i = 0; i < CLINFER_DT_ID_LIMIT; i++) {
         if (s->types[i].matvec) clReleaseKernel(s->types[i].matvec);
         if (s->types[i].matvec_n) clReleaseKernel(s->types[i].matvec_n);
         if (s->types[i].matvec_norm) clReleaseKernel(s->types[i].matvec_norm);
@@ -358,11 +358,11 @@ cleanup:
 static clinfer_status run_dequant(cl_backend_ctx *b, const struct cl_weight *w,
                                   const weight_part *p, cl_mem ids, int ids_off, int has_ids,
                                   int first, int count, cl_mem out, int out_off) {
-    const type_kernels *t = &b->mm->types[w->layout - cl_layouts];
+    const type_kernels *t = &b->mm->types[w->layout.type];
     cl_mem ws = p->s.mem ? p->s.mem : p->q.mem;
     cl_mem ids_arg = has_ids ? ids : out; /* never read without has_ids */
     /* one item per kernel block; for f32/f16 one more per row writes the tail */
-    size_t nb = (size_t)w->k / w->layout->kblk + ((size_t)w->k % w->layout->kblk != 0);
+    size_t nb = (size_t)w->k / w->layout.kblk + ((size_t)w->k % w->layout.kblk != 0);
     size_t global[2] = {nb, (size_t)count};
     cl_arg args[] = {
         {sizeof(cl_mem), &p->q.mem}, {sizeof(cl_mem), &ws},      {sizeof(int), &w->il},
@@ -381,7 +381,7 @@ static bool norm_fusable(const cl_backend_ctx *b, const clinfer_op *op, const cl
     const clinfer_buffer *wb = op->matmul.w;
     if (norm->kind != CLINFER_OP_RMSNORM || op->matmul.n != 1 || !wb || !wb->weight) return false;
     const struct cl_weight *w = wb->weight;
-    const type_kernels *t = &b->mm->types[w->layout - cl_layouts];
+    const type_kernels *t = &b->mm->types[w->layout.type];
     bool kernel = op->matmul.x_q8 ? w->il && t->matvec_q8_il_norm : t->matvec_norm != NULL;
     /* done, the kernels' counter, exists on CPU devices only: the last work-item seeing the
      * others' rows rests on their coherent memory (the kernel path can be forced on a GPU) */
@@ -427,8 +427,8 @@ static clinfer_status matmul(cl_backend_ctx *b, const clinfer_op *op, const clin
     CHECK(matmul_limits(op));
     int has_bias = op->matmul.bias.buf != NULL;
     const struct cl_weight *w = op->matmul.w->weight;
-    const type_layout *l = w->layout;
-    const type_kernels *t = &b->mm->types[l - cl_layouts];
+    const clinfer_block_split *l = &w->layout;
+    const type_kernels *t = &b->mm->types[l->type];
     int q8_kernel = 0;
     if (op->matmul.x_q8) {
         q8_kernel = q8_kernel_for(w, t, n);
@@ -519,9 +519,9 @@ clinfer_status cl_weight_view_of(cl_backend_ctx *b, const clinfer_op *op, cl_wei
     const struct cl_weight *w = (matmul ? op->matmul.w : op->embed.w)->weight;
     const weight_part *p = &w->parts[0];
     const weight_array *q = &p->q, *sc = p->s.mem ? &p->s : &p->q; /* f32/f16: no scales */
-    const type_kernels *t = &b->mm->types[w->layout - cl_layouts];
+    const type_kernels *t = &b->mm->types[w->layout.type];
     int q8 = matmul && op->matmul.x_q8 && q8_kernel_for(w, t, op->matmul.n);
-    *v = (cl_weight_view){.type = w->layout->type,
+    *v = (cl_weight_view){.type = w->layout.type,
                           .parts = w->n_parts,
                           .q = q->arena ? q->arena->mem : q->mem,
                           .q_off = q->offset,
@@ -531,6 +531,6 @@ clinfer_status cl_weight_view_of(cl_backend_ctx *b, const clinfer_op *op, cl_wei
                           .variant = !q8     ? CL_MM_ROWS
                                      : w->il ? CL_MM_IL
                                              : CL_MM_Q8,
-                          .row_bytes = cl_stored_row_bytes(w->layout, w->il, w->k)};
+                          .row_bytes = cl_stored_row_bytes(&w->layout, w->il, w->k)};
     return CLINFER_OK;
 }

@@ -20,25 +20,6 @@ enum {
 #define F_ACCUMULATE 1
 #define F_BIAS 2
 
-/* How a GGUF block is split at upload: bytes [q_off, q_off + q_len) go to the quant array, the
- * scale segments (in order) to the scale array, padded to s_bytes. A segment marked f16 holds
- * half-precision scales that are widened to f32 (exactly): PoCL compiles a lone vload_half to
- * branchy scalar code, which cost more per 32 weights than the 2 extra bytes. Rows interleaved
- * by 16 keep their f16 scales as they are (Q8_0, Q4_0, Q4_1: one f16 segment), 16 rows' in one
- * 32-byte load that one instruction widens. f32/f16 weights: blk 1, no scales. */
-typedef struct {
-    size_t off, len;
-    int f16; /* len bytes of f16 values, stored as 2 * len bytes of f32 */
-} scale_segment;
-
-typedef struct {
-    clinfer_dtype type; /* its GGUF block: clinfer_dtype_block_elems and _bytes (base/quant.c) */
-    size_t kblk;        /* elements per block of the kernels (BLK in matvec.cl) */
-    size_t q_off, q_len;
-    scale_segment s[2];
-    size_t s_bytes;
-} type_layout;
-
 typedef struct {
     cl_program program; /* matvec.cl built for one weight type; NULL until first used */
     cl_kernel matvec, matvec_n, dequant; /* matvec_n: cpu-rows only, 2 .. MATVEC_MAX_N columns */
@@ -91,7 +72,7 @@ struct cl_matmul_state {
     int cpu;      /* cpu-rows kernels; else the work-group kernels of the GPU paths */
     size_t mv_wg; /* matvec_wg's work-group: GPU_WG or the device's largest power of two */
     size_t gemm_ts;
-    type_kernels types[CL_N_TYPES];
+    type_kernels types[CLINFER_DT_ID_LIMIT]; /* by weight type */
     cl_program gemm_program;
     cl_kernel gemm, bias_fill;
     scratch stage;
@@ -110,7 +91,7 @@ struct cl_matmul_state {
 };
 
 struct cl_weight {
-    const type_layout *layout;
+    clinfer_block_split layout; /* its type's (base/quant.c) */
     int m, k;
     int il; /* the parts' rows are interleaved by 16 (word_at in cl/matvec.cl) */
     int n_parts;
@@ -127,20 +108,17 @@ typedef struct {
     const clinfer_op *norm; /* an RMSNORM of y for matvec_q8_il_norm (norm_fusable), or NULL */
 } mm_args;
 
-/* weights_cl.c: the layout of each type the kernels read (cl_type_index's order), and of type
- * (NULL: none); the allocation limit for one array; the bytes a row takes as stored. */
-extern const type_layout cl_layouts[CL_N_TYPES];
-const type_layout *cl_layout_of(clinfer_dtype type);
+/* weights_cl.c: the allocation limit for one array; the bytes a row takes as stored. */
 uint64_t cl_alloc_limit(const cl_backend_ctx *b);
-size_t cl_stored_row_bytes(const type_layout *l, int il, int k);
+size_t cl_stored_row_bytes(const clinfer_block_split *l, int il, int k);
 void cl_release_arena(cl_arena *arena); /* drops a holder; the last releases it */
 
 /* matmul_cl.c: err as a status naming what; a buffer of bytes (from host with
- * CL_MEM_COPY_HOST_PTR); matvec.cl built for l's type (once; what its weights' layout needs). */
+ * CL_MEM_COPY_HOST_PTR); matvec.cl built for type (once; what its weights' layout needs). */
 clinfer_status cl_error(cl_int err, const char *what);
 clinfer_status cl_create_buffer(cl_backend_ctx *b, cl_mem_flags flags, size_t bytes, void *host,
                                 cl_mem *out);
-clinfer_status cl_build_type(cl_backend_ctx *b, const type_layout *l);
+clinfer_status cl_build_type(cl_backend_ctx *b, clinfer_dtype type);
 
 /* act_q8_cl.c: grows sc to bytes; makes room in act for count rounded values (the xq, xd, xf
  * and want_f arguments of quantize.cl's kernels in args); rounds a matmul op's x unless the op

@@ -1,8 +1,8 @@
 /* Weights on the device: how each GGUF block type is split into a quant and a scale array at
- * upload (the layout table), rows split over several allocations where one array would exceed
- * the device's (or CLINFER_MAX_ALLOC's) limit, Q8_0/Q4_0/Q4_1 rows interleaved by 16 where the
- * device built matvec_q8_il (PoCL on an AVX2 host), and on CPU devices the arrays placed as
- * sub-buffers of a few large arenas. */
+ * upload (clinfer_block_split, from the type table), rows split over several allocations where one
+ * array would exceed the device's (or CLINFER_MAX_ALLOC's) limit, Q8_0/Q4_0/Q4_1 rows interleaved
+ * by 16 where the device built matvec_q8_il (PoCL on an AVX2 host), and on CPU devices the arrays
+ * placed as sub-buffers of a few large arenas. */
 #include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -13,38 +13,12 @@
 #include "matmul_cl.h"
 #include "options.h"
 
-const type_layout cl_layouts[CL_N_TYPES] = {
-    /* type, kblk, q_off, q_len, scale segments, s_bytes */
-    {CLINFER_DT_F32, 16, 0, 4, {{0, 0, 0}, {0, 0, 0}}, 0},
-    {CLINFER_DT_F16, 16, 0, 2, {{0, 0, 0}, {0, 0, 0}}, 0},
-    /* f32 d */
-    {CLINFER_DT_Q8_0, 32, 2, 32, {{0, 2, 1}, {0}}, 4},
-    {CLINFER_DT_Q4_0, 32, 2, 16, {{0, 2, 1}, {0}}, 4},
-    /* f32 d, m */
-    {CLINFER_DT_Q4_1, 32, 4, 16, {{0, 4, 1}, {0}}, 8},
-    /* f32 d, dmin, then scales[12] */
-    {CLINFER_DT_Q4_K, 64, 16, 128, {{0, 4, 1}, {4, 12, 0}}, 20},
-    /* ql and qh together; scales[16] then f32 d */
-    {CLINFER_DT_Q6_K, 128, 0, 192, {{192, 16, 0}, {208, 2, 1}}, 20},
-};
-
-int cl_type_index(clinfer_dtype type) {
-    for (int i = 0; i < CL_N_TYPES; i++)
-        if (cl_layouts[i].type == type) return i;
-    return -1;
-}
-
-static size_t blk_elems(const type_layout *l) {
+static size_t blk_elems(const clinfer_block_split *l) {
     return clinfer_dtype_block_elems(l->type);
 }
 
-static size_t blk_bytes(const type_layout *l) {
+static size_t blk_bytes(const clinfer_block_split *l) {
     return clinfer_dtype_block_bytes(l->type);
-}
-
-const type_layout *cl_layout_of(clinfer_dtype type) {
-    int i = cl_type_index(type);
-    return i < 0 ? NULL : &cl_layouts[i];
 }
 
 const char *cl_type_defines(clinfer_dtype type, char *buf, size_t size) {
@@ -72,8 +46,8 @@ uint64_t cl_alloc_limit(const cl_backend_ctx *b) {
 
 /* Splits rows [row0, row0 + rows) of GGUF data into the quant and scale arrays (s NULL: quants
  * only). */
-static void split_blocks(const type_layout *l, const uint8_t *data, size_t row_bytes, int row0,
-                         int rows, int k, uint8_t *q, uint8_t *s) {
+static void split_blocks(const clinfer_block_split *l, const uint8_t *data, size_t row_bytes,
+                         int row0, int rows, int k, uint8_t *q, uint8_t *s) {
     size_t nb = (size_t)rows * (size_t)(k / (int)blk_elems(l)), step = blk_bytes(l);
     const uint8_t *src = data + (size_t)row0 * row_bytes;
     for (size_t i = 0; i < nb; i++, src += step) {
@@ -82,7 +56,7 @@ static void split_blocks(const type_layout *l, const uint8_t *data, size_t row_b
         uint8_t *dst = s + i * l->s_bytes;
         memset(dst, 0, l->s_bytes);
         for (int j = 0; j < 2 && l->s[j].len; j++) {
-            const scale_segment *g = &l->s[j];
+            const clinfer_scale_segment *g = &l->s[j];
             for (size_t h = 0; g->f16 && h < g->len / 2; h++, dst += sizeof(float)) {
                 uint16_t bits;
                 memcpy(&bits, src + g->off + 2 * h, sizeof bits);
@@ -109,9 +83,10 @@ static void interleave16(const uint8_t *src, uint8_t *dst, size_t rows, size_t n
 
 /* The scales of rows [row0, row0 + rows) as they are in the GGUF blocks (f16: Q8_0 and Q4_0 d,
  * Q4_1 d then m), block after block: what the interleaved layout keeps, as one 64-byte load then
- * converts 16 of them (the row-major layout widens them to f32 instead, see scale_segment). */
-static void gather_f16_scales(const type_layout *l, const uint8_t *data, size_t row_bytes, int row0,
-                              int rows, int k, uint8_t *s) {
+ * converts 16 of them (the row-major layout widens them to f32 instead, see clinfer_scale_segment).
+ */
+static void gather_f16_scales(const clinfer_block_split *l, const uint8_t *data, size_t row_bytes,
+                              int row0, int rows, int k, uint8_t *s) {
     size_t nb = (size_t)rows * (size_t)(k / (int)blk_elems(l)), len = l->s[0].len;
     size_t step = blk_bytes(l);
     const uint8_t *src = data + (size_t)row0 * row_bytes + l->s[0].off;
@@ -120,12 +95,12 @@ static void gather_f16_scales(const type_layout *l, const uint8_t *data, size_t 
 }
 
 /* Bytes of the scales of one block as the weight stores them. */
-static size_t scale_bytes(const type_layout *l, int il) {
+static size_t scale_bytes(const clinfer_block_split *l, int il) {
     return il ? l->s[0].len : l->s_bytes;
 }
 
 /* Bytes of a row of k elements as the weight stores them (what kernels read). */
-size_t cl_stored_row_bytes(const type_layout *l, int il, int k) {
+size_t cl_stored_row_bytes(const clinfer_block_split *l, int il, int k) {
     return (size_t)k / blk_elems(l) * (l->s_bytes ? l->q_len + scale_bytes(l, il) : blk_bytes(l));
 }
 
@@ -174,8 +149,8 @@ static void release_array(weight_array *a) {
 }
 
 /* Uploads part p; with il its rows are interleaved by 16, zero rows padding the last group. */
-static clinfer_status upload_part(cl_backend_ctx *b, const type_layout *l, const uint8_t *data,
-                                  int k, int il, weight_part *p) {
+static clinfer_status upload_part(cl_backend_ctx *b, const clinfer_block_split *l,
+                                  const uint8_t *data, int k, int il, weight_part *p) {
     clinfer_status st = CLINFER_OK;
     size_t nb_row = (size_t)k / blk_elems(l), row_bytes = nb_row * blk_bytes(l);
     uint8_t *q = NULL, *s = NULL, *qi = NULL, *si = NULL;
@@ -216,13 +191,14 @@ clinfer_status cl_weight_create(cl_backend_ctx *b, clinfer_dtype type, int m, in
     clinfer_status st = CLINFER_OK;
     struct cl_weight *w = NULL;
     clinfer_buffer *buf = NULL;
-    const type_layout *l = cl_layout_of(type);
+    clinfer_block_split split = clinfer_dtype_split(type);
+    const clinfer_block_split *l = &split;
     if (!out || !data || m <= 0 || k <= 0)
         return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
                             "OpenCL weight_create: m %d, k %d, data %p, out %p", m, k, data,
                             (void *)out);
     *out = NULL;
-    if (!l)
+    if (!l->kblk)
         return clinfer_fail(CLINFER_ERR_UNSUPPORTED, "OpenCL weight_create: type %d", (int)type);
     if (k % (int)blk_elems(l))
         return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
@@ -233,13 +209,13 @@ clinfer_status cl_weight_create(cl_backend_ctx *b, clinfer_dtype type, int m, in
                             "OpenCL weight_create: %d x %d elements exceed the kernels' int "
                             "indexing",
                             m, k);
-    CHECK(cl_build_type(b, l));
+    CHECK(cl_build_type(b, type));
     size_t nb_row = (size_t)k / blk_elems(l);
     size_t widest = nb_row * (l->s_bytes ? l->q_len : blk_bytes(l));
     if (nb_row * l->s_bytes > widest) widest = nb_row * l->s_bytes;
     uint64_t rows_per_part = cl_alloc_limit(b) / widest;
     /* interleaved parts hold whole groups of 16 rows (the last one padded) */
-    int il = b->mm->types[l - cl_layouts].matvec_q8_il && rows_per_part >= 16;
+    int il = b->mm->types[type].matvec_q8_il && rows_per_part >= 16;
     if (il) rows_per_part -= rows_per_part % 16;
     if (rows_per_part == 0)
         CHECK(clinfer_fail(CLINFER_ERR_UNSUPPORTED,
@@ -253,7 +229,7 @@ clinfer_status cl_weight_create(cl_backend_ctx *b, clinfer_dtype type, int m, in
     buf = calloc(1, sizeof *buf);
     if (!w || !buf)
         CHECK(clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "OpenCL weight_create: %d parts", n_parts));
-    w->layout = l;
+    w->layout = split;
     w->m = m;
     w->k = k;
     w->il = il;
