@@ -15,28 +15,16 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-
-#include <stdarg.h>
 #include <time.h>
 
 #include "backend.h"
+#include "cli.h"
 #include "clinfer.h"
 #include "opencl/cl_backend.h"
 #include "opencl/program.h"
 
 enum { WARMUPS = 2, SAMPLES = 10, MAX_REPS = 1000 };
 enum { OPT_DEVICE = 256 };
-
-static int bench_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int bench_error(const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    fputs("bench_ops: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    va_end(ap);
-    return 1;
-}
 
 static double now_ms(void) {
     struct timespec ts;
@@ -87,8 +75,7 @@ static int time_ops(clinfer_backend *be, const clinfer_op *ops, int n_ops, timin
         if (st == CLINFER_OK) st = be->i->sync(be->ctx);
         samples[s] = (now_ms() - t0) / reps;
     }
-    if (st != CLINFER_OK)
-        return bench_error("%s: %s", clinfer_status_str(st), clinfer_last_error());
+    if (st != CLINFER_OK) return cli_error("%s: %s", clinfer_status_str(st), clinfer_last_error());
     qsort(samples, SAMPLES, sizeof samples[0], cmp_double);
     t->min_ms = samples[0];
     t->median_ms = (samples[SAMPLES / 2 - 1] + samples[SAMPLES / 2]) / 2;
@@ -109,7 +96,7 @@ static int time_kernel(cl_backend_ctx *b, cl_kernel kernel, size_t global, size_
         cl_int err =
             clEnqueueNDRangeKernel(b->queue, kernel, 1, NULL, &global, &local, 0, NULL, NULL);
         if (err == CL_SUCCESS) err = clFinish(b->queue);
-        if (err != CL_SUCCESS) return bench_error("probe kernel: %s", clinfer_status_str(err));
+        if (err != CL_SUCCESS) return cli_error("probe kernel: %s", clinfer_status_str(err));
         double ms = now_ms() - t0;
         if (i >= WARMUPS && ms < *best_ms) *best_ms = ms;
     }
@@ -131,7 +118,7 @@ static int probe(cl_backend_ctx *b, roofline *r) {
     clinfer_status st =
         cl_program_build(b->context, b->device, &b->info, b->cache_dir, "probe.cl", NULL, &program);
     if (st != CLINFER_OK) {
-        bench_error("probe.cl: %s", clinfer_last_error());
+        cli_error("probe.cl: %s", clinfer_last_error());
         goto cleanup;
     }
     stream = clCreateKernel(program, "stream_sum", &err);
@@ -153,7 +140,7 @@ static int probe(cl_backend_ctx *b, roofline *r) {
     if (err == CL_SUCCESS) err = clSetKernelArg(fma, 2, sizeof a, &a);
     if (err == CL_SUCCESS) err = clSetKernelArg(fma, 3, sizeof c, &c);
     if (err != CL_SUCCESS) {
-        bench_error("probe setup: %s", clinfer_status_str(err));
+        cli_error("probe setup: %s", clinfer_status_str(err));
         goto cleanup;
     }
     if (time_kernel(b, stream, items, local, &ms)) goto cleanup;
@@ -191,8 +178,8 @@ static int make_weight(clinfer_backend *be, clinfer_dtype type, int m, int k,
     free(f);
     free(data);
     if (st != CLINFER_OK)
-        return bench_error("%s weight %d x %d: %s", clinfer_dtype_name(type), m, k,
-                           clinfer_last_error());
+        return cli_error("%s weight %d x %d: %s", clinfer_dtype_name(type), m, k,
+                         clinfer_last_error());
     return 0;
 }
 
@@ -207,7 +194,7 @@ static int make_buffer(clinfer_backend *be, size_t floats, clinfer_buffer **out)
     }
     free(v);
     if (st != CLINFER_OK)
-        return bench_error("buffer of %zu floats: %s", floats, clinfer_last_error());
+        return cli_error("buffer of %zu floats: %s", floats, clinfer_last_error());
     return 0;
 }
 
@@ -255,6 +242,7 @@ static void usage(FILE *out) {
 }
 
 int main(int argc, char **argv) {
+    cli_program = "bench_ops";
     static const struct option options[] = {{"device", required_argument, NULL, OPT_DEVICE},
                                             {"json", no_argument, NULL, 'j'},
                                             {"type", required_argument, NULL, 't'},
@@ -275,23 +263,23 @@ int main(int argc, char **argv) {
             usage(stdout);
             return 0;
         } else
-            return bench_error("unknown option or missing value (see --help)");
+            return cli_error("unknown option or missing value (see --help)");
     }
-    if (optind < argc) return bench_error("unexpected argument '%s'", argv[optind]);
+    if (optind < argc) return cli_error("unexpected argument '%s'", argv[optind]);
     clinfer_dtype bench_types[CLINFER_DT_ID_LIMIT];
     size_t n_types = weight_types(bench_types);
     bool known = !only;
     for (size_t t = 0; t < n_types; t++)
         known |= only && !strcasecmp(only, clinfer_dtype_name(bench_types[t]));
-    if (!known) return bench_error("--type '%s' is not a weight type (see --help)", only);
+    if (!known) return cli_error("--type '%s' is not a weight type (see --help)", only);
 
     size_t index = 0;
     char reason[256];
     clinfer_status st = clinfer_device_select(device, &index, reason, sizeof reason);
-    if (st != CLINFER_OK) return bench_error("no device: %s", clinfer_last_error());
+    if (st != CLINFER_OK) return cli_error("no device: %s", clinfer_last_error());
     clinfer_backend *be = NULL, *blas = NULL;
     if ((st = clinfer_backend_opencl_create(index, NULL, &be)) != CLINFER_OK)
-        return bench_error("%s", clinfer_last_error());
+        return cli_error("%s", clinfer_last_error());
     cl_backend_ctx *b = be->ctx;
     double load[3] = {0, 0, 0};
     if (getloadavg(load, 3) < 0) load[0] = load[1] = load[2] = NAN;

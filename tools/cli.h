@@ -8,7 +8,9 @@ typedef struct {
     int (*run)(int argc, char **argv); /* argv[0] is the command name */
 } cli_command;
 
-/* Prints "clinfer: <message>" to stderr; returns 1 for `return cli_error(...)`. */
+/* tools/cli_error.c, shared with bench/bench_ops: prints "<cli_program>: <message>" to stderr;
+ * returns 1 for `return cli_error(...)`. cli_program is "clinfer" unless a program sets it. */
+extern const char *cli_program;
 int cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 #endif

@@ -1,4 +1,3 @@
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -18,16 +17,6 @@
 COMMANDS(DECLARE)
 #define ENTRY(name, summary) {#name, summary, cmd_##name},
 static const cli_command commands[] = {COMMANDS(ENTRY)};
-
-int cli_error(const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    fputs("clinfer: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    va_end(ap);
-    return 1;
-}
 
 /* Names in COMMANDS are C identifiers; on the command line their '_' is written '-'. */
 static int is_command(const char *arg, const char *name) {
