@@ -177,7 +177,7 @@ typedef struct clinfer_backend_i {
      * or split it across allocations. Freed with buffer_free. */
     clinfer_status (*weight_create)(void *ctx, clinfer_dtype type, int m, int k, const void *data,
                                     clinfer_buffer **out);
-    /* Enqueues one op; may run asynchronously until sync. */
+    /* Enqueues one op (clinfer_op_check first); may run asynchronously until sync. */
     clinfer_status (*op)(void *ctx, const clinfer_op *op);
     clinfer_status (*sync)(void *ctx);
     void (*destroy)(void *ctx);
