@@ -64,7 +64,7 @@ typedef struct clinfer_op {
             int m, k, n;        /* m = rows of W, for bounds checks */
         } embed;
         struct {
-            clinfer_ref x, w, b, y; /* b only for layernorm */
+            clinfer_ref x, w, b, y; /* w optional (a scale of 1); b: layernorm only, optional */
             int n, d;
             float eps;
             bool y_q8; /* hint: the next op is an x_q8 MATMUL over y (see eltwise) */

@@ -181,16 +181,17 @@ static void test_norms(void) {
     static const int shapes[][2] = {{1, 1},    {1, 7},     {3, 576}, {5, 1000},
                                     {2, 4097}, {1, 49152}, {9, 64}};
     for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++)
-        for (int variant = 0; variant < 3; variant++) { /* rmsnorm, layernorm +b, layernorm */
+        /* rmsnorm, layernorm +b, layernorm, then both without w (a scale of 1) */
+        for (int variant = 0; variant < 5; variant++) {
             int n = shapes[i][0], d = shapes[i][1];
             size_t total = (size_t)n * d;
             pair x = pair_random(total, -3.0f, 5.0f), w = pair_random(d, 0.5f, 1.5f);
             pair bias = pair_random(d, -1.0f, 1.0f), y = pair_new(NULL, total * sizeof(float));
             bool in_place = i % 2 == 1; /* y == x on every other shape */
             for (int s = 0; s < SIDES; s++) {
-                clinfer_op op = {.kind = variant ? CLINFER_OP_LAYERNORM : CLINFER_OP_RMSNORM};
+                clinfer_op op = {.kind = variant % 3 ? CLINFER_OP_LAYERNORM : CLINFER_OP_RMSNORM};
                 op.norm.x = ref_of(&x, s, 0);
-                op.norm.w = ref_of(&w, s, 0);
+                op.norm.w = variant < 3 ? ref_of(&w, s, 0) : (clinfer_ref){0};
                 op.norm.b = variant == 1 ? ref_of(&bias, s, 0) : (clinfer_ref){0};
                 op.norm.y = in_place ? op.norm.x : ref_of(&y, s, 0);
                 op.norm.n = n;

@@ -229,9 +229,12 @@ static void test_embed(void) {
 
 /* ---- norms ------------------------------------------------------------------------------- */
 
-static void check_norm(clinfer_op_kind kind, int n, int d, bool bias) {
+/* weight false: no w operand, a scale of 1 */
+static void check_norm(clinfer_op_kind kind, int n, int d, bool weight, bool bias) {
     float eps = 1e-5f;
     float *x = random_floats((size_t)n * d, -3, 5), *w = random_floats((size_t)d, -2, 2);
+    for (int i = 0; !weight && i < d; i++)
+        w[i] = 1.0f;
     float *b = random_floats((size_t)d, -1, 1), *y = malloc((size_t)n * d * sizeof *y);
     double *want = malloc((size_t)n * d * sizeof *want);
     for (int r = 0; r < n; r++) {
@@ -248,7 +251,8 @@ static void check_norm(clinfer_op_kind kind, int n, int d, bool bias) {
             want[(size_t)r * d + i] = c / sqrt(ms + eps) * w[i] + (bias ? b[i] : 0.0);
         }
     }
-    clinfer_buffer *xb = upload_f32(x, (size_t)n * d), *wb = upload_f32(w, (size_t)d);
+    clinfer_buffer *xb = upload_f32(x, (size_t)n * d),
+                   *wb = weight ? upload_f32(w, (size_t)d) : NULL;
     clinfer_buffer *bb = bias ? upload_f32(b, (size_t)d) : NULL;
     clinfer_buffer *yb = upload(NULL, (size_t)n * d * sizeof(float));
     clinfer_op op = {
@@ -281,9 +285,11 @@ static void test_norms(void) {
     rng_seed(3);
     static const int shapes[][2] = {{1, 1}, {1, 7}, {3, 64}, {5, 577}, {2, 4096}};
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
-        check_norm(CLINFER_OP_RMSNORM, shapes[s][0], shapes[s][1], false);
-        check_norm(CLINFER_OP_LAYERNORM, shapes[s][0], shapes[s][1], true);
-        check_norm(CLINFER_OP_LAYERNORM, shapes[s][0], shapes[s][1], false);
+        check_norm(CLINFER_OP_RMSNORM, shapes[s][0], shapes[s][1], true, false);
+        check_norm(CLINFER_OP_RMSNORM, shapes[s][0], shapes[s][1], false, false);
+        check_norm(CLINFER_OP_LAYERNORM, shapes[s][0], shapes[s][1], true, true);
+        check_norm(CLINFER_OP_LAYERNORM, shapes[s][0], shapes[s][1], true, false);
+        check_norm(CLINFER_OP_LAYERNORM, shapes[s][0], shapes[s][1], false, true);
     }
 }
 
