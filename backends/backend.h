@@ -155,6 +155,11 @@ static inline clinfer_op clinfer_attention_keys_rope(const clinfer_op *a) {
  * op and op_run call it before anything else; a backend checks only its own device limits. */
 clinfer_status clinfer_op_check(const clinfer_op *op);
 
+/* backends/op_check.c: the same for a host transfer (buffer_write, buffer_read; what names it in
+ * messages): bytes at offset inside a plain (non-weight) buffer, a host pointer where bytes > 0. */
+clinfer_status clinfer_transfer_check(const char *what, const clinfer_buffer *buf, size_t offset,
+                                      size_t bytes, const void *host);
+
 /* The kernel time of one op as the device measured it (timing_collect). */
 typedef struct {
     double ms;         /* summed END - START of its launches */
@@ -169,6 +174,7 @@ typedef struct clinfer_backend_i {
     const char *(*describe)(void *ctx);
     clinfer_status (*buffer_alloc)(void *ctx, size_t bytes, clinfer_buffer **out);
     void (*buffer_free)(void *ctx, clinfer_buffer *buf);
+    /* Host transfers (clinfer_transfer_check first). */
     clinfer_status (*buffer_write)(void *ctx, clinfer_buffer *buf, size_t offset, size_t bytes,
                                    const void *src);
     clinfer_status (*buffer_read)(void *ctx, clinfer_buffer *buf, size_t offset, size_t bytes,

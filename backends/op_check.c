@@ -288,3 +288,18 @@ clinfer_status clinfer_op_check(const clinfer_op *o) {
     }
     return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "unknown op kind %d", (int)o->kind);
 }
+
+clinfer_status clinfer_transfer_check(const char *what, const clinfer_buffer *buf, size_t offset,
+                                      size_t bytes, const void *host) {
+    if (!buf || head(buf)->weight)
+        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "%s needs a plain buffer, not %s", what,
+                            buf ? "a weight" : "NULL");
+    if (offset > head(buf)->bytes || bytes > head(buf)->bytes - offset)
+        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
+                            "%s of %zu bytes at offset %zu is past the end of a buffer of %zu "
+                            "bytes",
+                            what, bytes, offset, head(buf)->bytes);
+    if (bytes && !host)
+        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "%s: host pointer is NULL", what);
+    return CLINFER_OK;
+}

@@ -52,25 +52,12 @@ static void cl_buffer_free(void *ctx, clinfer_buffer *buf) {
     free(buf);
 }
 
-/* A host transfer of bytes at offset must stay inside a plain (non-weight) buffer. */
-static clinfer_status check_transfer(const char *what, const clinfer_buffer *buf, size_t offset,
-                                     size_t bytes, const void *host) {
-    if (!buf || !buf->mem || buf->weight || !host)
-        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
-                            "OpenCL: %s needs a plain buffer and a host pointer", what);
-    if (offset > buf->head.bytes || bytes > buf->head.bytes - offset)
-        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
-                            "OpenCL: %s of %zu bytes at offset %zu is past the end of a buffer of "
-                            "%zu bytes",
-                            what, bytes, offset, buf->head.bytes);
-    return CLINFER_OK;
-}
-
 static clinfer_status cl_buffer_write(void *ctx, clinfer_buffer *buf, size_t offset, size_t bytes,
                                       const void *src) {
     cl_backend_ctx *b = ctx;
     clinfer_status st = cl_check_alive(b);
-    if (st == CLINFER_OK) st = check_transfer("buffer write", buf, offset, bytes, src);
+    if (st == CLINFER_OK)
+        st = clinfer_transfer_check("OpenCL buffer write", buf, offset, bytes, src);
     if (st != CLINFER_OK || bytes == 0) return st;
     cl_matmul_forget(b);
     return cl_check(
@@ -82,7 +69,8 @@ static clinfer_status cl_buffer_read(void *ctx, clinfer_buffer *buf, size_t offs
                                      void *dst) {
     cl_backend_ctx *b = ctx;
     clinfer_status st = cl_check_alive(b);
-    if (st == CLINFER_OK) st = check_transfer("buffer read", buf, offset, bytes, dst);
+    if (st == CLINFER_OK)
+        st = clinfer_transfer_check("OpenCL buffer read", buf, offset, bytes, dst);
     if (st != CLINFER_OK || bytes == 0) return st;
     return cl_check(
         b, clEnqueueReadBuffer(b->queue, buf->mem, CL_TRUE, offset, bytes, dst, 0, NULL, NULL),

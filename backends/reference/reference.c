@@ -58,26 +58,10 @@ static void ref_buffer_free(void *ctx, clinfer_buffer *buf) {
     free(buf);
 }
 
-/* A byte range [offset, offset + bytes) of buf, checked without overflow. */
-static clinfer_status byte_range(const char *what, const clinfer_buffer *buf, size_t offset,
-                                 size_t bytes, const void *host) {
-    if (!buf)
-        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "reference: %s: buffer is NULL", what);
-    if (offset > buf->head.bytes || bytes > buf->head.bytes - offset)
-        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
-                            "reference: %s: offset %zu + %zu bytes is past the end of the buffer "
-                            "(%zu bytes)",
-                            what, offset, bytes, buf->head.bytes);
-    if (bytes && !host)
-        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "reference: %s: host pointer is NULL",
-                            what);
-    return CLINFER_OK;
-}
-
 static clinfer_status ref_buffer_write(void *ctx, clinfer_buffer *buf, size_t offset, size_t bytes,
                                        const void *src) {
     (void)ctx;
-    clinfer_status st = byte_range("buffer_write", buf, offset, bytes, src);
+    clinfer_status st = clinfer_transfer_check("reference buffer_write", buf, offset, bytes, src);
     if (st == CLINFER_OK && bytes) memcpy((char *)buf->data + offset, src, bytes);
     return st;
 }
@@ -85,7 +69,7 @@ static clinfer_status ref_buffer_write(void *ctx, clinfer_buffer *buf, size_t of
 static clinfer_status ref_buffer_read(void *ctx, clinfer_buffer *buf, size_t offset, size_t bytes,
                                       void *dst) {
     (void)ctx;
-    clinfer_status st = byte_range("buffer_read", buf, offset, bytes, dst);
+    clinfer_status st = clinfer_transfer_check("reference buffer_read", buf, offset, bytes, dst);
     if (st == CLINFER_OK && bytes) memcpy(dst, (const char *)buf->data + offset, bytes);
     return st;
 }
