@@ -22,6 +22,7 @@
 #include "rope.clh"
 #include "round_q8.clh"
 #include "weights.clh"
+#include "weights_q8.clh"
 #include "attention.clh"
 #include "graph_record.clh"
 

@@ -26,6 +26,7 @@
 #endif
 
 #include "weights.clh"
+#include "weights_q8.clh"
 #include "round_q8.clh"
 
 __kernel void matvec_rows(wq_t wq, ws_t ws, int il, int k, int r0, int rows,

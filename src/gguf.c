@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "error.h"
+#include "gguf_cursor.h"
 
 #define GGUF_MAGIC "GGUF"
 #define GGUF_DEFAULT_ALIGNMENT 32u
@@ -21,7 +22,6 @@
 #define GGUF_MAX_ALIGNMENT (1u << 16)
 #define GGUF_MAX_DIMS 4u
 #define GGUF_MAX_NAME 64u /* tensor names: ggml's GGML_MAX_NAME */
-#define GGUF_MAX_KEY 65535u
 /* Smallest encodings, used to bound counts by the bytes left: a kv is a key length, a key of
  * at least one byte, a type and a one-byte value; a tensor info is a name length, a name of at
  * least one byte, n_dims, one dimension, a type and an offset. */
@@ -42,54 +42,6 @@ struct gguf_file {
     gguf_tensor *tensors;
     const gguf_tensor **tensor_index; /* sorted by name */
 };
-
-typedef struct {
-    const uint8_t *base;
-    size_t pos, size;
-} cursor;
-
-/* Values are assembled byte by byte (gguf_le_u32, gguf_le_u64): the file is little-endian whatever
- * the host is, and fields are not aligned. */
-static clinfer_status take(cursor *c, uint64_t n, const char *what, const uint8_t **out) {
-    if (n > c->size - c->pos)
-        return clinfer_fail(CLINFER_ERR_FORMAT,
-                            "%s at offset %zu needs %llu bytes, only %zu left (file size %zu)",
-                            what, c->pos, (unsigned long long)n, c->size - c->pos, c->size);
-    *out = c->base + c->pos;
-    c->pos += (size_t)n;
-    return CLINFER_OK;
-}
-
-static clinfer_status read_u32(cursor *c, const char *what, uint32_t *v) {
-    const uint8_t *p = NULL;
-    clinfer_status st = take(c, 4, what, &p);
-    if (st == CLINFER_OK) *v = gguf_le_u32(p);
-    return st;
-}
-
-static clinfer_status read_u64(cursor *c, const char *what, uint64_t *v) {
-    const uint8_t *p = NULL;
-    clinfer_status st = take(c, 8, what, &p);
-    if (st == CLINFER_OK) *v = gguf_le_u64(p);
-    return st;
-}
-
-static clinfer_status read_str(cursor *c, const char *what, gguf_str *s) {
-    uint64_t len = 0;
-    const uint8_t *p = NULL;
-    clinfer_status st = read_u64(c, what, &len);
-    if (st == CLINFER_OK && len > c->size - c->pos)
-        st = clinfer_fail(CLINFER_ERR_FORMAT,
-                          "%s: length %llu at offset %zu is past end of file (size %zu)", what,
-                          (unsigned long long)len, c->pos - 8, c->size);
-    if (st == CLINFER_OK) st = take(c, len, what, &p);
-    if (st == CLINFER_OK) {
-        s->ptr = (const char *)p;
-        s->len = len;
-    }
-    return st;
-}
-
 static int str_cmp(gguf_str a, gguf_str b) {
     int r = memcmp(a.ptr, b.ptr, a.len < b.len ? a.len : b.len);
     if (r != 0) return r;
@@ -99,139 +51,6 @@ static int str_cmp(gguf_str a, gguf_str b) {
 bool gguf_str_eq(gguf_str s, const char *c) {
     size_t n = strlen(c);
     return s.len == n && memcmp(s.ptr, c, n) == 0;
-}
-
-/* Keys and names are compared with C strings and printed, so they may not hold NUL bytes. */
-static clinfer_status check_name(gguf_str s, const char *what, uint64_t max) {
-    if (s.len == 0) return clinfer_fail(CLINFER_ERR_FORMAT, "%s is empty", what);
-    if (s.len > max)
-        return clinfer_fail(CLINFER_ERR_FORMAT, "%s of %llu bytes is longer than %llu", what,
-                            (unsigned long long)s.len, (unsigned long long)max);
-    if (memchr(s.ptr, 0, s.len))
-        return clinfer_fail(CLINFER_ERR_FORMAT, "%s '%.*s' holds a NUL byte", what,
-                            gguf_show_len(s), s.ptr);
-    return CLINFER_OK;
-}
-
-/* ---- metadata ------------------------------------------------------------------------------ */
-
-/* Reads an array value: element type, count, then the elements; string arrays get an offset
- * table so element i is found without rescanning. */
-static clinfer_status read_array(cursor *c, gguf_kv *kv) {
-    clinfer_status st;
-    uint32_t elem = 0;
-    uint64_t n = 0;
-    const uint8_t *p = NULL;
-    CHECK(read_u32(c, "array element type", &elem));
-    CHECK(read_u64(c, "array length", &n));
-    kv->arr_type = (gguf_type)elem;
-    kv->arr_n = n;
-    kv->data = c->base + c->pos;
-    size_t left = c->size - c->pos;
-    if (elem == GGUF_TYPE_ARRAY) {
-        st = clinfer_fail(CLINFER_ERR_FORMAT, "nested arrays are not allowed");
-    } else if (elem == GGUF_TYPE_STRING) {
-        /* Each element has at least its 8-byte length: this bounds the offset table. */
-        if (n > left / 8) {
-            st = clinfer_fail(CLINFER_ERR_FORMAT,
-                              "array length %llu of strings needs at least %llu bytes, only "
-                              "%zu left (file size %zu)",
-                              (unsigned long long)n, (unsigned long long)n * 8, left, c->size);
-            goto cleanup;
-        }
-        uint64_t *offs = malloc(n ? (size_t)n * sizeof *offs : 1);
-        if (!offs) {
-            st = clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "no memory for %llu string offsets",
-                              (unsigned long long)n);
-            goto cleanup;
-        }
-        kv->str_offsets = offs;
-        for (uint64_t i = 0; i < n; i++) {
-            gguf_str s;
-            offs[i] = (uint64_t)(c->base + c->pos - kv->data);
-            CHECK(read_str(c, "array string element", &s));
-        }
-    } else {
-        size_t es = gguf_type_size((gguf_type)elem);
-        if (es == 0) {
-            st = clinfer_fail(CLINFER_ERR_FORMAT, "unknown array element type %u", elem);
-        } else if (n > left / es) {
-            st = clinfer_fail(CLINFER_ERR_FORMAT,
-                              "array length %llu of %s (%zu bytes each) is past end of file: "
-                              "%zu bytes left (file size %zu)",
-                              (unsigned long long)n, gguf_type_name(elem), es, left, c->size);
-        } else {
-            st = take(c, n * es, "array data", &p);
-            for (uint64_t i = 0; st == CLINFER_OK && elem == GGUF_TYPE_BOOL && i < n; i++)
-                if (p[i] > 1)
-                    st = clinfer_fail(CLINFER_ERR_FORMAT,
-                                      "bool array element %llu has value %u (not 0 or 1)",
-                                      (unsigned long long)i, p[i]);
-        }
-    }
-cleanup:
-    return st;
-}
-
-static clinfer_status read_value(cursor *c, gguf_kv *kv) {
-    const uint8_t *p = NULL;
-    gguf_str s;
-    clinfer_status st;
-    kv->data = c->base + c->pos;
-    if (kv->type == GGUF_TYPE_ARRAY) return read_array(c, kv);
-    if (kv->type == GGUF_TYPE_STRING) return read_str(c, "string value", &s);
-    size_t es = gguf_type_size(kv->type);
-    if (es == 0)
-        return clinfer_fail(CLINFER_ERR_FORMAT, "unknown value type %u", (unsigned)kv->type);
-    st = take(c, es, "value", &p);
-    if (st == CLINFER_OK && kv->type == GGUF_TYPE_BOOL && p[0] > 1)
-        st = clinfer_fail(CLINFER_ERR_FORMAT, "bool value %u is not 0 or 1", p[0]);
-    return st;
-}
-
-/* Keys whose type the rest of clinfer relies on. */
-static const struct {
-    const char *key;
-    gguf_type type, arr_type;
-} known_keys[] = {
-    {"general.alignment", GGUF_TYPE_UINT32, 0},
-    {"general.architecture", GGUF_TYPE_STRING, 0},
-    {"tokenizer.ggml.model", GGUF_TYPE_STRING, 0},
-    {"tokenizer.ggml.pre", GGUF_TYPE_STRING, 0},
-    {"tokenizer.chat_template", GGUF_TYPE_STRING, 0},
-    {"tokenizer.ggml.tokens", GGUF_TYPE_ARRAY, GGUF_TYPE_STRING},
-    {"tokenizer.ggml.scores", GGUF_TYPE_ARRAY, GGUF_TYPE_FLOAT32},
-    {"tokenizer.ggml.token_type", GGUF_TYPE_ARRAY, GGUF_TYPE_INT32},
-    {"tokenizer.ggml.merges", GGUF_TYPE_ARRAY, GGUF_TYPE_STRING},
-};
-
-static clinfer_status check_known_type(const gguf_kv *kv) {
-    for (size_t i = 0; i < sizeof known_keys / sizeof known_keys[0]; i++) {
-        if (!gguf_str_eq(kv->key, known_keys[i].key)) continue;
-        if (kv->type != known_keys[i].type ||
-            (kv->type == GGUF_TYPE_ARRAY && kv->arr_type != known_keys[i].arr_type))
-            return gguf_type_mismatch("value", kv, known_keys[i].type, known_keys[i].arr_type);
-    }
-    return CLINFER_OK;
-}
-
-static clinfer_status read_kv(cursor *c, size_t i, gguf_kv *kv) {
-    clinfer_status st;
-    uint32_t type = 0;
-    CHECK(read_str(c, "key", &kv->key));
-    CHECK(check_name(kv->key, "key", GGUF_MAX_KEY));
-    CHECK(read_u32(c, "value type", &type));
-    kv->type = (gguf_type)type;
-    CHECK(read_value(c, kv));
-    CHECK(check_known_type(kv));
-cleanup:
-    if (st != CLINFER_OK) {
-        if (kv->key.ptr && kv->key.len)
-            clinfer_error_prefix("kv %zu '%.*s'", i, gguf_show_len(kv->key), kv->key.ptr);
-        else
-            clinfer_error_prefix("kv %zu", i);
-    }
-    return st;
 }
 
 static int kv_ptr_cmp(const void *a, const void *b) {
@@ -460,7 +279,7 @@ static clinfer_status parse(gguf_file *f) {
     }
 
     for (; f->n_kv < n_kv; f->n_kv++)
-        CHECK(read_kv(&c, f->n_kv, &f->kvs[f->n_kv]));
+        CHECK(gguf_read_kv(&c, f->n_kv, &f->kvs[f->n_kv]));
     CHECK(check_metadata(f));
 
     for (; f->n_tensors < n_tensors; f->n_tensors++) {
