@@ -17,6 +17,7 @@
 /* Defined by each backend, starting with a clinfer_buffer_head: what clinfer_op_check needs to
  * measure operands without knowing the backend. */
 typedef struct clinfer_buffer clinfer_buffer;
+typedef struct clinfer_backend clinfer_backend;
 
 typedef struct {
     size_t bytes; /* its size (weights: as stored) */
@@ -187,6 +188,12 @@ typedef struct clinfer_backend_i {
     clinfer_status (*op)(void *ctx, const clinfer_op *op);
     clinfer_status (*sync)(void *ctx);
     void (*destroy)(void *ctx);
+    /* Another backend on the same device, for one more thread: it has its own queue, kernel
+     * objects and scratch, and shares this one's compiled kernels; the weights made on this one
+     * before it, and this one's buffers, may be its ops' operands. Each may be driven by its own
+     * thread at once. This one must outlive it (a context's backend, made from its model's once
+     * the weights are loaded: src/context.c). */
+    clinfer_status (*instance)(void *ctx, clinfer_backend **out);
     /* Optional (NULL: the backend cannot time its kernels), for the profiler, which otherwise
      * has to wait for the device after each op. timing_mark tags the launches of the ops
      * enqueued after it with op_index, starting a recording if none is open; false where this
@@ -204,10 +211,10 @@ typedef struct clinfer_backend_i {
 
 #define CLINFER_BACKEND_API 1
 
-typedef struct clinfer_backend {
+struct clinfer_backend {
     const clinfer_backend_i *i;
     void *ctx;
-} clinfer_backend;
+};
 
 /* A backend of kind (options NULL: the defaults; the OpenCL device is options->device, chosen
  * as clinfer_device_select does); reason receives a sentence saying which device and why.

@@ -65,6 +65,12 @@ clinfer_status clinfer_options_resolve(const clinfer_backend_options *given,
     return CLINFER_OK;
 }
 
+void clinfer_options_profiling(clinfer_toggle profile, bool *table, const char **trace) {
+    *table =
+        profile == CLINFER_ON || (profile == CLINFER_DEFAULT && env_flag("CLINFER_PROFILE", false));
+    *trace = env("CLINFER_TRACE");
+}
+
 void clinfer_dev_options_get(clinfer_dev_options *out) {
     const char *max_alloc = env("CLINFER_MAX_ALLOC");
     *out = (clinfer_dev_options){
@@ -73,7 +79,5 @@ void clinfer_dev_options_get(clinfer_dev_options *out) {
         .interleave = env_flag("CLINFER_INTERLEAVE", true),
         .max_alloc = max_alloc ? strtoull(max_alloc, NULL, 10) : 0,
         .print_plan = env("CLINFER_PRINT_PLAN") != NULL,
-        .profile = env_flag("CLINFER_PROFILE", false),
-        .trace = env("CLINFER_TRACE"),
     };
 }

@@ -4,6 +4,7 @@
 #ifndef CLINFER_OPTIONS_H
 #define CLINFER_OPTIONS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "clinfer.h"
@@ -21,6 +22,10 @@ const char *clinfer_options_cache_dir(void);
 /* "cpu-rows", ...; NULL for CLINFER_KERNEL_PATH_DEFAULT or a value out of range. */
 const char *clinfer_kernel_path_name(clinfer_kernel_path path);
 
+/* What a context (and its queue) made now profiles, given the profile option: the table (the
+ * option, else CLINFER_PROFILE) and the Chrome trace (CLINFER_TRACE's file; NULL: none). */
+void clinfer_options_profiling(clinfer_toggle profile, bool *table, const char **trace);
+
 /* Switches for development, read from the environment at each call. */
 typedef struct {
     bool verbose;       /* CLINFER_VERBOSE: backend decisions on stderr */
@@ -28,8 +33,6 @@ typedef struct {
     bool interleave;    /* CLINFER_INTERLEAVE (default on): CPU weights interleaved by rows */
     uint64_t max_alloc; /* CLINFER_MAX_ALLOC: a lower limit per allocation; 0: none */
     bool print_plan;    /* CLINFER_PRINT_PLAN: each new plan on stderr */
-    bool profile;       /* CLINFER_PROFILE: what clinfer_backend_options.profile defaults to */
-    const char *trace;  /* CLINFER_TRACE: a Chrome trace of per-op kernel times */
 } clinfer_dev_options;
 
 void clinfer_dev_options_get(clinfer_dev_options *out);

@@ -3,8 +3,9 @@
  * Conventions: every call returns a clinfer_status (CLINFER_OK == 0); on failure
  * clinfer_last_error() holds a message saying what failed and with which values. The library
  * never exits or aborts. Handles are opaque; each *_create or *_load has a matching *_free.
- * Thread safety: the error message is per thread; a model may be shared between threads, a
- * context may be used by one thread at a time.
+ * Thread safety: the error message is per thread; a model may be shared between threads, and
+ * its contexts run at once (each has its own device queue and scratch and reads the model's
+ * weights); one context is used by one thread at a time.
  */
 #ifndef CLINFER_H
 #define CLINFER_H

@@ -15,6 +15,9 @@
 
 struct clinfer_context {
     clinfer_model *model;
+    /* An instance of the model's backend (backend.h): contexts on one model run at once, each
+     * on its own queue and scratch, reading the shared weights. */
+    clinfer_backend *backend;
     uint32_t n_ctx, n_batch;
     uint32_t n_past;
     exec_state state;
@@ -76,7 +79,7 @@ clinfer_status clinfer_model_memory_plan(const clinfer_model *m,
 }
 
 static clinfer_status alloc(clinfer_context *c, size_t bytes, clinfer_buffer **out) {
-    const clinfer_backend *be = c->model->backend;
+    const clinfer_backend *be = c->backend;
     return be->i->buffer_alloc(be->ctx, bytes, out);
 }
 
@@ -126,7 +129,7 @@ static clinfer_status create_buffers(clinfer_context *c, bool kv_f32) {
         }
         for (uint32_t i = 0; i < c->n_ctx; i++)
             positions[i] = (int32_t)i;
-        const clinfer_backend *be = c->model->backend;
+        const clinfer_backend *be = c->backend;
         CHECK(be->i->buffer_write(be->ctx, s->buf[EXEC_POS_IDS], 0,
                                   (size_t)c->n_ctx * sizeof *positions, positions));
     }
@@ -162,10 +165,8 @@ clinfer_status clinfer_context_create(clinfer_model *model, const clinfer_contex
                           model->hp.n_vocab);
         goto cleanup;
     }
-    pthread_mutex_lock(&model->backend_lock);
-    st = create_buffers(c, params->kv_f32);
-    pthread_mutex_unlock(&model->backend_lock);
-    if (st != CLINFER_OK) goto cleanup;
+    CHECK(model->backend->i->instance(model->backend->ctx, &c->backend));
+    CHECK(create_buffers(c, params->kv_f32));
     CHECK(exec_profile_create(model->profile, &c->profile));
     if (model->verbose)
         fprintf(stderr,
@@ -185,15 +186,14 @@ cleanup:
 
 void clinfer_context_free(clinfer_context *c) {
     if (!c) return;
-    const clinfer_backend *be = c->model->backend;
+    const clinfer_backend *be = c->backend;
     exec_state *s = &c->state;
     exec_profile_free(c->profile, stderr);
-    pthread_mutex_lock(&c->model->backend_lock);
-    for (int i = 0; i < EXEC_COUNT; i++)
+    for (int i = 0; be && i < EXEC_COUNT; i++)
         if (s->buf[i]) be->i->buffer_free(be->ctx, s->buf[i]);
-    for (uint32_t i = 0; c->kv_bufs && i < 2 * c->n_kv_bufs; i++)
+    for (uint32_t i = 0; be && c->kv_bufs && i < 2 * c->n_kv_bufs; i++)
         if (c->kv_bufs[i]) be->i->buffer_free(be->ctx, c->kv_bufs[i]);
-    pthread_mutex_unlock(&c->model->backend_lock);
+    clinfer_backend_free(c->backend);
     free(c->kv_bufs);
     free(s->k_cache);
     free(s->v_cache);
@@ -221,10 +221,10 @@ uint32_t clinfer_context_n_ctx(const clinfer_context *c) {
     return c ? c->n_ctx : 0;
 }
 
-/* Runs every chunk of n_batch tokens; the caller holds the model's eval lock. */
+/* Runs every chunk of n_batch tokens. */
 static clinfer_status eval_chunks(clinfer_context *c, const int32_t *tokens, size_t n) {
     clinfer_status st = CLINFER_OK;
-    const clinfer_backend *be = c->model->backend;
+    const clinfer_backend *be = c->backend;
     /* All ids at once, at their positions: chunks read them there, and a (blocking) write
      * between chunks would wait for the device. */
     CHECK(be->i->buffer_write(be->ctx, c->state.buf[EXEC_IDS], c->n_past * sizeof(int32_t),
@@ -237,7 +237,7 @@ static clinfer_status eval_chunks(clinfer_context *c, const int32_t *tokens, siz
             clinfer_dev_options_get(&dev);
             if (dev.print_plan) exec_plan_print(c->plans[nb], stderr);
         }
-        CHECK(exec_plan_run(c->model, c->plans[nb], (int)(c->n_past + done), done + nb == n,
+        CHECK(exec_plan_run(c->backend, c->plans[nb], (int)(c->n_past + done), done + nb == n,
                             c->profile));
         done += nb;
     }
@@ -264,9 +264,7 @@ clinfer_status clinfer_eval(clinfer_context *c, const int32_t *tokens, size_t n)
                                 n_vocab);
 
     c->has_logits = false;
-    pthread_mutex_lock(&c->model->backend_lock);
     clinfer_status st = eval_chunks(c, tokens, n);
-    pthread_mutex_unlock(&c->model->backend_lock);
     if (st != CLINFER_OK) {
         clinfer_error_prefix("eval of %zu tokens at position %u", n, c->n_past);
         return st;

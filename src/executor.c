@@ -308,9 +308,8 @@ static clinfer_status collect_timings(const clinfer_backend *be, const exec_plan
     return CLINFER_OK;
 }
 
-clinfer_status exec_plan_run(const clinfer_model *m, exec_plan *p, int pos0, bool with_logits,
+clinfer_status exec_plan_run(const clinfer_backend *be, exec_plan *p, int pos0, bool with_logits,
                              exec_profile *profile) {
-    const clinfer_backend *be = m->backend;
     size_t end = with_logits ? p->n_steps : p->n_body;
     clinfer_status st = CLINFER_OK;
     for (size_t i = 0; i < end; i++)

@@ -51,11 +51,12 @@ clinfer_status exec_plan_build(const clinfer_model *model, const exec_state *sta
                                exec_plan **out);
 void exec_plan_free(exec_plan *plan);
 
-/* Enqueues the plan for a batch whose first token sits at position pos0; with_logits adds the
- * output norm and LM head (the last chunk of an eval). Does not wait for the device unless
- * profile is given (NULL: no profiling; see profile.h). */
-clinfer_status exec_plan_run(const clinfer_model *model, exec_plan *plan, int pos0,
-                             bool with_logits, exec_profile *profile);
+/* Enqueues the plan on be (the context's backend, holding the state's buffers) for a batch whose
+ * first token sits at position pos0; with_logits adds the output norm and LM head (the last
+ * chunk of an eval). Does not wait for the device unless profile is given (NULL: no profiling;
+ * see profile.h). */
+clinfer_status exec_plan_run(const clinfer_backend *be, exec_plan *plan, int pos0, bool with_logits,
+                             exec_profile *profile);
 
 /* One line per op (the environment variable CLINFER_PRINT_PLAN prints each plan as it is
  * built). */

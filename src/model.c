@@ -387,10 +387,6 @@ clinfer_status clinfer_model_load(const char *path, const clinfer_model_params *
     }
     m = calloc(1, sizeof *m);
     if (!m) return clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "model_load: no memory");
-    if (pthread_mutex_init(&m->backend_lock, NULL)) {
-        free(m);
-        return clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "model_load: cannot create a mutex");
-    }
     m->verbose = params->verbose;
     m->profile = params->options.profile;
 
@@ -461,7 +457,6 @@ void clinfer_model_free(clinfer_model *m) {
     free(m->layers);
     clinfer_vocab_free(m->vocab);
     gguf_close(m->gguf);
-    pthread_mutex_destroy(&m->backend_lock);
     free(m);
 }
 

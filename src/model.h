@@ -5,7 +5,6 @@
 #ifndef CLINFER_MODEL_H
 #define CLINFER_MODEL_H
 
-#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -76,12 +75,7 @@ struct clinfer_model {
     uint64_t weight_bytes; /* matrices as stored in the file plus the f32 vectors */
     bool verbose;
     clinfer_toggle profile; /* clinfer_backend_options.profile, for the contexts */
-
-    /* The contexts of this model share one backend (one queue, shared kernel objects, which
-     * are not thread-safe), so their backend calls are serialised here (context.c). */
-    pthread_mutex_t backend_lock;
 };
-
 
 /* The model a context evaluates (context.c). */
 const clinfer_model *clinfer_context_model(const clinfer_context *ctx);

@@ -8,10 +8,9 @@
 #include "options.h"
 
 clinfer_status exec_profile_create(clinfer_toggle profile, exec_profile **out) {
-    clinfer_dev_options dev;
-    clinfer_dev_options_get(&dev);
-    const char *trace = dev.trace;
-    bool want_table = profile == CLINFER_ON || (profile == CLINFER_DEFAULT && dev.profile);
+    bool want_table;
+    const char *trace;
+    clinfer_options_profiling(profile, &want_table, &trace);
     bool want_trace = trace != NULL;
     *out = NULL;
     if (!want_table && !want_trace) return CLINFER_OK;

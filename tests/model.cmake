@@ -8,3 +8,5 @@ clinfer_test(test_model_lifetime SOURCES test_model_lifetime.c tiny_model.c)
 if(CLINFER_WITH_CLBLAST)
   target_compile_definitions(test_model_lifetime PRIVATE CLINFER_WITH_CLBLAST=1)
 endif()
+# Contexts of one model decoding at once from several threads, on every backend.
+clinfer_test(test_contexts SOURCES test_contexts.c tiny_model.c)

@@ -1,10 +1,12 @@
 /* The OpenCL backend: context and queue, buffers, the interface and op dispatch (the ops live
- * in ops_cl.c and attention_cl.c, matmul and embedding in matmul_cl.c). Kernels are enqueued on one
- * in-order queue without waiting; sync is the only clFinish. OpenCL errors pass through as the
- * status; after CL_OUT_OF_RESOURCES or CL_INVALID_COMMAND_QUEUE the context is marked lost and
- * every later call returns CLINFER_ERR_DEVICE_LOST. */
+ * in ops_cl.c and attention_cl.c, matmul and embedding in matmul_cl.c), and the instances that
+ * share a context and its programs. Kernels are enqueued on one in-order queue per instance
+ * without waiting; sync is the only clFinish. OpenCL errors pass through as the status; after
+ * CL_OUT_OF_RESOURCES or CL_INVALID_COMMAND_QUEUE the device is marked lost for the backend and
+ * its instances, and every later call returns CLINFER_ERR_DEVICE_LOST. */
 #include "cl_backend.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,8 +14,69 @@
 #include "error.h"
 #include "opencl/device.h"
 #include "opencl/fault.h"
+#include "opencl/matmul_cl.h"
 #include "opencl/ops_cl.h"
+#include "opencl/program.h"
 #include "options.h"
+
+/* ---- what instances share ----------------------------------------------------------------- */
+
+typedef struct cl_built {
+    struct cl_built *next;
+    cl_program program;
+    char key[]; /* the source's name, a newline, the options */
+} cl_built;
+
+clinfer_status cl_build(cl_backend_ctx *b, const char *source_name, const char *extra_options,
+                        cl_program *out) {
+    cl_shared *sh = b->shared;
+    clinfer_status st = CLINFER_OK;
+    const char *options = extra_options ? extra_options : "";
+    size_t key_len = strlen(source_name) + 1 + strlen(options);
+    cl_built *fresh = malloc(sizeof *fresh + key_len + 1), *e;
+    if (!fresh) return clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "OpenCL: no memory for a program");
+    snprintf(fresh->key, key_len + 1, "%s\n%s", source_name, options);
+    pthread_mutex_lock(&sh->lock);
+    for (e = sh->programs; e && strcmp(e->key, fresh->key) != 0;)
+        e = e->next;
+    if (!e) {
+        st = cl_program_build(b->context, b->device, &b->info, b->cache_dir, source_name,
+                              extra_options, &fresh->program);
+        if (st == CLINFER_OK) {
+            fresh->next = sh->programs;
+            sh->programs = e = fresh;
+            fresh = NULL;
+        }
+    }
+    if (e) {
+        clRetainProgram(e->program);
+        *out = e->program;
+    }
+    pthread_mutex_unlock(&sh->lock);
+    free(fresh);
+    return st;
+}
+
+static clinfer_status shared_create(cl_shared **out) {
+    cl_shared *sh = calloc(1, sizeof *sh);
+    if (!sh || pthread_mutex_init(&sh->lock, NULL)) {
+        free(sh);
+        return clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "OpenCL: shared state");
+    }
+    *out = sh;
+    return CLINFER_OK;
+}
+
+static void shared_free(cl_shared *sh) {
+    if (!sh) return;
+    for (cl_built *e = sh->programs, *next; e; e = next) {
+        next = e->next;
+        clReleaseProgram(e->program);
+        free(e);
+    }
+    pthread_mutex_destroy(&sh->lock);
+    free(sh);
+}
 
 /* ---- buffers --------------------------------------------------------------------------- */
 
@@ -165,9 +228,12 @@ static void cl_destroy(void *ctx) {
     if (b->mm) cl_matmul_free(b);
     cl_ops_free(b->ops);
     if (b->queue) clReleaseCommandQueue(b->queue);
+    if (b->owns_shared) shared_free(b->shared);
     if (b->context) clReleaseContext(b->context);
     free(b);
 }
+
+static clinfer_status cl_instance(void *ctx, clinfer_backend **out);
 
 static const clinfer_backend_i cl_interface = {
     .api_version = CLINFER_BACKEND_API,
@@ -184,7 +250,68 @@ static const clinfer_backend_i cl_interface = {
     .timing_mark = cl_timing_mark,
     .op_run = cl_op_run,
     .timing_collect = cl_timing_collect,
+    .instance = cl_instance,
 };
+
+/* What a backend and its instances each have: a queue (timing kernels where a context made now
+ * would profile: src/profile.h) and the kernels and scratch of every op family. b has its device,
+ * context and programs; on failure the caller destroys b. */
+static clinfer_status open_queue(cl_backend_ctx *b, clinfer_backend **out) {
+    clinfer_status st = CLINFER_OK;
+    cl_int err;
+    clinfer_backend *backend = calloc(1, sizeof *backend);
+    if (!backend) return clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "OpenCL: backend");
+    bool table;
+    const char *trace;
+    clinfer_options_profiling(b->options.profile, &table, &trace);
+    b->timing.enabled = table || trace;
+    b->queue = clCreateCommandQueue(b->context, b->device,
+                                    b->timing.enabled ? CL_QUEUE_PROFILING_ENABLE : 0, &err);
+    CHECK(cl_check(b, err, "clCreateCommandQueue(%s)", b->info.name));
+    CHECK(cl_ops_init(b));
+    CHECK(cl_matmul_init(b));
+    CHECK(cl_graph_init(b));
+    backend->i = &cl_interface;
+    backend->ctx = b;
+    *out = backend;
+    return CLINFER_OK;
+cleanup:
+    free(backend);
+    return st;
+}
+
+/* The root's device, context, options and programs, with a queue of its own. */
+static clinfer_status cl_instance(void *ctx, clinfer_backend **out) {
+    const cl_backend_ctx *root = ctx;
+    if (!out) return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "OpenCL: NULL output handle");
+    *out = NULL;
+    clinfer_status st = cl_check_alive(root);
+    if (st != CLINFER_OK) return st;
+    cl_backend_ctx *b = calloc(1, sizeof *b);
+    if (!b) return clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "OpenCL: backend context");
+    b->platform = root->platform;
+    b->device = root->device;
+    b->info = root->info;
+    memcpy(b->description, root->description, sizeof b->description);
+    b->options = root->options;
+    memcpy(b->cache_dir, root->cache_dir, sizeof b->cache_dir);
+    if (b->options.cache_dir) b->options.cache_dir = b->cache_dir;
+    b->shared = root->shared;
+    b->context = root->context;
+    clRetainContext(b->context);
+    if ((st = open_queue(b, out)) != CLINFER_OK) {
+        cl_destroy(b);
+        return st;
+    }
+    /* the kernels of the root's weight types, as the root made them when it made the weights */
+    for (int t = 0; st == CLINFER_OK && t < CLINFER_DT_ID_LIMIT; t++)
+        if (root->mm->types[t].program) st = cl_build_type(b, (clinfer_dtype)t);
+    if (st != CLINFER_OK) {
+        clinfer_backend_free(*out);
+        *out = NULL;
+    }
+    return st;
+}
 
 /* Profiling events need a queue created for them: done where the profiler is asked for
  * (src/profile.h) when the backend is created. */
@@ -192,14 +319,13 @@ clinfer_status clinfer_backend_opencl_create(size_t device_index,
                                              const clinfer_backend_options *options,
                                              clinfer_backend **out) {
     clinfer_status st = CLINFER_OK;
-    clinfer_backend *backend = NULL;
-    cl_backend_ctx *b = NULL;
     cl_int err;
     if (!out) return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "OpenCL: NULL output handle");
     *out = NULL;
-    backend = calloc(1, sizeof *backend);
-    b = calloc(1, sizeof *b);
-    if (!backend || !b) CHECK(clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "OpenCL: backend context"));
+    cl_backend_ctx *b = calloc(1, sizeof *b);
+    if (!b) return clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "OpenCL: backend context");
+    CHECK(shared_create(&b->shared));
+    b->owns_shared = true;
     CHECK(clinfer_options_resolve(options, &b->options));
     if (b->options.cache_dir) {
         snprintf(b->cache_dir, sizeof b->cache_dir, "%s", b->options.cache_dir);
@@ -209,24 +335,12 @@ clinfer_status clinfer_backend_opencl_create(size_t device_index,
     CHECK(cl_device_get_info(device_index, b->options.kernel_path, &b->info));
     b->context = clCreateContext(NULL, 1, &b->device, NULL, NULL, &err);
     CHECK(cl_check(b, err, "clCreateContext(%s)", b->info.name));
-    clinfer_dev_options dev;
-    clinfer_dev_options_get(&dev);
-    b->timing.enabled = b->options.profile == CLINFER_ON || dev.trace;
-    b->queue = clCreateCommandQueue(b->context, b->device,
-                                    b->timing.enabled ? CL_QUEUE_PROFILING_ENABLE : 0, &err);
-    CHECK(cl_check(b, err, "clCreateCommandQueue(%s)", b->info.name));
     snprintf(b->description, sizeof b->description, "OpenCL: %s (%s, %s)", b->info.name,
              b->info.vendor == CLINFER_VENDOR_POCL ? "PoCL" : b->info.platform,
              b->info.kernel_path);
-    CHECK(cl_ops_init(b));
-    CHECK(cl_matmul_init(b));
-    CHECK(cl_graph_init(b));
-    backend->i = &cl_interface;
-    backend->ctx = b;
-    *out = backend;
+    CHECK(open_queue(b, out));
     return CLINFER_OK;
 cleanup:
     cl_destroy(b);
-    free(backend);
     return st;
 }

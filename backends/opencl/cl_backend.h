@@ -17,6 +17,7 @@
 
 #define CL_TARGET_OPENCL_VERSION 120
 #include <CL/cl.h>
+#include <pthread.h>
 
 #include "backend.h"
 #include "graph_record.clh"
@@ -46,6 +47,16 @@ typedef struct {
     cl_ulong origin; /* START of the first timed launch (ns); 0: none yet */
 } cl_timing;
 
+/* What a backend and the instances made from it (backend.h) share, owned by the first: the
+ * programs built on their context, each once (cl_build), and whether the device failed, after
+ * which every call of each returns CLINFER_ERR_DEVICE_LOST. */
+typedef struct cl_shared {
+    pthread_mutex_t lock; /* held through a build too: no program is built twice */
+    struct cl_built *programs;
+    bool lost;
+    char lost_reason[160];
+} cl_shared;
+
 typedef struct cl_backend_ctx {
     cl_platform_id platform;
     cl_device_id device;
@@ -58,9 +69,9 @@ typedef struct cl_backend_ctx {
     struct cl_matmul_state *mm;
     struct cl_ops_state *ops;
     struct cl_graph_state *graph;
+    cl_shared *shared;
+    bool owns_shared; /* made by clinfer_backend_opencl_create, not as an instance */
     cl_timing timing;
-    bool lost; /* the device failed: every later call returns CLINFER_ERR_DEVICE_LOST */
-    char lost_reason[160];
 } cl_backend_ctx;
 
 struct clinfer_buffer {
@@ -90,6 +101,12 @@ clinfer_status cl_sync(void *ctx);
 static inline size_t cl_round_up(size_t v, size_t to) {
     return (v + to - 1) / to * to;
 }
+
+/* Builds cl/source_name with extra_options for this device (program.h's cl_program_build) once
+ * per context: later calls, from this backend or an instance of it, get the same program.
+ * *out is retained for the caller, who releases it. */
+clinfer_status cl_build(cl_backend_ctx *b, const char *source_name, const char *extra_options,
+                        cl_program *out);
 
 /* The event argument of a launch: slot while recording, else NULL (no event). */
 static inline cl_event *cl_timing_slot(cl_backend_ctx *b, cl_event *slot) {

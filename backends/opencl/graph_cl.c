@@ -345,8 +345,7 @@ static cl_kernel graph_kernel(cl_backend_ctx *b, clinfer_dtype wtype, int kv_f16
              cl_type_defines(wtype, defines, sizeof defines), kv_f16 ? " -DKV_F16" : "");
     cl_program program = NULL;
     cl_int err = CL_SUCCESS;
-    clinfer_status st = cl_program_build(b->context, b->device, &b->info, b->cache_dir, "graph.cl",
-                                         options, &program);
+    clinfer_status st = cl_build(b, "graph.cl", options, &program);
     cl_kernel kernel = st == CLINFER_OK ? clCreateKernel(program, "run_graph", &err) : NULL;
     if (st == CLINFER_OK && err != CL_SUCCESS)
         clinfer_fail(err, "clCreateKernel(run_graph) failed: %s", clinfer_status_str(err));

@@ -10,10 +10,13 @@
 #include "fault.h"
 
 void cl_note_lost(cl_backend_ctx *b, clinfer_status st) {
-    if ((st == CL_OUT_OF_RESOURCES || st == CL_INVALID_COMMAND_QUEUE) && !b->lost) {
-        b->lost = true;
-        snprintf(b->lost_reason, sizeof b->lost_reason, "%s", clinfer_last_error());
+    if (st != CL_OUT_OF_RESOURCES && st != CL_INVALID_COMMAND_QUEUE) return;
+    pthread_mutex_lock(&b->shared->lock);
+    if (!b->shared->lost) {
+        b->shared->lost = true;
+        snprintf(b->shared->lost_reason, sizeof b->shared->lost_reason, "%s", clinfer_last_error());
     }
+    pthread_mutex_unlock(&b->shared->lock);
 }
 
 clinfer_status cl_check(cl_backend_ctx *b, cl_int err, const char *fmt, ...) {
@@ -29,11 +32,14 @@ clinfer_status cl_check(cl_backend_ctx *b, cl_int err, const char *fmt, ...) {
 }
 
 clinfer_status cl_check_alive(const cl_backend_ctx *b) {
-    if (b->lost)
-        return clinfer_fail(CLINFER_ERR_DEVICE_LOST,
-                            "OpenCL: the device failed earlier (%s); create a new backend",
-                            b->lost_reason);
-    return CLINFER_OK;
+    clinfer_status st = CLINFER_OK;
+    pthread_mutex_lock(&b->shared->lock);
+    if (b->shared->lost)
+        st = clinfer_fail(CLINFER_ERR_DEVICE_LOST,
+                          "OpenCL: the device failed earlier (%s); create a new backend",
+                          b->shared->lost_reason);
+    pthread_mutex_unlock(&b->shared->lock);
+    return st;
 }
 
 clinfer_status cl_launch(cl_backend_ctx *b, cl_kernel kernel, const char *name, const cl_arg *args,

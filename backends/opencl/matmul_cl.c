@@ -41,8 +41,7 @@ clinfer_status cl_build_type(cl_backend_ctx *b, clinfer_dtype type) {
     snprintf(options, sizeof options,
              "%s -DMV_WG=%zu -DMV_MAX_N=%d -cl-fp32-correctly-rounded-divide-sqrt",
              cl_type_defines(type, defines, sizeof defines), b->mm->mv_wg, MATVEC_MAX_N);
-    clinfer_status st = cl_program_build(b->context, b->device, &b->info, b->cache_dir, "matvec.cl",
-                                         options, &t->program);
+    clinfer_status st = cl_build(b, "matvec.cl", options, &t->program);
     cl_int err = CL_SUCCESS;
     if (st == CLINFER_OK)
         t->matvec = clCreateKernel(t->program, b->mm->cpu ? "matvec_rows" : "matvec_wg", &err);
@@ -102,14 +101,13 @@ clinfer_status cl_matmul_init(cl_backend_ctx *b) {
 #endif
     char options[64];
     snprintf(options, sizeof options, "-DGM=%d -DGN=%d -DTS=%zu", GEMM_GM, GEMM_GN, s->gemm_ts);
-    CHECK(cl_program_build(b->context, b->device, &b->info, b->cache_dir, "gemm.cl", options,
-                           &s->gemm_program));
+    CHECK(cl_build(b, "gemm.cl", options, &s->gemm_program));
     s->gemm = clCreateKernel(s->gemm_program, s->cpu ? "gemm_rows" : "gemm_tiled", &err);
     CHECK(cl_error(err, "clCreateKernel(gemm)"));
     s->bias_fill = clCreateKernel(s->gemm_program, "bias_fill", &err);
     CHECK(cl_error(err, "clCreateKernel(bias_fill)"));
-    CHECK(cl_program_build(b->context, b->device, &b->info, b->cache_dir, "quantize.cl",
-                           "-cl-fp32-correctly-rounded-divide-sqrt", &s->quantize_program));
+    CHECK(
+        cl_build(b, "quantize.cl", "-cl-fp32-correctly-rounded-divide-sqrt", &s->quantize_program));
     const struct {
         cl_kernel *kernel;
         const char *name;

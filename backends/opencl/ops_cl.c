@@ -238,8 +238,7 @@ static clinfer_status ops_build(cl_backend_ctx *b) {
         char options[128];
         snprintf(options, sizeof options, "-DOPS_WG=%zu -DMAX_HEAD_DIM=%d%s", ops->wg, MAX_HEAD_DIM,
                  programs[i].options);
-        CHECK(cl_program_build(b->context, b->device, &b->info, b->cache_dir, programs[i].file,
-                               options, &ops->programs[i]));
+        CHECK(cl_build(b, programs[i].file, options, &ops->programs[i]));
     }
     for (int i = 0; i < K_COUNT; i++) {
         snprintf(ops->kernel_names[i], sizeof ops->kernel_names[i], "%s%s", kernels[i].name,

@@ -222,6 +222,12 @@ static void ref_destroy(void *ctx) {
     free(c);
 }
 
+/* Ops share nothing but the weights and buffers they name: another instance is a new backend. */
+static clinfer_status ref_instance(void *ctx, clinfer_backend **out) {
+    (void)ctx;
+    return clinfer_backend_reference_create(out);
+}
+
 static const clinfer_backend_i reference_interface = {
     .api_version = CLINFER_BACKEND_API,
     .name = ref_name,
@@ -234,6 +240,7 @@ static const clinfer_backend_i reference_interface = {
     .op = ref_op,
     .sync = ref_sync,
     .destroy = ref_destroy,
+    .instance = ref_instance,
 };
 
 clinfer_status clinfer_backend_reference_create(clinfer_backend **out) {

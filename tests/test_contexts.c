@@ -1,0 +1,96 @@
+/* Contexts of one model evaluated at once from several threads (src/context.c: each context runs
+ * on its own instance of the model's backend): on the reference backend, on OpenCL with per-op
+ * launches and, on CPU devices, with graph launches, THREADS contexts decode at once on a fresh
+ * model (so they also build its kernels at once), then one context decodes alone; every thread's
+ * logits equal the lone context's, bit for bit. On OpenCL a context made after the first builds
+ * no program: the backend's instances share the model's (no cache lookup, no build). */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "opencl/program.h"
+#include "tiny_model.h"
+
+#define THREADS 3
+#define N_PROMPT 8
+#define N_DECODE 40
+
+typedef struct {
+    clinfer_model *model;
+    float *logits;
+    clinfer_status st;
+} job;
+
+static void *run_job(void *arg) {
+    job *j = arg;
+    j->st = tiny_model_decode(j->model, NULL, N_PROMPT, N_DECODE, j->logits);
+    return NULL;
+}
+
+static void decode_at_once(const char *path, clinfer_backend_kind kind, clinfer_toggle graph,
+                           const char *what) {
+    clinfer_model_params p;
+    clinfer_model_params_default(&p);
+    p.backend = kind;
+    p.options.graph = graph;
+    clinfer_model *m = NULL;
+    EXPECT_OK(clinfer_model_load(path, &p, &m));
+    if (!m) return;
+    size_t n = (size_t)(N_DECODE + 1) * tiny_model_n_vocab();
+    job jobs[THREADS + 1];
+    pthread_t t[THREADS];
+    for (int i = 0; i <= THREADS; i++)
+        jobs[i] = (job){.model = m, .logits = calloc(n, sizeof(float))};
+    for (int i = 0; i < THREADS; i++)
+        EXPECT(pthread_create(&t[i], NULL, run_job, &jobs[i]) == 0, "%s: thread %d", what, i);
+    for (int i = 0; i < THREADS; i++)
+        pthread_join(t[i], NULL);
+    run_job(&jobs[THREADS]);
+    for (int i = 0; i <= THREADS; i++)
+        EXPECT(jobs[i].st == CLINFER_OK, "%s: context %d: %s", what, i,
+               clinfer_status_str(jobs[i].st));
+    for (int i = 0; i < THREADS; i++)
+        EXPECT(!memcmp(jobs[i].logits, jobs[THREADS].logits, n * sizeof(float)),
+               "%s: context %d, decoding beside %d others, differs from decoding alone", what, i,
+               THREADS - 1);
+
+    if (kind == CLINFER_BACKEND_OPENCL) {
+        clinfer_context *first = NULL, *second = NULL;
+        unsigned hits0, misses0, hits1, misses1;
+        EXPECT_OK(clinfer_context_create(m, NULL, &first));
+        cl_program_cache_stats(&hits0, &misses0);
+        EXPECT_OK(clinfer_context_create(m, NULL, &second));
+        cl_program_cache_stats(&hits1, &misses1);
+        EXPECT(hits1 == hits0 && misses1 == misses0,
+               "%s: a second context built programs (cache hits %u -> %u, builds %u -> %u)", what,
+               hits0, hits1, misses0, misses1);
+        clinfer_context_free(second);
+        clinfer_context_free(first);
+    }
+    printf("%s: %d contexts at once, logits as alone\n", what, THREADS);
+    for (int i = 0; i <= THREADS; i++)
+        free(jobs[i].logits);
+    clinfer_model_free(m);
+}
+
+int main(void) {
+    char path[128];
+    snprintf(path, sizeof path, "contexts_%d.gguf", (int)getpid());
+    tiny_model_spec spec;
+    tiny_model_default(&spec, "llama", CLINFER_DT_Q4_0);
+    EXPECT(tiny_model_write(&spec, path) == 0, "writing %s", path);
+    decode_at_once(path, CLINFER_BACKEND_REFERENCE, CLINFER_DEFAULT, "reference");
+    size_t devices = 0;
+    if (clinfer_device_count(&devices) == CLINFER_OK && devices > 0) {
+        decode_at_once(path, CLINFER_BACKEND_OPENCL, CLINFER_OFF, "OpenCL, per-op launches");
+        /* graph launches where the device takes them (CPU devices) */
+        decode_at_once(path, CLINFER_BACKEND_OPENCL, CLINFER_DEFAULT, "OpenCL, default launches");
+    } else {
+        printf("no OpenCL device: the reference backend only\n");
+    }
+    remove(path);
+    return finish("test_contexts");
+}
