@@ -212,6 +212,9 @@ typedef struct {
      * instead of 8-bit ones (rounded per block of 32, as llama.cpp does, for integer dot
      * products): slower, closer to the exact product. F16/F32 weights always take f32. */
     bool f32_activations;
+    /* Keep the logits of every token of each eval, not only the last one's (perplexity,
+     * scoring): clinfer_get_logits_ith. Costs n_batch rows of logits on the device. */
+    bool logits_all;
 } clinfer_context_params;
 
 void clinfer_context_params_default(clinfer_context_params *params);
@@ -242,6 +245,10 @@ uint32_t clinfer_context_n_ctx(const clinfer_context *ctx);
  * CLINFER_ERR_CONTEXT_FULL if they do not fit (nothing is evaluated then). */
 clinfer_status clinfer_eval(clinfer_context *ctx, const int32_t *tokens, size_t n);
 clinfer_status clinfer_get_logits(clinfer_context *ctx, const float **logits, size_t *n_vocab);
+/* The logits of token i of the last eval (i < 0 counts from its end: -1 is the last token);
+ * tokens before the last need a context made with logits_all. Valid until the next eval. */
+clinfer_status clinfer_get_logits_ith(clinfer_context *ctx, int32_t i, const float **logits,
+                                      size_t *n_vocab);
 
 /* ---- sampling ------------------------------------------------------------------------ */
 

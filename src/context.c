@@ -24,9 +24,10 @@ struct clinfer_context {
     clinfer_buffer **kv_bufs; /* [2 * n_kv_bufs]: K then V of each group of layers */
     uint32_t n_kv_bufs;
     exec_plan **plans; /* [n_batch + 1]: the plan for n tokens, built on first use */
-    float *logits;     /* [n_vocab] of the last evaluated token */
-    bool has_logits;
-    exec_profile *profile; /* when profiling is on or CLINFER_TRACE is set */
+    float *logits;     /* [n_logits][n_vocab]: the last eval's last token, or all (logits_all) */
+    size_t n_logits, logits_cap; /* rows held (0: none since create or reset), allocated */
+    size_t n_eval;               /* tokens of the last eval */
+    exec_profile *profile;       /* when profiling is on or CLINFER_TRACE is set */
 };
 
 void clinfer_context_params_default(clinfer_context_params *params) {
@@ -63,7 +64,7 @@ clinfer_status clinfer_model_memory_plan(const clinfer_model *m,
     if (n_batch > n_ctx) n_batch = n_ctx;
 
     size_t sizes[EXEC_COUNT];
-    exec_buffer_sizes(hp, n_ctx, n_batch, sizes);
+    exec_buffer_sizes(hp, n_ctx, n_batch, params->logits_all, sizes);
     uint64_t scratch = 0;
     for (int i = 0; i < EXEC_COUNT; i++)
         scratch += sizes[i];
@@ -89,7 +90,7 @@ static clinfer_status create_buffers(clinfer_context *c, bool kv_f32) {
     exec_state *s = &c->state;
     int32_t *positions = NULL;
     size_t sizes[EXEC_COUNT];
-    exec_buffer_sizes(hp, c->n_ctx, c->n_batch, sizes);
+    exec_buffer_sizes(hp, c->n_ctx, c->n_batch, s->logits_all, sizes);
     for (int i = 0; i < EXEC_COUNT; i++)
         if (sizes[i]) CHECK(alloc(c, sizes[i], &s->buf[i]));
 
@@ -158,8 +159,10 @@ clinfer_status clinfer_context_create(clinfer_model *model, const clinfer_contex
     c->n_ctx = plan.n_ctx;
     c->n_batch = plan.n_batch;
     c->state.f32_activations = params->f32_activations;
+    c->state.logits_all = params->logits_all;
     c->plans = calloc((size_t)c->n_batch + 1, sizeof *c->plans);
     c->logits = malloc((size_t)model->hp.n_vocab * sizeof *c->logits);
+    c->logits_cap = 1;
     if (!c->plans || !c->logits) {
         st = clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "context_create: no memory for %u logits",
                           model->hp.n_vocab);
@@ -207,7 +210,7 @@ void clinfer_context_free(clinfer_context *c) {
 void clinfer_context_reset(clinfer_context *c) {
     if (!c) return;
     c->n_past = 0;
-    c->has_logits = false;
+    c->n_logits = 0;
 }
 
 const clinfer_model *clinfer_context_model(const clinfer_context *c) {
@@ -221,29 +224,50 @@ uint32_t clinfer_context_n_ctx(const clinfer_context *c) {
     return c ? c->n_ctx : 0;
 }
 
-/* Runs every chunk of n_batch tokens. */
+/* Room for rows of logits on the host. */
+static clinfer_status reserve_logits(clinfer_context *c, size_t rows) {
+    if (rows <= c->logits_cap) return CLINFER_OK;
+    size_t n_vocab = c->model->hp.n_vocab;
+    float *p = realloc(c->logits, rows * n_vocab * sizeof *p);
+    if (!p)
+        return clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "eval: no memory for %zu rows of logits",
+                            rows);
+    c->logits = p;
+    c->logits_cap = rows;
+    return CLINFER_OK;
+}
+
+/* Runs every chunk of n_batch tokens; the head runs after the last (after each with
+ * logits_all, whose rows are read before the next chunk overwrites them). */
 static clinfer_status eval_chunks(clinfer_context *c, const int32_t *tokens, size_t n) {
     clinfer_status st = CLINFER_OK;
     const clinfer_backend *be = c->backend;
+    bool all = c->state.logits_all;
+    size_t row_bytes = (size_t)c->model->hp.n_vocab * sizeof(float);
+    CHECK(reserve_logits(c, all ? n : 1));
     /* All ids at once, at their positions: chunks read them there, and a (blocking) write
      * between chunks would wait for the device. */
     CHECK(be->i->buffer_write(be->ctx, c->state.buf[EXEC_IDS], c->n_past * sizeof(int32_t),
                               n * sizeof(int32_t), tokens));
     for (size_t done = 0; done < n;) {
         size_t nb = n - done < c->n_batch ? n - done : c->n_batch;
+        bool last = done + nb == n;
         if (!c->plans[nb]) {
             CHECK(exec_plan_build(c->model, &c->state, (int)nb, &c->plans[nb]));
             clinfer_dev_options dev;
             clinfer_dev_options_get(&dev);
             if (dev.print_plan) exec_plan_print(c->plans[nb], stderr);
         }
-        CHECK(exec_plan_run(c->backend, c->plans[nb], (int)(c->n_past + done), done + nb == n,
+        CHECK(exec_plan_run(c->backend, c->plans[nb], (int)(c->n_past + done), all || last,
                             c->profile));
+        /* The one wait of an evaluation (per chunk with logits_all): the read completes after
+         * every enqueued op. */
+        if (all || last)
+            CHECK(be->i->buffer_read(be->ctx, c->state.buf[EXEC_LOGITS], 0,
+                                     (all ? nb : 1) * row_bytes,
+                                     (char *)c->logits + (all ? done : 0) * row_bytes));
         done += nb;
     }
-    /* The one wait of an evaluation: the read completes after every enqueued op. */
-    CHECK(be->i->buffer_read(be->ctx, c->state.buf[EXEC_LOGITS], 0,
-                             (size_t)c->model->hp.n_vocab * sizeof(float), c->logits));
 cleanup:
     return st;
 }
@@ -263,24 +287,42 @@ clinfer_status clinfer_eval(clinfer_context *c, const int32_t *tokens, size_t n)
                                 "eval: token %zu is %d, outside the vocabulary of %u", i, tokens[i],
                                 n_vocab);
 
-    c->has_logits = false;
+    c->n_logits = 0;
     clinfer_status st = eval_chunks(c, tokens, n);
     if (st != CLINFER_OK) {
         clinfer_error_prefix("eval of %zu tokens at position %u", n, c->n_past);
         return st;
     }
     c->n_past += (uint32_t)n;
-    c->has_logits = true;
+    c->n_logits = c->state.logits_all ? n : 1;
+    c->n_eval = n;
     return CLINFER_OK;
 }
 
 clinfer_status clinfer_get_logits(clinfer_context *c, const float **logits, size_t *n_vocab) {
+    return clinfer_get_logits_ith(c, -1, logits, n_vocab);
+}
+
+clinfer_status clinfer_get_logits_ith(clinfer_context *c, int32_t i, const float **logits,
+                                      size_t *n_vocab) {
     if (!c || !logits)
         return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "get_logits: NULL argument");
-    if (!c->has_logits)
+    if (!c->n_logits)
         return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
                             "get_logits: no logits (nothing evaluated since create or reset)");
-    *logits = c->logits;
+    int64_t n_eval = (int64_t)c->n_eval, at = i < 0 ? n_eval + i : i;
+    if (at < 0 || at >= n_eval)
+        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
+                            "get_logits: token %d is outside the last eval's %lld", i,
+                            (long long)n_eval);
+    /* without logits_all the one row held is the last token's */
+    int64_t row = c->state.logits_all ? at : at - (n_eval - 1);
+    if (row < 0)
+        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
+                            "get_logits: token %d of %lld: only the last token's logits are kept "
+                            "(make the context with logits_all for the others)",
+                            i, (long long)n_eval);
+    *logits = c->logits + (size_t)row * c->model->hp.n_vocab;
     if (n_vocab) *n_vocab = c->model->hp.n_vocab;
     return CLINFER_OK;
 }

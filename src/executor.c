@@ -24,7 +24,7 @@ struct exec_plan {
     plan_step steps[];
 };
 
-void exec_buffer_sizes(const clinfer_hparams *hp, uint32_t n_ctx, uint32_t n_batch,
+void exec_buffer_sizes(const clinfer_hparams *hp, uint32_t n_ctx, uint32_t n_batch, bool logits_all,
                        size_t bytes[EXEC_COUNT]) {
     size_t n = n_batch, f = sizeof(float);
     size_t q_dim = (size_t)hp->n_head * hp->head_dim, kv_dim = (size_t)hp->n_head_kv * hp->head_dim;
@@ -36,7 +36,7 @@ void exec_buffer_sizes(const clinfer_hparams *hp, uint32_t n_ctx, uint32_t n_bat
     bytes[EXEC_ATT] = n * q_dim * f;
     bytes[EXEC_FF_A] = (hp->arch->gated_ffn ? 2 : 1) * n * hp->n_ff * f;
     bytes[EXEC_FF_C] = n * hp->n_ff * f;
-    bytes[EXEC_LOGITS] = (size_t)hp->n_vocab * f;
+    bytes[EXEC_LOGITS] = (logits_all ? n : 1) * hp->n_vocab * f;
     bytes[EXEC_IDS] = (size_t)n_ctx * sizeof(int32_t);
     bytes[EXEC_POS_IDS] = positions ? (size_t)n_ctx * sizeof(int32_t) : 0;
 }
@@ -212,13 +212,14 @@ void exec_attention_block(builder *b, const clinfer_model *m, const exec_state *
     exec_matmul(b, &l->wo, exec_at(buf[EXEC_ATT], 0), x, l->bo, n, true);
 }
 
-/* Output norm and LM head over the last token's row only. */
+/* Output norm and LM head over the last token's row, or every row with logits_all. */
 static void head(builder *b, const clinfer_model *m, const exec_state *s, int n) {
-    size_t last = (size_t)(n - 1) * m->hp.n_embd;
-    exec_norm(b, &m->hp, exec_at(s->buf[EXEC_X], last), m->output_norm, m->output_norm_b,
-              exec_at(s->buf[EXEC_XN], 0), 1);
+    int rows = s->logits_all ? n : 1;
+    size_t first = (size_t)(n - rows) * m->hp.n_embd;
+    exec_norm(b, &m->hp, exec_at(s->buf[EXEC_X], first), m->output_norm, m->output_norm_b,
+              exec_at(s->buf[EXEC_XN], 0), rows);
     exec_matmul(b, &m->output, exec_at(s->buf[EXEC_XN], 0), exec_at(s->buf[EXEC_LOGITS], 0),
-                (clinfer_ref){0}, 1, false);
+                (clinfer_ref){0}, rows, false);
 }
 
 static size_t build(builder *b, const clinfer_model *m, const exec_state *s, int n) {

@@ -24,14 +24,15 @@ typedef enum {
     EXEC_FF_A,    /* [n][n_ff] gate, then [n][n_ff] up (gpt2: up only); for one token both
                    * are one row, which one matmul over the stacked weight writes */
     EXEC_FF_C,    /* [n][n_ff] activated */
-    EXEC_LOGITS,  /* [n_vocab] of the last token */
+    EXEC_LOGITS,  /* [n_vocab] of the last token; with logits_all [n][n_vocab], every token's */
     EXEC_IDS,     /* [n_ctx] int32: the sequence's token ids, written once per eval */
     EXEC_POS_IDS, /* [n_ctx] int32 0 .. n_ctx - 1: gpt2's position_embd rows; unused otherwise */
     EXEC_COUNT
 } exec_buffer_id;
 
-/* Bytes of each activation buffer (0: not needed by this architecture). */
-void exec_buffer_sizes(const clinfer_hparams *hp, uint32_t n_ctx, uint32_t n_batch,
+/* Bytes of each activation buffer (0: not needed by this architecture); logits_all: logits for
+ * every token of a batch, not only the last. */
+void exec_buffer_sizes(const clinfer_hparams *hp, uint32_t n_ctx, uint32_t n_batch, bool logits_all,
                        size_t bytes[EXEC_COUNT]);
 
 /* What a plan reads and writes besides the model's weights. */
@@ -40,6 +41,7 @@ typedef struct {
     clinfer_ref *k_cache, *v_cache; /* n_layer each: [n_ctx][n_head_kv][head_dim] */
     clinfer_dtype kv_type;          /* CLINFER_DT_F16 or CLINFER_DT_F32 */
     bool f32_activations;           /* no x_q8 matmuls (clinfer_context_params) */
+    bool logits_all;                /* the head runs over every token (clinfer_context_params) */
 } exec_state;
 
 typedef struct exec_plan exec_plan;

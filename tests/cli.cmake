@@ -3,3 +3,5 @@
 clinfer_test(test_sampler SOURCES test_sampler.c)
 clinfer_test(test_chat SOURCES test_chat.c)
 clinfer_test(test_cli SOURCES test_cli.c tiny_model.c gguf_writer.c ARGS $<TARGET_FILE:clinfer_cli>)
+# Logits of every position and `clinfer perplexity` / KL divergence on a tiny model.
+clinfer_test(test_perplexity SOURCES test_perplexity.c tiny_model.c ARGS $<TARGET_FILE:clinfer_cli>)

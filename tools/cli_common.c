@@ -226,8 +226,8 @@ int cli_load_model(const cli_model_opts *o, clinfer_model **model, double *load_
     return 0;
 }
 
-int cli_tokenize(const clinfer_model *model, const char *text, bool first, int32_t **tokens,
-                 size_t *n_tokens) {
+int cli_tokenize(const clinfer_model *model, const char *text, bool special, bool first,
+                 int32_t **tokens, size_t *n_tokens) {
     /* clinfer_tokenize adds BOS when asked; whether this model's prompts start with one is
      * its metadata's add_bos_token (SmolLM2's BOS is <|im_start|>, which it must not get). */
     bool add_bos = first && clinfer_token_add_bos(model);
@@ -235,7 +235,7 @@ int cli_tokenize(const clinfer_model *model, const char *text, bool first, int32
     for (int attempt = 0; attempt < 2; attempt++) {
         int32_t *t = malloc(cap * sizeof *t);
         if (!t) return cli_error("out of memory tokenizing %zu bytes", len);
-        clinfer_status st = clinfer_tokenize(model, text, len, add_bos, true, t, cap, &n);
+        clinfer_status st = clinfer_tokenize(model, text, len, add_bos, special, t, cap, &n);
         if (st == CLINFER_OK) {
             *tokens = t;
             *n_tokens = n;
@@ -248,6 +248,25 @@ int cli_tokenize(const clinfer_model *model, const char *text, bool first, int32
         cap = n;
     }
     return cli_error("cannot tokenize the prompt: the token count changed between two calls");
+}
+
+char *cli_read_file(const char *what, const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    char *text = NULL;
+    long size = -1;
+    if (f && fseek(f, 0, SEEK_END) == 0) size = ftell(f);
+    if (f && size >= 0 && fseek(f, 0, SEEK_SET) == 0 && (text = malloc((size_t)size + 1)) &&
+        fread(text, 1, (size_t)size, f) == (size_t)size) {
+        text[size] = '\0';
+        *len = (size_t)size;
+    } else {
+        cli_error("%s: cannot read '%s': %s", what, path,
+                  f && text ? "short read" : strerror(errno ? errno : EIO));
+        free(text);
+        text = NULL;
+    }
+    if (f) fclose(f);
+    return text;
 }
 
 bool cli_stream_text(const char *text, size_t len, void *user) {

@@ -152,11 +152,15 @@ double cli_now_ms(void);
     "      --f32-act        matmuls over quantized weights take f32 activations instead of\n"      \
     "                       8-bit ones: slower, closer to the exact product\n"
 
-/* Tokenizes text, special-token markers included (chat templates write them as text); first:
- * the text starts the sequence, so it gets BOS if the model's prompts start with one.
- * *tokens is malloc'ed. Prints the error; 1 on failure. */
-int cli_tokenize(const clinfer_model *model, const char *text, bool first, int32_t **tokens,
-                 size_t *n_tokens);
+/* Tokenizes text; special: special-token markers become their tokens (chat templates write
+ * them as text), else they are plain text; first: the text starts the sequence, so it gets BOS
+ * if the model's prompts start with one. *tokens is malloc'ed. Prints the error; 1 on failure. */
+int cli_tokenize(const clinfer_model *model, const char *text, bool special, bool first,
+                 int32_t **tokens, size_t *n_tokens);
+
+/* The whole file at path, NUL-terminated (*len without the NUL), malloc'ed; NULL with the error
+ * printed (naming what) on failure. */
+char *cli_read_file(const char *what, const char *path, size_t *len);
 
 /* Streams generated text to stdout as it arrives (the clinfer_generate callback); user may be
  * NULL or a cli_text_sink that also keeps a copy. */

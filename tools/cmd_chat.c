@@ -111,7 +111,7 @@ static int chat_turn(chat_session *s) {
         clinfer_context_reset(s->g.ctx);
         held_len = 0;
     }
-    if (cli_tokenize(s->g.model, rendered + held_len, !extends, &tokens, &n_tokens)) goto cleanup;
+    if (cli_tokenize(s->g.model, rendered + held_len, true, !extends, &tokens, &n_tokens)) goto cleanup;
     /* The answer gets what room the context has left, up to -n. */
     size_t room = clinfer_context_n_ctx(s->g.ctx) - clinfer_context_n_past(s->g.ctx);
     if (n_tokens >= room) {

@@ -89,7 +89,7 @@ int cmd_run(int argc, char **argv) {
             goto cleanup;
         }
     }
-    if (cli_tokenize(g.model, text ? text : o.prompt, true, &tokens, &n_tokens)) goto cleanup;
+    if (cli_tokenize(g.model, text ? text : o.prompt, true, true, &tokens, &n_tokens)) goto cleanup;
 
     clinfer_generate_stats stats = {0};
     st = clinfer_generate(g.ctx, tokens, n_tokens, (int32_t)o.gen.n_predict, g.sampler,
