@@ -11,7 +11,8 @@
 #     in the one type) into the cache folder.
 #  4. Refuses to report when the 1-minute load average is above 1.0 (--force overrides; the
 #     load is printed either way, before and after).
-#  5. Runs `llama-bench -t 2 -p 128 -n 64 -r 3` and `clinfer bench -p 128 -n 64 -r 3` on each
+#  5. Runs `llama-bench -t 2 -p 128 -n 64 -r 3` and `clinfer bench -p 128 -n 64 -r 3 --act q8`
+#     (8-bit activations, as llama.cpp's CPU backend) on each
 #     file, back to back, for --rounds rounds (default 3), and prints a markdown table: tokens/s
 #     of both and the ratio clinfer / llama.cpp for pp128 and tg64, time to first token of a
 #     16-token prompt and peak resident memory. Speeds and times are medians over the rounds
@@ -139,7 +140,10 @@ def one_round(path, name):
              for r in json.loads(text)}
     _, lb_ttft, _ = run([llama_bench, "-m", path, "-t", threads, "-p", "16", "-n", "0",
                          "-r", "1", "--no-warmup", "-o", "json"])
-    cl_cmd = [clinfer, "bench", "-m", path, "-p", "128", "-n", "64", "-r", reps, "--json"]
+    # 8-bit activations as llama.cpp's CPU backend: like against like (clinfer's default for
+    # models under 1B parameters is f32, docs/PERFORMANCE.md)
+    cl_cmd = [clinfer, "bench", "-m", path, "-p", "128", "-n", "64", "-r", reps, "--json",
+              "--act", "q8"]
     cl = json.loads(run(cl_cmd)[0])
     ours = {t["test"][:2]: (t["avg_ts"], t["stddev_ts"]) for t in cl["tests"]}
     return {"ours": ours, "theirs": speed, "ttft": cl["ttft_ms"], "lb_ttft": lb_ttft * 1e3,

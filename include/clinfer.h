@@ -125,6 +125,13 @@ typedef enum {
 
 typedef enum { CLINFER_DEFAULT = 0, CLINFER_ON, CLINFER_OFF } clinfer_toggle;
 
+/* A kernel program about to be compiled (clinfer_backend_options.on_compile). */
+typedef struct {
+    const char *device;  /* the device's name */
+    const char *program; /* the source's name, e.g. "matvec.cl" */
+    unsigned count;      /* programs this model compiled so far, this one included */
+} clinfer_compile_event;
+
 /* How the OpenCL backend runs. A zeroed struct is the default: each field left at 0 or NULL
  * takes the value of its environment variable where set (named after the field), else the
  * default given. */
@@ -140,6 +147,12 @@ typedef struct {
                                       * simulator); else on CPU devices */
     clinfer_toggle profile;          /* CLINFER_PROFILE (0/1): per-op kernel times on stderr as
                                       * a context is freed; else off */
+    /* Called before each kernel program is compiled from source, i.e. not found in the kernel
+     * cache: the first use of a device (or of a weight type on it) compiles several, seconds
+     * each on CPUs, so a program can say why it waits. May be called from any thread that
+     * uses the model. NULL: not told. */
+    void (*on_compile)(const clinfer_compile_event *event, void *user);
+    void *on_compile_user;
 } clinfer_backend_options;
 
 typedef struct {
@@ -204,14 +217,27 @@ bool clinfer_token_is_eog(const clinfer_model *model, int32_t token); /* ends ge
 
 /* ---- contexts: a KV cache and the state of one sequence -------------------------------- */
 
+typedef enum {
+    CLINFER_ACT_DEFAULT = 0, /* f32 for models under 1B parameters, q8 from 1B on: the choice
+                              * measured in docs/PERFORMANCE.md */
+    CLINFER_ACT_Q8,          /* every matmul 8-bit */
+    CLINFER_ACT_F32_HEAD,    /* the output projection (LM head) f32, the layers 8-bit */
+    CLINFER_ACT_F32_ENDS,    /* the first and last layers and the LM head f32 */
+    CLINFER_ACT_F32,         /* every matmul f32 */
+} clinfer_activations;
+
+/* "default", "q8", "f32-head", "f32-ends", "f32"; NULL for a value out of range. */
+const char *clinfer_activations_name(clinfer_activations activations);
+
 typedef struct {
     uint32_t n_ctx;   /* 0: the model's training context */
     uint32_t n_batch; /* prefill chunk; 0: 256 */
     bool kv_f32;      /* KV cache in f32 instead of f16 */
-    /* Matmuls over quantized weights (Q8_0, Q4_0, Q4_1, Q4_K, Q6_K) take f32 activations
-     * instead of 8-bit ones (rounded per block of 32, as llama.cpp does, for integer dot
-     * products): slower, closer to the exact product. F16/F32 weights always take f32. */
-    bool f32_activations;
+    /* Which matmuls over quantized weights (Q8_0, Q4_0, Q4_1, Q4_K, Q6_K) take their input
+     * rounded to 8 bits per block of 32 (as llama.cpp's CPU backend does, for integer dot
+     * products) and which take it in f32: slower, closer to the exact product. F16/F32 weights
+     * always take f32. */
+    clinfer_activations activations;
     /* Keep the logits of every token of each eval, not only the last one's (perplexity,
      * scoring): clinfer_get_logits_ith. Costs n_batch rows of logits on the device. */
     bool logits_all;
@@ -240,6 +266,8 @@ void clinfer_context_free(clinfer_context *ctx);
 void clinfer_context_reset(clinfer_context *ctx); /* forget all tokens */
 uint32_t clinfer_context_n_past(const clinfer_context *ctx);
 uint32_t clinfer_context_n_ctx(const clinfer_context *ctx);
+/* The activations the context runs with: params.activations, CLINFER_ACT_DEFAULT resolved. */
+clinfer_activations clinfer_context_activations(const clinfer_context *ctx);
 
 /* Appends tokens to the sequence; afterwards the logits of the last one are available.
  * CLINFER_ERR_CONTEXT_FULL if they do not fit (nothing is evaluated then). */

@@ -9,6 +9,12 @@
 #include "options.h"
 
 #define DEFAULT_N_BATCH 256
+/* CLINFER_ACT_DEFAULT: f32 activations below this many parameters, 8-bit ones from it on.
+ * Measured on SmolLM2-135M Q4_1 (docs/PERFORMANCE.md, bench/activations.sh): 8-bit activations
+ * cost a mean KLD of 0.0029 against exact products and turn the README's demo answer into
+ * nonsense; f32 ones answer it right at about 0.6x the decode speed, which a small model can
+ * spare. Large models keep llama.cpp's 8-bit activations and their speed. */
+#define SMALL_MODEL_PARAMS 1000000000ull
 #define MAX_N_CTX (1u << 24)
 /* CL_DEVICE_MAX_MEM_ALLOC_SIZE is at least this on every OpenCL device */
 #define KV_GROUP_BYTES ((size_t)128 << 20)
@@ -29,6 +35,15 @@ struct clinfer_context {
     size_t n_eval;               /* tokens of the last eval */
     exec_profile *profile;       /* when profiling is on or CLINFER_TRACE is set */
 };
+
+const char *clinfer_activations_name(clinfer_activations a) {
+    static const char *const names[] = {[CLINFER_ACT_DEFAULT] = "default",
+                                        [CLINFER_ACT_Q8] = "q8",
+                                        [CLINFER_ACT_F32_HEAD] = "f32-head",
+                                        [CLINFER_ACT_F32_ENDS] = "f32-ends",
+                                        [CLINFER_ACT_F32] = "f32"};
+    return (unsigned)a < sizeof names / sizeof names[0] ? names[a] : NULL;
+}
 
 void clinfer_context_params_default(clinfer_context_params *params) {
     *params = (clinfer_context_params){0};
@@ -152,13 +167,19 @@ clinfer_status clinfer_context_create(clinfer_model *model, const clinfer_contex
         clinfer_context_params_default(&defaults);
         params = &defaults;
     }
+    if (!clinfer_activations_name(params->activations))
+        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "context_create: activations %d unknown",
+                            (int)params->activations);
     CHECK(clinfer_model_memory_plan(model, params, &plan));
     c = calloc(1, sizeof *c);
     if (!c) return clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "context_create: no memory");
     c->model = model;
     c->n_ctx = plan.n_ctx;
     c->n_batch = plan.n_batch;
-    c->state.f32_activations = params->f32_activations;
+    c->state.activations = params->activations;
+    if (params->activations == CLINFER_ACT_DEFAULT)
+        c->state.activations =
+            model->n_params < SMALL_MODEL_PARAMS ? CLINFER_ACT_F32 : CLINFER_ACT_Q8;
     c->state.logits_all = params->logits_all;
     c->plans = calloc((size_t)c->n_batch + 1, sizeof *c->plans);
     c->logits = malloc((size_t)model->hp.n_vocab * sizeof *c->logits);
@@ -174,10 +195,10 @@ clinfer_status clinfer_context_create(clinfer_model *model, const clinfer_contex
     if (model->verbose)
         fprintf(stderr,
                 "clinfer: context n_ctx %u, n_batch %u: KV cache (%s) %.1f MiB, "
-                "scratch %.1f MiB, %s activations\n",
+                "scratch %.1f MiB, activations %s\n",
                 c->n_ctx, c->n_batch, clinfer_dtype_name(c->state.kv_type),
                 plan.kv_bytes / 1048576.0, plan.scratch_bytes / 1048576.0,
-                params->f32_activations ? "f32" : "q8");
+                clinfer_activations_name(c->state.activations));
     *out = c;
 cleanup:
     if (st != CLINFER_OK) {
@@ -222,6 +243,9 @@ uint32_t clinfer_context_n_past(const clinfer_context *c) {
 }
 uint32_t clinfer_context_n_ctx(const clinfer_context *c) {
     return c ? c->n_ctx : 0;
+}
+clinfer_activations clinfer_context_activations(const clinfer_context *c) {
+    return c ? c->state.activations : CLINFER_ACT_DEFAULT;
 }
 
 /* Room for rows of logits on the host. */

@@ -48,7 +48,8 @@ typedef struct exec_builder {
     plan_step *steps;
     clinfer_dtype *w_type; /* beside steps */
     size_t count;
-    bool f32_activations; /* exec_state's */
+    clinfer_activations activations; /* exec_state's */
+    bool f32_now;                    /* the ops being pushed take f32 x (f32_here) */
 } builder;
 
 void exec_push(builder *b, clinfer_op op, size_t pos_stride) {
@@ -85,8 +86,8 @@ static bool extends(const clinfer_op *op, const clinfer_op *next) {
 
 void exec_matmul(builder *b, const clinfer_matrix *w, clinfer_ref x, clinfer_ref y,
                  clinfer_ref bias, int n, bool accumulate) {
-    bool x_q8 = !b->f32_activations && clinfer_dtype_takes_q8_act(w->type) &&
-                w->k % CLINFER_Q8_ACT_BLOCK == 0;
+    bool x_q8 =
+        !b->f32_now && clinfer_dtype_takes_q8_act(w->type) && w->k % CLINFER_Q8_ACT_BLOCK == 0;
     if (x_q8 && b->steps && b->count > 0) { /* the op that made x may round it as well */
         clinfer_op *prev = &b->steps[b->count - 1].op;
         if (prev->kind == CLINFER_OP_RMSNORM && same_ref(prev->norm.y, x)) prev->norm.y_q8 = true;
@@ -222,18 +223,36 @@ static void head(builder *b, const clinfer_model *m, const exec_state *s, int n)
                 (clinfer_ref){0}, rows, false);
 }
 
+/* Whether layer il (n_layer: the head) takes f32 activations under policy a. */
+static bool f32_here(clinfer_activations a, int il, int n_layer) {
+    switch (a) {
+    case CLINFER_ACT_F32:
+        return true;
+    case CLINFER_ACT_F32_ENDS:
+        return il == 0 || il >= n_layer - 1;
+    case CLINFER_ACT_F32_HEAD:
+        return il == n_layer;
+    default:
+        return false;
+    }
+}
+
 static size_t build(builder *b, const clinfer_model *m, const exec_state *s, int n) {
+    int n_layer = (int)m->hp.n_layer;
     m->hp.arch->embed(b, m, s, n);
-    for (int il = 0; il < (int)m->hp.n_layer; il++)
+    for (int il = 0; il < n_layer; il++) {
+        b->f32_now = f32_here(b->activations, il, n_layer);
         m->hp.arch->layer(b, m, s, il, n);
+    }
     size_t n_body = b->count;
+    b->f32_now = f32_here(b->activations, n_layer, n_layer);
     head(b, m, s, n);
     return n_body;
 }
 
 clinfer_status exec_plan_build(const clinfer_model *m, const exec_state *s, int n,
                                exec_plan **out) {
-    builder counter = {.f32_activations = s->f32_activations};
+    builder counter = {.activations = s->activations};
     build(&counter, m, s, n);
     exec_plan *p = calloc(1, sizeof *p + counter.count * sizeof(plan_step));
     if (p) p->walk = malloc(counter.count * sizeof *p->walk);
@@ -243,7 +262,7 @@ clinfer_status exec_plan_build(const clinfer_model *m, const exec_state *s, int 
         return clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "executor: no memory for a plan of %zu ops",
                             counter.count);
     }
-    builder filler = {p->steps, p->w_type, 0, s->f32_activations};
+    builder filler = {p->steps, p->w_type, 0, s->activations, false};
     p->n = n;
     p->n_body = build(&filler, m, s, n);
     p->n_steps = filler.count;

@@ -38,10 +38,10 @@ void exec_buffer_sizes(const clinfer_hparams *hp, uint32_t n_ctx, uint32_t n_bat
 /* What a plan reads and writes besides the model's weights. */
 typedef struct {
     clinfer_buffer *buf[EXEC_COUNT];
-    clinfer_ref *k_cache, *v_cache; /* n_layer each: [n_ctx][n_head_kv][head_dim] */
-    clinfer_dtype kv_type;          /* CLINFER_DT_F16 or CLINFER_DT_F32 */
-    bool f32_activations;           /* no x_q8 matmuls (clinfer_context_params) */
-    bool logits_all;                /* the head runs over every token (clinfer_context_params) */
+    clinfer_ref *k_cache, *v_cache;  /* n_layer each: [n_ctx][n_head_kv][head_dim] */
+    clinfer_dtype kv_type;           /* CLINFER_DT_F16 or CLINFER_DT_F32 */
+    clinfer_activations activations; /* which matmuls take x_q8 (clinfer_context_params) */
+    bool logits_all;                 /* the head runs over every token (clinfer_context_params) */
 } exec_state;
 
 typedef struct exec_plan exec_plan;

@@ -71,6 +71,29 @@ static void expect_error(const char *needle, const char *const *args) {
 
 #define ERR(needle, ...) expect_error(needle, (const char *const[]){__VA_ARGS__, NULL})
 
+/* The first run on a device with an empty kernel cache says it compiles kernels (unless
+ * --quiet); a second run, finding them cached, says nothing of it. */
+static void test_first_compile(const char *model) {
+    size_t n_devices = 0;
+    if (clinfer_device_count(&n_devices) != CLINFER_OK || n_devices == 0) return;
+    char err[16384], cache[sizeof dir + 16];
+    const char *const gen[] = {"run", "-m", model, "-p", "hi", "-n", "2", NULL};
+    const char *const quiet[] = {"run", "-m", model, "-p", "hi", "-n", "2", "-q", NULL};
+    for (int q = 0; q < 2; q++) {
+        snprintf(cache, sizeof cache, "%s/cache%d", dir, q);
+        setenv("CLINFER_CACHE_DIR", cache, 1);
+        int code = run(q ? quiet : gen, err, sizeof err);
+        EXPECT(code == 0, "run with an empty kernel cache exited %d: %s", code, err);
+        EXPECT(q ? !strstr(err, "compiling")
+                 : strstr(err, "compiling OpenCL kernels for") && strstr(err, "compiling 1: "),
+               "%s run with an empty kernel cache: %s", q ? "a quiet" : "the first", err);
+    }
+    int code = run(gen, err, sizeof err);
+    EXPECT(code == 0 && !strstr(err, "compiling"), "a run with cached kernels: %s", err);
+    unsetenv("CLINFER_CACHE_DIR");
+    printf("first run: compiling announced; quiet and cached runs silent\n");
+}
+
 static void test_tiny_model(void) {
     char model[sizeof dir + 16], err[4096], first[sizeof out];
     snprintf(model, sizeof model, "%s/tiny.gguf", dir);
@@ -105,6 +128,7 @@ static void test_tiny_model(void) {
     EXPECT(strstr(out, "architecture: llama") && strstr(out, "KV cache") &&
                strstr(out, "Q8_0") != NULL,
            "info lacks the architecture, memory plan or tensor types:\n%s", out);
+    test_first_compile(model);
 }
 
 int main(int argc, char **argv) {

@@ -67,7 +67,7 @@ static void test_model(const char *arch, clinfer_dtype type, bool kv_f32, bool f
     clinfer_context_params cp;
     clinfer_context_params_default(&cp);
     cp.kv_f32 = kv_f32;
-    cp.f32_activations = f32_act;
+    cp.activations = f32_act ? CLINFER_ACT_F32 : CLINFER_ACT_Q8;
     for (int side = 0; side < SIDES; side++) {
         clinfer_model *m = load(path, side == GRAPH);
         if (side == GRAPH) setenv("CLINFER_TRACE", trace, 1);

@@ -63,7 +63,7 @@ static clinfer_status prompt_and_greedy(clinfer_model *m, const clinfer_context_
 }
 
 /* OpenCL against the reference backend for one architecture and weight type; f32_act: with
- * clinfer_context_params.f32_activations (default: 8-bit activations on quantized weights). */
+ * CLINFER_ACT_F32, else CLINFER_ACT_Q8 (8-bit activations on quantized weights). */
 static void test_backends_agree(const char *arch, clinfer_dtype type, bool f32_act) {
     char path[128], tag[64];
     snprintf(tag, sizeof tag, "%s_%s%s", arch, clinfer_dtype_name(type), f32_act ? "_f32act" : "");
@@ -80,7 +80,7 @@ static void test_backends_agree(const char *arch, clinfer_dtype type, bool f32_a
     clinfer_model *ref = NULL, *cl = NULL;
     clinfer_context_params cp;
     clinfer_context_params_default(&cp);
-    cp.f32_activations = f32_act;
+    cp.activations = f32_act ? CLINFER_ACT_F32 : CLINFER_ACT_Q8;
 
     EXPECT_OK(load(path, CLINFER_BACKEND_REFERENCE, &ref));
     if (ref) EXPECT_OK(prompt_and_greedy(ref, &cp, prompt, logits_ref, gen_ref));

@@ -2,10 +2,12 @@
  * reference backends:
  *   - f32 activations: a fixed chat prompt's greedy continuation of 32 tokens is the same on
  *     both and reads as English words;
- *   - 8-bit activations (the default): each backend's continuation reads as English, the top
- *     token after each of a few texts is the same, and the mean NMSE of their logits across
- *     backends is at most twice the mean NMSE that rounding to 8 bits causes on the reference
- *     (against f32 activations). Identical text is not expected: rounding turns float
+ *   - the default activations (f32 for this 135M model, docs/PERFORMANCE.md) answer the
+ *     README's demo question, greedily on OpenCL, with Paris;
+ *   - 8-bit activations (llama.cpp's; the default from 1B parameters): each backend's continuation
+ * reads as English, the top token after each of a few texts is the same, and the mean NMSE of their
+ * logits across backends is at most twice the mean NMSE that rounding to 8 bits causes on the
+ * reference (against f32 activations). Identical text is not expected: rounding turns float
  *     differences of an ulp upstream into whole rounding steps, which grow layer by layer (as
  *     between llama.cpp's backends), so the two backends end up with two different draws of the
  *     rounding noise, which differ by up to twice its size, and one text's NMSE swings by 10x
@@ -108,7 +110,7 @@ static void generate(const char *path, clinfer_backend_kind kind, bool f32_act, 
     clinfer_context_params cp;
     clinfer_context_params_default(&cp);
     cp.n_ctx = 512;
-    cp.f32_activations = f32_act;
+    cp.activations = f32_act ? CLINFER_ACT_F32 : CLINFER_ACT_Q8;
 
     EXPECT_OK(clinfer_model_load(path, &mp, &m));
     if (!m) return;
@@ -119,6 +121,33 @@ static void generate(const char *path, clinfer_backend_kind kind, bool f32_act, 
     if (n && logits) text_logits(m, &cp, tokens, n, logits);
     EXPECT_OK(clinfer_context_create(m, &cp, &ctx));
     if (ctx && n) EXPECT_OK(clinfer_generate(ctx, tokens, n, N_PREDICT, NULL, collect, out, stats));
+    clinfer_context_free(ctx);
+    clinfer_free(prompt);
+    clinfer_model_free(m);
+}
+
+/* The README's first demo, greedy, with the context's default activations. */
+static void demo_answer(const char *path) {
+    clinfer_model *m = NULL;
+    clinfer_context *ctx = NULL;
+    char *prompt = NULL;
+    int32_t tokens[256];
+    size_t n = 0;
+    collected answer = {0};
+    clinfer_chat_message msg = {"user", "What is the capital of France?"};
+    EXPECT_OK(clinfer_model_load(path, NULL, &m));
+    if (!m) return;
+    EXPECT_OK(clinfer_chat_apply_template(m, NULL, &msg, 1, true, &prompt));
+    if (prompt)
+        EXPECT_OK(clinfer_tokenize(m, prompt, strlen(prompt), clinfer_token_add_bos(m), true,
+                                   tokens, 256, &n));
+    EXPECT_OK(clinfer_context_create(m, NULL, &ctx));
+    if (ctx && n) EXPECT_OK(clinfer_generate(ctx, tokens, n, 16, NULL, collect, &answer, NULL));
+    printf("demo (default activations %s): %.*s\n",
+           clinfer_activations_name(clinfer_context_activations(ctx)), (int)answer.len,
+           answer.text);
+    EXPECT(strstr(answer.text, "Paris") != NULL, /* zeroed, so terminated */
+           "the demo question is not answered with Paris: %.*s", (int)answer.len, answer.text);
     clinfer_context_free(ctx);
     clinfer_free(prompt);
     clinfer_model_free(m);
@@ -202,6 +231,7 @@ int main(void) {
         rounding += r / N_TEXTS;
     }
     printf("mean over %zu texts: across backends %.3g, rounding %.3g\n", N_TEXTS, across, rounding);
+    demo_answer(path);
     EXPECT(across <= 2 * rounding,
            "8-bit activations: the backends differ by a mean NMSE of %.3g, more than twice what "
            "8-bit rounding does to the reference (%.3g)",

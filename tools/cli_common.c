@@ -13,9 +13,22 @@
 /* The file tools/fetch_model.sh stores; searched where that script puts it. */
 #define DEFAULT_MODEL_FILE "SmolLM2-135M-Instruct.Q4_1.gguf"
 
+/* The first use of a device compiles its kernels for seconds: say so rather than wait
+ * silently (--quiet turns it off). */
+static void note_compile(const clinfer_compile_event *e, void *user) {
+    (void)user;
+    if (e->count == 1)
+        fprintf(stderr,
+                "clinfer: compiling OpenCL kernels for %s (first use of this device or "
+                "weight type; cached for later runs)\n",
+                e->device);
+    fprintf(stderr, "clinfer: compiling %u: %s\n", e->count, e->program);
+}
+
 void cli_model_opts_init(cli_model_opts *o) {
     o->path = NULL;
     clinfer_model_params_default(&o->params);
+    o->params.options.on_compile = note_compile;
 }
 
 int cli_model_option(int opt, const char *arg, cli_model_opts *o) {
@@ -31,6 +44,9 @@ int cli_model_option(int opt, const char *arg, cli_model_opts *o) {
         return 1;
     case 'v':
         o->params.verbose = true;
+        return 1;
+    case 'q':
+        o->params.options.on_compile = NULL;
         return 1;
     default:
         return 0;
@@ -93,12 +109,24 @@ int cli_gen_option(int opt, const char *arg, cli_gen_opts *o) {
         return 1;
     case OPT_CTX:
         return cli_parse_long("--ctx", arg, 0, INT32_MAX, &o->n_ctx) ? 1 : -1;
-    case OPT_F32_ACT:
-        o->f32_act = true;
-        return 1;
     default:
-        return 0;
+        return cli_act_option(opt, arg, &o->act);
     }
+}
+
+int cli_act_option(int opt, const char *arg, clinfer_activations *act) {
+    if (opt == OPT_F32_ACT || opt == OPT_Q8_ACT) {
+        *act = opt == OPT_F32_ACT ? CLINFER_ACT_F32 : CLINFER_ACT_Q8;
+        return 1;
+    }
+    if (opt != OPT_ACT) return 0;
+    for (int a = CLINFER_ACT_Q8; clinfer_activations_name((clinfer_activations)a); a++)
+        if (!strcmp(arg, clinfer_activations_name((clinfer_activations)a))) {
+            *act = (clinfer_activations)a;
+            return 1;
+        }
+    cli_error("--act: '%s' is not one of q8, f32-head, f32-ends, f32", arg);
+    return -1;
 }
 
 int cli_generator_open(const char *command, const cli_gen_opts *o, cli_generator *g) {
@@ -109,7 +137,7 @@ int cli_generator_open(const char *command, const cli_gen_opts *o, cli_generator
     clinfer_context_params cp;
     clinfer_context_params_default(&cp);
     cp.n_ctx = (uint32_t)o->n_ctx;
-    cp.f32_activations = o->f32_act;
+    cp.activations = o->act;
     clinfer_status st = clinfer_context_create(g->model, &cp, &g->ctx);
     if (st != CLINFER_OK)
         return cli_error("%s: cannot create a context: %s (%s)", command, clinfer_last_error(),

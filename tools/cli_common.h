@@ -30,20 +30,24 @@ enum {
     OPT_SYSTEM,
     OPT_PROFILE,
     OPT_F32_ACT,
+    OPT_Q8_ACT,
+    OPT_ACT,
 };
 
 #define CLI_MODEL_OPTIONS                                                                          \
     {"model", required_argument, NULL, 'm'}, {"device", required_argument, NULL, OPT_DEVICE},      \
-        {"reference", no_argument, NULL, OPT_REFERENCE}, {"verbose", no_argument, NULL, 'v'}, {    \
+        {"reference", no_argument, NULL, OPT_REFERENCE}, {"verbose", no_argument, NULL, 'v'},      \
+        {"quiet", no_argument, NULL, 'q'}, {                                                       \
         "help", no_argument, NULL, 'h'                                                             \
     }
-#define CLI_MODEL_SHORT "m:vh"
+#define CLI_MODEL_SHORT "m:vqh"
 #define CLI_MODEL_HELP                                                                             \
     "  -m, --model FILE     GGUF model (default: the model tools/fetch_model.sh fetches)\n"        \
     "      --device SPEC    OpenCL device: index, cpu, gpu or a name part (default:\n"             \
     "                       $CLINFER_DEVICE, else the strongest device)\n"                         \
     "      --reference      run on the plain C reference backend instead of OpenCL\n"              \
     "  -v, --verbose        log the loading steps\n"                                               \
+    "  -q, --quiet          do not say when kernels are compiled (first use of a device)\n"        \
     "  -h, --help           this help\n"
 
 #define CLI_SAMPLER_OPTIONS                                                                        \
@@ -83,9 +87,7 @@ int cli_sampler_option(int opt, const char *arg, clinfer_sampler_params *p);
     CLI_MODEL_OPTIONS, CLI_SAMPLER_OPTIONS, {"n-predict", required_argument, NULL, 'n'},           \
         {"chat-template", required_argument, NULL, OPT_CHAT_TEMPLATE},                             \
         {"system", required_argument, NULL, OPT_SYSTEM},                                           \
-        {"ctx", required_argument, NULL, OPT_CTX}, {                                               \
-        "f32-act", no_argument, NULL, OPT_F32_ACT                                                  \
-    }
+        {"ctx", required_argument, NULL, OPT_CTX}, CLI_ACT_OPTIONS
 #define CLI_GEN_SHORT CLI_MODEL_SHORT "n:"
 
 typedef struct {
@@ -93,7 +95,7 @@ typedef struct {
     clinfer_sampler_params sampling;
     const char *chat_template, *system; /* NULL: the model's template / no system message */
     long n_predict, n_ctx;
-    bool f32_act; /* --f32-act: clinfer_context_params.f32_activations */
+    clinfer_activations act; /* --act, --f32-act, --q8-act */
 } cli_gen_opts;
 
 void cli_gen_opts_init(cli_gen_opts *o, long n_predict);
@@ -147,10 +149,23 @@ double cli_now_ms(void);
     "                       token wall = kernels + gaps (launches, host work); OpenCL times its\n" \
     "                       kernels with events, the reference backend waits for each op\n"
 
-/* --f32-act (run, chat, bench): clinfer_context_params.f32_activations. */
-#define CLI_F32_ACT_HELP                                                                           \
-    "      --f32-act        matmuls over quantized weights take f32 activations instead of\n"      \
-    "                       8-bit ones: slower, closer to the exact product\n"
+/* --act MODE, --f32-act, --q8-act (run, chat, bench, perplexity):
+ * clinfer_context_params.activations, parsed by cli_act_option. */
+#define CLI_ACT_OPTIONS                                                                            \
+    {"act", required_argument, NULL, OPT_ACT}, {"f32-act", no_argument, NULL, OPT_F32_ACT}, {      \
+        "q8-act", no_argument, NULL, OPT_Q8_ACT                                                    \
+    }
+#define CLI_ACT_HELP                                                                               \
+    "      --act MODE       which matmuls over quantized weights round their input to 8 bits\n"    \
+    "                       (integer dot products, faster) and which take it in f32 (closer\n"     \
+    "                       to the exact product): q8 (all 8-bit), f32-head (the LM head f32),\n"  \
+    "                       f32-ends (first and last layers and head f32), f32 (all f32);\n"       \
+    "                       default: the measured choice (docs/PERFORMANCE.md)\n"                  \
+    "      --f32-act        --act f32\n"                                                           \
+    "      --q8-act         --act q8\n"
+
+/* For OPT_ACT, OPT_F32_ACT, OPT_Q8_ACT: 1 consumed, 0 not one of them, -1 a bad value. */
+int cli_act_option(int opt, const char *arg, clinfer_activations *act);
 
 /* Tokenizes text; special: special-token markers become their tokens (chat templates write
  * them as text), else they are plain text; first: the text starts the sequence, so it gets BOS

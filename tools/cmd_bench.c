@@ -19,25 +19,25 @@
 enum { TTFT_TOKENS = 16, OPT_JSON = 512 };
 
 static void usage(FILE *out) {
-    fprintf(
-        out,
-        "usage: clinfer bench [-m MODEL] [OPTIONS]\n\n"
-        "Measures prefill (ppN: N prompt tokens in one evaluation) and decode (tgN: N\n"
-        "single-token evaluations) in tokens/s, mean and standard deviation over\n"
-        "repetitions after a warm-up; time to first token of a %d-token prompt with the\n"
-        "model load included; and peak resident memory.\n\n"
-        "  -p, --n-prompt N     prompt tokens of the prefill test; 0 skips it (default 128)\n"
-        "  -n, --n-gen N        tokens of the decode test; 0 skips it (default 64)\n"
-        "  -r, --repetitions R  timed runs of each test (default 5)\n"
-        "      --json           one JSON object on stdout instead of the table\n" CLI_F32_ACT_HELP
-            CLI_PROFILE_HELP CLI_MODEL_HELP,
-        TTFT_TOKENS);
+    fprintf(out,
+            "usage: clinfer bench [-m MODEL] [OPTIONS]\n\n"
+            "Measures prefill (ppN: N prompt tokens in one evaluation) and decode (tgN: N\n"
+            "single-token evaluations) in tokens/s, mean and standard deviation over\n"
+            "repetitions after a warm-up; time to first token of a %d-token prompt with the\n"
+            "model load included; and peak resident memory.\n\n"
+            "  -p, --n-prompt N     prompt tokens of the prefill test; 0 skips it (default 128)\n"
+            "  -n, --n-gen N        tokens of the decode test; 0 skips it (default 64)\n"
+            "  -r, --repetitions R  timed runs of each test (default 5)\n"
+            "      --json           one JSON object on stdout instead of the table\n" CLI_ACT_HELP
+                CLI_PROFILE_HELP CLI_MODEL_HELP,
+            TTFT_TOKENS);
 }
 
 typedef struct {
     cli_model_opts model;
     long n_prompt, n_gen, reps;
-    bool json, profile, f32_act;
+    bool json, profile;
+    clinfer_activations act;
 } bench_opts;
 
 static int bench_option(int opt, const char *arg, void *user) {
@@ -58,11 +58,8 @@ static int bench_option(int opt, const char *arg, void *user) {
         o->profile = true;
         o->model.params.options.profile = CLINFER_ON;
         return 1;
-    case OPT_F32_ACT:
-        o->f32_act = true;
-        return 1;
     default:
-        return 0;
+        return cli_act_option(opt, arg, &o->act);
     }
 }
 
@@ -74,7 +71,7 @@ static int parse(int argc, char **argv, bench_opts *o) {
                                             {"repetitions", required_argument, NULL, 'r'},
                                             {"json", no_argument, NULL, OPT_JSON},
                                             {"profile", no_argument, NULL, OPT_PROFILE},
-                                            {"f32-act", no_argument, NULL, OPT_F32_ACT},
+                                            CLI_ACT_OPTIONS,
                                             {NULL, 0, NULL, 0}};
     int rc = cli_parse_options("bench", argc, argv, ":" CLI_MODEL_SHORT "p:n:r:", options,
                                bench_option, o, usage);
@@ -151,7 +148,7 @@ static int first_token(const bench_opts *o, uint32_t n_ctx, clinfer_model **mode
     clinfer_context_params_default(&cp);
     cp.n_ctx = n_ctx;
     cp.n_batch = n_ctx;
-    cp.f32_activations = o->f32_act;
+    cp.activations = o->act;
     clinfer_status st = clinfer_model_get_info(*model, info);
     if (st == CLINFER_OK) st = clinfer_context_create(*model, &cp, ctx);
     if (st != CLINFER_OK)
@@ -185,9 +182,10 @@ static const char *model_label(const bench_opts *o, const clinfer_model_info *in
     return slash ? slash + 1 : o->model.path;
 }
 
-/* What matmuls over quantized weights read x as; F16/F32 weights always take f32. */
+/* What matmuls over quantized weights read x as (--act, resolved by the context); F16/F32
+ * weights always take f32. */
 static const char *activations(const bench_opts *o) {
-    return o->f32_act ? "f32" : "q8";
+    return clinfer_activations_name(o->act);
 }
 
 static int print_json(const bench_opts *o, const clinfer_model_info *info,
@@ -242,8 +240,7 @@ static void print_table(const bench_opts *o, const clinfer_model_info *info,
                params, backend, test, tps);
     }
     printf("\ndevice: %s\n", info->backend);
-    printf("activations of matmuls over quantized weights: %s%s\n", activations(o),
-           o->f32_act ? " (--f32-act)" : " (8 bits per block of 32; --f32-act for f32)");
+    printf("activations of matmuls over quantized weights: %s (--act)\n", activations(o));
     printf("time to first token (%d-token prompt, model load included): %.0f ms\n", TTFT_TOKENS,
            ttft_ms);
     printf("peak resident memory: %.1f MiB\n", peak_rss_mib());
@@ -270,6 +267,7 @@ int cmd_bench(int argc, char **argv) {
     rc = 1;
 
     if (first_token(&o, n_ctx, &model, &ctx, &info, &ttft_ms)) goto cleanup;
+    o.act = clinfer_context_activations(ctx);
     if (o.n_prompt) tests[n_tests++] = (bench_result){.name = "pp", .n = o.n_prompt};
     if (o.n_gen) tests[n_tests++] = (bench_result){.name = "tg", .n = o.n_gen};
     for (size_t i = 0; i < n_tests; i++)

@@ -18,7 +18,7 @@ static void usage(FILE *out) {
             "      --system TEXT    a system message that opens the conversation\n"
             "      --chat-template NAME  chatml, llama3, llama2 or gemma instead of the\n"
             "                       model's template\n"
-            "      --ctx N          context length; 0 is the model's (default 0)\n" CLI_F32_ACT_HELP
+            "      --ctx N          context length; 0 is the model's (default 0)\n" CLI_ACT_HELP
                 CLI_MODEL_HELP CLI_SAMPLER_HELP);
 }
 
@@ -111,7 +111,8 @@ static int chat_turn(chat_session *s) {
         clinfer_context_reset(s->g.ctx);
         held_len = 0;
     }
-    if (cli_tokenize(s->g.model, rendered + held_len, true, !extends, &tokens, &n_tokens)) goto cleanup;
+    if (cli_tokenize(s->g.model, rendered + held_len, true, !extends, &tokens, &n_tokens))
+        goto cleanup;
     /* The answer gets what room the context has left, up to -n. */
     size_t room = clinfer_context_n_ctx(s->g.ctx) - clinfer_context_n_past(s->g.ctx);
     if (n_tokens >= room) {

@@ -36,14 +36,15 @@ static void usage(FILE *out) {
             "                       divergence (mean, percentiles), top-1 agreement and the\n"
             "                       perplexity ratio, on BASE's tokens\n"
             "      --kl-divergence  compare with BASE instead of writing it\n"
-            "      --json           the results as one JSON object on stdout\n" CLI_F32_ACT_HELP
+            "      --json           the results as one JSON object on stdout\n" CLI_ACT_HELP
                 CLI_MODEL_HELP);
 }
 
 typedef struct {
     cli_model_opts model;
     const char *file, *kld_base;
-    bool kld, json, f32_act;
+    bool kld, json;
+    clinfer_activations act;
     long n_ctx, n_chunks, n_batch;
 } ppl_opts;
 
@@ -70,11 +71,8 @@ static int ppl_option(int opt, const char *arg, void *user) {
     case OPT_JSON:
         o->json = true;
         return 1;
-    case OPT_F32_ACT:
-        o->f32_act = true;
-        return 1;
     default:
-        return 0;
+        return cli_act_option(opt, arg, &o->act);
     }
 }
 
@@ -88,7 +86,7 @@ static int parse(int argc, char **argv, ppl_opts *o) {
         {"kl-divergence-base", required_argument, NULL, OPT_KLD_BASE},
         {"kl-divergence", no_argument, NULL, OPT_KLD},
         {"json", no_argument, NULL, OPT_JSON},
-        {"f32-act", no_argument, NULL, OPT_F32_ACT},
+        CLI_ACT_OPTIONS,
         {NULL, 0, NULL, 0}};
     int rc = cli_parse_options("perplexity", argc, argv, ":" CLI_MODEL_SHORT "f:c:b:", options,
                                ppl_option, o, usage);
@@ -268,7 +266,7 @@ int cmd_perplexity(int argc, char **argv) {
     cp.n_ctx = p.n_ctx;
     cp.n_batch = (uint32_t)(o.n_batch ? o.n_batch : 512);
     cp.logits_all = true;
-    cp.f32_activations = o.f32_act;
+    cp.activations = o.act;
     clinfer_status st = clinfer_context_create(m, &cp, &ctx);
     if (st != CLINFER_OK) {
         cli_error("perplexity: %s (%s)", clinfer_last_error(), clinfer_status_str(st));

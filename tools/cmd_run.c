@@ -17,7 +17,7 @@ static void usage(FILE *out) {
             "      --chat-template NAME  chatml, llama3, llama2 or gemma instead of the\n"
             "                       model's template (implies --chat)\n"
             "      --system TEXT    a system message before the prompt (implies --chat)\n"
-            "      --ctx N          context length; 0 is the model's (default 0)\n" CLI_F32_ACT_HELP
+            "      --ctx N          context length; 0 is the model's (default 0)\n" CLI_ACT_HELP
                 CLI_PROFILE_HELP CLI_MODEL_HELP CLI_SAMPLER_HELP);
 }
 

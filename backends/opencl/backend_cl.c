@@ -27,6 +27,13 @@ typedef struct cl_built {
     char key[]; /* the source's name, a newline, the options */
 } cl_built;
 
+/* The compile hook of cl_build: on_compile, told under the shared lock. */
+static void compiling(const char *source_name, void *user) {
+    cl_backend_ctx *b = user;
+    clinfer_compile_event e = {b->info.name, source_name, ++b->shared->compiled};
+    b->options.on_compile(&e, b->options.on_compile_user);
+}
+
 clinfer_status cl_build(cl_backend_ctx *b, const char *source_name, const char *extra_options,
                         cl_program *out) {
     cl_shared *sh = b->shared;
@@ -40,8 +47,9 @@ clinfer_status cl_build(cl_backend_ctx *b, const char *source_name, const char *
     for (e = sh->programs; e && strcmp(e->key, fresh->key) != 0;)
         e = e->next;
     if (!e) {
-        st = cl_program_build(b->context, b->device, &b->info, b->cache_dir, source_name,
-                              extra_options, &fresh->program);
+        cl_compile_hook hook = {b->options.on_compile ? compiling : NULL, b};
+        st = cl_program_build_hooked(b->context, b->device, &b->info, b->cache_dir, source_name,
+                                     extra_options, &hook, &fresh->program);
         if (st == CLINFER_OK) {
             fresh->next = sh->programs;
             sh->programs = e = fresh;

@@ -53,6 +53,7 @@ typedef struct {
 typedef struct cl_shared {
     pthread_mutex_t lock; /* held through a build too: no program is built twice */
     struct cl_built *programs;
+    unsigned compiled; /* programs compiled from source (on_compile's count) */
     bool lost;
     char lost_reason[160];
 } cl_shared;

@@ -376,10 +376,10 @@ static cl_program build_from_binary(cl_context ctx, cl_device_id dev, const unsi
     return prog;
 }
 
-clinfer_status cl_program_build_source(cl_context ctx, cl_device_id dev,
-                                       const clinfer_device_info *info, const char *cache_dir,
-                                       const char *name, const char *source,
-                                       const char *extra_options, cl_program *out) {
+static clinfer_status build_source(cl_context ctx, cl_device_id dev,
+                                   const clinfer_device_info *info, const char *cache_dir,
+                                   const char *name, const char *source, const char *extra_options,
+                                   const cl_compile_hook *hook, cl_program *out) {
     if (!ctx || !dev || !info || !name || !source || !out)
         return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "cl_program_build_source: NULL argument");
     *out = NULL;
@@ -418,6 +418,7 @@ clinfer_status cl_program_build_source(cl_context ctx, cl_device_id dev,
         discard_entry(path, "the driver rejected the binary");
     }
     atomic_fetch_add(&cache_misses, 1);
+    if (hook && hook->compiling) hook->compiling(name, hook->user);
     CHECK(build_from_text(ctx, dev, name, source, options, &prog));
     cl_verbose("built %s for '%s' in %.1f ms (options '%s')", name, info->name, now_ms() - start,
                options);
@@ -521,9 +522,24 @@ cleanup:
     return st;
 }
 
+clinfer_status cl_program_build_source(cl_context ctx, cl_device_id dev,
+                                       const clinfer_device_info *info, const char *cache_dir,
+                                       const char *name, const char *source,
+                                       const char *extra_options, cl_program *out) {
+    return build_source(ctx, dev, info, cache_dir, name, source, extra_options, NULL, out);
+}
+
 clinfer_status cl_program_build(cl_context ctx, cl_device_id dev, const clinfer_device_info *info,
                                 const char *cache_dir, const char *source_name,
                                 const char *extra_options, cl_program *out) {
+    return cl_program_build_hooked(ctx, dev, info, cache_dir, source_name, extra_options, NULL,
+                                   out);
+}
+
+clinfer_status cl_program_build_hooked(cl_context ctx, cl_device_id dev,
+                                       const clinfer_device_info *info, const char *cache_dir,
+                                       const char *source_name, const char *extra_options,
+                                       const cl_compile_hook *hook, cl_program *out) {
     if (!source_name)
         return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "cl_program_build: source_name is NULL");
     const char *text = NULL;
@@ -531,8 +547,8 @@ clinfer_status cl_program_build(cl_context ctx, cl_device_id dev, const clinfer_
     clinfer_status st = source_text(source_name, &text, &owned);
     if (st == CLINFER_OK) st = expand_includes(source_name, text, &expanded);
     if (st == CLINFER_OK)
-        st = cl_program_build_source(ctx, dev, info, cache_dir, source_name, expanded,
-                                     extra_options, out);
+        st = build_source(ctx, dev, info, cache_dir, source_name, expanded, extra_options, hook,
+                          out);
     free(expanded);
     free(owned);
     return st;

@@ -38,6 +38,18 @@ clinfer_status cl_program_build(cl_context ctx, cl_device_id dev, const clinfer_
                                 const char *cache_dir, const char *source_name,
                                 const char *extra_options, cl_program *out);
 
+/* Told before a program is compiled from source (not found in the cache): seconds on CPUs. */
+typedef struct {
+    void (*compiling)(const char *source_name, void *user);
+    void *user;
+} cl_compile_hook;
+
+/* cl_program_build, calling hook (NULL: none) before a compile from source. */
+clinfer_status cl_program_build_hooked(cl_context ctx, cl_device_id dev,
+                                       const clinfer_device_info *info, const char *cache_dir,
+                                       const char *source_name, const char *extra_options,
+                                       const cl_compile_hook *hook, cl_program *out);
+
 /* The same for source text the caller holds; name only labels messages and logs. */
 clinfer_status cl_program_build_source(cl_context ctx, cl_device_id dev,
                                        const clinfer_device_info *info, const char *cache_dir,
