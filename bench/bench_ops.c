@@ -7,7 +7,9 @@
  *   3. GEMM (prefill) 512 x 1536 x 576 per type: GFLOP/s (2 m n k / t), ours and CLBlast's
  * Times are wall clock around enqueue + sync, min and median of SAMPLES samples after WARMUPS
  * warm-ups; a sample repeats the op until it lasts about 2 ms so launch and sync overheads of
- * tiny shapes are amortised the way a decode loop amortises them. */
+ * tiny shapes are amortised the way a decode loop amortises them.
+ * --check is the correctness mode: the same ops once each, on weights whose rows all differ,
+ * against the reference backend; the NMSE of every op, exit 1 past CHECK_NMSE. */
 #include <cjson/cJSON.h>
 #include <getopt.h>
 #include <math.h>
@@ -24,6 +26,9 @@
 #include "opencl/program.h"
 
 enum { WARMUPS = 2, SAMPLES = 10, MAX_REPS = 1000 };
+/* Device against reference: both round x to 8 bits the same way, so what is left is the order
+ * of float sums (measured up to about 1e-7 on PoCL). */
+#define CHECK_NMSE 1e-5
 enum { OPT_DEVICE = 256 };
 
 static double now_ms(void) {
@@ -159,24 +164,35 @@ cleanup:
 
 /* ---- operands -------------------------------------------------------------------------- */
 
-/* An m x k weight of type: one random row quantized once and repeated (the data does not
- * change the kernels' work, and quantizing 58M elements would dominate the run). */
-static int make_weight(clinfer_backend *be, clinfer_dtype type, int m, int k,
-                       clinfer_buffer **out) {
+/* An m x k weight of type as stored. Timing: one pseudo-random row quantized once and repeated
+ * (the data does not change the kernels' work, and quantizing 58M elements would dominate the
+ * run); distinct (--check): every row different, so that a row read from the wrong place
+ * shows. NULL when out of memory. */
+static unsigned char *weight_data(clinfer_dtype type, int m, int k, bool distinct) {
     size_t row = clinfer_dtype_row_bytes(type, (size_t)k);
     float *f = malloc((size_t)k * sizeof *f);
     unsigned char *data = malloc(row * (size_t)m);
-    clinfer_status st = CLINFER_ERR_OUT_OF_MEMORY;
-    if (f && data) {
-        for (int i = 0; i < k; i++)
-            f[i] = (float)((i * 7919) % 2001 - 1000) / 1000.0f;
-        clinfer_quantize_row(type, f, data, (size_t)k);
-        for (int r = 1; r < m; r++)
+    for (int r = 0; f && data && r < m; r++) {
+        if (r > 0 && !distinct) {
             memcpy(data + row * (size_t)r, data, row);
-        st = be->i->weight_create(be->ctx, type, m, k, data, out);
+            continue;
+        }
+        for (int i = 0; i < k; i++)
+            f[i] = (float)((i * 7919 + r * 104729) % 2001 - 1000) / 1000.0f;
+        clinfer_quantize_row(type, f, data + row * (size_t)r, (size_t)k);
     }
     free(f);
-    free(data);
+    if (!f) {
+        free(data);
+        return NULL;
+    }
+    return data;
+}
+
+static int make_weight(clinfer_backend *be, clinfer_dtype type, int m, int k,
+                       const unsigned char *data, clinfer_buffer **out) {
+    clinfer_status st =
+        data ? be->i->weight_create(be->ctx, type, m, k, data, out) : CLINFER_ERR_OUT_OF_MEMORY;
     if (st != CLINFER_OK)
         return cli_error("%s weight %d x %d: %s", clinfer_dtype_name(type), m, k,
                          clinfer_last_error());
@@ -198,42 +214,85 @@ static int make_buffer(clinfer_backend *be, size_t floats, clinfer_buffer **out)
     return 0;
 }
 
-/* Times y[n][m] = x[n][k] . W^T on be; *weight_bytes receives the weight's size as stored.
- * x_q8: x rounded to 8 bits first; two x alternate, so every op pays for its rounding (a device
- * may keep the rounded x for the next matmul over the same x). */
-static int bench_matmul(clinfer_backend *be, clinfer_dtype type, int m, int k, int n, bool x_q8,
-                        timing *t, double *weight_bytes) {
-    clinfer_buffer *w = NULL, *x = NULL, *y = NULL;
-    int rc = make_weight(be, type, m, k, &w);
-    if (!rc) *weight_bytes = (double)w->head.bytes;
-    if (!rc) rc = make_buffer(be, 2 * (size_t)n * k, &x);
-    if (!rc) rc = make_buffer(be, (size_t)n * m, &y);
-    if (!rc) {
+/* y[n][m] = x[n][k] . W^T on be: timed (check NULL), or run once and compared with the
+ * reference backend `check`, *nmse receiving the NMSE of y. *weight_bytes receives the weight's
+ * size as stored. x_q8: x rounded to 8 bits first; two x alternate, so every op pays for its
+ * rounding (a device may keep the rounded x for the next matmul over the same x). */
+static int bench_matmul(clinfer_backend *be, clinfer_backend *check, clinfer_dtype type, int m,
+                        int k, int n, bool x_q8, timing *t, double *weight_bytes, double *nmse) {
+    clinfer_backend *sides[2] = {be, check};
+    clinfer_buffer *w[2] = {NULL, NULL}, *x[2] = {NULL, NULL}, *y[2] = {NULL, NULL};
+    float *out[2] = {NULL, NULL};
+    unsigned char *data = weight_data(type, m, k, check != NULL);
+    size_t ny = (size_t)n * m;
+    int rc = 0;
+    for (int s = 0; s < (check ? 2 : 1) && !rc; s++) {
+        clinfer_backend *on = sides[s];
+        rc = make_weight(on, type, m, k, data, &w[s]);
+        if (!rc) rc = make_buffer(on, 2 * (size_t)n * k, &x[s]);
+        if (!rc) rc = make_buffer(on, ny, &y[s]);
+        if (rc) break;
         clinfer_op ops[2];
-        for (int i = 0; i < 2; i++) {
-            ops[i] = (clinfer_op){.kind = CLINFER_OP_MATMUL};
-            ops[i].matmul.w = w;
-            ops[i].matmul.x = (clinfer_ref){x, (size_t)i * n * k};
-            ops[i].matmul.y = (clinfer_ref){y, 0};
-            ops[i].matmul.m = m;
-            ops[i].matmul.k = k;
-            ops[i].matmul.n = n;
-            ops[i].matmul.x_q8 = x_q8;
+        for (int i = 0; i < 2; i++)
+            ops[i] = (clinfer_op){.kind = CLINFER_OP_MATMUL,
+                                  .matmul = {.w = w[s],
+                                             .x = {x[s], (size_t)i * n * k},
+                                             .y = {y[s], 0},
+                                             .m = m,
+                                             .k = k,
+                                             .n = n,
+                                             .x_q8 = x_q8}};
+        if (!check) {
+            rc = time_ops(on, ops, x_q8 ? 2 : 1, t);
+            break;
         }
-        rc = time_ops(be, ops, x_q8 ? 2 : 1, t);
+        clinfer_status st = on->i->op(on->ctx, &ops[1]);
+        if (st == CLINFER_OK && !(out[s] = malloc(ny * sizeof(float))))
+            st = CLINFER_ERR_OUT_OF_MEMORY;
+        if (st == CLINFER_OK) st = on->i->buffer_read(on->ctx, y[s], 0, ny * sizeof(float), out[s]);
+        if (st != CLINFER_OK)
+            rc = cli_error("%s matmul %d x %d x %d on %s: %s", clinfer_dtype_name(type), n, m, k,
+                           on->i->name(on->ctx), clinfer_last_error());
     }
-    be->i->buffer_free(be->ctx, w);
-    be->i->buffer_free(be->ctx, x);
-    be->i->buffer_free(be->ctx, y);
+    if (!rc) *weight_bytes = (double)w[0]->head.bytes;
+    if (!rc && check) {
+        double num = 0, den = 0;
+        for (size_t i = 0; i < ny; i++) {
+            double d = (double)out[0][i] - out[1][i];
+            num += d * d;
+            den += (double)out[1][i] * out[1][i];
+        }
+        *nmse = den > 0 ? num / den : num;
+    }
+    for (int s = 0; s < 2; s++) {
+        if (w[s]) sides[s]->i->buffer_free(sides[s]->ctx, w[s]);
+        if (x[s]) sides[s]->i->buffer_free(sides[s]->ctx, x[s]);
+        if (y[s]) sides[s]->i->buffer_free(sides[s]->ctx, y[s]);
+        free(out[s]);
+    }
+    free(data);
     return rc;
+}
+
+/* One op of --check: its line (what NULL: none), the worst NMSE and the failures so far. */
+static void note_check(const char *what, clinfer_dtype type, bool q8, int n, int m, int k,
+                       double nmse, double *worst, int *failed) {
+    bool ok = nmse <= CHECK_NMSE; /* NaN fails too */
+    *worst = nmse > *worst || nmse != nmse ? nmse : *worst;
+    *failed += !ok;
+    if (what)
+        printf("%-12s %-5s %-3s n %-3d %6d x %-5d NMSE %.2e %s\n", what, clinfer_dtype_name(type),
+               q8 ? "q8" : "f32", n, m, k, nmse, ok ? "ok" : "FAIL");
 }
 
 /* ---- command --------------------------------------------------------------------------- */
 
 static void usage(FILE *out) {
-    fprintf(out, "usage: bench_ops [--device SPEC] [--type TYPE] [--json]\n\n"
+    fprintf(out, "usage: bench_ops [--device SPEC] [--type TYPE] [--json] [--check]\n\n"
                  "Times the matvec and GEMM kernels for every weight type next to the device's\n"
                  "measured read bandwidth and FMA rate.\n\n"
+                 "      --check          correctness instead of speed: each op once, against the\n"
+                 "                       reference backend (NMSE; exit 1 past 1e-5)\n"
                  "      --device SPEC    OpenCL device: index, cpu, gpu or a name part\n"
                  "      --type TYPE      only this weight type (F32, F16, Q8_0, Q4_0, Q4_1, Q4_K,\n"
                  "                       Q6_K)\n"
@@ -246,10 +305,11 @@ int main(int argc, char **argv) {
     static const struct option options[] = {{"device", required_argument, NULL, OPT_DEVICE},
                                             {"json", no_argument, NULL, 'j'},
                                             {"type", required_argument, NULL, 't'},
+                                            {"check", no_argument, NULL, 'c'},
                                             {"help", no_argument, NULL, 'h'},
                                             {NULL, 0, NULL, 0}};
     const char *device = NULL, *only = NULL;
-    bool json = false;
+    bool json = false, checking = false;
     int opt;
     opterr = 0;
     while ((opt = getopt_long(argc, argv, ":h", options, NULL)) != -1) {
@@ -259,6 +319,8 @@ int main(int argc, char **argv) {
             json = true;
         else if (opt == 't')
             only = optarg;
+        else if (opt == 'c')
+            checking = true;
         else if (opt == 'h') {
             usage(stdout);
             return 0;
@@ -277,9 +339,15 @@ int main(int argc, char **argv) {
     char reason[256];
     clinfer_status st = clinfer_device_select(device, &index, reason, sizeof reason);
     if (st != CLINFER_OK) return cli_error("no device: %s", clinfer_last_error());
-    clinfer_backend *be = NULL, *blas = NULL;
+    clinfer_backend *be = NULL, *blas = NULL, *check = NULL;
     if ((st = clinfer_backend_opencl_create(index, NULL, &be)) != CLINFER_OK)
         return cli_error("%s", clinfer_last_error());
+    if (checking && clinfer_backend_reference_create(&check) != CLINFER_OK) {
+        clinfer_backend_free(be);
+        return cli_error("%s", clinfer_last_error());
+    }
+    double worst = 0;
+    int failed = 0, checked = 0;
     cl_backend_ctx *b = be->ctx;
     double load[3] = {0, 0, 0};
     if (getloadavg(load, 3) < 0) load[0] = load[1] = load[2] = NAN;
@@ -293,12 +361,14 @@ int main(int argc, char **argv) {
                load[2]);
 
     roofline roof = {0, 0};
-    int rc = probe(b, &roof);
+    int rc = checking ? 0 : probe(b, &roof);
     if (rc) goto done;
-    cJSON *r = cJSON_AddObjectToObject(root, "roofline");
-    cJSON_AddNumberToObject(r, "read_gbps", roof.read_gbps);
-    cJSON_AddNumberToObject(r, "fma_gflops", roof.fma_gflops);
-    if (!json)
+    if (!check) {
+        cJSON *r = cJSON_AddObjectToObject(root, "roofline");
+        cJSON_AddNumberToObject(r, "read_gbps", roof.read_gbps);
+        cJSON_AddNumberToObject(r, "fma_gflops", roof.fma_gflops);
+    }
+    if (!json && !check)
         printf("roofline: read %.1f GB/s, f32 FMA %.1f GFLOP/s\n\n"
                "matvec (n = 1; x: f32 activations, or q8 rounded to 8 bits first)\n"
                "%-5s %-3s %13s %10s %10s %8s %7s\n",
@@ -316,8 +386,14 @@ int main(int argc, char **argv) {
                     (q8 && clinfer_dtype_block_elems(type) == 1))
                     continue;
                 timing tm;
-                double weight_bytes = 0;
-                if ((rc = bench_matmul(be, type, m, k, 1, q8, &tm, &weight_bytes))) goto done;
+                double weight_bytes = 0, nmse = 0;
+                if ((rc = bench_matmul(be, check, type, m, k, 1, q8, &tm, &weight_bytes, &nmse)))
+                    goto done;
+                if (check) {
+                    note_check(json ? NULL : "matvec", type, q8, 1, m, k, nmse, &worst, &failed);
+                    checked++;
+                    continue;
+                }
                 double bytes = weight_bytes + 4.0 * k;
                 double gbps = bytes / (tm.min_ms * 1e6), pct = 100 * gbps / roof.read_gbps;
                 cJSON *o = cJSON_CreateObject();
@@ -345,7 +421,7 @@ int main(int argc, char **argv) {
         clinfer_backend_free(blas);
         blas = NULL;
     }
-    if (!json)
+    if (!json && !check)
         printf("\nGEMM %d x %d x %d (n x m x k)\n%-5s %-8s %10s %10s %9s %7s\n", gemm_n, gemm_m,
                gemm_k, "type", "kernel", "min ms", "median ms", "GFLOP/s", "% fma");
     gemm = cJSON_AddArrayToObject(root, "gemm");
@@ -358,9 +434,18 @@ int main(int argc, char **argv) {
             clinfer_backend *on = side ? blas : be;
             if (side && (type != CLINFER_DT_F32 || !blas)) continue;
             timing tm;
-            double weight_bytes = 0;
-            if ((rc = bench_matmul(on, type, gemm_m, gemm_k, gemm_n, false, &tm, &weight_bytes)))
+            double weight_bytes = 0, nmse = 0;
+            if ((rc = bench_matmul(on, check, type, gemm_m, gemm_k, gemm_n, false, &tm,
+                                   &weight_bytes, &nmse)))
                 goto done;
+            if (check) {
+                note_check(json   ? NULL
+                           : side ? "gemm clblast"
+                                  : "gemm",
+                           type, false, gemm_n, gemm_m, gemm_k, nmse, &worst, &failed);
+                checked++;
+                continue;
+            }
             double gflops = 2.0 * gemm_m * gemm_n * gemm_k / (tm.min_ms * 1e6);
             const char *kernel = side ? "clblast" : "clinfer";
             cJSON *o = cJSON_CreateObject();
@@ -378,6 +463,16 @@ int main(int argc, char **argv) {
             }
         }
     if (!blas && !json) printf("(CLBlast: not built in or not available on this device)\n");
+    if (check) {
+        cJSON *c = cJSON_AddObjectToObject(root, "check");
+        cJSON_AddNumberToObject(c, "ops", checked);
+        cJSON_AddNumberToObject(c, "failed", failed);
+        cJSON_AddNumberToObject(c, "worst_nmse", worst);
+        if (!json)
+            printf("check: %d ops against the reference backend, worst NMSE %.2e, %d past %.0e\n",
+                   checked, worst, failed, CHECK_NMSE);
+        rc = failed > 0;
+    }
 done:
     if (json && !rc) {
         char *text = cJSON_Print(root);
@@ -386,6 +481,7 @@ done:
     }
     cJSON_Delete(root);
     clinfer_backend_free(blas);
+    clinfer_backend_free(check);
     clinfer_backend_free(be);
     return rc;
 }

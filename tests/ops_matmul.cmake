@@ -12,3 +12,8 @@ endforeach()
 add_test(NAME test_cl_matmul_clblast COMMAND test_cl_matmul)
 set_tests_properties(test_cl_matmul_clblast PROPERTIES LABELS quick SKIP_RETURN_CODE 77
   ENVIRONMENT "CLINFER_CACHE_DIR=${CMAKE_CURRENT_BINARY_DIR}/cl-cache;CLINFER_KERNEL_PATH=cpu-rows;CLINFER_CLBLAST=1")
+# bench_ops' correctness mode: every matvec and GEMM it times (SmolLM2 to 8B shapes, every
+# weight type, f32 and 8-bit x, CLBlast's side where built), once, against the reference.
+add_test(NAME bench_ops_check COMMAND bench_ops --check)
+set_tests_properties(bench_ops_check PROPERTIES LABELS quick SKIP_REGULAR_EXPRESSION "no device"
+  ENVIRONMENT "${CLINFER_TEST_ENV}")
