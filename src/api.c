@@ -124,6 +124,11 @@ clinfer_status clinfer_generate(clinfer_context *ctx, const int32_t *prompt, siz
         return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "generate: NULL argument");
     const clinfer_model *m = clinfer_context_model(ctx);
     CHECK(need_vocab(m, "generate"));
+    if (!n_prompt && !clinfer_context_n_past(ctx)) {
+        st = clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
+                          "generate: no prompt tokens and an empty context: nothing to continue");
+        goto cleanup;
+    }
     size_t room = clinfer_context_n_ctx(ctx) - clinfer_context_n_past(ctx);
     if (n_prompt > room || (n_predict >= 0 && (size_t)n_predict > room - n_prompt)) {
         st = clinfer_fail(CLINFER_ERR_CONTEXT_FULL,

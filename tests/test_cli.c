@@ -94,6 +94,32 @@ static void test_first_compile(const char *model) {
     printf("first run: compiling announced; quiet and cached runs silent\n");
 }
 
+/* The flags llama.cpp users type: -c, -s (-1 or absent: a new seed each run, printed), -f,
+ * -n -1, -dev, -ngl (ignored with a note), bench -o csv; and an empty prompt is an error. */
+static void test_llama_flags(const char *model) {
+    char err[16384], prompt[sizeof dir + 16];
+    snprintf(prompt, sizeof prompt, "%s/prompt.txt", dir);
+    FILE *f = fopen(prompt, "w");
+    if (f) fputs("hello world", f), fclose(f);
+    int code = run((const char *const[]){"run", "-m", model, "--reference", "-f", prompt, "-c",
+                                         "64", "-n", "-1", "-s", "-1", "-ngl", "99", NULL},
+                   err, sizeof err);
+    EXPECT(code == 0, "run -f -c -n -1 -s -1 -ngl exited %d: %s", code, err);
+    EXPECT(strstr(err, "clinfer: seed ") && strstr(err, "-ngl ignored"),
+           "no seed line or -ngl note on stderr: %s", err);
+    ERR("no-such-device", "run", "-m", model, "-p", "hi", "-dev", "no-such-device");
+    /* the tiny model's prompts start with BOS: an empty one is BOS alone */
+    code = run((const char *const[]){"run", "-m", model, "--reference", "-p", "", "-n", "2", NULL},
+               err, sizeof err);
+    EXPECT(code == 0, "run -p '' on a model with BOS exited %d: %s", code, err);
+    ERR("-s", "run", "-m", model, "--reference", "-p", "hi", "-s", "-2");
+    code = run((const char *const[]){"bench", "-m", model, "--reference", "-p", "4", "-n", "2",
+                                     "-r", "1", "-o", "csv", NULL},
+               err, sizeof err);
+    EXPECT(code == 0 && !strncmp(out, "model,", 6) && count_lines(out) == 3,
+           "bench -o csv exited %d:\n%s", code, out);
+}
+
 static void test_tiny_model(void) {
     char model[sizeof dir + 16], err[4096], first[sizeof out];
     snprintf(model, sizeof model, "%s/tiny.gguf", dir);
@@ -129,6 +155,7 @@ static void test_tiny_model(void) {
                strstr(out, "Q8_0") != NULL,
            "info lacks the architecture, memory plan or tensor types:\n%s", out);
     test_first_compile(model);
+    test_llama_flags(model);
 }
 
 int main(int argc, char **argv) {
@@ -160,7 +187,7 @@ int main(int argc, char **argv) {
     ERR("-x", "run", "-x");
     ERR("--frobnicate", "info", "--frobnicate");
     ERR("--bogus", "chat", "--bogus", "-m", missing);
-    ERR("-n", "run", "-m", not_gguf, "-p", "hello", "-n", "-1");
+    ERR("-n", "run", "-m", not_gguf, "-p", "hello", "-n", "-2"); /* -1 is 'no limit' */
     ERR("-n", "chat", "-n", "-5");
     ERR("-n", "run", "-p", "hello", "-n", "lots");
     ERR("--temp", "run", "-p", "hello", "--temp", "hot");

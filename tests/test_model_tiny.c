@@ -182,6 +182,10 @@ static void test_context_full(clinfer_model *m) {
     int32_t bad = (int32_t)tiny_model_n_vocab();
     clinfer_context_reset(ctx);
     EXPECT(clinfer_context_n_past(ctx) == 0, "n_past %u after reset", clinfer_context_n_past(ctx));
+    EXPECT(clinfer_generate(ctx, prompt, 0, 1, NULL, NULL, NULL, NULL) ==
+                   CLINFER_ERR_INVALID_ARGUMENT &&
+               strstr(clinfer_last_error(), "nothing to continue"),
+           "generate with no prompt on an empty context: %s", clinfer_last_error());
     EXPECT(clinfer_eval(ctx, &bad, 1) == CLINFER_ERR_INVALID_ARGUMENT, "token id %d", bad);
     clinfer_context_free(ctx);
 }

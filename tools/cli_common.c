@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cli.h"
 
@@ -72,12 +73,13 @@ int cli_sampler_option(int opt, const char *arg, clinfer_sampler_params *p) {
         if (!cli_parse_long("--repeat-last-n", arg, 0, 1 << 20, &v)) return -1;
         p->repeat_last_n = (int32_t)v;
         return 1;
-    case OPT_SEED: {
+    case 's': {
+        if (!strcmp(arg, "-1")) return 1; /* random, as when absent (cli_generator_open) */
         char *end;
         errno = 0;
         unsigned long long s = strtoull(arg, &end, 0);
         if (errno || end == arg || *end || arg[0] == '-') {
-            cli_error("--seed: '%s' is not a non-negative whole number", arg);
+            cli_error("--seed: '%s' is not a non-negative whole number or -1 (random)", arg);
             return -1;
         }
         p->seed = s;
@@ -92,6 +94,7 @@ void cli_gen_opts_init(cli_gen_opts *o, long n_predict) {
     *o = (cli_gen_opts){.n_predict = n_predict};
     cli_model_opts_init(&o->model);
     clinfer_sampler_params_default(&o->sampling);
+    o->sampling.seed = RANDOM_SEED;
 }
 
 int cli_gen_option(int opt, const char *arg, cli_gen_opts *o) {
@@ -99,16 +102,16 @@ int cli_gen_option(int opt, const char *arg, cli_gen_opts *o) {
     if (!used) used = cli_sampler_option(opt, arg, &o->sampling);
     if (used) return used;
     switch (opt) {
-    case 'n':
-        return cli_parse_long("-n", arg, 0, INT32_MAX, &o->n_predict) ? 1 : -1;
+    case 'n': /* -1: until the end of the text or the context */
+        return cli_parse_long("-n", arg, -1, INT32_MAX, &o->n_predict) ? 1 : -1;
     case OPT_CHAT_TEMPLATE:
         o->chat_template = arg;
         return 1;
     case OPT_SYSTEM:
         o->system = arg;
         return 1;
-    case OPT_CTX:
-        return cli_parse_long("--ctx", arg, 0, INT32_MAX, &o->n_ctx) ? 1 : -1;
+    case 'c':
+        return cli_parse_long("-c", arg, 0, INT32_MAX, &o->n_ctx) ? 1 : -1;
     default:
         return cli_act_option(opt, arg, &o->act);
     }
@@ -129,9 +132,35 @@ int cli_act_option(int opt, const char *arg, clinfer_activations *act) {
     return -1;
 }
 
+/* A seed for runs that asked for none: different each run, said on stderr so a run can be
+ * repeated. */
+static uint64_t random_seed(void) {
+    uint64_t s = 0;
+    FILE *f = fopen("/dev/urandom", "rb");
+    if (!f || fread(&s, sizeof s, 1, f) != 1) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        s = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 20) ^ (uint64_t)getpid();
+    }
+    if (f) fclose(f);
+    return s >> 32; /* short enough to type back */
+}
+
+void cli_note_seed(cli_generator *g) {
+    if (g->drawn_seed)
+        fprintf(stderr, "clinfer: seed %llu (-s %llu repeats this run)\n",
+                (unsigned long long)g->drawn_seed, (unsigned long long)g->drawn_seed);
+    g->drawn_seed = 0;
+}
+
 int cli_generator_open(const char *command, const cli_gen_opts *o, cli_generator *g) {
     *g = (cli_generator){0};
-    if (clinfer_sampler_create(&o->sampling, &g->sampler) != CLINFER_OK)
+    clinfer_sampler_params sampling = o->sampling;
+    if (sampling.seed == RANDOM_SEED && sampling.temperature > 0) {
+        sampling.seed = random_seed();
+        g->drawn_seed = sampling.seed;
+    }
+    if (clinfer_sampler_create(&sampling, &g->sampler) != CLINFER_OK)
         return cli_error("%s: %s", command, clinfer_last_error());
     if (cli_load_model(&o->model, &g->model, &g->load_ms)) return 1;
     clinfer_context_params cp;

@@ -23,7 +23,6 @@ enum {
     OPT_MIN_P,
     OPT_REPEAT_PENALTY,
     OPT_REPEAT_LAST_N,
-    OPT_SEED,
     OPT_CHAT,
     OPT_CHAT_TEMPLATE,
     OPT_CTX,
@@ -56,7 +55,7 @@ enum {
         {"min-p", required_argument, NULL, OPT_MIN_P},                                             \
         {"repeat-penalty", required_argument, NULL, OPT_REPEAT_PENALTY},                           \
         {"repeat-last-n", required_argument, NULL, OPT_REPEAT_LAST_N}, {                           \
-        "seed", required_argument, NULL, OPT_SEED                                                  \
+        "seed", required_argument, NULL, 's'                                                       \
     }
 #define CLI_SAMPLER_HELP                                                                           \
     "      --temp T         temperature; 0 is greedy (default 0.8)\n"                              \
@@ -65,7 +64,11 @@ enum {
     "      --min-p M        drop tokens below M times the top probability (default 0.05)\n"        \
     "      --repeat-penalty R  penalise tokens of the last N; 1 is off (default 1)\n"              \
     "      --repeat-last-n N   the window of --repeat-penalty (default 64)\n"                      \
-    "      --seed S         random seed; the same seed gives the same text (default 42)\n"
+    "  -s, --seed S         random seed; the same seed gives the same text (default or -1:\n"      \
+    "                       a new one each run, printed on stderr)\n"
+
+/* clinfer_sampler_params.seed before cli_generator_open draws one (no -s, or -s -1). */
+#define RANDOM_SEED UINT64_MAX
 
 typedef struct {
     const char *path; /* NULL: the default model */
@@ -87,8 +90,9 @@ int cli_sampler_option(int opt, const char *arg, clinfer_sampler_params *p);
     CLI_MODEL_OPTIONS, CLI_SAMPLER_OPTIONS, {"n-predict", required_argument, NULL, 'n'},           \
         {"chat-template", required_argument, NULL, OPT_CHAT_TEMPLATE},                             \
         {"system", required_argument, NULL, OPT_SYSTEM},                                           \
-        {"ctx", required_argument, NULL, OPT_CTX}, CLI_ACT_OPTIONS
-#define CLI_GEN_SHORT CLI_MODEL_SHORT "n:"
+        {"ctx-size", required_argument, NULL, 'c'}, {"ctx", required_argument, NULL, 'c'},         \
+        CLI_ACT_OPTIONS
+#define CLI_GEN_SHORT CLI_MODEL_SHORT "n:c:s:"
 
 typedef struct {
     cli_model_opts model;
@@ -109,7 +113,12 @@ typedef struct {
     clinfer_model *model;
     clinfer_context *ctx;
     double load_ms;
+    uint64_t drawn_seed; /* the seed drawn for this run (no -s, or -s -1); 0: none */
 } cli_generator;
+
+/* Says the drawn seed on stderr, once, as generation starts (an error before it stays the only
+ * line). */
+void cli_note_seed(cli_generator *g);
 
 /* Creates all of *g (zeroed first); on failure prints a one-line error starting "command: "
  * and returns 1, leaving what was made for cli_generator_free. */

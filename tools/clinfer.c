@@ -38,7 +38,32 @@ static void usage(FILE *out) {
     fprintf(out, "\n`clinfer COMMAND --help` for a command's options; `clinfer --version`.\n");
 }
 
+/* llama.cpp's spellings that getopt_long cannot take: -dev is --device; -ngl N (layers to
+ * offload) means nothing here, where the whole model runs on the chosen device: dropped with a
+ * note. Rewrites argv in place; returns the new argc. */
+static int llama_cpp_flags(int argc, char **argv) {
+    int out = 1;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "-dev")) {
+            argv[out++] = "--device";
+        } else if (!strcmp(a, "-ngl") || !strcmp(a, "--n-gpu-layers") ||
+                   !strcmp(a, "--gpu-layers")) {
+            fprintf(stderr,
+                    "clinfer: %s ignored: the whole model runs on the chosen device "
+                    "(--device)\n",
+                    a);
+            i += i + 1 < argc; /* its value */
+        } else {
+            argv[out++] = argv[i];
+        }
+    }
+    argv[out] = NULL;
+    return out;
+}
+
 int main(int argc, char **argv) {
+    argc = llama_cpp_flags(argc, argv);
     if (argc < 2) {
         usage(stderr);
         return 1;

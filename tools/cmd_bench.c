@@ -28,15 +28,16 @@ static void usage(FILE *out) {
             "  -p, --n-prompt N     prompt tokens of the prefill test; 0 skips it (default 128)\n"
             "  -n, --n-gen N        tokens of the decode test; 0 skips it (default 64)\n"
             "  -r, --repetitions R  timed runs of each test (default 5)\n"
-            "      --json           one JSON object on stdout instead of the table\n" CLI_ACT_HELP
-                CLI_PROFILE_HELP CLI_MODEL_HELP,
+            "  -o, --output FORMAT  md (the table, default), json (one object) or csv (a header\n"
+            "                       line and a line per test)\n"
+            "      --json           -o json\n" CLI_ACT_HELP CLI_PROFILE_HELP CLI_MODEL_HELP,
             TTFT_TOKENS);
 }
 
 typedef struct {
     cli_model_opts model;
     long n_prompt, n_gen, reps;
-    bool json, profile;
+    bool json, csv, profile;
     clinfer_activations act;
 } bench_opts;
 
@@ -51,6 +52,14 @@ static int bench_option(int opt, const char *arg, void *user) {
         return cli_parse_long("-n", arg, 0, 1 << 16, &o->n_gen) ? 1 : -1;
     case 'r':
         return cli_parse_long("-r", arg, 1, 1000, &o->reps) ? 1 : -1;
+    case 'o':
+        if (strcmp(arg, "md") && strcmp(arg, "json") && strcmp(arg, "csv")) {
+            cli_error("bench: -o '%s' is not one of md, json, csv", arg);
+            return -1;
+        }
+        o->json = !strcmp(arg, "json");
+        o->csv = !strcmp(arg, "csv");
+        return 1;
     case OPT_JSON:
         o->json = true;
         return 1;
@@ -70,10 +79,11 @@ static int parse(int argc, char **argv, bench_opts *o) {
                                             {"n-gen", required_argument, NULL, 'n'},
                                             {"repetitions", required_argument, NULL, 'r'},
                                             {"json", no_argument, NULL, OPT_JSON},
+                                            {"output", required_argument, NULL, 'o'},
                                             {"profile", no_argument, NULL, OPT_PROFILE},
                                             CLI_ACT_OPTIONS,
                                             {NULL, 0, NULL, 0}};
-    int rc = cli_parse_options("bench", argc, argv, ":" CLI_MODEL_SHORT "p:n:r:", options,
+    int rc = cli_parse_options("bench", argc, argv, ":" CLI_MODEL_SHORT "p:n:r:o:", options,
                                bench_option, o, usage);
     if (rc) return rc;
     if (optind < argc) return cli_error("bench: unexpected argument '%s'", argv[optind]);
@@ -221,6 +231,18 @@ static int print_json(const bench_opts *o, const clinfer_model_info *info,
     return 0;
 }
 
+/* llama-bench's -o csv in spirit: one line per test, the run's facts repeated on each. */
+static void print_csv(const bench_opts *o, const clinfer_model_info *info,
+                      const bench_result *tests, size_t n_tests, double ttft_ms) {
+    printf("model,size_bytes,n_params,backend,activations,test,n,avg_ts,stddev_ts,ttft_ms,"
+           "peak_rss_mib\n");
+    for (size_t i = 0; i < n_tests; i++)
+        printf("\"%s\",%llu,%llu,\"%s\",%s,%s,%ld,%.4f,%.4f,%.1f,%.1f\n", model_label(o, info),
+               (unsigned long long)info->weight_bytes, (unsigned long long)info->n_params,
+               info->backend, activations(o), tests[i].name, tests[i].n, tests[i].mean, tests[i].sd,
+               ttft_ms, peak_rss_mib());
+}
+
 static void print_table(const bench_opts *o, const clinfer_model_info *info,
                         const bench_result *tests, size_t n_tests, double ttft_ms) {
     const char *backend =
@@ -272,8 +294,12 @@ int cmd_bench(int argc, char **argv) {
     if (o.n_gen) tests[n_tests++] = (bench_result){.name = "tg", .n = o.n_gen};
     for (size_t i = 0; i < n_tests; i++)
         if (run_test(ctx, o.reps, info.n_vocab, &tests[i])) goto cleanup;
-    rc = o.json ? print_json(&o, &info, tests, n_tests, ttft_ms)
-                : (print_table(&o, &info, tests, n_tests, ttft_ms), 0);
+    if (o.json)
+        rc = print_json(&o, &info, tests, n_tests, ttft_ms);
+    else if (o.csv)
+        print_csv(&o, &info, tests, n_tests, ttft_ms), rc = 0;
+    else
+        print_table(&o, &info, tests, n_tests, ttft_ms), rc = 0;
 cleanup:
     clinfer_context_free(ctx);
     clinfer_model_free(model);

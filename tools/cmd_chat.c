@@ -14,11 +14,11 @@ static void usage(FILE *out) {
             "usage: clinfer chat [-m MODEL] [OPTIONS]\n\n"
             "Reads one user message per line from stdin and streams each answer to stdout.\n"
             "/exit or end of input quits.\n\n"
-            "  -n, --n-predict N    at most N tokens per answer (default 512)\n"
+            "  -n, --n-predict N    at most N tokens per answer; -1: no limit (default 512)\n"
             "      --system TEXT    a system message that opens the conversation\n"
             "      --chat-template NAME  chatml, llama3, llama2 or gemma instead of the\n"
             "                       model's template\n"
-            "      --ctx N          context length; 0 is the model's (default 0)\n" CLI_ACT_HELP
+            "  -c, --ctx-size N     context length; 0 is the model's (default 0)\n" CLI_ACT_HELP
                 CLI_MODEL_HELP CLI_SAMPLER_HELP);
 }
 
@@ -122,6 +122,7 @@ static int chat_turn(chat_session *s) {
     size_t n_predict = (size_t)s->opts->n_predict;
     if (n_predict > room - n_tokens) n_predict = room - n_tokens;
     clinfer_generate_stats stats = {0};
+    cli_note_seed(&s->g);
     st = clinfer_generate(s->g.ctx, tokens, n_tokens, (int32_t)n_predict, s->g.sampler,
                           cli_stream_text, &answer, &stats);
     fputc('\n', stdout);

@@ -9,7 +9,7 @@ static void usage(FILE *out) {
     fprintf(out, "usage: clinfer info [-m MODEL] [OPTIONS]\n\n"
                  "Prints the architecture, hyperparameters, tensors by type and the memory plan\n"
                  "(weights, KV cache, scratch) for the chosen device.\n\n"
-                 "      --ctx N          context length of the memory plan; 0 is the "
+                 "      --ctx-size N     context length of the memory plan; 0 is the "
                  "model's\n" CLI_MODEL_HELP);
 }
 
@@ -18,8 +18,10 @@ static double mib(uint64_t bytes) {
 }
 
 int cmd_info(int argc, char **argv) {
-    static const struct option options[] = {
-        CLI_MODEL_OPTIONS, {"ctx", required_argument, NULL, OPT_CTX}, {NULL, 0, NULL, 0}};
+    static const struct option options[] = {CLI_MODEL_OPTIONS,
+                                            {"ctx-size", required_argument, NULL, OPT_CTX},
+                                            {"ctx", required_argument, NULL, OPT_CTX},
+                                            {NULL, 0, NULL, 0}};
     cli_model_opts mo;
     cli_model_opts_init(&mo);
     long n_ctx = 0;

@@ -11,19 +11,21 @@ static void usage(FILE *out) {
             "Generates text after PROMPT, streaming it to stdout; load time and prefill\n"
             "and decode speed go to stderr.\n\n"
             "  -p, --prompt TEXT    the prompt (required)\n"
-            "  -n, --n-predict N    generate at most N tokens (default 128)\n"
+            "  -f, --file FILE      the prompt from a file instead of -p\n"
+            "  -n, --n-predict N    generate at most N tokens; -1: until the end of the text or\n"
+            "                       of the context (default 128)\n"
             "      --chat           wrap the prompt in the model's chat template as a user\n"
             "                       turn, so an instruct model answers it\n"
             "      --chat-template NAME  chatml, llama3, llama2 or gemma instead of the\n"
             "                       model's template (implies --chat)\n"
             "      --system TEXT    a system message before the prompt (implies --chat)\n"
-            "      --ctx N          context length; 0 is the model's (default 0)\n" CLI_ACT_HELP
+            "  -c, --ctx-size N     context length; 0 is the model's (default 0)\n" CLI_ACT_HELP
                 CLI_PROFILE_HELP CLI_MODEL_HELP CLI_SAMPLER_HELP);
 }
 
 typedef struct {
     cli_gen_opts gen;
-    const char *prompt;
+    const char *prompt, *file;
     bool chat;
 } run_opts;
 
@@ -34,6 +36,9 @@ static int run_option(int opt, const char *arg, void *user) {
     switch (opt) {
     case 'p':
         o->prompt = arg;
+        return 1;
+    case 'f':
+        o->file = arg;
         return 1;
     case OPT_CHAT:
         o->chat = true;
@@ -50,16 +55,19 @@ static int run_option(int opt, const char *arg, void *user) {
 static int parse(int argc, char **argv, run_opts *o) {
     static const struct option options[] = {CLI_GEN_OPTIONS,
                                             {"prompt", required_argument, NULL, 'p'},
+                                            {"file", required_argument, NULL, 'f'},
                                             {"chat", no_argument, NULL, OPT_CHAT},
                                             {"profile", no_argument, NULL, OPT_PROFILE},
                                             {NULL, 0, NULL, 0}};
-    int rc =
-        cli_parse_options("run", argc, argv, ":" CLI_GEN_SHORT "p:", options, run_option, o, usage);
+    int rc = cli_parse_options("run", argc, argv, ":" CLI_GEN_SHORT "p:f:", options, run_option, o,
+                               usage);
     if (rc) return rc;
     if (optind < argc)
         return cli_error("run: unexpected argument '%s' (the prompt goes after -p)", argv[optind]);
-    if (!o->prompt)
-        return cli_error("run: no prompt; pass one with -p TEXT (see clinfer run --help)");
+    if (o->prompt && o->file) return cli_error("run: -p and -f both give a prompt; pick one");
+    if (!o->prompt && !o->file)
+        return cli_error(
+            "run: no prompt; pass one with -p TEXT or -f FILE (see clinfer run --help)");
     /* --chat-template and --system imply --chat */
     o->chat = o->chat || o->gen.chat_template || o->gen.system;
     return 0;
@@ -71,13 +79,14 @@ int cmd_run(int argc, char **argv) {
     int rc = parse(argc, argv, &o);
     if (rc) return rc == 2 ? 0 : 1;
 
-    cli_generator g;
-    char *text = NULL;
+    cli_generator g = {0};
+    char *text = NULL, *file_text = NULL;
     int32_t *tokens = NULL;
-    size_t n_tokens = 0;
+    size_t n_tokens = 0, len;
     clinfer_status st;
     rc = 1;
 
+    if (o.file && !(o.prompt = file_text = cli_read_file("run", o.file, &len))) goto cleanup;
     if (cli_generator_open("run", &o.gen, &g)) goto cleanup;
     if (o.chat) {
         clinfer_chat_message messages[2] = {{"system", o.gen.system}, {"user", o.prompt}};
@@ -90,8 +99,13 @@ int cmd_run(int argc, char **argv) {
         }
     }
     if (cli_tokenize(g.model, text ? text : o.prompt, true, true, &tokens, &n_tokens)) goto cleanup;
+    if (n_tokens == 0) {
+        cli_error("run: the prompt is empty: nothing to continue from");
+        goto cleanup;
+    }
 
     clinfer_generate_stats stats = {0};
+    cli_note_seed(&g);
     st = clinfer_generate(g.ctx, tokens, n_tokens, (int32_t)o.gen.n_predict, g.sampler,
                           cli_stream_text, NULL, &stats);
     if (st != CLINFER_OK) {
@@ -105,6 +119,7 @@ int cmd_run(int argc, char **argv) {
     rc = 0;
 cleanup:
     free(tokens);
+    free(file_text);
     clinfer_free(text);
     cli_generator_free(&g);
     return rc;
