@@ -194,6 +194,9 @@ typedef struct clinfer_backend_i {
      * thread at once. This one must outlive it (a context's backend, made from its model's once
      * the weights are loaded: src/context.c). */
     clinfer_status (*instance)(void *ctx, clinfer_backend **out);
+    /* Optional (NULL: unknown): the bytes of device memory its buffers draw from, so that a
+     * context that cannot fit is refused before it is allocated (host memory overcommits). */
+    uint64_t (*memory)(void *ctx);
     /* Optional (NULL: the backend cannot time its kernels), for the profiler, which otherwise
      * has to wait for the device after each op. timing_mark tags the launches of the ops
      * enqueued after it with op_index, starting a recording if none is open; false where this

@@ -94,6 +94,27 @@ clinfer_status clinfer_model_memory_plan(const clinfer_model *m,
     return CLINFER_OK;
 }
 
+/* A context that cannot fit the device's memory beside the weights is refused with the largest
+ * n_ctx that would, rather than allocated into overcommitted memory. */
+static clinfer_status check_fits(const clinfer_model *m, const clinfer_memory_plan *plan) {
+    const clinfer_backend *be = m->backend;
+    uint64_t memory = be->i->memory ? be->i->memory(be->ctx) : 0;
+    uint64_t need = plan->weight_bytes + plan->kv_bytes + plan->scratch_bytes;
+    if (!memory || need <= memory) return CLINFER_OK;
+    uint64_t per_token = plan->kv_bytes / plan->n_ctx;
+    uint64_t room = memory > plan->weight_bytes + plan->scratch_bytes
+                        ? memory - plan->weight_bytes - plan->scratch_bytes
+                        : 0;
+    return clinfer_fail(
+        CLINFER_ERR_OUT_OF_MEMORY,
+        "context: n_ctx %u needs a %.1f MiB KV cache and %.1f MiB of scratch beside "
+        "%.1f MiB of weights, more than the device's %.1f MiB; n_ctx %llu at most "
+        "would fit",
+        plan->n_ctx, plan->kv_bytes / 1048576.0, plan->scratch_bytes / 1048576.0,
+        plan->weight_bytes / 1048576.0, memory / 1048576.0,
+        (unsigned long long)(per_token ? room / per_token : 0));
+}
+
 static clinfer_status alloc(clinfer_context *c, size_t bytes, clinfer_buffer **out) {
     const clinfer_backend *be = c->backend;
     return be->i->buffer_alloc(be->ctx, bytes, out);
@@ -171,6 +192,7 @@ clinfer_status clinfer_context_create(clinfer_model *model, const clinfer_contex
         return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "context_create: activations %d unknown",
                             (int)params->activations);
     CHECK(clinfer_model_memory_plan(model, params, &plan));
+    CHECK(check_fits(model, &plan));
     c = calloc(1, sizeof *c);
     if (!c) return clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "context_create: no memory");
     c->model = model;

@@ -126,6 +126,21 @@ static void generate(const char *path, clinfer_backend_kind kind, bool f32_act, 
     clinfer_model_free(m);
 }
 
+/* A context past the device's memory is refused up front, saying what would fit. */
+static void too_long_context(const char *path) {
+    clinfer_model *m = NULL;
+    clinfer_context *ctx = NULL;
+    clinfer_context_params cp;
+    clinfer_context_params_default(&cp);
+    cp.n_ctx = 16000000; /* a 344 GiB KV cache */
+    EXPECT_OK(clinfer_model_load(path, NULL, &m));
+    if (!m) return;
+    EXPECT(clinfer_context_create(m, &cp, &ctx) == CLINFER_ERR_OUT_OF_MEMORY && !ctx &&
+               strstr(clinfer_last_error(), "at most would fit"),
+           "n_ctx 16M: %s", clinfer_last_error());
+    clinfer_model_free(m);
+}
+
 /* The README's first demo, greedy, with the context's default activations. */
 static void demo_answer(const char *path) {
     clinfer_model *m = NULL;
@@ -232,6 +247,7 @@ int main(void) {
     }
     printf("mean over %zu texts: across backends %.3g, rounding %.3g\n", N_TEXTS, across, rounding);
     demo_answer(path);
+    too_long_context(path);
     EXPECT(across <= 2 * rounding,
            "8-bit activations: the backends differ by a mean NMSE of %.3g, more than twice what "
            "8-bit rounding does to the reference (%.3g)",

@@ -171,6 +171,13 @@ int cli_generator_open(const char *command, const cli_gen_opts *o, cli_generator
     if (st != CLINFER_OK)
         return cli_error("%s: cannot create a context: %s (%s)", command, clinfer_last_error(),
                          clinfer_status_str(st));
+    clinfer_model_info info;
+    if (clinfer_model_get_info(g->model, &info) == CLINFER_OK &&
+        clinfer_context_n_ctx(g->ctx) > info.n_ctx_train)
+        fprintf(stderr,
+                "clinfer: a context of %u tokens is longer than the %u the model was "
+                "trained on; text past that may degrade\n",
+                clinfer_context_n_ctx(g->ctx), info.n_ctx_train);
     return 0;
 }
 

@@ -128,8 +128,8 @@ static int chat_turn(chat_session *s) {
     fputc('\n', stdout);
     fflush(stdout);
     if (st != CLINFER_OK || answer.failed) {
-        cli_error("chat: generation failed: %s (%s)",
-                  answer.failed ? "out of memory" : clinfer_last_error(), clinfer_status_str(st));
+        cli_error("chat: %s (%s)", answer.failed ? "out of memory" : clinfer_last_error(),
+                  clinfer_status_str(st));
         goto cleanup;
     }
     if (s->opts->model.params.verbose) cli_print_stats(-1, &stats);

@@ -110,7 +110,7 @@ int cmd_run(int argc, char **argv) {
                           cli_stream_text, NULL, &stats);
     if (st != CLINFER_OK) {
         fputc('\n', stdout);
-        cli_error("run: generation failed: %s (%s)", clinfer_last_error(), clinfer_status_str(st));
+        cli_error("run: %s (%s)", clinfer_last_error(), clinfer_status_str(st));
         goto cleanup;
     }
     fputc('\n', stdout);

@@ -243,6 +243,11 @@ static void cl_destroy(void *ctx) {
 
 static clinfer_status cl_instance(void *ctx, clinfer_backend **out);
 
+static uint64_t cl_memory(void *ctx) {
+    const cl_backend_ctx *b = ctx;
+    return b->info.global_mem;
+}
+
 static const clinfer_backend_i cl_interface = {
     .api_version = CLINFER_BACKEND_API,
     .name = cl_name,
@@ -259,6 +264,7 @@ static const clinfer_backend_i cl_interface = {
     .op_run = cl_op_run,
     .timing_collect = cl_timing_collect,
     .instance = cl_instance,
+    .memory = cl_memory,
 };
 
 /* What a backend and its instances each have: a queue (timing kernels where a context made now
