@@ -5,3 +5,9 @@ clinfer_test(test_chat SOURCES test_chat.c)
 clinfer_test(test_cli SOURCES test_cli.c tiny_model.c gguf_writer.c ARGS $<TARGET_FILE:clinfer_cli>)
 # Logits of every position and `clinfer perplexity` / KL divergence on a tiny model.
 clinfer_test(test_perplexity SOURCES test_perplexity.c tiny_model.c ARGS $<TARGET_FILE:clinfer_cli>)
+# Ctrl-C during a chat answer stops the answer, not the session (the default model: answers
+# long enough to interrupt; $CLINFER_MODEL, skipped without it).
+add_test(NAME test_chat_interrupt
+  COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/test_chat_interrupt.sh $<TARGET_FILE:clinfer_cli>)
+set_tests_properties(test_chat_interrupt PROPERTIES LABELS model SKIP_RETURN_CODE 77
+  ENVIRONMENT "${CLINFER_TEST_ENV}")

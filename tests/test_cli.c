@@ -21,7 +21,8 @@ static void slurp(const char *path, char *buf, size_t size) {
     if (f) fclose(f);
 }
 
-static char out[8192]; /* the last run's stdout */
+static char out[8192];                       /* the last run's stdout */
+static const char *stdin_path = "/dev/null"; /* what the next run reads */
 
 /* Runs the binary with args (NULL-terminated), stdin from /dev/null; returns the exit code
  * (-1 if it did not exit normally), stderr's content in err and stdout's in `out`. */
@@ -29,9 +30,10 @@ static int run(const char *const *args, char *err, size_t err_size) {
     char err_path[sizeof dir + 16], out_path[sizeof dir + 16];
     snprintf(err_path, sizeof err_path, "%s/stderr", dir);
     snprintf(out_path, sizeof out_path, "%s/stdout", dir);
+    fflush(NULL); /* the child's freopen must not write our buffers twice */
     pid_t pid = fork();
     if (pid == 0) {
-        if (!freopen("/dev/null", "r", stdin) || !freopen(out_path, "w", stdout) ||
+        if (!freopen(stdin_path, "r", stdin) || !freopen(out_path, "w", stdout) ||
             !freopen(err_path, "w", stderr))
             _exit(126);
         const char *argv[32] = {binary};
@@ -120,6 +122,26 @@ static void test_llama_flags(const char *model) {
            "bench -o csv exited %d:\n%s", code, out);
 }
 
+/* chat on piped input: commands stay out of the conversation, and an answer cut by -n says so.
+ * (Ctrl-C during an answer: tests/test_chat_interrupt.sh, on the real model, whose answers last
+ * long enough to interrupt.) */
+static void test_chat(const char *model) {
+    char input[sizeof dir + 16], err[8192];
+    snprintf(input, sizeof input, "%s/chat.in", dir);
+    FILE *f = fopen(input, "w");
+    if (f) fputs("/help\n/bogus\nhello\n/exit\n", f), fclose(f);
+    stdin_path = input;
+    /* seed 1: an answer that does not end before 2 tokens */
+    int code = run((const char *const[]){"chat", "-m", model, "--reference", "-n", "2",
+                                         "--chat-template", "chatml", "-s", "1", NULL},
+                   err, sizeof err);
+    stdin_path = "/dev/null";
+    EXPECT(code == 0, "chat exited %d: %s", code, err);
+    EXPECT(strstr(err, "/clear") && strstr(err, "unknown command") &&
+               strstr(err, "answer cut at 2 tokens"),
+           "chat's stderr lacks the help, the unknown command or the cut: %s", err);
+}
+
 static void test_tiny_model(void) {
     char model[sizeof dir + 16], err[4096], first[sizeof out];
     snprintf(model, sizeof model, "%s/tiny.gguf", dir);
@@ -156,6 +178,7 @@ static void test_tiny_model(void) {
            "info lacks the architecture, memory plan or tensor types:\n%s", out);
     test_first_compile(model);
     test_llama_flags(model);
+    test_chat(model);
 }
 
 int main(int argc, char **argv) {

@@ -1,6 +1,9 @@
 /* clinfer chat: a multi-turn conversation on stdin. The context keeps every turn; each new
  * turn evaluates only the text that the whole conversation, rendered again with the chat
- * template, adds after what the context already holds. */
+ * template, adds after what the context already holds. Ctrl-C stops an answer (the part
+ * written stays in the conversation); at the prompt it quits. Lines starting with '/' are
+ * commands (/help), never sent to the model. */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,18 +11,39 @@
 
 #include "cli.h"
 #include "cli_common.h"
+#include "line_input.h"
+
+static volatile sig_atomic_t interrupted;
+
+static void on_sigint(int sig) {
+    (void)sig;
+    interrupted = 1;
+}
+
+/* Streams the answer until Ctrl-C. */
+static bool stream_until_interrupted(const char *text, size_t len, void *user) {
+    return !interrupted && cli_stream_text(text, len, user);
+}
+
+static const char commands_help[] =
+    "  /help    this list\n"
+    "  /clear   forget the conversation (the system message stays)\n"
+    "  /exit    quit (also Ctrl-D, or Ctrl-C at the prompt)\n"
+    "  //text   send text that starts with '/'\n"
+    "Ctrl-C during an answer stops it.\n";
 
 static void usage(FILE *out) {
     fprintf(out,
             "usage: clinfer chat [-m MODEL] [OPTIONS]\n\n"
-            "Reads one user message per line from stdin and streams each answer to stdout.\n"
-            "/exit or end of input quits.\n\n"
+            "Reads one user message per line from stdin (with line editing and history on a\n"
+            "terminal) and streams each answer to stdout. Commands:\n%s\n"
             "  -n, --n-predict N    at most N tokens per answer; -1: no limit (default 512)\n"
             "      --system TEXT    a system message that opens the conversation\n"
             "      --chat-template NAME  chatml, llama3, llama2 or gemma instead of the\n"
             "                       model's template\n"
             "  -c, --ctx-size N     context length; 0 is the model's (default 0)\n" CLI_ACT_HELP
-                CLI_MODEL_HELP CLI_SAMPLER_HELP);
+                CLI_MODEL_HELP CLI_SAMPLER_HELP,
+            commands_help);
 }
 
 typedef struct {
@@ -123,10 +147,17 @@ static int chat_turn(chat_session *s) {
     if (n_predict > room - n_tokens) n_predict = room - n_tokens;
     clinfer_generate_stats stats = {0};
     cli_note_seed(&s->g);
+    interrupted = 0;
     st = clinfer_generate(s->g.ctx, tokens, n_tokens, (int32_t)n_predict, s->g.sampler,
-                          cli_stream_text, &answer, &stats);
+                          stream_until_interrupted, &answer, &stats);
     fputc('\n', stdout);
     fflush(stdout);
+    if (interrupted)
+        fprintf(stderr, "clinfer: answer stopped (Ctrl-C)\n");
+    else if (st == CLINFER_OK && stats.n_generated == n_predict)
+        fprintf(stderr, "clinfer: answer cut at %zu tokens (-n, or the end of the context)\n",
+                n_predict);
+    interrupted = 0;
     if (st != CLINFER_OK || answer.failed) {
         cli_error("chat: %s (%s)", answer.failed ? "out of memory" : clinfer_last_error(),
                   clinfer_status_str(st));
@@ -161,7 +192,6 @@ int cmd_chat(int argc, char **argv) {
 
     chat_session s = {.opts = &o};
     char *line = NULL;
-    size_t line_cap = 0;
     rc = 1;
     if (cli_generator_open("chat", &o, &s.g)) goto cleanup;
     if (o.system && !conversation_add(&s.conv, "system", o.system)) {
@@ -169,19 +199,35 @@ int cmd_chat(int argc, char **argv) {
         goto cleanup;
     }
     bool interactive = isatty(STDIN_FILENO);
-    if (interactive) fprintf(stderr, "clinfer: chatting; /exit or Ctrl-D quits\n");
+    /* no SA_RESTART: Ctrl-C interrupts a read at the prompt */
+    struct sigaction sa = {.sa_handler = on_sigint};
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    if (interactive) fprintf(stderr, "clinfer: chatting; /help lists the commands\n");
     for (;;) {
-        if (interactive) {
-            fputs("> ", stdout);
-            fflush(stdout);
+        bool stopped;
+        free(line);
+        line = line_read("> ", interactive, &stopped);
+        if (!line || interrupted) break; /* end of input, or Ctrl-C at the prompt */
+        const char *text = line;
+        if (line[0] == '/' && line[1] != '/') {
+            if (!strcmp(line, "/exit")) break;
+            if (!strcmp(line, "/clear")) {
+                conversation_truncate(&s.conv, o.system ? 1 : 0);
+                clinfer_context_reset(s.g.ctx);
+                free(s.held);
+                s.held = NULL;
+                fprintf(stderr, "clinfer: conversation cleared\n");
+            } else {
+                fprintf(stderr, "%s%s", strcmp(line, "/help") ? "clinfer: unknown command\n" : "",
+                        commands_help);
+            }
+            continue;
         }
-        ssize_t len = getline(&line, &line_cap, stdin);
-        if (len < 0) break;
-        while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r'))
-            line[--len] = '\0';
-        if (!strcmp(line, "/exit")) break;
-        if (len == 0) continue;
-        if (!conversation_add(&s.conv, "user", line)) {
+        if (line[0] == '/') text++; /* "//text" sends "/text" */
+        if (!*text) continue;
+        if (interactive) line_remember(line);
+        if (!conversation_add(&s.conv, "user", text)) {
             cli_error("chat: out of memory");
             goto cleanup;
         }

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# clinfer chat on the default model: Ctrl-C (SIGINT) during a long answer stops that answer, and
+# the session goes on to answer the next message; Ctrl-C at the prompt then ends it with exit 0.
+# usage: test_chat_interrupt.sh CLINFER   (the model: $CLINFER_MODEL; exit 77 without it)
+set -uo pipefail
+clinfer=$1
+model=${CLINFER_MODEL:-}
+[ -n "$model" ] && [ -f "$model" ] || { echo "skipped: no CLINFER_MODEL"; exit 77; }
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+mkfifo "$dir/in"
+"$clinfer" chat -m "$model" -q -c 4096 -n -1 --temp 0 <"$dir/in" >"$dir/out" 2>"$dir/err" &
+pid=$!
+exec 3>"$dir/in"
+echo "Tell me a very long story about dragons, with many chapters." >&3
+for _ in $(seq 200); do # the answer has begun
+    [ "$(stat -c %s "$dir/out")" -gt 20 ] && break
+    sleep 0.05
+done
+kill -INT "$pid"
+sleep 0.5
+stopped_at=$(stat -c %s "$dir/out")
+echo "What is 2+2?" >&3
+last=-1
+for _ in $(seq 120); do # the second answer has ended: output that stopped growing, ending a line
+    size=$(stat -c %s "$dir/out")
+    [ "$size" -gt "$stopped_at" ] && [ "$size" -eq "$last" ] &&
+        [ "$(tail -c 1 "$dir/out" | od -An -tx1 | tr -d ' ')" = 0a ] && break
+    last=$size
+    sleep 0.5
+done
+kill -INT "$pid" # at the prompt: quits
+exec 3>&-
+wait "$pid"
+rc=$?
+fail=0
+[ "$rc" -eq 0 ] || { echo "FAILED: chat exited $rc"; fail=1; }
+grep -q "answer stopped (Ctrl-C)" "$dir/err" || { echo "FAILED: no 'answer stopped'"; fail=1; }
+[ "$(grep -c "answer stopped" "$dir/err")" -eq 1 ] || { echo "FAILED: stopped twice?"; fail=1; }
+[ "$(stat -c %s "$dir/out")" -gt "$((stopped_at + 2))" ] ||
+    { echo "FAILED: the second question got no answer"; fail=1; }
+echo "--- stdout (tail)"; tail -c 300 "$dir/out"; echo "--- stderr"; cat "$dir/err"
+exit $fail
