@@ -3,9 +3,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "context.h"
+
 #include "arch.h"
 #include "error.h"
-#include "executor.h"
 #include "options.h"
 
 #define DEFAULT_N_BATCH 256
@@ -221,6 +222,20 @@ uint32_t clinfer_context_n_ctx(const clinfer_context *c) {
     return c ? c->n_ctx : 0;
 }
 
+/* The plan for n tokens, built on first use. */
+static clinfer_status plan_for(clinfer_context *c, size_t n, exec_plan **out) {
+    clinfer_status st = CLINFER_OK;
+    if (!c->plans[n]) {
+        CHECK(exec_plan_build(c->model, &c->state, (int)n, &c->plans[n]));
+        clinfer_dev_options dev;
+        clinfer_dev_options_get(&dev);
+        if (dev.print_plan) exec_plan_print(c->plans[n], stderr);
+    }
+    *out = c->plans[n];
+cleanup:
+    return st;
+}
+
 /* Runs every chunk of n_batch tokens. */
 static clinfer_status eval_chunks(clinfer_context *c, const int32_t *tokens, size_t n) {
     clinfer_status st = CLINFER_OK;
@@ -231,14 +246,9 @@ static clinfer_status eval_chunks(clinfer_context *c, const int32_t *tokens, siz
                               n * sizeof(int32_t), tokens));
     for (size_t done = 0; done < n;) {
         size_t nb = n - done < c->n_batch ? n - done : c->n_batch;
-        if (!c->plans[nb]) {
-            CHECK(exec_plan_build(c->model, &c->state, (int)nb, &c->plans[nb]));
-            clinfer_dev_options dev;
-            clinfer_dev_options_get(&dev);
-            if (dev.print_plan) exec_plan_print(c->plans[nb], stderr);
-        }
-        CHECK(exec_plan_run(c->backend, c->plans[nb], (int)(c->n_past + done), done + nb == n,
-                            c->profile));
+        exec_plan *plan;
+        CHECK(plan_for(c, nb, &plan));
+        CHECK(exec_plan_run(c->backend, plan, (int)(c->n_past + done), done + nb == n, c->profile));
         done += nb;
     }
     /* The one wait of an evaluation: the read completes after every enqueued op. */
@@ -248,7 +258,8 @@ cleanup:
     return st;
 }
 
-clinfer_status clinfer_eval(clinfer_context *c, const int32_t *tokens, size_t n) {
+/* Whether n tokens fit after what c holds and are ids of its vocabulary. */
+static clinfer_status check_tokens(const clinfer_context *c, const int32_t *tokens, size_t n) {
     if (!c || (!tokens && n))
         return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "eval: NULL argument");
     if (n == 0) return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "eval: no tokens");
@@ -262,9 +273,14 @@ clinfer_status clinfer_eval(clinfer_context *c, const int32_t *tokens, size_t n)
             return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
                                 "eval: token %zu is %d, outside the vocabulary of %u", i, tokens[i],
                                 n_vocab);
+    return CLINFER_OK;
+}
 
+clinfer_status clinfer_eval(clinfer_context *c, const int32_t *tokens, size_t n) {
+    clinfer_status st = check_tokens(c, tokens, n);
+    if (st != CLINFER_OK) return st;
     c->has_logits = false;
-    clinfer_status st = eval_chunks(c, tokens, n);
+    st = eval_chunks(c, tokens, n);
     if (st != CLINFER_OK) {
         clinfer_error_prefix("eval of %zu tokens at position %u", n, c->n_past);
         return st;
@@ -272,6 +288,27 @@ clinfer_status clinfer_eval(clinfer_context *c, const int32_t *tokens, size_t n)
     c->n_past += (uint32_t)n;
     c->has_logits = true;
     return CLINFER_OK;
+}
+
+clinfer_status clinfer_context_stage(clinfer_context *c, const int32_t *tokens, size_t n,
+                                     context_batch *out) {
+    clinfer_status st = check_tokens(c, tokens, n);
+    if (st == CLINFER_OK && n > c->n_batch)
+        st = clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "stage: %zu tokens exceed n_batch %u", n,
+                          c->n_batch);
+    if (st != CLINFER_OK) return st;
+    const clinfer_backend *be = c->backend;
+    c->has_logits = false;
+    CHECK(be->i->buffer_write(be->ctx, c->state.buf[EXEC_IDS], c->n_past * sizeof(int32_t),
+                              n * sizeof(int32_t), tokens));
+    *out = (context_batch){.backend = be, .state = &c->state, .pos0 = (int)c->n_past};
+    CHECK(plan_for(c, n, &out->plan));
+cleanup:
+    return st;
+}
+
+void clinfer_context_advance(clinfer_context *c, size_t n) {
+    c->n_past += (uint32_t)n;
 }
 
 clinfer_status clinfer_get_logits(clinfer_context *c, const float **logits, size_t *n_vocab) {
