@@ -150,6 +150,26 @@ static inline clinfer_op clinfer_attention_keys_rope(const clinfer_op *a) {
                                  .kv_type = a->attention.kv_type}};
 }
 
+/* backends/op_info.c: "matmul", "rmsnorm", ... ("?" for none). */
+const char *clinfer_op_name(clinfer_op_kind kind);
+
+/* One region an op writes: what verification compares between backends (src/verify.c) and what
+ * the OpenCL fault hook corrupts (the first). */
+typedef struct {
+    const char *name;   /* "y", "x" (in place), "out", "dst", "k cache", "v cache" */
+    clinfer_ref ref;    /* as bound for the run: caches at the rows written */
+    size_t count;       /* elements */
+    clinfer_dtype type; /* CLINFER_DT_F32, or the cache type */
+    int tokens;         /* the token rows it holds, count / tokens each; 0: not in the record
+                         * (STORE, ADD, GELU, SWIGLU) */
+} clinfer_op_output;
+
+#define CLINFER_OP_MAX_OUTPUTS 3
+
+/* backends/op_info.c: fills out with the regions op writes, its main output first (then ROPE's and
+ * a rotating ATTENTION's cache rows), and returns how many. For a well-formed op (op_check). */
+size_t clinfer_op_outputs(const clinfer_op *op, clinfer_op_output out[CLINFER_OP_MAX_OUTPUTS]);
+
 /* backends/op_check.c: CLINFER_OK where op is well formed as this file defines it (shapes,
  * operands inside their buffers, weights, cache types, the overlaps the ops forbid), else
  * CLINFER_ERR_INVALID_ARGUMENT with a message naming the op, operand and values. Every backend's

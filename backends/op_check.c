@@ -244,9 +244,7 @@ cleanup:
 }
 
 static clinfer_status check_eltwise(const clinfer_op *o) {
-    static const char *names[] = {
-        [CLINFER_OP_ADD] = "add", [CLINFER_OP_GELU] = "gelu", [CLINFER_OP_SWIGLU] = "swiglu"};
-    const char *op = names[o->kind];
+    const char *op = clinfer_op_name(o->kind);
     clinfer_status st;
     size_t n = o->eltwise.count;
     CHECK(operand(op, "a", o->eltwise.a, n, sizeof(float), false));

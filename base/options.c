@@ -13,6 +13,17 @@ const char *clinfer_kernel_path_name(clinfer_kernel_path path) {
     return path > 0 && (size_t)path <= N_PATHS ? path_names[path - 1] : NULL;
 }
 
+clinfer_status clinfer_kernel_path_parse(const char *name, clinfer_kernel_path *out) {
+    for (size_t k = 0; name && out && k < N_PATHS; k++)
+        if (strcmp(name, path_names[k]) == 0) {
+            *out = (clinfer_kernel_path)(k + 1);
+            return CLINFER_OK;
+        }
+    return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
+                        "kernel path '%s' is not one of cpu-rows, gpu-subgroup, gpu-local-reduce",
+                        name ? name : "(null)");
+}
+
 /* The variable's value; NULL when unset or empty. */
 static const char *env(const char *name) {
     const char *v = getenv(name);
@@ -46,17 +57,10 @@ clinfer_status clinfer_options_resolve(const clinfer_backend_options *given,
     if (!out->clblast) out->clblast = env_toggle("CLINFER_CLBLAST");
     if (!out->graph) out->graph = env_toggle("CLINFER_GRAPH");
     if (!out->profile) out->profile = env_toggle("CLINFER_PROFILE");
-    if (out->kernel_path == CLINFER_KERNEL_PATH_DEFAULT && env("CLINFER_KERNEL_PATH")) {
-        const char *name = env("CLINFER_KERNEL_PATH");
-        size_t k = 0;
-        while (k < N_PATHS && strcmp(name, path_names[k]) != 0)
-            k++;
-        if (k == N_PATHS)
-            return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
-                                "CLINFER_KERNEL_PATH='%s' is not one of cpu-rows, gpu-subgroup, "
-                                "gpu-local-reduce",
-                                name);
-        out->kernel_path = (clinfer_kernel_path)(k + 1);
+    if (out->kernel_path == CLINFER_KERNEL_PATH_DEFAULT && env("CLINFER_KERNEL_PATH") &&
+        clinfer_kernel_path_parse(env("CLINFER_KERNEL_PATH"), &out->kernel_path) != CLINFER_OK) {
+        clinfer_error_prefix("CLINFER_KERNEL_PATH");
+        return CLINFER_ERR_INVALID_ARGUMENT;
     }
     if (!clinfer_kernel_path_name(out->kernel_path) &&
         out->kernel_path != CLINFER_KERNEL_PATH_DEFAULT)

@@ -335,6 +335,57 @@ clinfer_status clinfer_generate(clinfer_context *ctx, const int32_t *prompt, siz
                                 clinfer_text_callback callback, void *user,
                                 clinfer_generate_stats *stats);
 
+/* ---- verification: a device against the reference backend ------------------------------ */
+
+/* One region written by one op of the forward pass, the device's against the reference's. */
+typedef struct {
+    const char *phase; /* "prefill", "decode", or "whole" for the logits of a whole evaluation */
+    int32_t layer;     /* -1: before the first layer (embeddings); n_layer: output norm and head */
+    char op[64];       /* the op and the tensors it reads: "rmsnorm attn_norm", "matmul ffn_down" */
+    const char *output; /* the region: "y", "x" (in place), "out", "k cache", "v cache", ... */
+    double nmse;        /* sum (device - reference)^2 / sum reference^2 (NaN: the device wrote
+                         * non-finite values) */
+    double max_abs;     /* the largest |device - reference| */
+    uint32_t worst_pos; /* the token position of that element */
+    double bound;       /* the NMSE tolerance applied */
+    bool ok;            /* nmse <= bound */
+} clinfer_verify_row;
+
+typedef struct {
+    char device[256];   /* the device's backend, as clinfer_model_info.backend */
+    char tolerance[64]; /* the tolerance table's entry applied: "Q4_1 weights, 8-bit activations" */
+    double bound;       /* its NMSE bound of one op */
+    double bound_whole; /* and of the whole evaluation's logits */
+    clinfer_verify_row *rows;
+    size_t n_rows;
+    size_t n_failed;                   /* rows past their bound */
+    size_t first_failed;               /* the first such row (n_rows: none) */
+    size_t worst;                      /* the op row (not "whole") with the largest NMSE */
+    int32_t top_device, top_reference; /* the whole evaluation's most likely next token */
+    uint32_t n_layer;                  /* the model's: the head's rows have this layer */
+} clinfer_verify_report;
+
+/* Whether a device computes what the reference backend does. Loads the model at model_path twice,
+ * with device_params (NULL: defaults, on OpenCL) and on the reference backend, and evaluates
+ * tokens on both: all but the last as one prefill batch, then the last as a decode step (cp: as
+ * for clinfer_context_create, NULL: defaults; n_batch is not looked at, n_ctx 0 means n_tokens).
+ *   Op by op: each op runs alone on both (never in one launch with others) and every region it
+ *   wrote is compared, one row each; then the device gets the reference's values, so that every
+ *   op starts from the same state and a row measures that op alone. The head's matmul gives the
+ *   logits.
+ *   Whole: the same batches again as clinfer_eval runs them, each side on its own, and one last
+ *   row compares the logits: the differences of all ops carried on.
+ * The tolerances (bound, bound_whole) come from one table, by the loosest weight type among the
+ * matmuls and whether they round activations to 8 bits. CLINFER_OK whether or not rows pass: *out
+ * says (free it with clinfer_verify_report_free). */
+clinfer_status clinfer_verify(const char *model_path, const clinfer_model_params *device_params,
+                              const clinfer_context_params *cp, const int32_t *tokens,
+                              size_t n_tokens, clinfer_verify_report **out);
+void clinfer_verify_report_free(clinfer_verify_report *report);
+
+/* "cpu-rows", "gpu-subgroup" or "gpu-local-reduce" (as CLINFER_KERNEL_PATH takes) into *out. */
+clinfer_status clinfer_kernel_path_parse(const char *name, clinfer_kernel_path *out);
+
 #ifdef __cplusplus
 }
 #endif

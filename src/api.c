@@ -126,20 +126,20 @@ clinfer_status clinfer_generate(clinfer_context *ctx, const int32_t *prompt, siz
     CHECK(need_vocab(m, "generate"));
     if (!n_prompt && !clinfer_context_n_past(ctx)) {
         st = clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
-                          "generate: no prompt tokens and an empty context: nothing to continue");
+                          "no prompt tokens and an empty context: nothing to continue");
         goto cleanup;
     }
     size_t room = clinfer_context_n_ctx(ctx) - clinfer_context_n_past(ctx);
     if (n_prompt > room || (n_predict >= 0 && (size_t)n_predict > room - n_prompt)) {
         st = clinfer_fail(CLINFER_ERR_CONTEXT_FULL,
-                          "generate: %zu prompt tokens + %d to generate do not fit the %zu "
+                          "%zu prompt tokens + %d to generate do not fit the %zu "
                           "free positions of the context",
                           n_prompt, (int)n_predict, room);
         goto cleanup;
     }
     ts.data = malloc(ts.cap);
     if (!ts.data) {
-        st = clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "generate: no memory");
+        st = clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "no memory");
         goto cleanup;
     }
 

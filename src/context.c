@@ -3,9 +3,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "context.h"
+
 #include "arch.h"
 #include "error.h"
-#include "executor.h"
 #include "options.h"
 
 #define DEFAULT_N_BATCH 256
@@ -283,6 +284,20 @@ static clinfer_status reserve_logits(clinfer_context *c, size_t rows) {
     return CLINFER_OK;
 }
 
+/* The plan for n tokens, built on first use. */
+static clinfer_status plan_for(clinfer_context *c, size_t n, exec_plan **out) {
+    clinfer_status st = CLINFER_OK;
+    if (!c->plans[n]) {
+        CHECK(exec_plan_build(c->model, &c->state, (int)n, &c->plans[n]));
+        clinfer_dev_options dev;
+        clinfer_dev_options_get(&dev);
+        if (dev.print_plan) exec_plan_print(c->plans[n], stderr);
+    }
+    *out = c->plans[n];
+cleanup:
+    return st;
+}
+
 /* Runs every chunk of n_batch tokens; the head runs after the last (after each with
  * logits_all, whose rows are read before the next chunk overwrites them). */
 static clinfer_status eval_chunks(clinfer_context *c, const int32_t *tokens, size_t n) {
@@ -298,14 +313,9 @@ static clinfer_status eval_chunks(clinfer_context *c, const int32_t *tokens, siz
     for (size_t done = 0; done < n;) {
         size_t nb = n - done < c->n_batch ? n - done : c->n_batch;
         bool last = done + nb == n;
-        if (!c->plans[nb]) {
-            CHECK(exec_plan_build(c->model, &c->state, (int)nb, &c->plans[nb]));
-            clinfer_dev_options dev;
-            clinfer_dev_options_get(&dev);
-            if (dev.print_plan) exec_plan_print(c->plans[nb], stderr);
-        }
-        CHECK(exec_plan_run(c->backend, c->plans[nb], (int)(c->n_past + done), all || last,
-                            c->profile));
+        exec_plan *plan;
+        CHECK(plan_for(c, nb, &plan));
+        CHECK(exec_plan_run(c->backend, plan, (int)(c->n_past + done), all || last, c->profile));
         /* The one wait of an evaluation (per chunk with logits_all): the read completes after
          * every enqueued op. */
         if (all || last)
@@ -318,7 +328,8 @@ cleanup:
     return st;
 }
 
-clinfer_status clinfer_eval(clinfer_context *c, const int32_t *tokens, size_t n) {
+/* Whether n tokens fit after what c holds and are ids of its vocabulary. */
+static clinfer_status check_tokens(const clinfer_context *c, const int32_t *tokens, size_t n) {
     if (!c || (!tokens && n))
         return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "eval: NULL argument");
     if (n == 0) return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "eval: no tokens");
@@ -332,9 +343,14 @@ clinfer_status clinfer_eval(clinfer_context *c, const int32_t *tokens, size_t n)
             return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
                                 "eval: token %zu is %d, outside the vocabulary of %u", i, tokens[i],
                                 n_vocab);
+    return CLINFER_OK;
+}
 
+clinfer_status clinfer_eval(clinfer_context *c, const int32_t *tokens, size_t n) {
+    clinfer_status st = check_tokens(c, tokens, n);
+    if (st != CLINFER_OK) return st;
     c->n_logits = 0;
-    clinfer_status st = eval_chunks(c, tokens, n);
+    st = eval_chunks(c, tokens, n);
     if (st != CLINFER_OK) {
         clinfer_error_prefix("eval of %zu tokens at position %u", n, c->n_past);
         return st;
@@ -343,6 +359,27 @@ clinfer_status clinfer_eval(clinfer_context *c, const int32_t *tokens, size_t n)
     c->n_logits = c->state.logits_all ? n : 1;
     c->n_eval = n;
     return CLINFER_OK;
+}
+
+clinfer_status clinfer_context_stage(clinfer_context *c, const int32_t *tokens, size_t n,
+                                     context_batch *out) {
+    clinfer_status st = check_tokens(c, tokens, n);
+    if (st == CLINFER_OK && n > c->n_batch)
+        st = clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "stage: %zu tokens exceed n_batch %u", n,
+                          c->n_batch);
+    if (st != CLINFER_OK) return st;
+    const clinfer_backend *be = c->backend;
+    c->n_logits = 0;
+    CHECK(be->i->buffer_write(be->ctx, c->state.buf[EXEC_IDS], c->n_past * sizeof(int32_t),
+                              n * sizeof(int32_t), tokens));
+    *out = (context_batch){.backend = be, .state = &c->state, .pos0 = (int)c->n_past};
+    CHECK(plan_for(c, n, &out->plan));
+cleanup:
+    return st;
+}
+
+void clinfer_context_advance(clinfer_context *c, size_t n) {
+    c->n_past += (uint32_t)n;
 }
 
 clinfer_status clinfer_get_logits(clinfer_context *c, const float **logits, size_t *n_vocab) {

@@ -13,6 +13,7 @@ typedef struct {
     /* > 0: the op's position-dependent refs (STORE dst, ROPE k_dst and v_dst, EMBED ids)
      * advance by pos0 * stride */
     size_t pos_stride;
+    int layer; /* exec_step's */
 } plan_step;
 
 struct exec_plan {
@@ -50,10 +51,12 @@ typedef struct exec_builder {
     size_t count;
     clinfer_activations activations; /* exec_state's */
     bool f32_now;                    /* the ops being pushed take f32 x (f32_here) */
+    int layer;                       /* of the ops pushed now (-1: embedding, n_layer: head) */
 } builder;
 
 void exec_push(builder *b, clinfer_op op, size_t pos_stride) {
-    if (b->steps) b->steps[b->count] = (plan_step){.op = op, .pos_stride = pos_stride};
+    if (b->steps)
+        b->steps[b->count] = (plan_step){.op = op, .pos_stride = pos_stride, .layer = b->layer};
     b->count++;
 }
 
@@ -239,10 +242,11 @@ static bool f32_here(clinfer_activations a, int il, int n_layer) {
 
 static size_t build(builder *b, const clinfer_model *m, const exec_state *s, int n) {
     int n_layer = (int)m->hp.n_layer;
+    b->layer = -1;
     m->hp.arch->embed(b, m, s, n);
-    for (int il = 0; il < n_layer; il++) {
-        b->f32_now = f32_here(b->activations, il, n_layer);
-        m->hp.arch->layer(b, m, s, il, n);
+    for (b->layer = 0; b->layer < n_layer; b->layer++) {
+        b->f32_now = f32_here(b->activations, b->layer, n_layer);
+        m->hp.arch->layer(b, m, s, b->layer, n);
     }
     size_t n_body = b->count;
     b->f32_now = f32_here(b->activations, n_layer, n_layer);
@@ -262,7 +266,7 @@ clinfer_status exec_plan_build(const clinfer_model *m, const exec_state *s, int 
         return clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "executor: no memory for a plan of %zu ops",
                             counter.count);
     }
-    builder filler = {p->steps, p->w_type, 0, s->activations, false};
+    builder filler = {p->steps, p->w_type, 0, s->activations, false, 0};
     p->n = n;
     p->n_body = build(&filler, m, s, n);
     p->n_steps = filler.count;
@@ -328,9 +332,19 @@ static clinfer_status collect_timings(const clinfer_backend *be, const exec_plan
     return CLINFER_OK;
 }
 
+size_t exec_plan_len(const exec_plan *p, bool with_logits) {
+    return with_logits ? p->n_steps : p->n_body;
+}
+
+/* Names the failed op i of a walk of end ops in the error message. */
+static void op_failed(const exec_plan *p, const clinfer_op *op, size_t i, size_t end, int pos0) {
+    clinfer_error_prefix("executor: op %zu of %zu (%s, n %d, pos0 %d)", i, end,
+                         clinfer_op_name(op->kind), p->n, pos0);
+}
+
 clinfer_status exec_plan_run(const clinfer_backend *be, exec_plan *p, int pos0, bool with_logits,
                              exec_profile *profile) {
-    size_t end = with_logits ? p->n_steps : p->n_body;
+    size_t end = exec_plan_len(p, with_logits);
     clinfer_status st = CLINFER_OK;
     for (size_t i = 0; i < end; i++)
         p->walk[i] = step_op(p, i, pos0);
@@ -355,25 +369,31 @@ clinfer_status exec_plan_run(const clinfer_backend *be, exec_plan *p, int pos0, 
         if (profile) profile->runs[i] = taken;
         if (st == CLINFER_OK && profile && !timed && (st = be->i->sync(be->ctx)) == CLINFER_OK)
             exec_profile_ops(profile, p->walk + i, taken, p->w_type + i, t0, exec_now_ms());
-        if (st != CLINFER_OK)
-            clinfer_error_prefix("executor: op %zu of %zu (kind %d, n %d, pos0 %d)", i, end,
-                                 (int)p->walk[i].kind, p->n, pos0);
+        if (st != CLINFER_OK) op_failed(p, &p->walk[i], i, end, pos0);
     }
     if (timed) return collect_timings(be, p, end, profile, st);
     if (profile && st == CLINFER_OK) exec_profile_walk_end(profile, false);
     return st;
 }
 
+exec_step exec_plan_at(const exec_plan *p, size_t i, int pos0) {
+    return (exec_step){.op = step_op(p, i, pos0),
+                       .layer = p->steps[i].layer,
+                       .first_row = i >= p->n_body ? p->n - 1 : 0,
+                       .w_type = p->w_type[i]};
+}
+
+clinfer_status exec_plan_step(const clinfer_backend *be, const exec_plan *p, size_t i, int pos0) {
+    clinfer_op op = step_op(p, i, pos0);
+    clinfer_status st = be->i->op(be->ctx, &op);
+    if (st == CLINFER_OK) st = be->i->sync(be->ctx);
+    if (st != CLINFER_OK) op_failed(p, &op, i, p->n_steps, pos0);
+    return st;
+}
+
 const char *exec_op_name(clinfer_op_kind kind) {
-    static const char *names[EXEC_PROFILE_ROWS] = {
-        [CLINFER_OP_MATMUL] = "matmul",       [CLINFER_OP_EMBED] = "embed",
-        [CLINFER_OP_RMSNORM] = "rmsnorm",     [CLINFER_OP_LAYERNORM] = "layernorm",
-        [CLINFER_OP_ROPE] = "rope",           [CLINFER_OP_STORE] = "store",
-        [CLINFER_OP_ATTENTION] = "attention", [CLINFER_OP_ADD] = "add",
-        [CLINFER_OP_GELU] = "gelu",           [CLINFER_OP_SWIGLU] = "swiglu",
-        [EXEC_PROFILE_GRAPH] = "graph", /* the profile's row for runs of ops */
-    };
-    return (int)kind < EXEC_PROFILE_ROWS && names[kind] ? names[kind] : "?";
+    /* the profile's row for runs of ops */
+    return (int)kind == EXEC_PROFILE_GRAPH ? "graph" : clinfer_op_name(kind);
 }
 
 void exec_plan_print(const exec_plan *p, FILE *out) {

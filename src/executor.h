@@ -60,6 +60,24 @@ void exec_plan_free(exec_plan *plan);
 clinfer_status exec_plan_run(const clinfer_backend *be, exec_plan *plan, int pos0, bool with_logits,
                              exec_profile *profile);
 
+/* Verification (src/verify.c) walks a plan op by op instead, on two backends in step. */
+
+/* The ops a walk runs: the layers' (the body), with_logits also the output norm and LM head. */
+size_t exec_plan_len(const exec_plan *plan, bool with_logits);
+
+/* Step i of a walk, bound to position pos0 as exec_plan_run binds it. */
+typedef struct {
+    clinfer_op op;
+    int layer;            /* -1: before the first layer (embeddings); n_layer: the head */
+    int first_row;        /* the batch row of its first output row: the head's is the last token */
+    clinfer_dtype w_type; /* MATMUL and EMBED's weight type */
+} exec_step;
+exec_step exec_plan_at(const exec_plan *plan, size_t i, int pos0);
+
+/* Runs step i alone at pos0 (the backend's op: never in a run of ops with others, so that each
+ * op's output can be read by itself) and waits for it. */
+clinfer_status exec_plan_step(const clinfer_backend *be, const exec_plan *plan, size_t i, int pos0);
+
 /* One line per op (the environment variable CLINFER_PRINT_PLAN prints each plan as it is
  * built). */
 void exec_plan_print(const exec_plan *plan, FILE *out);

@@ -1,7 +1,9 @@
 /* The clinfer binary. Bad input (missing file, not a GGUF file, unknown flag, bad numbers,
  * unknown device) exits 1 with exactly one line on stderr. With a tiny generated model on the
  * reference backend: run is reproducible for a seed, info describes the model, and --chat on
- * a model without a template says how to name one. argv[1] is the binary. */
+ * a model without a template says how to name one. verify prints its table and exits 0, and
+ * where there is an OpenCL device exits 1 naming the op whose output a fault corrupted.
+ * argv[1] is the binary. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,7 +23,7 @@ static void slurp(const char *path, char *buf, size_t size) {
     if (f) fclose(f);
 }
 
-static char out[8192];                       /* the last run's stdout */
+static char out[32768];                      /* the last run's stdout */
 static const char *stdin_path = "/dev/null"; /* what the next run reads */
 
 /* Runs the binary with args (NULL-terminated), stdin from /dev/null; returns the exit code
@@ -142,6 +144,31 @@ static void test_chat(const char *model) {
            "chat's stderr lacks the help, the unknown command or the cut: %s", err);
 }
 
+/* clinfer verify on the tiny model: 0 and the table, 1 naming a corrupted op, 2 for an error. */
+static void test_verify(const char *model) {
+    char err[4096];
+    int code = run((const char *const[]){"verify", "-m", model, "--kernel-path", "fast", NULL}, err,
+                   sizeof err);
+    EXPECT(code == 2 && count_lines(err) == 1 && strstr(err, "--kernel-path"),
+           "verify --kernel-path fast exited %d: %s", code, err);
+    code = run((const char *const[]){"verify", "-m", model, "--reference", "-n", "5", NULL}, err,
+               sizeof err);
+    EXPECT(code == 0 && strstr(out, "max abs") && strstr(out, "prefill") &&
+               strstr(out, "verify: OK"),
+           "verify --reference exited %d: %s\n%s", code, err, out);
+    size_t devices = 0;
+    if (clinfer_device_count(&devices) != CLINFER_OK || devices == 0) return;
+    code = run((const char *const[]){"verify", "-m", model, "-n", "5", NULL}, err, sizeof err);
+    EXPECT(code == 0 && strstr(out, "rmsnorm attn_norm") && strstr(out, "verify: OK"),
+           "verify exited %d: %s\n%s", code, err, out);
+    setenv("CLINFER_FAULT", "corrupt-swiglu:2:7", 1);
+    code = run((const char *const[]){"verify", "-m", model, "-n", "5", NULL}, err, sizeof err);
+    unsetenv("CLINFER_FAULT");
+    EXPECT(code == 1 && strstr(out, "FAILED: 1 of") &&
+               strstr(out, "the first: prefill layer 1 swiglu (y)"),
+           "verify with a corrupted swiglu exited %d: %s\n%s", code, err, out);
+}
+
 static void test_tiny_model(void) {
     char model[sizeof dir + 16], err[4096], first[sizeof out];
     snprintf(model, sizeof model, "%s/tiny.gguf", dir);
@@ -179,6 +206,7 @@ static void test_tiny_model(void) {
     test_first_compile(model);
     test_llama_flags(model);
     test_chat(model);
+    test_verify(model);
 }
 
 int main(int argc, char **argv) {

@@ -213,9 +213,9 @@ static void test_prompts(clinfer_model *m) {
     EXPECT_OK(clinfer_context_create(m, &cp, &ctx));
     if (!ctx) return;
     clinfer_status st = clinfer_generate(ctx, ids, 0, 4, NULL, NULL, NULL, NULL);
-    EXPECT(st == CLINFER_ERR_INVALID_ARGUMENT && strstr(clinfer_last_error(), "no logits"),
-           "empty generate on a fresh context: %s (%s)", clinfer_status_str(st),
-           clinfer_last_error());
+    EXPECT(
+        st == CLINFER_ERR_INVALID_ARGUMENT && strstr(clinfer_last_error(), "nothing to continue"),
+        "empty generate on a fresh context: %s (%s)", clinfer_status_str(st), clinfer_last_error());
     st = clinfer_eval(ctx, ids, 0);
     EXPECT(st == CLINFER_ERR_INVALID_ARGUMENT && strstr(clinfer_last_error(), "no tokens"),
            "empty eval: %s (%s)", clinfer_status_str(st), clinfer_last_error());

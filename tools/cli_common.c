@@ -269,17 +269,22 @@ static bool find_default_model(char *buf, size_t size) {
     return false;
 }
 
+int cli_model_path(const cli_model_opts *o, char *buf, size_t size, const char **path) {
+    *path = o->path;
+    if (o->path) return 0;
+    if (!find_default_model(buf, size))
+        return cli_error("no -m MODEL given and the default model " DEFAULT_MODEL_FILE
+                         " is not in ./models or ~/.cache/clinfer/models; fetch it with "
+                         "`bash tools/fetch_model.sh`");
+    *path = buf;
+    fprintf(stderr, "clinfer: no -m given, using the default model %s\n", buf);
+    return 0;
+}
+
 int cli_load_model(const cli_model_opts *o, clinfer_model **model, double *load_ms) {
     char buf[4096];
-    const char *path = o->path;
-    if (!path) {
-        if (!find_default_model(buf, sizeof buf))
-            return cli_error("no -m MODEL given and the default model " DEFAULT_MODEL_FILE
-                             " is not in ./models or ~/.cache/clinfer/models; fetch it with "
-                             "`bash tools/fetch_model.sh`");
-        path = buf;
-        fprintf(stderr, "clinfer: no -m given, using the default model %s\n", path);
-    }
+    const char *path;
+    if (cli_model_path(o, buf, sizeof buf, &path)) return 1;
     /* clinfer_model_load checks the whole file before any device set-up. */
     double t0 = cli_now_ms();
     clinfer_status st = clinfer_model_load(path, &o->params, model);

@@ -31,6 +31,7 @@ enum {
     OPT_F32_ACT,
     OPT_Q8_ACT,
     OPT_ACT,
+    OPT_KERNEL_PATH,
 };
 
 #define CLI_MODEL_OPTIONS                                                                          \
@@ -139,6 +140,10 @@ int cli_parse_options(const char *command, int argc, char **argv, const char *op
 /* The getopt_long error for '?' / ':' returns, as one line; returns 1. Needs opterr = 0 and
  * an optstring starting with ':'. */
 int cli_bad_option(const char *command, int opt, char **argv);
+
+/* o->path, or where the default model is (buf, saying so on stderr). Prints a one-line error and
+ * returns 1 when there is none. */
+int cli_model_path(const cli_model_opts *o, char *buf, size_t size, const char **path);
 
 /* Resolves o->path (or the default model, saying so on stderr), checks the file exists and
  * is a GGUF file, and loads it. Prints a one-line error and returns 1 on failure. */

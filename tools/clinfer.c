@@ -12,7 +12,8 @@
     X(info, "show a model's architecture, tensors and memory plan")                                \
     X(tokenize, "print the token ids (and pieces) of a text; vocab-only files work")               \
     X(bench, "prefill and decode tokens/s, time to first token and peak memory of a model")        \
-    X(perplexity, "perplexity of a model on a text, and KL divergence against a saved run")
+    X(perplexity, "perplexity of a model on a text, and KL divergence against a saved run")       \
+    X(verify, "check a device against the reference backend, op by op, on a model's tokens")
 
 #define DECLARE(name, summary) int cmd_##name(int argc, char **argv);
 COMMANDS(DECLARE)

@@ -158,6 +158,27 @@ static clinfer_status cl_weight_create_i(void *ctx, clinfer_dtype type, int m, i
     return st;
 }
 
+/* The test hook CLINFER_FAULT="corrupt-<op>:N:V" (fault.h): V over the op's first output, as a
+ * kernel gone wrong would leave it. */
+static clinfer_status corrupt_output(cl_backend_ctx *b, const clinfer_op *op) {
+    char kind[32];
+    snprintf(kind, sizeof kind, "corrupt-%s", clinfer_op_name(op->kind));
+    cl_int value = cl_fault(kind);
+    clinfer_op_output out[CLINFER_OP_MAX_OUTPUTS];
+    if (value == CL_SUCCESS || clinfer_op_outputs(op, out) == 0 || out[0].count == 0)
+        return CLINFER_OK;
+    float f = (float)value;
+    uint16_t h = clinfer_f32_to_f16(f);
+    bool half = out[0].type == CLINFER_DT_F16;
+    size_t elem = half ? sizeof h : sizeof f;
+    cl_matmul_forget(b); /* a rounded copy the op kept of its output no longer matches it */
+    return cl_check(b,
+                    clEnqueueFillBuffer(b->queue, out[0].ref.buf->mem, half ? (void *)&h : &f, elem,
+                                        out[0].ref.offset * elem, out[0].count * elem, 0, NULL,
+                                        NULL),
+                    "clEnqueueFillBuffer(%s)", kind);
+}
+
 static clinfer_status cl_op(void *ctx, const clinfer_op *op) {
     cl_backend_ctx *b = ctx;
     clinfer_status st = cl_check_alive(b);
@@ -193,6 +214,7 @@ static clinfer_status cl_op(void *ctx, const clinfer_op *op) {
         st =
             clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "OpenCL: unknown op kind %d", (int)op->kind);
     }
+    if (st == CLINFER_OK) st = corrupt_output(b, op);
     cl_note_lost(b, st);
     return st;
 }

@@ -4,7 +4,11 @@
  * since the variable last changed) fail with OpenCL error ERR. Kinds used by the backend:
  *   alloc    every clCreateBuffer
  *   build    every program build
- *   enqueue  every kernel enqueue */
+ *   enqueue  every kernel enqueue
+ * and, to prove that verification (clinfer_verify) catches a kernel that computes garbage:
+ *   corrupt-<op>  every op of that kind run alone (the backend's op, not op_run), op named as
+ *                 clinfer_op_name does ("corrupt-rmsnorm"): ERR is instead a value written over
+ *                 every element of the op's first output (clinfer_op_outputs) after it ran */
 #ifndef CLINFER_CL_FAULT_H
 #define CLINFER_CL_FAULT_H
 
