@@ -1,6 +1,7 @@
-/* Element types: names and sizes, IEEE half conversion, and the GGUF block formats
+/* Element types: names and sizes, IEEE half and bfloat16 conversion, and the GGUF block formats
  * (dequantization follows the block layouts of the GGUF spec / ggml bit for bit; quantization is
- * plain round-to-nearest, good enough to build test weights and fixtures).
+ * round-to-nearest against each block's range: what `clinfer quantize` writes and the tests'
+ * fixtures are made of).
  *
  * Blocks are copied into a local struct before use: source rows may sit at any address (a mapped
  * file, a byte buffer), and a memcpy of a fixed small size costs nothing after optimisation. */
@@ -71,6 +72,19 @@ uint16_t clinfer_f32_to_f16(float f) {
     if (shift > 24) /* below 2^-25: rounds to zero (also f32 zeros and subnormals) */
         return sign;
     return (uint16_t)(sign | shift_round_even((abs & 0x7fffffu) | 0x800000u, shift));
+}
+
+/* ---- bfloat16 --------------------------------------------------------------------------- */
+
+float clinfer_bf16_to_f32(uint16_t h) {
+    return f32_from_bits((uint32_t)h << 16);
+}
+
+uint16_t clinfer_f32_to_bf16(float f) {
+    uint32_t x = f32_bits(f);
+    if ((x & 0x7fffffffu) > 0x7f800000u) /* nan: quiet, so rounding cannot carry it into inf */
+        return (uint16_t)((x >> 16) | 0x40u);
+    return (uint16_t)shift_round_even(x, 16); /* a carry into the exponent rounds up to inf */
 }
 
 /* ---- dequantization, one block at a time ------------------------------------------------ */
@@ -316,39 +330,42 @@ static void quant_q6_K(const float *x, uint8_t *dst) {
 
 /* The one table of weight types: the GGUF reader (which ids exist, block sizes), the reference
  * backend (the codecs) and the OpenCL backend (the -DWT_<name> its programs are built with,
- * whether matmuls round x to 8 bits, how its blocks are split at upload) all read it. f32 and
- * f16 are one-element "blocks" with no codec here: rows of them convert in a loop. q8_act:
+ * whether matmuls round x to 8 bits, how its blocks are split at upload) all read it. f32, f16
+ * and bf16 are one-element "blocks" with no codec here: rows of them convert in a loop. q8_act:
  * matmuls take 8-bit activations, for integer dot products with the integer blocks (f16/f32 rows
- * would only lose precision). split: {kblk, q_off, q_len, scale segments {off, len, f16},
- * s_bytes}, its type filled in by clinfer_dtype_split. */
+ * would only lose precision). weight: backends run matmuls over it (BF16 has no kernels: it is
+ * only read and converted on the host). split: {kblk, q_off, q_len, scale segments {off, len,
+ * f16}, s_bytes}, its type filled in by clinfer_dtype_split. */
 typedef struct {
     const char *name;
     size_t block_elems, block_bytes;
     void (*dequant)(const uint8_t *block, float *y);
     void (*quant)(const float *x, uint8_t *block);
-    bool q8_act;
+    bool q8_act, weight;
     clinfer_block_split split;
 } dtype_info;
 
 /* clang-format off */
 static const dtype_info dtypes[CLINFER_DT_ID_LIMIT] = {
-    [CLINFER_DT_F32] = {"F32", 1, sizeof(float), NULL, NULL, false, {16, 0, 4, {{0}}, 0}},
-    [CLINFER_DT_F16] = {"F16", 1, sizeof(uint16_t), NULL, NULL, false, {16, 0, 2, {{0}}, 0}},
+    [CLINFER_DT_F32] = {"F32", 1, sizeof(float), NULL, NULL, false, true, {16, 0, 4, {{0}}, 0}},
+    [CLINFER_DT_F16] = {"F16", 1, sizeof(uint16_t), NULL, NULL, false, true,
+                        {16, 0, 2, {{0}}, 0}},
     /* split: f32 d */
-    [CLINFER_DT_Q4_0] = {"Q4_0", QK4_0, sizeof(block_q4_0), dequant_q4_0, quant_q4_0, true,
+    [CLINFER_DT_Q4_0] = {"Q4_0", QK4_0, sizeof(block_q4_0), dequant_q4_0, quant_q4_0, true, true,
                          {32, 2, 16, {{0, 2, 1}}, 4}},
     /* split: f32 d, m */
-    [CLINFER_DT_Q4_1] = {"Q4_1", QK4_1, sizeof(block_q4_1), dequant_q4_1, quant_q4_1, true,
+    [CLINFER_DT_Q4_1] = {"Q4_1", QK4_1, sizeof(block_q4_1), dequant_q4_1, quant_q4_1, true, true,
                          {32, 4, 16, {{0, 4, 1}}, 8}},
     /* split: f32 d */
-    [CLINFER_DT_Q8_0] = {"Q8_0", QK8_0, sizeof(block_q8_0), dequant_q8_0, quant_q8_0, true,
+    [CLINFER_DT_Q8_0] = {"Q8_0", QK8_0, sizeof(block_q8_0), dequant_q8_0, quant_q8_0, true, true,
                          {32, 2, 32, {{0, 2, 1}}, 4}},
     /* split: f32 d, dmin, then scales[12] */
-    [CLINFER_DT_Q4_K] = {"Q4_K", QK_K, sizeof(block_q4_K), dequant_q4_K, quant_q4_K, true,
+    [CLINFER_DT_Q4_K] = {"Q4_K", QK_K, sizeof(block_q4_K), dequant_q4_K, quant_q4_K, true, true,
                          {64, 16, 128, {{0, 4, 1}, {4, 12, 0}}, 20}},
     /* split: ql and qh together; scales[16] then f32 d */
-    [CLINFER_DT_Q6_K] = {"Q6_K", QK_K, sizeof(block_q6_K), dequant_q6_K, quant_q6_K, true,
+    [CLINFER_DT_Q6_K] = {"Q6_K", QK_K, sizeof(block_q6_K), dequant_q6_K, quant_q6_K, true, true,
                          {128, 0, 192, {{192, 16, 0}, {208, 2, 1}}, 20}},
+    [CLINFER_DT_BF16] = {"BF16", 1, sizeof(uint16_t), NULL, NULL, false, false, {0}},
 };
 /* clang-format on */
 
@@ -365,6 +382,11 @@ int clinfer_dtype_valid(uint32_t type) {
 const char *clinfer_dtype_name(clinfer_dtype type) {
     const dtype_info *t = dtype_lookup((uint32_t)type);
     return t ? t->name : "unknown";
+}
+
+bool clinfer_dtype_is_weight(clinfer_dtype type) {
+    const dtype_info *t = dtype_lookup((uint32_t)type);
+    return t && t->weight;
 }
 
 size_t clinfer_dtype_block_elems(clinfer_dtype type) {
@@ -389,11 +411,12 @@ void clinfer_dequantize_row(clinfer_dtype type, const void *src, float *dst, siz
     if (!t) return;
     if (type == CLINFER_DT_F32) {
         memcpy(dst, src, n * sizeof(float));
-    } else if (type == CLINFER_DT_F16) {
+    } else if (type == CLINFER_DT_F16 || type == CLINFER_DT_BF16) {
+        bool bf16 = type == CLINFER_DT_BF16;
         for (size_t i = 0; i < n; i++) {
             uint16_t h;
             memcpy(&h, s + 2 * i, sizeof h);
-            dst[i] = half_to_float(h);
+            dst[i] = bf16 ? clinfer_bf16_to_f32(h) : half_to_float(h);
         }
     } else {
         for (size_t i = 0; i < n / t->block_elems; i++)
@@ -407,9 +430,10 @@ void clinfer_quantize_row(clinfer_dtype type, const float *src, void *dst, size_
     if (!t) return;
     if (type == CLINFER_DT_F32) {
         memcpy(dst, src, n * sizeof(float));
-    } else if (type == CLINFER_DT_F16) {
+    } else if (type == CLINFER_DT_F16 || type == CLINFER_DT_BF16) {
+        bool bf16 = type == CLINFER_DT_BF16;
         for (size_t i = 0; i < n; i++) {
-            uint16_t h = clinfer_f32_to_f16(src[i]);
+            uint16_t h = bf16 ? clinfer_f32_to_bf16(src[i]) : clinfer_f32_to_f16(src[i]);
             memcpy(d + 2 * i, &h, sizeof h);
         }
     } else {

@@ -21,7 +21,7 @@ static void test_dtype_table(void) {
         {CLINFER_DT_F32, "F32", 1, 4},       {CLINFER_DT_F16, "F16", 1, 2},
         {CLINFER_DT_Q4_0, "Q4_0", 32, 18},   {CLINFER_DT_Q4_1, "Q4_1", 32, 20},
         {CLINFER_DT_Q8_0, "Q8_0", 32, 34},   {CLINFER_DT_Q4_K, "Q4_K", 256, 144},
-        {CLINFER_DT_Q6_K, "Q6_K", 256, 210},
+        {CLINFER_DT_Q6_K, "Q6_K", 256, 210}, {CLINFER_DT_BF16, "BF16", 1, 2},
     };
     for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
         clinfer_dtype t = table[i].type;
@@ -31,9 +31,11 @@ static void test_dtype_table(void) {
         EXPECT(clinfer_dtype_block_bytes(t) == table[i].bytes, "%s", table[i].name);
         EXPECT(clinfer_dtype_row_bytes(t, table[i].elems * 3) == table[i].bytes * 3, "%s",
                table[i].name);
+        /* BF16 is read (quantize input) but no backend runs it */
+        EXPECT(clinfer_dtype_is_weight(t) == (t != CLINFER_DT_BF16), "%s", table[i].name);
     }
     /* GGUF ids that exist in the format but not here, and nonsense ids */
-    static const uint32_t invalid[] = {4, 5, 6, 7, 9, 10, 11, 13, 15, 30, 1000, UINT32_MAX};
+    static const uint32_t invalid[] = {4, 5, 6, 7, 9, 10, 11, 13, 15, 29, 31, 1000, UINT32_MAX};
     for (size_t i = 0; i < sizeof invalid / sizeof invalid[0]; i++)
         EXPECT(!clinfer_dtype_valid(invalid[i]), "type %u", invalid[i]);
 }
@@ -96,6 +98,41 @@ static void test_f16_known_values(void) {
     EXPECT(clinfer_f32_to_f16(-INFINITY) == 0xfc00, "-inf");
     uint16_t hn = clinfer_f32_to_f16(NAN);
     EXPECT((hn & 0x7c00) == 0x7c00 && (hn & 0x3ff) != 0, "nan -> 0x%04x", hn);
+}
+
+/* bfloat16 is the top half of an f32: exact there, round to nearest even below, nan kept. */
+static void test_bf16(void) {
+    static const struct {
+        float f;
+        uint16_t h;
+    } cases[] = {
+        {1.0f, 0x3f80},
+        {-2.0f, 0xc000},
+        {1.0f + 0x1p-8f, 0x3f80},            /* tie between 1 and 1 + 2^-7: even is 1 */
+        {1.0f + 3 * 0x1p-8f, 0x3f82},        /* tie, the even neighbour above */
+        {1.0f + 0x1p-8f + 0x1p-20f, 0x3f81}, /* just above the tie */
+        {0x1.fffffep127f, 0x7f80},           /* the largest f32 rounds to infinity */
+        {INFINITY, 0x7f80},
+        {0x1p-149f, 0x0000}, /* f32 subnormal below half a bf16 ulp */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        uint16_t h = clinfer_f32_to_bf16(cases[i].f);
+        EXPECT(h == cases[i].h, "f32_to_bf16(%a) = 0x%04x, want 0x%04x", (double)cases[i].f, h,
+               cases[i].h);
+    }
+    EXPECT(clinfer_bf16_to_f32(0x3f80) == 1.0f && clinfer_bf16_to_f32(0xc000) == -2.0f, "decode");
+    uint16_t hn = clinfer_f32_to_bf16(NAN);
+    EXPECT((hn & 0x7f80) == 0x7f80 && (hn & 0x7f) != 0 && isnan(clinfer_bf16_to_f32(hn)),
+           "nan -> 0x%04x", hn);
+    /* a row through the type table */
+    const float x[4] = {0.5f, -3.0f, 1e30f, 0x1p-100f};
+    uint16_t q[4];
+    float y[4];
+    clinfer_quantize_row(CLINFER_DT_BF16, x, q, 4);
+    clinfer_dequantize_row(CLINFER_DT_BF16, q, y, 4);
+    for (int i = 0; i < 4; i++)
+        EXPECT(fabsf(y[i] - x[i]) <= fabsf(x[i]) * 0x1p-8f, "bf16 row [%d]: %g -> %g", i,
+               (double)x[i], (double)y[i]);
 }
 
 /* Every half decodes to a value that encodes back to itself, and positive finite halves decode
@@ -360,6 +397,7 @@ int main(void) {
     test_f16_known_values();
     test_f16_all_values();
     test_f16_rounding();
+    test_bf16();
     test_q8_0_block();
     test_q4_0_block();
     test_q4_1_block();
