@@ -11,7 +11,8 @@
     X(chat, "chat with a model, turn by turn, on stdin")                                           \
     X(info, "show a model's architecture, tensors and memory plan")                                \
     X(tokenize, "print the token ids (and pieces) of a text; vocab-only files work")               \
-    X(bench, "prefill and decode tokens/s, time to first token and peak memory of a model")
+    X(bench, "prefill and decode tokens/s, time to first token and peak memory of a model")        \
+    X(quantize, "write a model with quantized weights: Q8_0, Q4_K_M, ... as llama-quantize does")
 
 #define DECLARE(name, summary) int cmd_##name(int argc, char **argv);
 COMMANDS(DECLARE)
