@@ -1,7 +1,8 @@
 /* Element types: names and sizes, IEEE half and bfloat16 conversion, and the GGUF block formats
- * (dequantization follows the block layouts of the GGUF spec / ggml bit for bit; quantization is
- * round-to-nearest against each block's range: what `clinfer quantize` writes and the tests'
- * fixtures are made of).
+ * (dequantization follows the block layouts of the GGUF spec / ggml bit for bit; quantization,
+ * what `clinfer quantize` writes and the tests' fixtures are made of, rounds to nearest against
+ * each block's range, as ggml's reference quantizers do for Q8_0, Q4_0 and Q4_1; the K types also
+ * search for better sub-block scales, as ggml's do, in a search of their own).
  *
  * Blocks are copied into a local struct before use: source rows may sit at any address (a mapped
  * file, a byte buffer), and a memcpy of a fixed small size costs nothing after optimisation. */
@@ -259,17 +260,102 @@ static void q4_K_pack_scales(uint8_t *s, const uint8_t *scale, const uint8_t *mi
     }
 }
 
-/* Per sub-block of 32: x ~ scale * q - min with q in 0..15 and min >= 0 (the sub-block's minimum
- * clipped at 0, so a positive minimum still fits). Scales and mins are then quantized to 6 bits
- * against the super-block's d and dmin, and q is recomputed with the quantized values. */
+/* The K types' sub-block fits. Rounding against the block's range is the first guess; as the
+ * largest magnitudes are few, a scale a little smaller (clipping them) or larger can round the
+ * many others closer. So the range is also divided into nmax - 1 to nmax + 1 steps (21 tries), each
+ * refit by least squares to the levels it rounds to, and the smallest squared error is kept. The
+ * error of a fit comes from the sums the refit needs, so each try is one pass over the sub-block.
+ */
+#define FIT_TRIES 21
+
+/* The squared error of x ~ a * q + b from the sums over the sub-block. */
+static double fit_error(double a, double b, int n, const double sums[5]) {
+    enum { SQ, SQQ, SX, SQX, SXX };
+    return a * a * sums[SQQ] + 2 * a * b * sums[SQ] + n * b * b - 2 * a * sums[SQX] -
+           2 * b * sums[SX] + sums[SXX];
+}
+
+/* x ~ scale * q - min, q in 0..nmax, scale and min >= 0 (the format stores them unsigned). */
+static void fit_scale_min(const float *x, int n, int nmax, float *scale, float *min) {
+    float lo, hi, sx = 0.0f, sxx = 0.0f;
+    min_max(x, n, &lo, &hi);
+    lo = fminf(lo, 0.0f);
+    *scale = (hi - lo) / (float)nmax;
+    *min = -lo;
+    if (!(hi > lo)) return;
+    for (int i = 0; i < n; i++) {
+        sx += x[i];
+        sxx += x[i] * x[i];
+    }
+    double best = INFINITY;
+    for (int t = -1; t < FIT_TRIES; t++) {
+        /* t = -1: the range itself; then its candidates */
+        float s = t < 0 ? *scale : (hi - lo) / ((float)nmax - 1.0f + 0.1f * (float)t);
+        float inv = 1.0f / s, sqx = 0.0f;
+        int sq = 0, sqq = 0;
+        for (int i = 0; i < n; i++) {
+            float v = (x[i] - lo) * inv;            /* >= 0 */
+            v = v <= (float)nmax ? v : (float)nmax; /* before the conversion: NaN too */
+            int q = (int)(v + 0.5f);                /* halves up */
+            sq += q;
+            sqq += q * q;
+            sqx += (float)q * x[i];
+        }
+        double sums[5] = {sq, sqq, sx, sqx, sxx}, a = s, b = lo; /* x ~ a * q + b */
+        double det = n * (double)sqq - (double)sq * sq;
+        if (t >= 0 && det > 0) {
+            a = (n * (double)sqx - (double)sq * sx) / det;
+            b = ((double)sqq * sx - (double)sq * sqx) / det;
+            if (b > 0) { /* min >= 0: the line through the origin instead */
+                b = 0;
+                a = sqx / (double)sqq;
+            }
+        }
+        double err = fit_error(a, b, n, sums);
+        if (a > 0 && err < best) {
+            best = err;
+            *scale = (float)a;
+            *min = (float)-b;
+        }
+    }
+}
+
+/* x ~ scale * q, q in -nmax..nmax - 1; the element of largest magnitude maps to -nmax first. */
+static float fit_scale(const float *x, int n, int nmax) {
+    float e = extreme(x, n), first = e / (float)-nmax, best_scale = first, sxx = 0.0f;
+    if (e == 0.0f) return 0.0f;
+    for (int i = 0; i < n; i++)
+        sxx += x[i] * x[i];
+    double best = INFINITY;
+    for (int t = -1; t < FIT_TRIES; t++) {
+        float s = t < 0 ? first : e / -((float)nmax - 1.0f + 0.1f * (float)t);
+        float inv = 1.0f / s, sqx = 0.0f;
+        int sqq = 0;
+        for (int i = 0; i < n; i++) {
+            float v = x[i] * inv;
+            v = v <= (float)(nmax - 1) ? v : (float)(nmax - 1); /* NaN too */
+            v = v >= (float)-nmax ? v : (float)-nmax;
+            int q = (int)(v + (v < 0.0f ? -0.5f : 0.5f)); /* halves away from zero */
+            sqq += q * q;
+            sqx += (float)q * x[i];
+        }
+        double a = t >= 0 && sqq > 0 ? sqx / (double)sqq : s;
+        double sums[5] = {0, sqq, 0, sqx, sxx}, err = fit_error(a, 0.0, n, sums);
+        if (err < best) {
+            best = err;
+            best_scale = (float)a;
+        }
+    }
+    return best_scale;
+}
+
+/* Per sub-block of 32: x ~ scale * q - min with q in 0..15 and min >= 0 (fit_scale_min). Scales
+ * and mins are then quantized to 6 bits against the super-block's d and dmin, and q is recomputed
+ * with the quantized values. */
 static void quant_q4_K(const float *x, uint8_t *dst) {
     float scale[8], min[8], max_scale = 0.0f, max_min = 0.0f;
     for (int j = 0; j < 8; j++) {
-        float lo, hi;
-        min_max(x + 32 * j, 32, &lo, &hi);
-        lo = fminf(lo, 0.0f);
-        scale[j] = (hi - lo) / 15.0f;
-        min[j] = -lo;
+        fit_scale_min(x + 32 * j, 32, 15, &scale[j], &min[j]);
         max_scale = fmaxf(max_scale, scale[j]);
         max_min = fmaxf(max_min, min[j]);
     }
@@ -295,12 +381,12 @@ static void quant_q4_K(const float *x, uint8_t *dst) {
     memcpy(dst, &b, sizeof b);
 }
 
-/* Per sub-block of 16: a symmetric scale (q in -32..31, the extreme element mapping to -32 as in
- * Q4_0); the scales are then quantized to int8 against d = max |scale| / 127. */
+/* Per sub-block of 16: a symmetric scale (q in -32..31, fit_scale); the scales are then quantized
+ * to int8 against d = max |scale| / 127. */
 static void quant_q6_K(const float *x, uint8_t *dst) {
     float scale[QK_K / 16], max_abs_scale = 0.0f;
     for (int s = 0; s < QK_K / 16; s++) {
-        scale[s] = extreme(x + 16 * s, 16) / -32.0f;
+        scale[s] = fit_scale(x + 16 * s, 16, 32);
         max_abs_scale = fmaxf(max_abs_scale, fabsf(scale[s]));
     }
     block_q6_K b;
