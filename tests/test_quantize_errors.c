@@ -9,6 +9,7 @@
 
 #include "check.h"
 #include "gguf_writer.h"
+#include "random.h"
 
 static char dir[] = "/tmp/clinfer-test-quantize-errors-XXXXXX";
 static char out[sizeof dir + 32], tmp[sizeof dir + 40];
@@ -33,17 +34,63 @@ static void expect_failure(const char *in, const char *out_path, clinfer_file_ty
     EXPECT(!exists(out_tmp), "%s: %s left behind", needle, out_tmp);
 }
 
-/* A one-layer llama whose attn_q holds value at element 300 (row 1). */
+/* A one-layer llama whose attn_q holds value at element 300 (row 1), with string and number
+ * arrays to copy. */
 static void write_model(const char *path, const char *arch, float value, bool split) {
     static float w[256 * 2];
+    static const char *const tokens[] = {"a", "bc", "def"};
     gguf_writer *g = gw_new();
     if (arch) gw_kv_str(g, "general.architecture", arch);
+    gw_kv_arr_str(g, "tokenizer.ggml.tokens", tokens, 3);
+    gw_kv_arr_f32(g, "tokenizer.ggml.scores", (const float[]){0, -1, -2}, 3);
     if (split) gw_kv_scalar(g, "split.count", GGUF_TYPE_UINT16, &(uint16_t){3});
     memset(w, 0, sizeof w);
     w[300] = value;
     gw_tensor(g, "blk.0.attn_q.weight", CLINFER_DT_F32, 2, (const int64_t[]){256, 2}, w);
     EXPECT(gw_write_file(g, path) == 0, "writing %s", path);
     gw_free(g);
+}
+
+/* Random bytes of the good file changed: each mutant quantizes or fails with a message (under the
+ * sanitizers: never reading out of bounds), and what it writes opens again. */
+static void test_mutants(const char *good) {
+    static uint8_t orig[1 << 16], buf[1 << 16];
+    char path[sizeof dir + 32];
+    snprintf(path, sizeof path, "%s/mutant.gguf", dir);
+    FILE *f = fopen(good, "rb");
+    size_t len = f ? fread(orig, 1, sizeof orig, f) : 0;
+    if (f) fclose(f);
+    EXPECT(len > 0 && len < sizeof orig, "reading %s", good);
+    size_t n_ok = 0;
+    rng_seed(23);
+    for (int i = 0; i < 200 && len > 0; i++) {
+        memcpy(buf, orig, len);
+        /* mostly the header and metadata, where a byte changes meaning */
+        for (int k = 0, n = 1 + (int)(rng_next() % 4); k < n; k++)
+            buf[rng_next() % (rng_next() % 2 ? 400 : len)] = (uint8_t)rng_next();
+        f = fopen(path, "wb");
+        if (f) {
+            fwrite(buf, 1, len, f);
+            fclose(f);
+        }
+        clinfer_quantize_params p;
+        clinfer_quantize_params_default(&p);
+        p.file_type = i % 2 ? CLINFER_FTYPE_Q4_K_M : CLINFER_FTYPE_Q4_0;
+        p.allow_requantize = true;
+        clinfer_status st = clinfer_quantize_file(path, out, &p);
+        EXPECT(st == CLINFER_OK || clinfer_last_error()[0], "mutant %d failed without a message",
+               i);
+        gguf_file *g = NULL;
+        if (st == CLINFER_OK) {
+            n_ok++;
+            EXPECT_OK(gguf_open(out, &g));
+            gguf_close(g);
+        }
+        EXPECT(!exists(tmp), "mutant %d left %s", i, tmp);
+        remove(out);
+    }
+    printf("mutants: %zu of 200 quantized\n", n_ok);
+    remove(path);
 }
 
 int main(void) {
@@ -108,6 +155,8 @@ int main(void) {
     EXPECT(mkdir(path, 0700) == 0, "mkdir %s", path);
     expect_failure(good, path, CLINFER_FTYPE_Q8_0, CLINFER_ERR_IO, "cannot rename");
     rmdir(path);
+
+    test_mutants(good);
 
     /* and the same file quantizes once the problems are gone */
     EXPECT_OK(clinfer_quantize_file(good, out, NULL));
