@@ -1,6 +1,8 @@
-/* Element types: names and sizes, IEEE half conversion, and the GGUF block formats
- * (dequantization follows the block layouts of the GGUF spec / ggml bit for bit; quantization is
- * plain round-to-nearest, good enough to build test weights and fixtures).
+/* Element types: names and sizes, IEEE half and bfloat16 conversion, and the GGUF block formats
+ * (dequantization follows the block layouts of the GGUF spec / ggml bit for bit; quantization,
+ * what `clinfer quantize` writes and the tests' fixtures are made of, rounds to nearest against
+ * each block's range, as ggml's reference quantizers do for Q8_0, Q4_0 and Q4_1; the K types also
+ * search for better sub-block scales, as ggml's do, in a search of their own).
  *
  * Blocks are copied into a local struct before use: source rows may sit at any address (a mapped
  * file, a byte buffer), and a memcpy of a fixed small size costs nothing after optimisation. */
@@ -71,6 +73,19 @@ uint16_t clinfer_f32_to_f16(float f) {
     if (shift > 24) /* below 2^-25: rounds to zero (also f32 zeros and subnormals) */
         return sign;
     return (uint16_t)(sign | shift_round_even((abs & 0x7fffffu) | 0x800000u, shift));
+}
+
+/* ---- bfloat16 --------------------------------------------------------------------------- */
+
+float clinfer_bf16_to_f32(uint16_t h) {
+    return f32_from_bits((uint32_t)h << 16);
+}
+
+uint16_t clinfer_f32_to_bf16(float f) {
+    uint32_t x = f32_bits(f);
+    if ((x & 0x7fffffffu) > 0x7f800000u) /* nan: quiet, so rounding cannot carry it into inf */
+        return (uint16_t)((x >> 16) | 0x40u);
+    return (uint16_t)shift_round_even(x, 16); /* a carry into the exponent rounds up to inf */
 }
 
 /* ---- dequantization, one block at a time ------------------------------------------------ */
@@ -245,17 +260,102 @@ static void q4_K_pack_scales(uint8_t *s, const uint8_t *scale, const uint8_t *mi
     }
 }
 
-/* Per sub-block of 32: x ~ scale * q - min with q in 0..15 and min >= 0 (the sub-block's minimum
- * clipped at 0, so a positive minimum still fits). Scales and mins are then quantized to 6 bits
- * against the super-block's d and dmin, and q is recomputed with the quantized values. */
+/* The K types' sub-block fits. Rounding against the block's range is the first guess; as the
+ * largest magnitudes are few, a scale a little smaller (clipping them) or larger can round the
+ * many others closer. So the range is also divided into nmax - 1 to nmax + 1 steps (21 tries), each
+ * refit by least squares to the levels it rounds to, and the smallest squared error is kept. The
+ * error of a fit comes from the sums the refit needs, so each try is one pass over the sub-block.
+ */
+#define FIT_TRIES 21
+
+/* The squared error of x ~ a * q + b from the sums over the sub-block. */
+static double fit_error(double a, double b, int n, const double sums[5]) {
+    enum { SQ, SQQ, SX, SQX, SXX };
+    return a * a * sums[SQQ] + 2 * a * b * sums[SQ] + n * b * b - 2 * a * sums[SQX] -
+           2 * b * sums[SX] + sums[SXX];
+}
+
+/* x ~ scale * q - min, q in 0..nmax, scale and min >= 0 (the format stores them unsigned). */
+static void fit_scale_min(const float *x, int n, int nmax, float *scale, float *min) {
+    float lo, hi, sx = 0.0f, sxx = 0.0f;
+    min_max(x, n, &lo, &hi);
+    lo = fminf(lo, 0.0f);
+    *scale = (hi - lo) / (float)nmax;
+    *min = -lo;
+    if (!(hi > lo)) return;
+    for (int i = 0; i < n; i++) {
+        sx += x[i];
+        sxx += x[i] * x[i];
+    }
+    double best = INFINITY;
+    for (int t = -1; t < FIT_TRIES; t++) {
+        /* t = -1: the range itself; then its candidates */
+        float s = t < 0 ? *scale : (hi - lo) / ((float)nmax - 1.0f + 0.1f * (float)t);
+        float inv = 1.0f / s, sqx = 0.0f;
+        int sq = 0, sqq = 0;
+        for (int i = 0; i < n; i++) {
+            float v = (x[i] - lo) * inv;            /* >= 0 */
+            v = v <= (float)nmax ? v : (float)nmax; /* before the conversion: NaN too */
+            int q = (int)(v + 0.5f);                /* halves up */
+            sq += q;
+            sqq += q * q;
+            sqx += (float)q * x[i];
+        }
+        double sums[5] = {sq, sqq, sx, sqx, sxx}, a = s, b = lo; /* x ~ a * q + b */
+        double det = n * (double)sqq - (double)sq * sq;
+        if (t >= 0 && det > 0) {
+            a = (n * (double)sqx - (double)sq * sx) / det;
+            b = ((double)sqq * sx - (double)sq * sqx) / det;
+            if (b > 0) { /* min >= 0: the line through the origin instead */
+                b = 0;
+                a = sqx / (double)sqq;
+            }
+        }
+        double err = fit_error(a, b, n, sums);
+        if (a > 0 && err < best) {
+            best = err;
+            *scale = (float)a;
+            *min = (float)-b;
+        }
+    }
+}
+
+/* x ~ scale * q, q in -nmax..nmax - 1; the element of largest magnitude maps to -nmax first. */
+static float fit_scale(const float *x, int n, int nmax) {
+    float e = extreme(x, n), first = e / (float)-nmax, best_scale = first, sxx = 0.0f;
+    if (e == 0.0f) return 0.0f;
+    for (int i = 0; i < n; i++)
+        sxx += x[i] * x[i];
+    double best = INFINITY;
+    for (int t = -1; t < FIT_TRIES; t++) {
+        float s = t < 0 ? first : e / -((float)nmax - 1.0f + 0.1f * (float)t);
+        float inv = 1.0f / s, sqx = 0.0f;
+        int sqq = 0;
+        for (int i = 0; i < n; i++) {
+            float v = x[i] * inv;
+            v = v <= (float)(nmax - 1) ? v : (float)(nmax - 1); /* NaN too */
+            v = v >= (float)-nmax ? v : (float)-nmax;
+            int q = (int)(v + (v < 0.0f ? -0.5f : 0.5f)); /* halves away from zero */
+            sqq += q * q;
+            sqx += (float)q * x[i];
+        }
+        double a = t >= 0 && sqq > 0 ? sqx / (double)sqq : s;
+        double sums[5] = {0, sqq, 0, sqx, sxx}, err = fit_error(a, 0.0, n, sums);
+        if (err < best) {
+            best = err;
+            best_scale = (float)a;
+        }
+    }
+    return best_scale;
+}
+
+/* Per sub-block of 32: x ~ scale * q - min with q in 0..15 and min >= 0 (fit_scale_min). Scales
+ * and mins are then quantized to 6 bits against the super-block's d and dmin, and q is recomputed
+ * with the quantized values. */
 static void quant_q4_K(const float *x, uint8_t *dst) {
     float scale[8], min[8], max_scale = 0.0f, max_min = 0.0f;
     for (int j = 0; j < 8; j++) {
-        float lo, hi;
-        min_max(x + 32 * j, 32, &lo, &hi);
-        lo = fminf(lo, 0.0f);
-        scale[j] = (hi - lo) / 15.0f;
-        min[j] = -lo;
+        fit_scale_min(x + 32 * j, 32, 15, &scale[j], &min[j]);
         max_scale = fmaxf(max_scale, scale[j]);
         max_min = fmaxf(max_min, min[j]);
     }
@@ -281,12 +381,12 @@ static void quant_q4_K(const float *x, uint8_t *dst) {
     memcpy(dst, &b, sizeof b);
 }
 
-/* Per sub-block of 16: a symmetric scale (q in -32..31, the extreme element mapping to -32 as in
- * Q4_0); the scales are then quantized to int8 against d = max |scale| / 127. */
+/* Per sub-block of 16: a symmetric scale (q in -32..31, fit_scale); the scales are then quantized
+ * to int8 against d = max |scale| / 127. */
 static void quant_q6_K(const float *x, uint8_t *dst) {
     float scale[QK_K / 16], max_abs_scale = 0.0f;
     for (int s = 0; s < QK_K / 16; s++) {
-        scale[s] = extreme(x + 16 * s, 16) / -32.0f;
+        scale[s] = fit_scale(x + 16 * s, 16, 32);
         max_abs_scale = fmaxf(max_abs_scale, fabsf(scale[s]));
     }
     block_q6_K b;
@@ -316,39 +416,42 @@ static void quant_q6_K(const float *x, uint8_t *dst) {
 
 /* The one table of weight types: the GGUF reader (which ids exist, block sizes), the reference
  * backend (the codecs) and the OpenCL backend (the -DWT_<name> its programs are built with,
- * whether matmuls round x to 8 bits, how its blocks are split at upload) all read it. f32 and
- * f16 are one-element "blocks" with no codec here: rows of them convert in a loop. q8_act:
+ * whether matmuls round x to 8 bits, how its blocks are split at upload) all read it. f32, f16
+ * and bf16 are one-element "blocks" with no codec here: rows of them convert in a loop. q8_act:
  * matmuls take 8-bit activations, for integer dot products with the integer blocks (f16/f32 rows
- * would only lose precision). split: {kblk, q_off, q_len, scale segments {off, len, f16},
- * s_bytes}, its type filled in by clinfer_dtype_split. */
+ * would only lose precision). weight: backends run matmuls over it (BF16 has no kernels: it is
+ * only read and converted on the host). split: {kblk, q_off, q_len, scale segments {off, len,
+ * f16}, s_bytes}, its type filled in by clinfer_dtype_split. */
 typedef struct {
     const char *name;
     size_t block_elems, block_bytes;
     void (*dequant)(const uint8_t *block, float *y);
     void (*quant)(const float *x, uint8_t *block);
-    bool q8_act;
+    bool q8_act, weight;
     clinfer_block_split split;
 } dtype_info;
 
 /* clang-format off */
 static const dtype_info dtypes[CLINFER_DT_ID_LIMIT] = {
-    [CLINFER_DT_F32] = {"F32", 1, sizeof(float), NULL, NULL, false, {16, 0, 4, {{0}}, 0}},
-    [CLINFER_DT_F16] = {"F16", 1, sizeof(uint16_t), NULL, NULL, false, {16, 0, 2, {{0}}, 0}},
+    [CLINFER_DT_F32] = {"F32", 1, sizeof(float), NULL, NULL, false, true, {16, 0, 4, {{0}}, 0}},
+    [CLINFER_DT_F16] = {"F16", 1, sizeof(uint16_t), NULL, NULL, false, true,
+                        {16, 0, 2, {{0}}, 0}},
     /* split: f32 d */
-    [CLINFER_DT_Q4_0] = {"Q4_0", QK4_0, sizeof(block_q4_0), dequant_q4_0, quant_q4_0, true,
+    [CLINFER_DT_Q4_0] = {"Q4_0", QK4_0, sizeof(block_q4_0), dequant_q4_0, quant_q4_0, true, true,
                          {32, 2, 16, {{0, 2, 1}}, 4}},
     /* split: f32 d, m */
-    [CLINFER_DT_Q4_1] = {"Q4_1", QK4_1, sizeof(block_q4_1), dequant_q4_1, quant_q4_1, true,
+    [CLINFER_DT_Q4_1] = {"Q4_1", QK4_1, sizeof(block_q4_1), dequant_q4_1, quant_q4_1, true, true,
                          {32, 4, 16, {{0, 4, 1}}, 8}},
     /* split: f32 d */
-    [CLINFER_DT_Q8_0] = {"Q8_0", QK8_0, sizeof(block_q8_0), dequant_q8_0, quant_q8_0, true,
+    [CLINFER_DT_Q8_0] = {"Q8_0", QK8_0, sizeof(block_q8_0), dequant_q8_0, quant_q8_0, true, true,
                          {32, 2, 32, {{0, 2, 1}}, 4}},
     /* split: f32 d, dmin, then scales[12] */
-    [CLINFER_DT_Q4_K] = {"Q4_K", QK_K, sizeof(block_q4_K), dequant_q4_K, quant_q4_K, true,
+    [CLINFER_DT_Q4_K] = {"Q4_K", QK_K, sizeof(block_q4_K), dequant_q4_K, quant_q4_K, true, true,
                          {64, 16, 128, {{0, 4, 1}, {4, 12, 0}}, 20}},
     /* split: ql and qh together; scales[16] then f32 d */
-    [CLINFER_DT_Q6_K] = {"Q6_K", QK_K, sizeof(block_q6_K), dequant_q6_K, quant_q6_K, true,
+    [CLINFER_DT_Q6_K] = {"Q6_K", QK_K, sizeof(block_q6_K), dequant_q6_K, quant_q6_K, true, true,
                          {128, 0, 192, {{192, 16, 0}, {208, 2, 1}}, 20}},
+    [CLINFER_DT_BF16] = {"BF16", 1, sizeof(uint16_t), NULL, NULL, false, false, {0}},
 };
 /* clang-format on */
 
@@ -365,6 +468,11 @@ int clinfer_dtype_valid(uint32_t type) {
 const char *clinfer_dtype_name(clinfer_dtype type) {
     const dtype_info *t = dtype_lookup((uint32_t)type);
     return t ? t->name : "unknown";
+}
+
+bool clinfer_dtype_is_weight(clinfer_dtype type) {
+    const dtype_info *t = dtype_lookup((uint32_t)type);
+    return t && t->weight;
 }
 
 size_t clinfer_dtype_block_elems(clinfer_dtype type) {
@@ -389,11 +497,12 @@ void clinfer_dequantize_row(clinfer_dtype type, const void *src, float *dst, siz
     if (!t) return;
     if (type == CLINFER_DT_F32) {
         memcpy(dst, src, n * sizeof(float));
-    } else if (type == CLINFER_DT_F16) {
+    } else if (type == CLINFER_DT_F16 || type == CLINFER_DT_BF16) {
+        bool bf16 = type == CLINFER_DT_BF16;
         for (size_t i = 0; i < n; i++) {
             uint16_t h;
             memcpy(&h, s + 2 * i, sizeof h);
-            dst[i] = half_to_float(h);
+            dst[i] = bf16 ? clinfer_bf16_to_f32(h) : half_to_float(h);
         }
     } else {
         for (size_t i = 0; i < n / t->block_elems; i++)
@@ -407,9 +516,10 @@ void clinfer_quantize_row(clinfer_dtype type, const float *src, void *dst, size_
     if (!t) return;
     if (type == CLINFER_DT_F32) {
         memcpy(dst, src, n * sizeof(float));
-    } else if (type == CLINFER_DT_F16) {
+    } else if (type == CLINFER_DT_F16 || type == CLINFER_DT_BF16) {
+        bool bf16 = type == CLINFER_DT_BF16;
         for (size_t i = 0; i < n; i++) {
-            uint16_t h = clinfer_f32_to_f16(src[i]);
+            uint16_t h = bf16 ? clinfer_f32_to_bf16(src[i]) : clinfer_f32_to_f16(src[i]);
             memcpy(d + 2 * i, &h, sizeof h);
         }
     } else {

@@ -15,10 +15,11 @@ typedef enum {
     CLINFER_DT_Q8_0 = 8,
     CLINFER_DT_Q4_K = 12,
     CLINFER_DT_Q6_K = 14,
+    CLINFER_DT_BF16 = 30, /* read only: quantize input and host-converted vectors, no kernels */
 } clinfer_dtype;
 /* One past the largest id, for tables indexed by type (quant.c's fails to compile if a type
  * lies past it). */
-#define CLINFER_DT_ID_LIMIT 15
+#define CLINFER_DT_ID_LIMIT 31
 
 #define QK4_0 32
 #define QK4_1 32
@@ -78,7 +79,10 @@ typedef struct {
 /* Known type? Unknown ids from files are rejected through this. */
 int clinfer_dtype_valid(uint32_t type);
 const char *clinfer_dtype_name(clinfer_dtype type);
-/* Elements per block (1 for f32/f16) and bytes per block. */
+/* Whether backends take it as weights (their matmuls have kernels for it): every known type but
+ * BF16, which files may hold (a quantizer's input) but models may not run. */
+bool clinfer_dtype_is_weight(clinfer_dtype type);
+/* Elements per block (1 for f32/f16/bf16) and bytes per block. */
 size_t clinfer_dtype_block_elems(clinfer_dtype type);
 size_t clinfer_dtype_block_bytes(clinfer_dtype type);
 /* Bytes of a row of n elements; n must be a multiple of the block size. */
@@ -88,6 +92,9 @@ clinfer_block_split clinfer_dtype_split(clinfer_dtype type);
 
 float clinfer_f16_to_f32(uint16_t h);
 uint16_t clinfer_f32_to_f16(float f); /* round to nearest even */
+/* bfloat16: the top half of an f32. */
+float clinfer_bf16_to_f32(uint16_t h);
+uint16_t clinfer_f32_to_bf16(float f); /* round to nearest even; nan stays a quiet nan */
 
 /* Row conversions; n is a multiple of the block size. */
 void clinfer_dequantize_row(clinfer_dtype type, const void *src, float *dst, size_t n);

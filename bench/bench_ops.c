@@ -43,7 +43,7 @@ static const double SAMPLE_MS = 2.0;
 static size_t weight_types(clinfer_dtype out[CLINFER_DT_ID_LIMIT]) {
     size_t n = 0;
     for (uint32_t t = 0; t < CLINFER_DT_ID_LIMIT; t++)
-        if (clinfer_dtype_valid(t)) out[n++] = (clinfer_dtype)t;
+        if (clinfer_dtype_is_weight((clinfer_dtype)t)) out[n++] = (clinfer_dtype)t;
     return n;
 }
 

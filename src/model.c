@@ -164,6 +164,12 @@ const gguf_tensor *clinfer_find_shaped(const clinfer_model *m, const char *name,
 clinfer_status clinfer_upload_rows(clinfer_loader *ld, const gguf_tensor *t, const char *name,
                                    int row0, int rows, clinfer_matrix *out) {
     clinfer_model *m = ld->m;
+    if (!clinfer_dtype_is_weight(t->type))
+        return clinfer_fail(
+            CLINFER_ERR_UNSUPPORTED,
+            "model: tensor '%s' is %s, a type clinfer reads but cannot run: convert "
+            "the file to F16 or a quantized type first (clinfer quantize)",
+            name, clinfer_dtype_name(t->type));
     if (!ld->upload) return CLINFER_OK;
     int k = (int)t->ne[0];
     size_t row_bytes = clinfer_dtype_row_bytes(t->type, (size_t)k);

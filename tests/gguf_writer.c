@@ -1,16 +1,14 @@
 /* The test GGUF writer: metadata is serialized as it is added; tensor infos and data are kept
- * until the layout (offsets, padding) is known at serialization. */
+ * until the layout (offsets, padding) is known at serialization. The encoding is the library's
+ * (src/gguf_write.h); what is added here is the bookkeeping of fixtures and the raw calls that
+ * build malformed files. */
 #include "gguf_writer.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct {
-    uint8_t *p;
-    size_t len, cap;
-    bool failed;
-} bytes;
+#include "gguf_write.h"
 
 typedef struct {
     char *name;
@@ -24,7 +22,7 @@ typedef struct {
 } wtensor;
 
 struct gguf_writer {
-    bytes kvs;
+    gguf_buf kvs;
     uint64_t n_kv;
     wtensor *tensors;
     size_t n_tensors;
@@ -34,50 +32,9 @@ struct gguf_writer {
     gw_sections sections;
 };
 
-static void put(bytes *b, const void *src, size_t n) {
-    if (b->failed) return;
-    if (n > b->cap - b->len) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (cap - b->len < n)
-            cap *= 2;
-        uint8_t *p = realloc(b->p, cap);
-        if (!p) {
-            b->failed = true;
-            return;
-        }
-        b->p = p;
-        b->cap = cap;
-    }
-    if (n) memcpy(b->p + b->len, src, n);
-    b->len += n;
-}
-
-/* Writes a host value of size n in little-endian byte order. */
-static void put_le(bytes *b, const void *v, size_t n) {
-    const uint16_t probe = 1;
-    const uint8_t *src = v;
-    uint8_t tmp[8];
-    bool little = *(const uint8_t *)&probe == 1;
-    for (size_t i = 0; i < n; i++)
-        tmp[i] = little ? src[i] : src[n - 1 - i];
-    put(b, tmp, n);
-}
-
-static void put_u32(bytes *b, uint32_t v) {
-    put_le(b, &v, 4);
-}
-static void put_u64(bytes *b, uint64_t v) {
-    put_le(b, &v, 8);
-}
-
-static void put_str(bytes *b, const void *s, size_t n) {
-    put_u64(b, n);
-    put(b, s, n);
-}
-
 gguf_writer *gw_new(void) {
     gguf_writer *w = calloc(1, sizeof *w);
-    if (w) w->alignment = 32;
+    if (w) w->alignment = GGUF_WRITE_ALIGNMENT;
     return w;
 }
 
@@ -88,29 +45,22 @@ void gw_free(gguf_writer *w) {
         free(w->tensors[i].data);
     }
     free(w->tensors);
-    free(w->kvs.p);
+    gguf_buf_free(&w->kvs);
     free(w);
 }
 
 static void kv_head(gguf_writer *w, const char *key, gguf_type type) {
-    put_str(&w->kvs, key, strlen(key));
-    put_u32(&w->kvs, type);
+    gguf_put_kv_head(&w->kvs, key, strlen(key), type);
     w->n_kv++;
 }
 
 void gw_kv_scalar(gguf_writer *w, const char *key, gguf_type type, const void *value) {
-    size_t n = gguf_type_size(type);
-    if (n == 0) {
+    if (gguf_type_size(type) == 0) {
         w->failed = true;
         return;
     }
     kv_head(w, key, type);
-    if (type == GGUF_TYPE_BOOL) {
-        uint8_t b = *(const bool *)value;
-        put(&w->kvs, &b, 1);
-    } else {
-        put_le(&w->kvs, value, n);
-    }
+    gguf_put_scalar(&w->kvs, type, value);
     if (type == GGUF_TYPE_UINT32 && strcmp(key, "general.alignment") == 0) {
         uint32_t a = *(const uint32_t *)value;
         /* Larger ones only serve to build bad files. */
@@ -133,7 +83,7 @@ void gw_kv_bool(gguf_writer *w, const char *key, bool v) {
 
 void gw_kv_str(gguf_writer *w, const char *key, const char *v) {
     kv_head(w, key, GGUF_TYPE_STRING);
-    put_str(&w->kvs, v, strlen(v));
+    gguf_put_str(&w->kvs, v, strlen(v));
 }
 
 void gw_kv_arr(gguf_writer *w, const char *key, gguf_type elem, const void *values, size_t n) {
@@ -142,23 +92,20 @@ void gw_kv_arr(gguf_writer *w, const char *key, gguf_type elem, const void *valu
         w->failed = true;
         return;
     }
+    size_t host_size = elem == GGUF_TYPE_BOOL ? sizeof(bool) : es;
     kv_head(w, key, GGUF_TYPE_ARRAY);
-    put_u32(&w->kvs, elem);
-    put_u64(&w->kvs, n);
-    for (size_t i = 0; i < n; i++) {
-        const uint8_t *v =
-            (const uint8_t *)values + i * (elem == GGUF_TYPE_BOOL ? sizeof(bool) : es);
-        uint8_t b = elem == GGUF_TYPE_BOOL ? *(const bool *)v : 0;
-        put_le(&w->kvs, elem == GGUF_TYPE_BOOL ? &b : v, es);
-    }
+    gguf_put_u32(&w->kvs, elem);
+    gguf_put_u64(&w->kvs, n);
+    for (size_t i = 0; i < n; i++)
+        gguf_put_scalar(&w->kvs, elem, (const uint8_t *)values + i * host_size);
 }
 
 void gw_kv_arr_str(gguf_writer *w, const char *key, const char *const *strs, size_t n) {
     kv_head(w, key, GGUF_TYPE_ARRAY);
-    put_u32(&w->kvs, GGUF_TYPE_STRING);
-    put_u64(&w->kvs, n);
+    gguf_put_u32(&w->kvs, GGUF_TYPE_STRING);
+    gguf_put_u64(&w->kvs, n);
     for (size_t i = 0; i < n; i++)
-        put_str(&w->kvs, strs[i], strlen(strs[i]));
+        gguf_put_str(&w->kvs, strs[i], strlen(strs[i]));
 }
 
 void gw_kv_arr_f32(gguf_writer *w, const char *key, const float *v, size_t n) {
@@ -171,9 +118,8 @@ void gw_kv_arr_i32(gguf_writer *w, const char *key, const int32_t *v, size_t n) 
 
 void gw_kv_raw(gguf_writer *w, const void *key, size_t key_len, uint32_t type, const void *value,
                size_t value_len) {
-    put_str(&w->kvs, key, key_len);
-    put_u32(&w->kvs, type);
-    put(&w->kvs, value, value_len);
+    gguf_put_kv_head(&w->kvs, key, key_len, type);
+    gguf_put_bytes(&w->kvs, value, value_len);
     w->n_kv++;
 }
 
@@ -241,58 +187,55 @@ void gw_data_min(gguf_writer *w, size_t bytes) {
     w->data_min = bytes;
 }
 
-static size_t align_up(size_t n, size_t a) {
-    return (n + a - 1) / a * a;
+/* A raw info may claim any n_dims, of which the first 8 dimensions are written: the claim is
+ * patched over the count of those written. */
+static void put_tensor_info(gguf_buf *b, const wtensor *t) {
+    size_t n_dims_at = b->len + 8 + t->name_len;
+    uint32_t written = t->n_dims < 8 ? t->n_dims : 8;
+    gguf_put_tensor_info(b, t->name, t->name_len, written, t->ne, t->type, t->offset);
+    for (int i = 0; i < 4 && !b->failed; i++)
+        b->p[n_dims_at + i] = (uint8_t)(t->n_dims >> (8 * i));
 }
 
-static void pad_to(bytes *b, size_t target) {
-    static const uint8_t zeros[64];
-    while (b->len < target && !b->failed)
-        put(b, zeros, target - b->len < sizeof zeros ? target - b->len : sizeof zeros);
+/* Zeros up to target bytes. */
+static void pad_to(gguf_buf *b, size_t target) {
+    if (b->len < target) gguf_put_zeros(b, target - b->len);
 }
 
 int gw_to_memory(gguf_writer *w, uint8_t **buf, size_t *len) {
-    bytes b = {0};
+    gguf_buf b = {0};
     *buf = NULL;
     *len = 0;
     if (w->failed || w->kvs.failed) return -1;
-    put(&b, "GGUF", 4);
-    put_u32(&b, 3);
-    put_u64(&b, w->n_tensors);
-    put_u64(&b, w->n_kv);
+    gguf_put_header(&b, w->n_tensors, w->n_kv);
     w->sections.header_end = b.len;
-    put(&b, w->kvs.p, w->kvs.len);
+    gguf_put_bytes(&b, w->kvs.p, w->kvs.len);
     w->sections.kv_end = b.len;
 
     size_t data_len = 0;
     for (size_t i = 0; i < w->n_tensors; i++) {
         wtensor *t = &w->tensors[i];
         if (t->data) {
-            t->offset = align_up(data_len, w->alignment);
+            t->offset = gguf_align_up(data_len, w->alignment);
             data_len = t->offset + t->size;
         }
-        put_str(&b, t->name, t->name_len);
-        put_u32(&b, t->n_dims);
-        for (uint32_t d = 0; d < t->n_dims && d < 8; d++)
-            put_u64(&b, t->ne[d]);
-        put_u32(&b, t->type);
-        put_u64(&b, t->offset);
+        put_tensor_info(&b, t);
     }
     w->sections.tensors_end = b.len;
 
-    size_t data_start = align_up(b.len, w->alignment);
+    size_t data_start = gguf_align_up(b.len, w->alignment);
     pad_to(&b, data_start);
     w->sections.data_start = b.len;
     for (size_t i = 0; i < w->n_tensors; i++) {
         const wtensor *t = &w->tensors[i];
         if (!t->data) continue;
         pad_to(&b, data_start + t->offset);
-        put(&b, t->data, t->size);
+        gguf_put_bytes(&b, t->data, t->size);
     }
     pad_to(&b, data_start + w->data_min);
     w->sections.total = b.len;
     if (b.failed) {
-        free(b.p);
+        gguf_buf_free(&b);
         return -1;
     }
     *buf = b.p;
@@ -303,12 +246,14 @@ int gw_to_memory(gguf_writer *w, uint8_t **buf, size_t *len) {
 int gw_write_file(gguf_writer *w, const char *path) {
     uint8_t *buf;
     size_t len;
+    gguf_out o;
     if (gw_to_memory(w, &buf, &len) != 0) return -1;
-    FILE *f = fopen(path, "wb");
-    int rc = f && fwrite(buf, 1, len, f) == len ? 0 : -1;
-    if (f && fclose(f) != 0) rc = -1;
+    clinfer_status st = gguf_out_open(&o, path);
+    if (st == CLINFER_OK) st = gguf_out_write(&o, buf, len);
+    if (st == CLINFER_OK) st = gguf_out_commit(&o);
+    gguf_out_discard(&o);
     free(buf);
-    return rc;
+    return st == CLINFER_OK ? 0 : -1;
 }
 
 gw_sections gw_last_sections(const gguf_writer *w) {

@@ -209,6 +209,40 @@ static void test_tiny_model(void) {
     test_verify(model);
 }
 
+/* quantize: bad arguments give one error line; the tiny F32 model quantizes with a line per
+ * tensor and a summary on stderr, and `info` then shows its Q4_K and Q6_K tensors. */
+static void test_quantize(const char *missing, const char *not_gguf) {
+    char src[sizeof dir + 16], dst[sizeof dir + 16], err[8192];
+    snprintf(src, sizeof src, "%s/f32.gguf", dir);
+    snprintf(dst, sizeof dst, "%s/q4km.gguf", dir);
+    tiny_model_spec spec;
+    tiny_model_default(&spec, "llama", CLINFER_DT_Q4_K); /* K-sized rows... */
+    spec.type = CLINFER_DT_F32;                          /* ...in F32 */
+    EXPECT(tiny_model_write(&spec, src) == 0, "cannot write %s", src);
+    ERR(missing, "quantize", missing, dst, "Q8_0");
+    ERR("not a GGUF file", "quantize", not_gguf, dst, "Q8_0");
+    ERR("unknown file type 'Q5_K_M'", "quantize", src, dst, "Q5_K_M");
+    ERR("expected IN OUT TYPE, got 2", "quantize", src, dst);
+    ERR("--threads", "quantize", src, dst, "Q8_0", "-t", "many");
+    ERR("--bogus", "quantize", "--bogus", src, dst, "Q8_0");
+    char q8[sizeof dir + 16]; /* test_tiny_model's Q8_0 model */
+    snprintf(q8, sizeof q8, "%s/tiny.gguf", dir);
+    ERR("allow_requantize", "quantize", q8, dst, "Q4_0");
+    EXPECT(access(dst, F_OK) != 0, "a failed quantize left %s", dst);
+
+    int code = run((const char *const[]){"quantize", src, dst, "q4_k_m", "-t", "2", NULL}, err,
+                   sizeof err);
+    EXPECT(code == 0, "quantize exited %d: %s", code, err);
+    EXPECT(strstr(err, "blk.1.attn_v.weight") && strstr(err, "F32  -> Q6_K") &&
+               strstr(err, "MiB in") && count_lines(err) > 10,
+           "quantize printed no progress or summary:\n%s", err);
+    code = run((const char *const[]){"info", "-m", dst, "--reference", NULL}, err, sizeof err);
+    EXPECT(code == 0 && strstr(out, "Q4_K") && strstr(out, "Q6_K"),
+           "info on the quantized model (exit %d):\n%s%s", code, out, err);
+    remove(src);
+    remove(dst);
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) {
         fprintf(stderr, "usage: test_cli PATH-TO-CLINFER\n");
@@ -258,6 +292,7 @@ int main(int argc, char **argv) {
            "info --help fails: %s", err);
 
     test_tiny_model();
+    test_quantize(missing, not_gguf);
 
     const char *files[] = {"stderr", "stdout", "tiny.gguf"};
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {

@@ -21,7 +21,7 @@ static void test_dtype_table(void) {
         {CLINFER_DT_F32, "F32", 1, 4},       {CLINFER_DT_F16, "F16", 1, 2},
         {CLINFER_DT_Q4_0, "Q4_0", 32, 18},   {CLINFER_DT_Q4_1, "Q4_1", 32, 20},
         {CLINFER_DT_Q8_0, "Q8_0", 32, 34},   {CLINFER_DT_Q4_K, "Q4_K", 256, 144},
-        {CLINFER_DT_Q6_K, "Q6_K", 256, 210},
+        {CLINFER_DT_Q6_K, "Q6_K", 256, 210}, {CLINFER_DT_BF16, "BF16", 1, 2},
     };
     for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
         clinfer_dtype t = table[i].type;
@@ -31,9 +31,11 @@ static void test_dtype_table(void) {
         EXPECT(clinfer_dtype_block_bytes(t) == table[i].bytes, "%s", table[i].name);
         EXPECT(clinfer_dtype_row_bytes(t, table[i].elems * 3) == table[i].bytes * 3, "%s",
                table[i].name);
+        /* BF16 is read (quantize input) but no backend runs it */
+        EXPECT(clinfer_dtype_is_weight(t) == (t != CLINFER_DT_BF16), "%s", table[i].name);
     }
     /* GGUF ids that exist in the format but not here, and nonsense ids */
-    static const uint32_t invalid[] = {4, 5, 6, 7, 9, 10, 11, 13, 15, 30, 1000, UINT32_MAX};
+    static const uint32_t invalid[] = {4, 5, 6, 7, 9, 10, 11, 13, 15, 29, 31, 1000, UINT32_MAX};
     for (size_t i = 0; i < sizeof invalid / sizeof invalid[0]; i++)
         EXPECT(!clinfer_dtype_valid(invalid[i]), "type %u", invalid[i]);
 }
@@ -96,6 +98,41 @@ static void test_f16_known_values(void) {
     EXPECT(clinfer_f32_to_f16(-INFINITY) == 0xfc00, "-inf");
     uint16_t hn = clinfer_f32_to_f16(NAN);
     EXPECT((hn & 0x7c00) == 0x7c00 && (hn & 0x3ff) != 0, "nan -> 0x%04x", hn);
+}
+
+/* bfloat16 is the top half of an f32: exact there, round to nearest even below, nan kept. */
+static void test_bf16(void) {
+    static const struct {
+        float f;
+        uint16_t h;
+    } cases[] = {
+        {1.0f, 0x3f80},
+        {-2.0f, 0xc000},
+        {1.0f + 0x1p-8f, 0x3f80},            /* tie between 1 and 1 + 2^-7: even is 1 */
+        {1.0f + 3 * 0x1p-8f, 0x3f82},        /* tie, the even neighbour above */
+        {1.0f + 0x1p-8f + 0x1p-20f, 0x3f81}, /* just above the tie */
+        {0x1.fffffep127f, 0x7f80},           /* the largest f32 rounds to infinity */
+        {INFINITY, 0x7f80},
+        {0x1p-149f, 0x0000}, /* f32 subnormal below half a bf16 ulp */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        uint16_t h = clinfer_f32_to_bf16(cases[i].f);
+        EXPECT(h == cases[i].h, "f32_to_bf16(%a) = 0x%04x, want 0x%04x", (double)cases[i].f, h,
+               cases[i].h);
+    }
+    EXPECT(clinfer_bf16_to_f32(0x3f80) == 1.0f && clinfer_bf16_to_f32(0xc000) == -2.0f, "decode");
+    uint16_t hn = clinfer_f32_to_bf16(NAN);
+    EXPECT((hn & 0x7f80) == 0x7f80 && (hn & 0x7f) != 0 && isnan(clinfer_bf16_to_f32(hn)),
+           "nan -> 0x%04x", hn);
+    /* a row through the type table */
+    const float x[4] = {0.5f, -3.0f, 1e30f, 0x1p-100f};
+    uint16_t q[4];
+    float y[4];
+    clinfer_quantize_row(CLINFER_DT_BF16, x, q, 4);
+    clinfer_dequantize_row(CLINFER_DT_BF16, q, y, 4);
+    for (int i = 0; i < 4; i++)
+        EXPECT(fabsf(y[i] - x[i]) <= fabsf(x[i]) * 0x1p-8f, "bf16 row [%d]: %g -> %g", i,
+               (double)x[i], (double)y[i]);
 }
 
 /* Every half decodes to a value that encodes back to itself, and positive finite halves decode
@@ -273,7 +310,7 @@ static void test_unaligned_row(void) {
 
 /* Round trips on random rows: uniform around 0, shifted away from 0 (exercises Q4_1 and Q4_K
  * mins), and sums of uniforms with outliers. Worst measured NMSE per type: F16 4e-8, Q8_0 6.5e-5,
- * Q4_0 1.8e-2, Q4_1 8.3e-3, Q4_K 8.3e-3, Q6_K 6.6e-4 (Q8_0/Q4_0/Q4_1 equal gguf-py's reference
+ * Q4_0 1.8e-2, Q4_1 8.3e-3, Q4_K 7.4e-3, Q6_K 6.2e-4 (Q8_0/Q4_0/Q4_1 equal gguf-py's reference
  * quantizers on the same data); the bounds leave about a factor 2. */
 static void test_round_trips(void) {
     static const struct {
@@ -314,6 +351,34 @@ static void test_round_trips(void) {
         for (int i = 0; i < N; i++)
             nonzero += y[i] != 0.0f;
         EXPECT(nonzero == 0, "%s: zero row gives %d non-zeros", clinfer_dtype_name(type), nonzero);
+    }
+}
+
+/* The K types fit their sub-block scales (base/quant.c: fit_scale_min, fit_scale) rather than
+ * round against the range: on normally distributed weights, as trained ones roughly are, that
+ * takes the error below plain range rounding (measured NMSE: Q4_K 6.10e-3 and Q6_K 3.62e-4 with
+ * it, 4.95e-3 and 2.98e-4 with the fits; ggml's reference quantizers, 5.08e-3 and 3.14e-4 on
+ * like data). */
+static void test_k_fits(void) {
+    enum { N = 16 * QK_K };
+    static float x[N], y[N];
+    static uint8_t q[N];
+    rng_seed(17);
+    for (int i = 0; i < N; i++) { /* Box-Muller */
+        float u = rng_uniform(1e-7f, 1.0f), v = rng_uniform(0.0f, 1.0f);
+        x[i] = sqrtf(-2.0f * logf(u)) * cosf(6.2831853f * v);
+    }
+    static const struct {
+        clinfer_dtype type;
+        double bound;
+    } types[] = {{CLINFER_DT_Q4_K, 5.4e-3}, {CLINFER_DT_Q6_K, 3.3e-4}};
+    for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) {
+        clinfer_quantize_row(types[t].type, x, q, N);
+        clinfer_dequantize_row(types[t].type, q, y, N);
+        double e = nmse(y, x, N);
+        printf("%s on normal weights: nmse %.3g\n", clinfer_dtype_name(types[t].type), e);
+        EXPECT(e <= types[t].bound, "%s: nmse %.3g > %.3g", clinfer_dtype_name(types[t].type), e,
+               types[t].bound);
     }
 }
 
@@ -360,6 +425,7 @@ int main(void) {
     test_f16_known_values();
     test_f16_all_values();
     test_f16_rounding();
+    test_bf16();
     test_q8_0_block();
     test_q4_0_block();
     test_q4_1_block();
@@ -368,6 +434,7 @@ int main(void) {
     test_f16_row();
     test_unaligned_row();
     test_round_trips();
+    test_k_fits();
     test_q8_act();
     return finish("test_quant");
 }

@@ -78,10 +78,10 @@ static clinfer_status ref_weight_create(void *ctx, clinfer_dtype type, int m, in
                                         const void *data, clinfer_buffer **out) {
     clinfer_status st = CLINFER_OK;
     clinfer_buffer *b = NULL;
-    if (!clinfer_dtype_valid((uint32_t)type) || m <= 0 || k <= 0 || !data || !out ||
+    if (!clinfer_dtype_is_weight(type) || m <= 0 || k <= 0 || !data || !out ||
         (size_t)k % clinfer_dtype_block_elems(type) != 0)
         return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
-                            "reference: weight_create type %d (%s), %d x %d: need a known type, "
+                            "reference: weight_create type %d (%s), %d x %d: need a weight type, "
                             "positive sizes, k a multiple of %zu, data and out",
                             (int)type, clinfer_dtype_name(type), m, k,
                             clinfer_dtype_block_elems(type));
