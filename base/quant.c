@@ -13,6 +13,7 @@
 #include <string.h>
 
 _Static_assert(sizeof(block_q4_0) == 2 + QK4_0 / 2, "block_q4_0 must have no padding");
+_Static_assert(sizeof(block_q5_0) == 2 + 4 + QK5_0 / 2, "block_q5_0 must have no padding");
 _Static_assert(sizeof(block_q4_1) == 4 + QK4_1 / 2, "block_q4_1 must have no padding");
 _Static_assert(sizeof(block_q8_0) == 2 + QK8_0, "block_q8_0 must have no padding");
 _Static_assert(sizeof(block_q4_K) == 4 + K_SCALE_SIZE + QK_K / 2, "block_q4_K size");
@@ -97,6 +98,20 @@ static void dequant_q4_0(const uint8_t *src, float *y) {
     for (int j = 0; j < QK4_0 / 2; j++) {
         y[j] = (float)((b.qs[j] & 0x0f) - 8) * d;
         y[j + QK4_0 / 2] = (float)((b.qs[j] >> 4) - 8) * d;
+    }
+}
+
+static void dequant_q5_0(const uint8_t *src, float *y) {
+    block_q5_0 b;
+    memcpy(&b, src, sizeof b);
+    float d = clinfer_f16_to_f32(b.d);
+    uint32_t qh = (uint32_t)b.qh[0] | (uint32_t)b.qh[1] << 8 | (uint32_t)b.qh[2] << 16 |
+                  (uint32_t)b.qh[3] << 24;
+    for (int j = 0; j < QK5_0 / 2; j++) {
+        int lo = (b.qs[j] & 0x0f) | (int)((qh >> j) & 1) << 4;
+        int hi = (b.qs[j] >> 4) | (int)((qh >> (j + QK5_0 / 2)) & 1) << 4;
+        y[j] = (float)(lo - 16) * d;
+        y[j + QK5_0 / 2] = (float)(hi - 16) * d;
     }
 }
 
@@ -227,6 +242,23 @@ static void quant_q4_0(const float *x, uint8_t *dst) {
         int hi = round_clamp(x[j + QK4_0 / 2] * id, -8, 7) + 8;
         b.qs[j] = (uint8_t)(lo | (hi << 4));
     }
+    memcpy(dst, &b, sizeof b);
+}
+
+/* Q5_0 values are -16..15, the element of largest magnitude mapping to -16, as Q4_0 does. */
+static void quant_q5_0(const float *x, uint8_t *dst) {
+    block_q5_0 b;
+    b.d = clinfer_f32_to_f16(extreme(x, QK5_0) / -16.0f);
+    float id = inverse(clinfer_f16_to_f32(b.d));
+    uint32_t qh = 0;
+    for (int j = 0; j < QK5_0 / 2; j++) {
+        int lo = round_clamp(x[j] * id, -16, 15) + 16;
+        int hi = round_clamp(x[j + QK5_0 / 2] * id, -16, 15) + 16;
+        b.qs[j] = (uint8_t)((lo & 0x0f) | (hi & 0x0f) << 4);
+        qh |= (uint32_t)(lo >> 4) << j | (uint32_t)(hi >> 4) << (j + QK5_0 / 2);
+    }
+    for (int i = 0; i < 4; i++)
+        b.qh[i] = (uint8_t)(qh >> (8 * i));
     memcpy(dst, &b, sizeof b);
 }
 
@@ -442,6 +474,9 @@ static const dtype_info dtypes[CLINFER_DT_ID_LIMIT] = {
     /* split: f32 d, m */
     [CLINFER_DT_Q4_1] = {"Q4_1", QK4_1, sizeof(block_q4_1), dequant_q4_1, quant_q4_1, true, true,
                          {32, 4, 16, {{0, 4, 1}}, 8}},
+    /* split: qh and qs together (5 words); f32 d */
+    [CLINFER_DT_Q5_0] = {"Q5_0", QK5_0, sizeof(block_q5_0), dequant_q5_0, quant_q5_0, true, true,
+                         {32, 2, 20, {{0, 2, 1}}, 4}},
     /* split: f32 d */
     [CLINFER_DT_Q8_0] = {"Q8_0", QK8_0, sizeof(block_q8_0), dequant_q8_0, quant_q8_0, true, true,
                          {32, 2, 32, {{0, 2, 1}}, 4}},

@@ -1,7 +1,7 @@
 /* Which type each tensor gets: the rules of llama.cpp's llama-quantize (src/llama-quant.cpp)
  * for the file types clinfer writes, so its files hold what llama.cpp's would. Where llama.cpp
  * picks a type clinfer has no blocks for, the nearest one that loses no precision stands in:
- * Q6_K for Q5_K, Q8_0 for Q5_0 (see quant_mix_choose and fallback). */
+ * Q6_K for Q5_K (see quant_mix_choose). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -205,12 +205,11 @@ static clinfer_dtype mix_type(const mix *m, role r, int64_t ne0, int i_v, int i_
     return type;
 }
 
-/* A type whose blocks fit rows of ne0: llama.cpp falls back from Q4_K to Q5_0 and from Q6_K to
- * Q8_0. clinfer has no Q5_0; Q8_0 stands in for it rather than Q4_1, which would be less precise
- * than the Q4_K asked for (Q5_0 and Q8_0 are both more precise; Q4_1 is the smaller file, but a
- * fallback should not cost quality). Rows that fit no 32-element block stay F16. */
+/* A type whose blocks fit rows of ne0, as llama.cpp falls back: from Q4_K to Q5_0 and from Q6_K
+ * to Q8_0 (32-element blocks). Rows that fit no 32-element block stay F16. */
 static clinfer_dtype fallback(clinfer_dtype type, int64_t ne0) {
-    if (type == CLINFER_DT_Q4_K || type == CLINFER_DT_Q6_K) type = CLINFER_DT_Q8_0;
+    if (type == CLINFER_DT_Q4_K) type = CLINFER_DT_Q5_0;
+    if (type == CLINFER_DT_Q6_K) type = CLINFER_DT_Q8_0;
     return fits(type, ne0) ? type : CLINFER_DT_F16;
 }
 

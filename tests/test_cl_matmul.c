@@ -19,6 +19,7 @@
 
 #include "backend.h"
 #include "check.h"
+#include "weight_types.h"
 #include "cl_devices.h"
 #include "random.h"
 
@@ -29,11 +30,6 @@ static const char *path_name;
 
 static const double MATMUL_NMSE = 1e-9, EMBED_NMSE = 1e-12;
 static double worst[2]; /* largest NMSE seen for matmul and embed, printed at the end */
-
-static const clinfer_dtype types[] = {CLINFER_DT_F32,  CLINFER_DT_F16,  CLINFER_DT_Q8_0,
-                                      CLINFER_DT_Q4_0, CLINFER_DT_Q4_1, CLINFER_DT_Q4_K,
-                                      CLINFER_DT_Q6_K};
-enum { N_TYPES = sizeof types / sizeof types[0] };
 
 typedef struct {
     clinfer_buffer *buf[SIDES];
@@ -385,7 +381,9 @@ static void test_device(size_t index) {
     }
     printf("device %zu: %s\n", index, be[CL]->i->describe(be[CL]->ctx));
     rng_seed(1234 + index);
-    for (int t = 0; t < N_TYPES; t++) {
+    clinfer_dtype types[CLINFER_DT_ID_LIMIT];
+    size_t n_types = weight_types(types);
+    for (size_t t = 0; t < n_types; t++) {
         test_shapes(types[t]);
         test_split(types[t]);
         if (clinfer_dtype_block_elems(types[t]) > 1) test_q8_reuse(types[t]);

@@ -21,6 +21,7 @@
 
 #include "backend.h"
 #include "check.h"
+#include "weight_types.h"
 #include "random.h"
 #include "tiny_model.h"
 
@@ -353,11 +354,10 @@ int main(void) {
     test_concurrent();
     test_build_failure();
     static const char *const archs[] = {"llama", "qwen2", "gpt2"};
-    static const clinfer_dtype types[] = {CLINFER_DT_F32,  CLINFER_DT_F16,  CLINFER_DT_Q8_0,
-                                          CLINFER_DT_Q4_0, CLINFER_DT_Q4_1, CLINFER_DT_Q4_K,
-                                          CLINFER_DT_Q6_K};
+    clinfer_dtype types[CLINFER_DT_ID_LIMIT];
+    size_t n_types = weight_types(types);
     for (size_t a = 0; a < 3; a++)
-        for (size_t t = 0; t < sizeof types / sizeof types[0]; t++)
+        for (size_t t = 0; t < n_types; t++)
             test_model(archs[a], types[t], false, false);
     test_model("llama", CLINFER_DT_Q4_0, true, false);
     test_model("qwen2", CLINFER_DT_Q8_0, false, true);

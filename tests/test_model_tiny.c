@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "weight_types.h"
 #include "random.h"
 #include "tiny_model.h"
 #include "tokenizer.h"
@@ -412,13 +413,12 @@ int main(void) {
     remove(path);
 
     static const char *const archs[] = {"llama", "qwen2", "gpt2"};
-    static const clinfer_dtype types[] = {CLINFER_DT_F32,  CLINFER_DT_F16,  CLINFER_DT_Q8_0,
-                                          CLINFER_DT_Q4_0, CLINFER_DT_Q4_1, CLINFER_DT_Q4_K,
-                                          CLINFER_DT_Q6_K};
+    clinfer_dtype types[CLINFER_DT_ID_LIMIT];
+    size_t n_types = weight_types(types);
     for (size_t a = 0; a < 3; a++) {
         test_batching(archs[a], CLINFER_BACKEND_REFERENCE);
         if (have_opencl) test_batching(archs[a], CLINFER_BACKEND_OPENCL);
-        for (size_t t = 0; t < sizeof types / sizeof types[0]; t++)
+        for (size_t t = 0; t < n_types; t++)
             test_backends_agree(archs[a], types[t], false);
     }
     test_backends_agree("llama", CLINFER_DT_Q4_1, true);

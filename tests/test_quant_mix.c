@@ -137,9 +137,9 @@ static void test_lm_head(void) {
         }
 }
 
-/* Rows that do not fit the mix's block: K types fall back to Q8_0 (llama.cpp: Q5_0 for Q4_K,
- * which clinfer lacks), rows that fit no 32-block to F16; the flag says so. A tied head of 320
- * is Q8_0 outright. */
+/* Rows that do not fit the mix's block: Q4_K falls back to Q5_0 and Q6_K to Q8_0, as in
+ * llama.cpp, rows that fit no 32-block to F16; the flag says so. A tied head of 320 (Q6_K in
+ * this mix) is Q8_0. */
 static void test_fallback(void) {
     gguf_writer *w = new_model("llama", 1);
     matrix(w, "token_embd.weight", 320, 4);
@@ -149,7 +149,7 @@ static void test_fallback(void) {
     model m;
     if (choose(&m, w, CLINFER_FTYPE_Q4_K_M)) {
         EXPECT_TYPE(&m, "token_embd.weight", CLINFER_DT_Q8_0);
-        EXPECT_TYPE(&m, "blk.0.attn_q.weight", CLINFER_DT_Q8_0);
+        EXPECT_TYPE(&m, "blk.0.attn_q.weight", CLINFER_DT_Q5_0);
         EXPECT_TYPE(&m, "blk.0.ffn_down.weight", CLINFER_DT_Q6_K); /* one layer: more bits */
         EXPECT_TYPE(&m, "blk.0.attn_k.weight", CLINFER_DT_F16);
         EXPECT(choice_of(&m, "blk.0.attn_q.weight").fallback &&

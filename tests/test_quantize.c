@@ -43,7 +43,7 @@ static const struct {
 
 /* A tensor against its F32 source: NMSE bound per element type, about twice what rounding to
  * nearest costs the fixtures' uniform weights in [-a, a] (step^2 / 12 over the variance a^2 / 3:
- * Q8_0 step a / 127 gives 1.6e-5, Q6_K a / 32 2.4e-4, Q4_0 a / 8 3.9e-3). */
+ * Q8_0 step a / 127 gives 1.6e-5, Q6_K a / 32 2.4e-4, Q5_0 a / 16 9.8e-4, Q4_0 a / 8 3.9e-3). */
 static double type_bound(clinfer_dtype type) {
     switch (type) {
     case CLINFER_DT_F32:
@@ -54,6 +54,8 @@ static double type_bound(clinfer_dtype type) {
         return 3e-5;
     case CLINFER_DT_Q6_K:
         return 5e-4;
+    case CLINFER_DT_Q5_0: /* step a / 16: 9.8e-4 */
+        return 2e-3;
     default: /* the 4-bit types */
         return 8e-3;
     }
@@ -70,7 +72,7 @@ static bool exists(const char *path) {
 /* What llama-quantize gives a tensor of these two-layer models: 1-D tensors keep their type;
  * the LM head (output, or token_embd when tied) gets Q6_K, or Q8_0 in Q8_0 files and where its
  * rows do not fit the file's type; Q4_K_M gives attn_v and ffn_down Q6_K in the last of two
- * layers; then Q4_K and Q6_K rows of 320 fall back to Q8_0 (the LM head's too). */
+ * layers; then rows of 320 fall back, Q4_K to Q5_0 and Q6_K to Q8_0 (the LM head's too). */
 static clinfer_dtype expected_type(const gguf_tensor *t, const char *name, clinfer_file_type ft,
                                    bool tied) {
     static const clinfer_dtype base[] = {
@@ -88,7 +90,8 @@ static clinfer_dtype expected_type(const gguf_tensor *t, const char *name, clinf
     else if (ft == CLINFER_FTYPE_Q4_K_M &&
              (!strcmp(name, "blk.1.attn_v.weight") || !strcmp(name, "blk.1.ffn_down.weight")))
         type = CLINFER_DT_Q6_K;
-    return k % (int64_t)clinfer_dtype_block_elems(type) ? CLINFER_DT_Q8_0 : type;
+    if (k % (int64_t)clinfer_dtype_block_elems(type) == 0) return type;
+    return type == CLINFER_DT_Q4_K ? CLINFER_DT_Q5_0 : CLINFER_DT_Q8_0;
 }
 
 static float *dequantized(const gguf_tensor *t) {

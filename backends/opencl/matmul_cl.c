@@ -62,8 +62,10 @@ clinfer_status cl_build_type(cl_backend_ctx *b, clinfer_dtype type) {
             t->matvec_q8_il_norm = clCreateKernel(t->program, "matvec_q8_il_norm", &err);
     }
     if (st == CLINFER_OK) st = cl_error(err, "clCreateKernel(matvec.cl)");
+    /* 1 while every type built so far that takes 8-bit x has integer dots (Q5_0 has none):
+     * otherwise the roundings must also write d * q for the f32 kernels */
     if (st == CLINFER_OK && clinfer_dtype_takes_q8_act(type))
-        b->mm->q8_dots = t->matvec_q8 != NULL; /* the same for all such types: AVX2 or not */
+        b->mm->q8_dots = t->matvec_q8 != NULL && b->mm->q8_dots != 0;
     if (st != CLINFER_OK) { /* leave nothing half-built: the next call tries again */
         clinfer_error_prefix("building matvec.cl for %s", clinfer_dtype_name(type));
         if (t->matvec) clReleaseKernel(t->matvec);

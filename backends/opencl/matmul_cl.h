@@ -81,7 +81,8 @@ struct cl_matmul_state {
     act_q8 act;
     act_q8 spare; /* where matvec_q8_il_norm rounds its output while it reads act (then swapped) */
     cl_mem done;  /* finished work-items of a matvec with the norm at its end; 0 between launches */
-    int q8_dots;  /* a weight type has matvec_q8 (1) or has not (0); -1: no type built yet */
+    int q8_dots;  /* every weight type built that takes 8-bit x has matvec_q8 (1) or one has not
+                   * (0); -1: no such type built yet */
     int interleave;    /* lay out weights for matvec_q8_il where it exists (CLINFER_INTERLEAVE) */
     int use_clblast;   /* f32 GEMM through CLBlast (tuning table: GPUs only); counted in
                         * clblast_users from init to free */

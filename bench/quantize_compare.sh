@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# clinfer quantize against llama.cpp's llama-quantize on the same source file, judged by
+# perplexity: for each TYPE, both tools quantize one F16 model, and llama-perplexity (the peer)
+# and clinfer perplexity score both outputs on the same text. Passes when, per type and per
+# scoring tool that loads both files, the two outputs' perplexities are within 1% of each other
+# (and clinfer's output loads in llama.cpp at all). Prints a markdown table.
+#
+# The source is the default model (SmolLM2-135M-Instruct Q4_1) written back as F16 by clinfer
+# quantize --allow-requantize, so both tools start from the same F16 weights. The peer is the
+# llama.cpp build of bench/compare_llamacpp.sh ($CLINFER_BENCH_CACHE or ~/.cache/clinfer/llama.cpp
+# /build/bin); exit 77 when it is not built (this script does not build it).
+#
+# usage: bench/quantize_compare.sh [--bin CLINFER] [-f TEXT] [-c 512] [--chunks 4] [TYPE...]
+# TYPEs default to Q8_0 Q4_0 Q4_1 Q6_K Q4_K_M.
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cache=${CLINFER_BENCH_CACHE:-$HOME/.cache/clinfer/llama.cpp}
+peer=$cache/build/bin
+bin=$root/build/clinfer
+text=/usr/share/common-licenses/GPL-3
+ctx=512
+chunks=4
+types=()
+while [ $# -gt 0 ]; do
+    case $1 in
+    --bin) bin=$2; shift ;;
+    -f) text=$2; shift ;;
+    -c) ctx=$2; shift ;;
+    --chunks) chunks=$2; shift ;;
+    -h | --help) sed -n '2,15p' "$0"; exit 0 ;;
+    *) types+=("$1") ;;
+    esac
+    shift
+done
+[ ${#types[@]} -gt 0 ] || types=(Q8_0 Q4_0 Q4_1 Q6_K Q4_K_M)
+say() { echo "quantize_compare: $*" >&2; }
+if [ ! -x "$peer/llama-quantize" ] || [ ! -x "$peer/llama-perplexity" ]; then
+    say "skipped: llama.cpp's llama-quantize and llama-perplexity are not built in $peer" \
+        "(bench/compare_llamacpp.sh builds them)"
+    exit 77
+fi
+model=$(bash "$root/tools/fetch_model.sh")
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+"$bin" quantize "$model" "$work/f16.gguf" F16 --allow-requantize 2>"$work/f16.log" ||
+    { cat "$work/f16.log" >&2; exit 1; }
+
+# The final perplexity a tool prints for a file; "-" when it cannot load it.
+ppl_peer() {
+    "$peer/llama-perplexity" -m "$1" -f "$text" -c "$ctx" --chunks "$chunks" -t 2 2>&1 |
+        sed -n 's/.*Final estimate: PPL = \([0-9.]*\).*/\1/p' | grep . || echo -
+}
+ppl_clinfer() {
+    "$bin" perplexity -m "$1" -f "$text" -c "$ctx" --chunks "$chunks" --act q8 -q 2>/dev/null |
+        sed -n 's/.*PPL = \([0-9.]*\).*/\1/p' | grep . || echo -
+}
+# 1 when both are numbers within 1% of each other, 0 when not, - when one is missing.
+within() {
+    python3 -c "import sys
+a, b = sys.argv[1:]
+print('-' if '-' in (a, b) else int(abs(float(a) / float(b) - 1) <= 0.01))" "$1" "$2"
+}
+
+fail=0
+echo "| type | size clinfer / llama.cpp | llama-perplexity: clinfer's / llama.cpp's | clinfer perplexity: clinfer's / llama.cpp's |"
+echo "|---|---|---|---|"
+for type in "${types[@]}"; do
+    say "$type"
+    mine=$work/clinfer.$type.gguf theirs=$work/llama.$type.gguf
+    "$bin" quantize "$work/f16.gguf" "$mine" "$type" 2>"$work/q.log" || { cat "$work/q.log" >&2; exit 1; }
+    "$peer/llama-quantize" "$work/f16.gguf" "$theirs" "$type" 2 >"$work/lq.log" 2>&1 ||
+        { cat "$work/lq.log" >&2; exit 1; }
+    p1=$(ppl_peer "$mine") p2=$(ppl_peer "$theirs")
+    c1=$(ppl_clinfer "$mine") c2=$(ppl_clinfer "$theirs")
+    w1=$(within "$p1" "$p2") w2=$(within "$c1" "$c2")
+    [ "$p1" != - ] || { say "$type: llama.cpp cannot load clinfer's output"; fail=1; }
+    [ "$w1" != 0 ] && [ "$w2" != 0 ] || { say "$type: perplexities more than 1% apart"; fail=1; }
+    printf '| %s | %d / %d MiB | %s / %s | %s / %s |\n' "$type" \
+        $(($(stat -c %s "$mine") >> 20)) $(($(stat -c %s "$theirs") >> 20)) "$p1" "$p2" "$c1" "$c2"
+done
+exit $fail
