@@ -178,7 +178,7 @@ static unsigned char *weight_data(clinfer_dtype type, int m, int k, bool distinc
             continue;
         }
         for (int i = 0; i < k; i++)
-            f[i] = (float)((i * 7919 + r * 104729) % 2001 - 1000) / 1000.0f;
+            f[i] = (float)(((long)i * 7919 + (long)r * 104729) % 2001 - 1000) / 1000.0f;
         clinfer_quantize_row(type, f, data + row * (size_t)r, (size_t)k);
     }
     free(f);

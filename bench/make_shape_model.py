@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
-"""Writes a Llama-architecture GGUF file of a given layer shape with random weights, for
-benchmarks of a model size we have no real file of. Speed does not depend on the weights'
+"""Writes a Llama-family GGUF file (--arch llama, qwen2: q/k/v biases, qwen3: per-head q/k
+norms) of a given layer shape with random weights, for benchmarks of a model size we have no
+real file of, and for comparing an architecture's forward pass with llama.cpp's
+(bench/crosscheck_archs.sh). Speed does not depend on the weights'
 values, so the file measures what a real model of that shape would (prefill, decode, memory);
 its text is noise.
 
@@ -21,7 +23,7 @@ Needs the PyPI packages gguf and numpy (tools/gpu_check.sh makes a venv with the
 
 usage: bench/make_shape_model.py OUT.gguf [--type F16|Q8_0|Q4_0|...] [--tokenizer-from GGUF]
            [--dim 2048] [--layers 16] [--heads 32] [--kv-heads 8] [--ffn 8192] [--ctx 8192]
-           [--seed 0] [--name NAME]
+           [--seed 0] [--name NAME] [--arch llama|qwen2|qwen3] [--std 0.02]
 """
 import argparse
 import os
@@ -31,7 +33,7 @@ import time
 import numpy as np
 import gguf
 
-ARCH = "llama"
+ARCHS = ("llama", "qwen2", "qwen3")
 
 
 def parse_args():
@@ -53,6 +55,10 @@ def parse_args():
     p.add_argument("--rope-base", type=float, default=500000.0, help="rope.freq_base (500000)")
     p.add_argument("--seed", type=int, default=0, help="random seed (0)")
     p.add_argument("--name", help="general.name (default: from the shape)")
+    p.add_argument("--arch", default="llama", choices=ARCHS, help="architecture (llama)")
+    p.add_argument("--std", type=float, default=0.02,
+                   help="standard deviation of the weights (0.02); norms and biases get a tenth "
+                        "of it around 1 and 0")
     return p.parse_args()
 
 
@@ -90,8 +96,13 @@ def tensor_plan(a, n_vocab):
         plan += [(b + "attn_norm.weight", (a.dim,)),
                  (b + "attn_q.weight", (a.heads * hd, a.dim)),
                  (b + "attn_k.weight", (a.kv_heads * hd, a.dim)),
-                 (b + "attn_v.weight", (a.kv_heads * hd, a.dim)),
-                 (b + "attn_output.weight", (a.dim, a.heads * hd)),
+                 (b + "attn_v.weight", (a.kv_heads * hd, a.dim))]
+        if a.arch == "qwen2":
+            plan += [(b + "attn_q.bias", (a.heads * hd,)), (b + "attn_k.bias", (a.kv_heads * hd,)),
+                     (b + "attn_v.bias", (a.kv_heads * hd,))]
+        if a.arch == "qwen3":
+            plan += [(b + "attn_q_norm.weight", (hd,)), (b + "attn_k_norm.weight", (hd,))]
+        plan += [(b + "attn_output.weight", (a.dim, a.heads * hd)),
                  (b + "ffn_norm.weight", (a.dim,)),
                  (b + "ffn_gate.weight", (a.ffn, a.dim)),
                  (b + "ffn_up.weight", (a.ffn, a.dim)),
@@ -113,11 +124,14 @@ def nbytes(shape, qtype):
     return int(np.prod(shape[:-1])) * shape[-1] // block * size
 
 
-def tensor_data(rng, shape, qtype):
-    """Random weights (uniform, std 0.02) or unit norms, stored as qtype."""
+def tensor_data(rng, name, shape, qtype, std):
+    """Random weights (uniform, of std), norms around 1 and biases around 0 (a tenth of it),
+    stored as qtype."""
     if len(shape) == 1:
-        return np.ones(shape, dtype=np.float32)
-    a = np.float32(0.02 * np.sqrt(3.0))
+        centre = 0.0 if name.endswith(".bias") else 1.0
+        half = np.float32(std * 0.1 * np.sqrt(3.0))
+        return (centre + (2 * rng.random(shape, dtype=np.float32) - 1) * half).astype(np.float32)
+    a = np.float32(std * np.sqrt(3.0))
     x = rng.random(shape, dtype=np.float32)
     x *= 2 * a
     x -= a
@@ -139,7 +153,7 @@ def main():
     t0 = time.monotonic()
     tok_path = a.tokenizer_from or default_tokenizer_model()
     tmp = a.out + ".part"
-    w = gguf.GGUFWriter(tmp, ARCH)
+    w = gguf.GGUFWriter(tmp, a.arch)
     hd = a.dim // a.heads
     name = a.name or "random %d x %d layers, %d/%d heads, ffn %d" % (
         a.dim, a.layers, a.heads, a.kv_heads, a.ffn)
@@ -154,6 +168,8 @@ def main():
     w.add_head_count_kv(a.kv_heads)
     w.add_rope_dimension_count(hd)
     w.add_rope_freq_base(a.rope_base)
+    w.add_key_length(hd)
+    w.add_value_length(hd)
     w.add_layer_norm_rms_eps(1e-5)
     n_vocab = copy_tokenizer(w, tok_path)
     w.add_vocab_size(n_vocab)
@@ -171,7 +187,7 @@ def main():
     w.write_ti_data_to_file()
     rng = np.random.default_rng(a.seed)
     for tname, shape in plan:
-        w.write_tensor_data(tensor_data(rng, shape, stored_type(shape, qtype)))
+        w.write_tensor_data(tensor_data(rng, tname, shape, stored_type(shape, qtype), a.std))
     w.close()
     os.replace(tmp, a.out)
     params = sum(int(np.prod(s)) for _, s in plan)

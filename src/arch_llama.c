@@ -1,5 +1,6 @@
-/* The llama family: llama, mistral, tinyllama, smollm2 (RMSNorm, RoPE, SwiGLU), and qwen2 (the
- * same plus q/k/v biases and NeoX rope). */
+/* The llama family: llama, mistral, tinyllama, smollm2 (RMSNorm, RoPE, SwiGLU), qwen2 (the
+ * same plus q/k/v biases and NeoX rope) and qwen3 (qwen2 without the biases, with an RMS norm
+ * of each query and key head before rope). */
 #include <stdio.h>
 
 #include "arch.h"
@@ -22,6 +23,11 @@ static clinfer_status llama_hparams(const gguf_file *f, clinfer_hparams *hp) {
 static clinfer_status qwen2_hparams(const gguf_file *f, clinfer_hparams *hp) {
     hp->rope_neox = true;
     return read_hparams(f, "qwen2", hp);
+}
+
+static clinfer_status qwen3_hparams(const gguf_file *f, clinfer_hparams *hp) {
+    hp->rope_neox = true;
+    return read_hparams(f, "qwen3", hp);
 }
 
 /* q, k and v stacked into one weight, with biases where qkv_bias, else optional ones. */
@@ -53,6 +59,19 @@ static clinfer_status llama_qkv(clinfer_loader *ld, uint32_t il) {
 
 static clinfer_status qwen2_qkv(clinfer_loader *ld, uint32_t il) {
     return load_qkv(ld, il, true);
+}
+
+static clinfer_status qwen3_qkv(clinfer_loader *ld, uint32_t il) {
+    clinfer_status st = CLINFER_OK;
+    clinfer_layer *l = &ld->m->layers[il];
+    char q_norm[96], k_norm[96];
+    snprintf(q_norm, sizeof q_norm, "blk.%u.attn_q_norm.weight", il);
+    snprintf(k_norm, sizeof k_norm, "blk.%u.attn_k_norm.weight", il);
+    CHECK(load_qkv(ld, il, false));
+    CHECK(clinfer_load_vector(ld, q_norm, ld->m->hp.head_dim, true, &l->q_norm));
+    CHECK(clinfer_load_vector(ld, k_norm, ld->m->hp.head_dim, true, &l->k_norm));
+cleanup:
+    return st;
 }
 
 /* gate and up stacked into one weight. */
@@ -105,6 +124,14 @@ const clinfer_arch clinfer_arch_qwen2 = {.name = "qwen2",
                                          .gated_ffn = true,
                                          .read_hparams = qwen2_hparams,
                                          .load_qkv = qwen2_qkv,
+                                         .load_ffn = load_ffn,
+                                         .embed = embed,
+                                         .layer = layer};
+
+const clinfer_arch clinfer_arch_qwen3 = {.name = "qwen3",
+                                         .gated_ffn = true,
+                                         .read_hparams = qwen3_hparams,
+                                         .load_qkv = qwen3_qkv,
                                          .load_ffn = load_ffn,
                                          .embed = embed,
                                          .layer = layer};

@@ -179,6 +179,19 @@ void exec_attention_block(builder *b, const clinfer_model *m, const exec_state *
     exec_matmul(b, &l->wq, xn, q, l->bq, n, false);
     exec_matmul(b, &l->wk, xn, k, l->bk, n, false);
     exec_matmul(b, &l->wv, xn, v, l->bv, n, false);
+    clinfer_ref norms[2] = {l->q_norm, l->k_norm}, heads[2] = {q, k};
+    int n_heads[2] = {(int)hp->n_head, (int)hp->n_head_kv};
+    for (int i = 0; i < 2; i++) /* per head, in place */
+        if (norms[i].buf)
+            exec_push(b,
+                      (clinfer_op){.kind = CLINFER_OP_RMSNORM,
+                                   .norm = {.x = heads[i],
+                                            .w = norms[i],
+                                            .y = heads[i],
+                                            .n = n * n_heads[i],
+                                            .d = (int)hp->head_dim,
+                                            .eps = hp->norm_eps}},
+                      0);
     if (!hp->n_rot) { /* no rotation to fuse the cache writes into */
         clinfer_ref caches[2] = {s->k_cache[il], s->v_cache[il]};
         clinfer_ref fresh[2] = {k, v};

@@ -49,6 +49,7 @@ typedef struct {
     clinfer_ref attn_norm, attn_norm_b;
     clinfer_matrix wq, wk, wv, wo; /* gpt2's fused attn_qkv is split into wq/wk/wv at load */
     clinfer_ref bq, bk, bv, bo;
+    clinfer_ref q_norm, k_norm; /* RMS norms of each query and key head before rope (qwen3) */
     clinfer_ref ffn_norm, ffn_norm_b;
     clinfer_matrix ffn_gate, ffn_up, ffn_down; /* no gate for gpt2 */
     clinfer_ref ffn_up_b, ffn_down_b;

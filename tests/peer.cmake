@@ -1,7 +1,13 @@
-# Against llama.cpp (label peer): where bench/compare_llamacpp.sh has built the peer in its cache,
+# Against llama.cpp (label peer), where bench/compare_llamacpp.sh has built the peer in its cache.
 # clinfer quantize and llama-quantize on one F16 file give perplexities within 1% of each other,
 # scored by both tools (bench/quantize_compare.sh); skipped (77) without the peer.
 add_test(NAME quantize_compare
   COMMAND bash ${PROJECT_SOURCE_DIR}/bench/quantize_compare.sh --bin $<TARGET_FILE:clinfer_cli>)
 set_tests_properties(quantize_compare PROPERTIES LABELS peer SKIP_RETURN_CODE 77 TIMEOUT 1200
+  ENVIRONMENT "${CLINFER_TEST_ENV}")
+# Every architecture's forward pass against llama.cpp's on a small random-weight model per
+# architecture: perplexity within 1e-3, the same greedy text (bench/crosscheck_archs.sh).
+add_test(NAME crosscheck_archs
+  COMMAND bash ${PROJECT_SOURCE_DIR}/bench/crosscheck_archs.sh --bin $<TARGET_FILE:clinfer_cli>)
+set_tests_properties(crosscheck_archs PROPERTIES LABELS peer SKIP_RETURN_CODE 77 TIMEOUT 600
   ENVIRONMENT "${CLINFER_TEST_ENV}")

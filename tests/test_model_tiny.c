@@ -412,10 +412,10 @@ int main(void) {
     clinfer_model_free(m);
     remove(path);
 
-    static const char *const archs[] = {"llama", "qwen2", "gpt2"};
+    static const char *const archs[] = {"llama", "qwen2", "qwen3", "gpt2"};
     clinfer_dtype types[CLINFER_DT_ID_LIMIT];
     size_t n_types = weight_types(types);
-    for (size_t a = 0; a < 3; a++) {
+    for (size_t a = 0; a < sizeof archs / sizeof archs[0]; a++) {
         test_batching(archs[a], CLINFER_BACKEND_REFERENCE);
         if (have_opencl) test_batching(archs[a], CLINFER_BACKEND_OPENCL);
         for (size_t t = 0; t < n_types; t++)

@@ -152,6 +152,7 @@ static void write_metadata(gguf_writer *w, const tiny_model_spec *s, const vocab
 
 static int write_layer(gguf_writer *w, const tiny_model_spec *s, uint32_t il) {
     bool gpt2 = !strcmp(s->arch, "gpt2"), qwen2 = !strcmp(s->arch, "qwen2");
+    bool qwen3 = !strcmp(s->arch, "qwen3");
     uint32_t E = s->n_embd, F = s->n_ff, hd = s->n_embd / s->n_head;
     uint32_t q_dim = s->n_head * hd, kv_dim = s->n_head_kv * hd;
     float in_scale = 1.0f / sqrtf((float)E), ff_scale = 1.0f / sqrtf((float)F);
@@ -171,6 +172,10 @@ static int write_layer(gguf_writer *w, const tiny_model_spec *s, uint32_t il) {
             rc |= add_vector(w, s, NAME("attn_q.bias"), q_dim, 0.0f, 0.1f);
             rc |= add_vector(w, s, NAME("attn_k.bias"), kv_dim, 0.0f, 0.1f);
             rc |= add_vector(w, s, NAME("attn_v.bias"), kv_dim, 0.0f, 0.1f);
+        }
+        if (qwen3) {
+            rc |= add_vector(w, s, NAME("attn_q_norm.weight"), hd, 1.0f, 0.2f);
+            rc |= add_vector(w, s, NAME("attn_k_norm.weight"), hd, 1.0f, 0.2f);
         }
     }
     rc |= add_matrix(w, s, NAME("attn_output.weight"), q_dim, E, in_scale);

@@ -6,7 +6,7 @@
 
 int main(int argc, char **argv) {
     if (argc < 2 || argc > 3) {
-        fprintf(stderr, "usage: write_tiny_model PATH [llama|qwen2|gpt2]\n");
+        fprintf(stderr, "usage: write_tiny_model PATH [llama|qwen2|qwen3|gpt2]\n");
         return 2;
     }
     tiny_model_spec spec;
