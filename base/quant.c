@@ -14,6 +14,7 @@
 
 _Static_assert(sizeof(block_q4_0) == 2 + QK4_0 / 2, "block_q4_0 must have no padding");
 _Static_assert(sizeof(block_q5_0) == 2 + 4 + QK5_0 / 2, "block_q5_0 must have no padding");
+_Static_assert(sizeof(block_q5_1) == 4 + 4 + QK5_1 / 2, "block_q5_1 must have no padding");
 _Static_assert(sizeof(block_q4_1) == 4 + QK4_1 / 2, "block_q4_1 must have no padding");
 _Static_assert(sizeof(block_q8_0) == 2 + QK8_0, "block_q8_0 must have no padding");
 _Static_assert(sizeof(block_q4_K) == 4 + K_SCALE_SIZE + QK_K / 2, "block_q4_K size");
@@ -101,18 +102,45 @@ static void dequant_q4_0(const uint8_t *src, float *y) {
     }
 }
 
+/* The 5-bit values of a Q5_0/Q5_1 block (0..31): nibbles as Q4_0's, fifth bits from qh. */
+static void q5_values(const uint8_t qh[4], const uint8_t qs[16], int q[32]) {
+    uint32_t h =
+        (uint32_t)qh[0] | (uint32_t)qh[1] << 8 | (uint32_t)qh[2] << 16 | (uint32_t)qh[3] << 24;
+    for (int j = 0; j < 16; j++) {
+        q[j] = (qs[j] & 0x0f) | (int)((h >> j) & 1) << 4;
+        q[j + 16] = (qs[j] >> 4) | (int)((h >> (j + 16)) & 1) << 4;
+    }
+}
+
+/* The inverse: 32 values of 0..31 into nibbles and qh. */
+static void q5_pack(const int q[32], uint8_t qh[4], uint8_t qs[16]) {
+    uint32_t h = 0;
+    for (int j = 0; j < 16; j++) {
+        qs[j] = (uint8_t)((q[j] & 0x0f) | (q[j + 16] & 0x0f) << 4);
+        h |= (uint32_t)(q[j] >> 4) << j | (uint32_t)(q[j + 16] >> 4) << (j + 16);
+    }
+    for (int i = 0; i < 4; i++)
+        qh[i] = (uint8_t)(h >> (8 * i));
+}
+
 static void dequant_q5_0(const uint8_t *src, float *y) {
     block_q5_0 b;
+    int q[QK5_0];
     memcpy(&b, src, sizeof b);
+    q5_values(b.qh, b.qs, q);
     float d = clinfer_f16_to_f32(b.d);
-    uint32_t qh = (uint32_t)b.qh[0] | (uint32_t)b.qh[1] << 8 | (uint32_t)b.qh[2] << 16 |
-                  (uint32_t)b.qh[3] << 24;
-    for (int j = 0; j < QK5_0 / 2; j++) {
-        int lo = (b.qs[j] & 0x0f) | (int)((qh >> j) & 1) << 4;
-        int hi = (b.qs[j] >> 4) | (int)((qh >> (j + QK5_0 / 2)) & 1) << 4;
-        y[j] = (float)(lo - 16) * d;
-        y[j + QK5_0 / 2] = (float)(hi - 16) * d;
-    }
+    for (int j = 0; j < QK5_0; j++)
+        y[j] = (float)(q[j] - 16) * d;
+}
+
+static void dequant_q5_1(const uint8_t *src, float *y) {
+    block_q5_1 b;
+    int q[QK5_1];
+    memcpy(&b, src, sizeof b);
+    q5_values(b.qh, b.qs, q);
+    float d = clinfer_f16_to_f32(b.d), m = clinfer_f16_to_f32(b.m);
+    for (int j = 0; j < QK5_1; j++)
+        y[j] = (float)q[j] * d + m;
 }
 
 static void dequant_q4_1(const uint8_t *src, float *y) {
@@ -248,17 +276,27 @@ static void quant_q4_0(const float *x, uint8_t *dst) {
 /* Q5_0 values are -16..15, the element of largest magnitude mapping to -16, as Q4_0 does. */
 static void quant_q5_0(const float *x, uint8_t *dst) {
     block_q5_0 b;
+    int q[QK5_0];
     b.d = clinfer_f32_to_f16(extreme(x, QK5_0) / -16.0f);
     float id = inverse(clinfer_f16_to_f32(b.d));
-    uint32_t qh = 0;
-    for (int j = 0; j < QK5_0 / 2; j++) {
-        int lo = round_clamp(x[j] * id, -16, 15) + 16;
-        int hi = round_clamp(x[j + QK5_0 / 2] * id, -16, 15) + 16;
-        b.qs[j] = (uint8_t)((lo & 0x0f) | (hi & 0x0f) << 4);
-        qh |= (uint32_t)(lo >> 4) << j | (uint32_t)(hi >> 4) << (j + QK5_0 / 2);
-    }
-    for (int i = 0; i < 4; i++)
-        b.qh[i] = (uint8_t)(qh >> (8 * i));
+    for (int j = 0; j < QK5_0; j++)
+        q[j] = round_clamp(x[j] * id, -16, 15) + 16;
+    q5_pack(q, b.qh, b.qs);
+    memcpy(dst, &b, sizeof b);
+}
+
+/* Q5_1 spans the block's range in 31 steps from its minimum, as Q4_1 does in 15. */
+static void quant_q5_1(const float *x, uint8_t *dst) {
+    float lo, hi;
+    min_max(x, QK5_1, &lo, &hi);
+    block_q5_1 b;
+    int q[QK5_1];
+    b.d = clinfer_f32_to_f16((hi - lo) / 31.0f);
+    b.m = clinfer_f32_to_f16(lo);
+    float id = inverse(clinfer_f16_to_f32(b.d)), m = clinfer_f16_to_f32(b.m);
+    for (int j = 0; j < QK5_1; j++)
+        q[j] = round_clamp((x[j] - m) * id, 0, 31);
+    q5_pack(q, b.qh, b.qs);
     memcpy(dst, &b, sizeof b);
 }
 
@@ -477,6 +515,9 @@ static const dtype_info dtypes[CLINFER_DT_ID_LIMIT] = {
     /* split: qh and qs together (5 words); f32 d */
     [CLINFER_DT_Q5_0] = {"Q5_0", QK5_0, sizeof(block_q5_0), dequant_q5_0, quant_q5_0, true, true,
                          {32, 2, 20, {{0, 2, 1}}, 4}},
+    /* split: qh and qs together (5 words); f32 d, m */
+    [CLINFER_DT_Q5_1] = {"Q5_1", QK5_1, sizeof(block_q5_1), dequant_q5_1, quant_q5_1, true, true,
+                         {32, 4, 20, {{0, 4, 1}}, 8}},
     /* split: f32 d */
     [CLINFER_DT_Q8_0] = {"Q8_0", QK8_0, sizeof(block_q8_0), dequant_q8_0, quant_q8_0, true, true,
                          {32, 2, 32, {{0, 2, 1}}, 4}},

@@ -13,6 +13,7 @@ typedef enum {
     CLINFER_DT_Q4_0 = 2,
     CLINFER_DT_Q4_1 = 3,
     CLINFER_DT_Q5_0 = 6,
+    CLINFER_DT_Q5_1 = 7,
     CLINFER_DT_Q8_0 = 8,
     CLINFER_DT_Q4_K = 12,
     CLINFER_DT_Q6_K = 14,
@@ -25,6 +26,7 @@ typedef enum {
 #define QK4_0 32
 #define QK4_1 32
 #define QK5_0 32
+#define QK5_1 32
 #define QK8_0 32
 #define QK_K 256
 #define K_SCALE_SIZE 12
@@ -45,6 +47,12 @@ typedef struct {
     uint8_t qh[4];         /* bit j: the fifth bit of element j */
     uint8_t qs[QK5_0 / 2]; /* low four bits, as block_q4_0's nibbles; x = (q - 16) * d */
 } block_q5_0;
+
+typedef struct {
+    uint16_t d, m;         /* x = q * d + m */
+    uint8_t qh[4];         /* bit j: the fifth bit of element j */
+    uint8_t qs[QK5_1 / 2]; /* low four bits, as block_q4_1's nibbles */
+} block_q5_1;
 
 typedef struct {
     uint16_t d;

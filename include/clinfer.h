@@ -396,6 +396,8 @@ typedef enum {
     CLINFER_FTYPE_Q4_0 = 2,
     CLINFER_FTYPE_Q4_1 = 3,
     CLINFER_FTYPE_Q8_0 = 7,
+    CLINFER_FTYPE_Q5_0 = 8,
+    CLINFER_FTYPE_Q5_1 = 9,
     CLINFER_FTYPE_Q4_K_M = 15,
     CLINFER_FTYPE_Q6_K = 18,
 } clinfer_file_type;

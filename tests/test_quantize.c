@@ -38,7 +38,7 @@ static const struct {
 } targets[] = {
     {CLINFER_FTYPE_F32, 1e-9},  {CLINFER_FTYPE_F16, 1e-5},    {CLINFER_FTYPE_Q8_0, 2e-4},
     {CLINFER_FTYPE_Q6_K, 2e-3}, {CLINFER_FTYPE_Q4_K_M, 3e-2}, {CLINFER_FTYPE_Q4_0, 3e-2},
-    {CLINFER_FTYPE_Q4_1, 3e-2},
+    {CLINFER_FTYPE_Q4_1, 3e-2}, {CLINFER_FTYPE_Q5_0, 1e-2},   {CLINFER_FTYPE_Q5_1, 1e-2},
 };
 
 /* A tensor against its F32 source: NMSE bound per element type, about twice what rounding to
@@ -55,6 +55,7 @@ static double type_bound(clinfer_dtype type) {
     case CLINFER_DT_Q6_K:
         return 5e-4;
     case CLINFER_DT_Q5_0: /* step a / 16: 9.8e-4 */
+    case CLINFER_DT_Q5_1:
         return 2e-3;
     default: /* the 4-bit types */
         return 8e-3;
@@ -79,7 +80,8 @@ static clinfer_dtype expected_type(const gguf_tensor *t, const char *name, clinf
         [CLINFER_FTYPE_F32] = CLINFER_DT_F32,   [CLINFER_FTYPE_F16] = CLINFER_DT_F16,
         [CLINFER_FTYPE_Q4_0] = CLINFER_DT_Q4_0, [CLINFER_FTYPE_Q4_1] = CLINFER_DT_Q4_1,
         [CLINFER_FTYPE_Q8_0] = CLINFER_DT_Q8_0, [CLINFER_FTYPE_Q4_K_M] = CLINFER_DT_Q4_K,
-        [CLINFER_FTYPE_Q6_K] = CLINFER_DT_Q6_K};
+        [CLINFER_FTYPE_Q6_K] = CLINFER_DT_Q6_K, [CLINFER_FTYPE_Q5_0] = CLINFER_DT_Q5_0,
+        [CLINFER_FTYPE_Q5_1] = CLINFER_DT_Q5_1};
     clinfer_dtype type = base[ft];
     int64_t k = t->ne[0];
     if (t->n_dims == 1) return t->type;

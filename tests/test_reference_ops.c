@@ -697,7 +697,7 @@ static void test_invalid(void) {
     EXPECT(be->i->weight_create(be->ctx, CLINFER_DT_Q8_0, 4, 33, raw, &bad) ==
                CLINFER_ERR_INVALID_ARGUMENT,
            "k not a multiple of the block");
-    EXPECT(be->i->weight_create(be->ctx, (clinfer_dtype)7, 4, 32, raw, &bad) ==
+    EXPECT(be->i->weight_create(be->ctx, (clinfer_dtype)9, 4, 32, raw, &bad) ==
                CLINFER_ERR_INVALID_ARGUMENT,
            "unknown type");
     EXPECT(be->i->buffer_write(be->ctx, small, 8, 9, x) == CLINFER_ERR_INVALID_ARGUMENT,
