@@ -147,6 +147,9 @@ typedef struct {
                                       * simulator); else on CPU devices */
     clinfer_toggle profile;          /* CLINFER_PROFILE (0/1): per-op kernel times on stderr as
                                       * a context is freed; else off */
+    uint32_t threads; /* CPU devices: run on this many of their compute units (threads; an
+                       * OpenCL sub-device); 0, or as many as it has: all. Other devices
+                       * ignore it. */
     /* Called before each kernel program is compiled from source, i.e. not found in the kernel
      * cache: the first use of a device (or of a weight type on it) compiles several, seconds
      * each on CPUs, so a program can say why it waits. May be called from any thread that

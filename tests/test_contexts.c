@@ -76,6 +76,37 @@ static void decode_at_once(const char *path, clinfer_backend_kind kind, clinfer_
     clinfer_model_free(m);
 }
 
+/* options.threads 1 on a CPU device with more: a sub-device of one compute unit, named in the
+ * description, decoding the logits of the whole device. */
+static void one_thread(const char *path) {
+    clinfer_model_params p;
+    clinfer_model_params_default(&p);
+    clinfer_model *whole = NULL, *one = NULL;
+    EXPECT_OK(clinfer_model_load(path, &p, &whole));
+    p.options.threads = 1;
+    EXPECT_OK(clinfer_model_load(path, &p, &one));
+    clinfer_model_info info;
+    size_t n = (size_t)(N_DECODE + 1) * tiny_model_n_vocab();
+    float *a = calloc(n, sizeof(float)), *b = calloc(n, sizeof(float));
+    if (whole && one && a && b && clinfer_model_get_info(one, &info) == CLINFER_OK) {
+        EXPECT_OK(tiny_model_decode(whole, NULL, N_PROMPT, N_DECODE, a));
+        EXPECT_OK(tiny_model_decode(one, NULL, N_PROMPT, N_DECODE, b));
+        EXPECT(!memcmp(a, b, n * sizeof(float)), "one thread decodes other logits");
+        size_t index = 0;
+        clinfer_device_info dev;
+        bool many = clinfer_device_select(NULL, &index, NULL, 0) == CLINFER_OK &&
+                    clinfer_device_get_info(index, &dev) == CLINFER_OK &&
+                    dev.type == CLINFER_DEVICE_CPU && dev.compute_units > 1;
+        EXPECT(!many || strstr(info.backend, ", 1 thread)"), "one thread not named: %s",
+               info.backend);
+        printf("one thread: %s, logits as the whole device's\n", info.backend);
+    }
+    free(a);
+    free(b);
+    clinfer_model_free(whole);
+    clinfer_model_free(one);
+}
+
 int main(void) {
     char path[128];
     snprintf(path, sizeof path, "contexts_%d.gguf", (int)getpid());
@@ -88,6 +119,7 @@ int main(void) {
         decode_at_once(path, CLINFER_BACKEND_OPENCL, CLINFER_OFF, "OpenCL, per-op launches");
         /* graph launches where the device takes them (CPU devices) */
         decode_at_once(path, CLINFER_BACKEND_OPENCL, CLINFER_DEFAULT, "OpenCL, default launches");
+        one_thread(path);
     } else {
         printf("no OpenCL device: the reference backend only\n");
     }

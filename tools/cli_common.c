@@ -49,6 +49,12 @@ int cli_model_option(int opt, const char *arg, cli_model_opts *o) {
     case 'q':
         o->params.options.on_compile = NULL;
         return 1;
+    case 't': {
+        long n;
+        if (!cli_parse_long("-t", arg, 1, 4096, &n)) return -1;
+        o->params.options.threads = (uint32_t)n;
+        return 1;
+    }
     default:
         return 0;
     }

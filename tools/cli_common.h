@@ -37,10 +37,10 @@ enum {
 #define CLI_MODEL_OPTIONS                                                                          \
     {"model", required_argument, NULL, 'm'}, {"device", required_argument, NULL, OPT_DEVICE},      \
         {"reference", no_argument, NULL, OPT_REFERENCE}, {"verbose", no_argument, NULL, 'v'},      \
-        {"quiet", no_argument, NULL, 'q'}, {                                                       \
+        {"quiet", no_argument, NULL, 'q'}, {"threads", required_argument, NULL, 't'}, {            \
         "help", no_argument, NULL, 'h'                                                             \
     }
-#define CLI_MODEL_SHORT "m:vqh"
+#define CLI_MODEL_SHORT "m:vqht:"
 #define CLI_MODEL_HELP                                                                             \
     "  -m, --model FILE     GGUF model (default: the model tools/fetch_model.sh fetches)\n"        \
     "      --device SPEC    OpenCL device: index, cpu, gpu or a name part (default:\n"             \
@@ -48,6 +48,7 @@ enum {
     "      --reference      run on the plain C reference backend instead of OpenCL\n"              \
     "  -v, --verbose        log the loading steps\n"                                               \
     "  -q, --quiet          do not say when kernels are compiled (first use of a device)\n"        \
+    "  -t, --threads N      on a CPU device, run on N of its cores (default: all)\n"               \
     "  -h, --help           this help\n"
 
 #define CLI_SAMPLER_OPTIONS                                                                        \

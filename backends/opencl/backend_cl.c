@@ -86,6 +86,25 @@ static void shared_free(cl_shared *sh) {
     free(sh);
 }
 
+/* options.threads of a CPU device: a sub-device of that many compute units, which the backend
+ * and its instances run on (the root releases it). */
+static clinfer_status use_threads(cl_backend_ctx *b) {
+    cl_uint n = b->options.threads;
+    if (!n || b->info.type != CLINFER_DEVICE_CPU || n >= b->info.compute_units) return CLINFER_OK;
+    const cl_device_partition_property by_counts[] = {CL_DEVICE_PARTITION_BY_COUNTS, n,
+                                                      CL_DEVICE_PARTITION_BY_COUNTS_LIST_END, 0};
+    cl_device_id sub = NULL;
+    cl_uint got = 0;
+    cl_int err = clCreateSubDevices(b->device, by_counts, 1, &sub, &got);
+    if (err != CL_SUCCESS || got != 1)
+        return clinfer_fail(err != CL_SUCCESS ? err : CLINFER_ERR_UNSUPPORTED,
+                            "OpenCL: %u threads of '%s' (a sub-device of %u compute units): %s", n,
+                            b->info.name, n, clinfer_status_str(err));
+    b->device = b->sub_device = sub;
+    b->info.compute_units = n;
+    return CLINFER_OK;
+}
+
 /* ---- buffers --------------------------------------------------------------------------- */
 
 static clinfer_status cl_buffer_alloc(void *ctx, size_t bytes, clinfer_buffer **out) {
@@ -260,6 +279,7 @@ static void cl_destroy(void *ctx) {
     if (b->queue) clReleaseCommandQueue(b->queue);
     if (b->owns_shared) shared_free(b->shared);
     if (b->context) clReleaseContext(b->context);
+    if (b->sub_device) clReleaseDevice(b->sub_device);
     free(b);
 }
 
@@ -369,11 +389,16 @@ clinfer_status clinfer_backend_opencl_create(size_t device_index,
     }
     CHECK(cl_device_handles(device_index, &b->platform, &b->device));
     CHECK(cl_device_get_info(device_index, b->options.kernel_path, &b->info));
+    CHECK(use_threads(b));
     b->context = clCreateContext(NULL, 1, &b->device, NULL, NULL, &err);
     CHECK(cl_check(b, err, "clCreateContext(%s)", b->info.name));
-    snprintf(b->description, sizeof b->description, "OpenCL: %s (%s, %s)", b->info.name,
-             b->info.vendor == CLINFER_VENDOR_POCL ? "PoCL" : b->info.platform,
-             b->info.kernel_path);
+    char threads[32] = "";
+    if (b->sub_device)
+        snprintf(threads, sizeof threads, ", %u thread%s", b->info.compute_units,
+                 b->info.compute_units == 1 ? "" : "s");
+    snprintf(b->description, sizeof b->description, "OpenCL: %s (%s, %s%s)", b->info.name,
+             b->info.vendor == CLINFER_VENDOR_POCL ? "PoCL" : b->info.platform, b->info.kernel_path,
+             threads);
     CHECK(open_queue(b, out));
     return CLINFER_OK;
 cleanup:

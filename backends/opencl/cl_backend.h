@@ -61,6 +61,7 @@ typedef struct cl_shared {
 typedef struct cl_backend_ctx {
     cl_platform_id platform;
     cl_device_id device;
+    cl_device_id sub_device; /* options.threads' sub-device, released by the root; else NULL */
     cl_context context;
     cl_command_queue queue;
     clinfer_device_info info; /* info.kernel_path: the variant in use */
