@@ -285,33 +285,31 @@ static void quant_q5_0(const float *x, uint8_t *dst) {
     memcpy(dst, &b, sizeof b);
 }
 
-/* Q5_1 spans the block's range in 31 steps from its minimum, as Q4_1 does in 15. */
-static void quant_q5_1(const float *x, uint8_t *dst) {
+/* Q4_1 and Q5_1 span a block's range from its minimum m in `top` steps of d: q = 0 .. top. */
+static void affine_q(const float *x, int top, uint16_t *d, uint16_t *m, int q[32]) {
     float lo, hi;
-    min_max(x, QK5_1, &lo, &hi);
+    min_max(x, 32, &lo, &hi);
+    *d = clinfer_f32_to_f16((hi - lo) / (float)top);
+    *m = clinfer_f32_to_f16(lo);
+    float id = inverse(clinfer_f16_to_f32(*d)), mf = clinfer_f16_to_f32(*m);
+    for (int j = 0; j < 32; j++)
+        q[j] = round_clamp((x[j] - mf) * id, 0, top);
+}
+
+static void quant_q5_1(const float *x, uint8_t *dst) {
     block_q5_1 b;
     int q[QK5_1];
-    b.d = clinfer_f32_to_f16((hi - lo) / 31.0f);
-    b.m = clinfer_f32_to_f16(lo);
-    float id = inverse(clinfer_f16_to_f32(b.d)), m = clinfer_f16_to_f32(b.m);
-    for (int j = 0; j < QK5_1; j++)
-        q[j] = round_clamp((x[j] - m) * id, 0, 31);
+    affine_q(x, 31, &b.d, &b.m, q);
     q5_pack(q, b.qh, b.qs);
     memcpy(dst, &b, sizeof b);
 }
 
 static void quant_q4_1(const float *x, uint8_t *dst) {
-    float lo, hi;
-    min_max(x, QK4_1, &lo, &hi);
     block_q4_1 b;
-    b.d = clinfer_f32_to_f16((hi - lo) / 15.0f);
-    b.m = clinfer_f32_to_f16(lo);
-    float id = inverse(clinfer_f16_to_f32(b.d)), m = clinfer_f16_to_f32(b.m);
-    for (int j = 0; j < QK4_1 / 2; j++) {
-        int q0 = round_clamp((x[j] - m) * id, 0, 15);
-        int q1 = round_clamp((x[j + QK4_1 / 2] - m) * id, 0, 15);
-        b.qs[j] = (uint8_t)(q0 | (q1 << 4));
-    }
+    int q[QK4_1];
+    affine_q(x, 15, &b.d, &b.m, q);
+    for (int j = 0; j < QK4_1 / 2; j++)
+        b.qs[j] = (uint8_t)(q[j] | (q[j + QK4_1 / 2] << 4));
     memcpy(dst, &b, sizeof b);
 }
 

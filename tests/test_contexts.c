@@ -18,18 +18,6 @@
 #define N_PROMPT 8
 #define N_DECODE 40
 
-typedef struct {
-    clinfer_model *model;
-    float *logits;
-    clinfer_status st;
-} job;
-
-static void *run_job(void *arg) {
-    job *j = arg;
-    j->st = tiny_model_decode(j->model, NULL, N_PROMPT, N_DECODE, j->logits);
-    return NULL;
-}
-
 static void decode_at_once(const char *path, clinfer_backend_kind kind, clinfer_toggle graph,
                            const char *what) {
     clinfer_model_params p;
@@ -40,15 +28,16 @@ static void decode_at_once(const char *path, clinfer_backend_kind kind, clinfer_
     EXPECT_OK(clinfer_model_load(path, &p, &m));
     if (!m) return;
     size_t n = (size_t)(N_DECODE + 1) * tiny_model_n_vocab();
-    job jobs[THREADS + 1];
+    tiny_model_job jobs[THREADS + 1];
     pthread_t t[THREADS];
     for (int i = 0; i <= THREADS; i++)
-        jobs[i] = (job){.model = m, .logits = calloc(n, sizeof(float))};
+        jobs[i] = (tiny_model_job){m, N_PROMPT, N_DECODE, calloc(n, sizeof(float)), CLINFER_OK};
     for (int i = 0; i < THREADS; i++)
-        EXPECT(pthread_create(&t[i], NULL, run_job, &jobs[i]) == 0, "%s: thread %d", what, i);
+        EXPECT(pthread_create(&t[i], NULL, tiny_model_run_job, &jobs[i]) == 0, "%s: thread %d",
+               what, i);
     for (int i = 0; i < THREADS; i++)
         pthread_join(t[i], NULL);
-    run_job(&jobs[THREADS]);
+    tiny_model_run_job(&jobs[THREADS]);
     for (int i = 0; i <= THREADS; i++)
         EXPECT(jobs[i].st == CLINFER_OK, "%s: context %d: %s", what, i,
                clinfer_status_str(jobs[i].st));

@@ -95,18 +95,6 @@ static void test_model(const char *arch, clinfer_dtype type, bool kv_f32, bool f
 /* Two models (two backends on one device) decoding at once from two threads: their graph
  * launches share the device's threads, so one launch may run while the other's work-groups wait
  * for a thread; each must still finish, with the logits of a model decoding alone. */
-typedef struct {
-    clinfer_model *model;
-    float *logits;
-    clinfer_status st;
-} job;
-
-static void *run_job(void *arg) {
-    job *j = arg;
-    j->st = tiny_model_decode(j->model, NULL, N_PROMPT, N_DECODE, j->logits);
-    return NULL;
-}
-
 static void test_concurrent(void) {
     char path[128];
     snprintf(path, sizeof path, "graph_threads_%d.gguf", (int)getpid());
@@ -114,14 +102,16 @@ static void test_concurrent(void) {
     tiny_model_default(&spec, "llama", CLINFER_DT_Q4_0);
     EXPECT(tiny_model_write(&spec, path) == 0, "writing %s", path);
     size_t n = (size_t)(N_DECODE + 1) * tiny_model_n_vocab();
-    job jobs[3];
+    tiny_model_job jobs[3];
     for (int i = 0; i < 3; i++)
-        jobs[i] = (job){.model = load(path, true), .logits = calloc(n, sizeof(float))};
+        jobs[i] = (tiny_model_job){load(path, true), N_PROMPT, N_DECODE, calloc(n, sizeof(float)),
+                                   CLINFER_OK};
     if (jobs[0].model && jobs[1].model && jobs[2].model) {
-        run_job(&jobs[0]);
+        tiny_model_run_job(&jobs[0]);
         pthread_t t[2];
         for (int i = 0; i < 2; i++)
-            EXPECT(pthread_create(&t[i], NULL, run_job, &jobs[1 + i]) == 0, "thread %d", i);
+            EXPECT(pthread_create(&t[i], NULL, tiny_model_run_job, &jobs[1 + i]) == 0, "thread %d",
+                   i);
         for (int i = 0; i < 2; i++)
             pthread_join(t[i], NULL);
         for (int i = 0; i < 3; i++)

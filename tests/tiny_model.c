@@ -237,3 +237,9 @@ clinfer_status tiny_model_decode(clinfer_model *m, const clinfer_context_params 
     free(ids);
     return st;
 }
+
+void *tiny_model_run_job(void *arg) {
+    tiny_model_job *j = arg;
+    j->st = tiny_model_decode(j->model, NULL, j->n_prompt, j->n_decode, j->logits);
+    return NULL;
+}

@@ -39,4 +39,15 @@ int tiny_model_write(const tiny_model_spec *spec, const char *path);
 clinfer_status tiny_model_decode(clinfer_model *m, const clinfer_context_params *cp, int n_prompt,
                                  int n_decode, float *out);
 
+/* One tiny_model_decode for a thread: its arguments, its status after. */
+typedef struct {
+    clinfer_model *model;
+    int n_prompt, n_decode;
+    float *logits; /* [(1 + n_decode) * tiny_model_n_vocab()] */
+    clinfer_status st;
+} tiny_model_job;
+
+/* Runs the job (a tiny_model_job *); a pthread start routine. */
+void *tiny_model_run_job(void *job);
+
 #endif
