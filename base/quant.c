@@ -1,12 +1,13 @@
 /* Element types: names and sizes, IEEE half and bfloat16 conversion, and the GGUF block formats
  * (dequantization follows the block layouts of the GGUF spec / ggml bit for bit; quantization,
  * what `clinfer quantize` writes and the tests' fixtures are made of, rounds to nearest against
- * each block's range, as ggml's reference quantizers do for Q8_0, Q4_0 and Q4_1; the K types also
- * search for better sub-block scales, as ggml's do, in a search of their own).
+ * each block's range, as ggml's reference quantizers do for the 32-element types; the K types,
+ * in quant_k.c, also search for better sub-block scales, as ggml's do, in a search of their own).
  *
  * Blocks are copied into a local struct before use: source rows may sit at any address (a mapped
  * file, a byte buffer), and a memcpy of a fixed small size costs nothing after optimisation. */
 #include "quant.h"
+#include "quant_block.h"
 
 #include <math.h>
 #include <stdbool.h>
@@ -161,91 +162,7 @@ static void dequant_q8_0(const uint8_t *src, float *y) {
         y[j] = (float)b.qs[j] * d;
 }
 
-/* Q4_K packs 8 six-bit scales and 8 six-bit mins into 12 bytes: sub-blocks 0-3 keep theirs in
- * the low 6 bits of bytes 0-3 (scales) and 4-7 (mins); sub-blocks 4-7 keep the low 4 bits in the
- * nibbles of bytes 8-11 and the high 2 bits in the top bits of bytes 0-3 / 4-7. */
-static void q4_K_scale_min(const uint8_t *s, int j, uint8_t *scale, uint8_t *min) {
-    if (j < 4) {
-        *scale = s[j] & 63;
-        *min = s[j + 4] & 63;
-    } else {
-        *scale = (uint8_t)((s[j + 4] & 0x0f) | ((s[j - 4] >> 6) << 4));
-        *min = (uint8_t)((s[j + 4] >> 4) | ((s[j] >> 6) << 4));
-    }
-}
-
-/* Each 64 elements share 32 bytes of qs: low nibbles are sub-block 2c, high nibbles 2c + 1.
- * x = d * scale * q - dmin * min. */
-static void dequant_q4_K(const uint8_t *src, float *y) {
-    block_q4_K b;
-    memcpy(&b, src, sizeof b);
-    float d = clinfer_f16_to_f32(b.d), dmin = clinfer_f16_to_f32(b.dmin);
-    for (int c = 0; c < QK_K / 64; c++) {
-        const uint8_t *q = b.qs + 32 * c;
-        for (int half = 0; half < 2; half++) {
-            uint8_t sc, mn;
-            q4_K_scale_min(b.scales, 2 * c + half, &sc, &mn);
-            float d1 = d * (float)sc, m1 = dmin * (float)mn;
-            for (int l = 0; l < 32; l++) {
-                int nibble = half ? q[l] >> 4 : q[l] & 0x0f;
-                *y++ = d1 * (float)nibble - m1;
-            }
-        }
-    }
-}
-
-/* Q6_K: 6-bit values q in 0..63 (x = d * scale[e / 16] * (q - 32)). Each 128 elements use 64
- * bytes of ql and 32 of qh; element 32 * g + l (g = 0..3, l = 0..31) takes its low 4 bits from
- * ql[l + 32 * (g & 1)] (low nibble for g < 2, high for g >= 2) and its high 2 bits from bits
- * 2g, 2g+1 of qh[l]. */
-static int q6_K_value(const uint8_t *ql, const uint8_t *qh, int g, int l) {
-    uint8_t lo = ql[l + 32 * (g & 1)];
-    int low4 = g < 2 ? lo & 0x0f : lo >> 4;
-    int high2 = (qh[l] >> (2 * g)) & 3;
-    return (low4 | (high2 << 4)) - 32;
-}
-
-static void dequant_q6_K(const uint8_t *src, float *y) {
-    block_q6_K b;
-    memcpy(&b, src, sizeof b);
-    float d = clinfer_f16_to_f32(b.d);
-    for (int h = 0; h < QK_K / 128; h++) {
-        const uint8_t *ql = b.ql + 64 * h, *qh = b.qh + 32 * h;
-        const int8_t *sc = b.scales + 8 * h;
-        for (int g = 0; g < 4; g++)
-            for (int l = 0; l < 32; l++)
-                *y++ = d * (float)sc[2 * g + l / 16] * (float)q6_K_value(ql, qh, g, l);
-    }
-}
-
 /* ---- quantization (round to nearest), one block at a time -------------------------------- */
-
-/* x rounded to the nearest integer and clamped to lo..hi. */
-static int round_clamp(float x, int lo, int hi) {
-    int v = (int)lrintf(x);
-    return v < lo ? lo : v > hi ? hi : v;
-}
-
-/* The reciprocal of a scale, 0 for a zero scale (an all-zero block quantizes to zeros). */
-static float inverse(float d) {
-    return d != 0.0f ? 1.0f / d : 0.0f;
-}
-
-/* The element of largest magnitude, sign kept (the first of equals; 0 for n == 0). */
-static float extreme(const float *x, int n) {
-    float e = 0.0f;
-    for (int j = 0; j < n; j++)
-        if (fabsf(x[j]) > fabsf(e)) e = x[j];
-    return e;
-}
-
-static void min_max(const float *x, int n, float *lo, float *hi) {
-    *lo = *hi = x[0];
-    for (int j = 1; j < n; j++) {
-        *lo = fminf(*lo, x[j]);
-        *hi = fmaxf(*hi, x[j]);
-    }
-}
 
 static void quant_q8_0(const float *x, uint8_t *dst) {
     float amax = 0.0f;
@@ -313,173 +230,6 @@ static void quant_q4_1(const float *x, uint8_t *dst) {
     memcpy(dst, &b, sizeof b);
 }
 
-/* Inverse of q4_K_scale_min: packs 8 six-bit scales and mins into 12 bytes. */
-static void q4_K_pack_scales(uint8_t *s, const uint8_t *scale, const uint8_t *min) {
-    memset(s, 0, K_SCALE_SIZE);
-    for (int j = 0; j < 8; j++) {
-        if (j < 4) {
-            s[j] |= scale[j];
-            s[j + 4] |= min[j];
-        } else {
-            s[j + 4] = (uint8_t)((scale[j] & 0x0f) | ((min[j] & 0x0f) << 4));
-            s[j - 4] |= (uint8_t)((scale[j] >> 4) << 6);
-            s[j] |= (uint8_t)((min[j] >> 4) << 6);
-        }
-    }
-}
-
-/* The K types' sub-block fits. Rounding against the block's range is the first guess; as the
- * largest magnitudes are few, a scale a little smaller (clipping them) or larger can round the
- * many others closer. So the range is also divided into nmax - 1 to nmax + 1 steps (21 tries), each
- * refit by least squares to the levels it rounds to, and the smallest squared error is kept. The
- * error of a fit comes from the sums the refit needs, so each try is one pass over the sub-block.
- */
-#define FIT_TRIES 21
-
-/* The squared error of x ~ a * q + b from the sums over the sub-block. */
-static double fit_error(double a, double b, int n, const double sums[5]) {
-    enum { SQ, SQQ, SX, SQX, SXX };
-    return a * a * sums[SQQ] + 2 * a * b * sums[SQ] + n * b * b - 2 * a * sums[SQX] -
-           2 * b * sums[SX] + sums[SXX];
-}
-
-/* x ~ scale * q - min, q in 0..nmax, scale and min >= 0 (the format stores them unsigned). */
-static void fit_scale_min(const float *x, int n, int nmax, float *scale, float *min) {
-    float lo, hi, sx = 0.0f, sxx = 0.0f;
-    min_max(x, n, &lo, &hi);
-    lo = fminf(lo, 0.0f);
-    *scale = (hi - lo) / (float)nmax;
-    *min = -lo;
-    if (!(hi > lo)) return;
-    for (int i = 0; i < n; i++) {
-        sx += x[i];
-        sxx += x[i] * x[i];
-    }
-    double best = INFINITY;
-    for (int t = -1; t < FIT_TRIES; t++) {
-        /* t = -1: the range itself; then its candidates */
-        float s = t < 0 ? *scale : (hi - lo) / ((float)nmax - 1.0f + 0.1f * (float)t);
-        float inv = 1.0f / s, sqx = 0.0f;
-        int sq = 0, sqq = 0;
-        for (int i = 0; i < n; i++) {
-            float v = (x[i] - lo) * inv;            /* >= 0 */
-            v = v <= (float)nmax ? v : (float)nmax; /* before the conversion: NaN too */
-            int q = (int)(v + 0.5f);                /* halves up */
-            sq += q;
-            sqq += q * q;
-            sqx += (float)q * x[i];
-        }
-        double sums[5] = {sq, sqq, sx, sqx, sxx}, a = s, b = lo; /* x ~ a * q + b */
-        double det = n * (double)sqq - (double)sq * sq;
-        if (t >= 0 && det > 0) {
-            a = (n * (double)sqx - (double)sq * sx) / det;
-            b = ((double)sqq * sx - (double)sq * sqx) / det;
-            if (b > 0) { /* min >= 0: the line through the origin instead */
-                b = 0;
-                a = sqx / (double)sqq;
-            }
-        }
-        double err = fit_error(a, b, n, sums);
-        if (a > 0 && err < best) {
-            best = err;
-            *scale = (float)a;
-            *min = (float)-b;
-        }
-    }
-}
-
-/* x ~ scale * q, q in -nmax..nmax - 1; the element of largest magnitude maps to -nmax first. */
-static float fit_scale(const float *x, int n, int nmax) {
-    float e = extreme(x, n), first = e / (float)-nmax, best_scale = first, sxx = 0.0f;
-    if (e == 0.0f) return 0.0f;
-    for (int i = 0; i < n; i++)
-        sxx += x[i] * x[i];
-    double best = INFINITY;
-    for (int t = -1; t < FIT_TRIES; t++) {
-        float s = t < 0 ? first : e / -((float)nmax - 1.0f + 0.1f * (float)t);
-        float inv = 1.0f / s, sqx = 0.0f;
-        int sqq = 0;
-        for (int i = 0; i < n; i++) {
-            float v = x[i] * inv;
-            v = v <= (float)(nmax - 1) ? v : (float)(nmax - 1); /* NaN too */
-            v = v >= (float)-nmax ? v : (float)-nmax;
-            int q = (int)(v + (v < 0.0f ? -0.5f : 0.5f)); /* halves away from zero */
-            sqq += q * q;
-            sqx += (float)q * x[i];
-        }
-        double a = t >= 0 && sqq > 0 ? sqx / (double)sqq : s;
-        double sums[5] = {0, sqq, 0, sqx, sxx}, err = fit_error(a, 0.0, n, sums);
-        if (err < best) {
-            best = err;
-            best_scale = (float)a;
-        }
-    }
-    return best_scale;
-}
-
-/* Per sub-block of 32: x ~ scale * q - min with q in 0..15 and min >= 0 (fit_scale_min). Scales
- * and mins are then quantized to 6 bits against the super-block's d and dmin, and q is recomputed
- * with the quantized values. */
-static void quant_q4_K(const float *x, uint8_t *dst) {
-    float scale[8], min[8], max_scale = 0.0f, max_min = 0.0f;
-    for (int j = 0; j < 8; j++) {
-        fit_scale_min(x + 32 * j, 32, 15, &scale[j], &min[j]);
-        max_scale = fmaxf(max_scale, scale[j]);
-        max_min = fmaxf(max_min, min[j]);
-    }
-    block_q4_K b;
-    b.d = clinfer_f32_to_f16(max_scale / 63.0f);
-    b.dmin = clinfer_f32_to_f16(max_min / 63.0f);
-    float d = clinfer_f16_to_f32(b.d), dmin = clinfer_f16_to_f32(b.dmin);
-    uint8_t qscale[8], qmin[8];
-    for (int j = 0; j < 8; j++) {
-        qscale[j] = (uint8_t)round_clamp(scale[j] * inverse(d), 0, 63);
-        qmin[j] = (uint8_t)round_clamp(min[j] * inverse(dmin), 0, 63);
-    }
-    q4_K_pack_scales(b.scales, qscale, qmin);
-    uint8_t q[QK_K];
-    for (int j = 0; j < 8; j++) {
-        float id = inverse(d * (float)qscale[j]), m = dmin * (float)qmin[j];
-        for (int l = 0; l < 32; l++)
-            q[32 * j + l] = (uint8_t)round_clamp((x[32 * j + l] + m) * id, 0, 15);
-    }
-    for (int c = 0; c < QK_K / 64; c++)
-        for (int l = 0; l < 32; l++)
-            b.qs[32 * c + l] = (uint8_t)(q[64 * c + l] | (q[64 * c + 32 + l] << 4));
-    memcpy(dst, &b, sizeof b);
-}
-
-/* Per sub-block of 16: a symmetric scale (q in -32..31, fit_scale); the scales are then quantized
- * to int8 against d = max |scale| / 127. */
-static void quant_q6_K(const float *x, uint8_t *dst) {
-    float scale[QK_K / 16], max_abs_scale = 0.0f;
-    for (int s = 0; s < QK_K / 16; s++) {
-        scale[s] = fit_scale(x + 16 * s, 16, 32);
-        max_abs_scale = fmaxf(max_abs_scale, fabsf(scale[s]));
-    }
-    block_q6_K b;
-    b.d = clinfer_f32_to_f16(max_abs_scale / 127.0f);
-    float d = clinfer_f16_to_f32(b.d);
-    uint8_t q[QK_K]; /* stored form, q + 32 in 0..63 */
-    for (int s = 0; s < QK_K / 16; s++) {
-        b.scales[s] = (int8_t)round_clamp(scale[s] * inverse(d), -127, 127);
-        float id = inverse(d * (float)b.scales[s]);
-        for (int l = 0; l < 16; l++)
-            q[16 * s + l] = (uint8_t)(round_clamp(x[16 * s + l] * id, -32, 31) + 32);
-    }
-    for (int h = 0; h < QK_K / 128; h++) {
-        const uint8_t *qq = q + 128 * h;
-        uint8_t *ql = b.ql + 64 * h, *qh = b.qh + 32 * h;
-        for (int l = 0; l < 32; l++) {
-            ql[l] = (uint8_t)((qq[l] & 0x0f) | ((qq[l + 64] & 0x0f) << 4));
-            ql[l + 32] = (uint8_t)((qq[l + 32] & 0x0f) | ((qq[l + 96] & 0x0f) << 4));
-            qh[l] = (uint8_t)((qq[l] >> 4) | ((qq[l + 32] >> 4) << 2) | ((qq[l + 64] >> 4) << 4) |
-                              ((qq[l + 96] >> 4) << 6));
-        }
-    }
-    memcpy(dst, &b, sizeof b);
-}
-
 /* ---- the type table ---------------------------------------------------------------------- */
 
 /* The one table of weight types: the GGUF reader (which ids exist, block sizes), the reference
@@ -520,10 +270,12 @@ static const dtype_info dtypes[CLINFER_DT_ID_LIMIT] = {
     [CLINFER_DT_Q8_0] = {"Q8_0", QK8_0, sizeof(block_q8_0), dequant_q8_0, quant_q8_0, true, true,
                          {32, 2, 32, {{0, 2, 1}}, 4}},
     /* split: f32 d, dmin, then scales[12] */
-    [CLINFER_DT_Q4_K] = {"Q4_K", QK_K, sizeof(block_q4_K), dequant_q4_K, quant_q4_K, true, true,
+    [CLINFER_DT_Q4_K] = {"Q4_K", QK_K, sizeof(block_q4_K), clinfer_dequant_q4_K,
+                         clinfer_quant_q4_K, true, true,
                          {64, 16, 128, {{0, 4, 1}, {4, 12, 0}}, 20}},
     /* split: ql and qh together; scales[16] then f32 d */
-    [CLINFER_DT_Q6_K] = {"Q6_K", QK_K, sizeof(block_q6_K), dequant_q6_K, quant_q6_K, true, true,
+    [CLINFER_DT_Q6_K] = {"Q6_K", QK_K, sizeof(block_q6_K), clinfer_dequant_q6_K,
+                         clinfer_quant_q6_K, true, true,
                          {128, 0, 192, {{192, 16, 0}, {208, 2, 1}}, 20}},
     [CLINFER_DT_BF16] = {"BF16", 1, sizeof(uint16_t), NULL, NULL, false, false, {0}},
 };
