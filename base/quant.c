@@ -18,6 +18,10 @@ _Static_assert(sizeof(block_q5_0) == 2 + 4 + QK5_0 / 2, "block_q5_0 must have no
 _Static_assert(sizeof(block_q5_1) == 4 + 4 + QK5_1 / 2, "block_q5_1 must have no padding");
 _Static_assert(sizeof(block_q4_1) == 4 + QK4_1 / 2, "block_q4_1 must have no padding");
 _Static_assert(sizeof(block_q8_0) == 2 + QK8_0, "block_q8_0 must have no padding");
+_Static_assert(sizeof(block_iq4_nl) == 2 + QK4_NL / 2, "block_iq4_nl must have no padding");
+
+const int8_t clinfer_iq4nl_values[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                         1,    13,   25,  38,  53,  69,  89,  113};
 _Static_assert(sizeof(block_q4_K) == 4 + K_SCALE_SIZE + QK_K / 2, "block_q4_K size");
 _Static_assert(sizeof(block_q6_K) == QK_K / 2 + QK_K / 4 + QK_K / 16 + 2, "block_q6_K size");
 
@@ -144,6 +148,16 @@ static void dequant_q5_1(const uint8_t *src, float *y) {
         y[j] = (float)q[j] * d + m;
 }
 
+static void dequant_iq4_nl(const uint8_t *src, float *y) {
+    block_iq4_nl b;
+    memcpy(&b, src, sizeof b);
+    float d = clinfer_f16_to_f32(b.d);
+    for (int j = 0; j < QK4_NL / 2; j++) {
+        y[j] = (float)clinfer_iq4nl_values[b.qs[j] & 0x0f] * d;
+        y[j + QK4_NL / 2] = (float)clinfer_iq4nl_values[b.qs[j] >> 4] * d;
+    }
+}
+
 static void dequant_q4_1(const uint8_t *src, float *y) {
     block_q4_1 b;
     memcpy(&b, src, sizeof b);
@@ -199,6 +213,24 @@ static void quant_q5_0(const float *x, uint8_t *dst) {
     for (int j = 0; j < QK5_0; j++)
         q[j] = round_clamp(x[j] * id, -16, 15) + 16;
     q5_pack(q, b.qh, b.qs);
+    memcpy(dst, &b, sizeof b);
+}
+
+/* IQ4_NL: the element of largest magnitude maps to the level -127 (as Q4_0's to -8), every
+ * element to its nearest level. */
+static int iq4nl_nearest(float t) {
+    int best = 0;
+    for (int i = 1; i < 16; i++)
+        if (fabsf(t - clinfer_iq4nl_values[i]) < fabsf(t - clinfer_iq4nl_values[best])) best = i;
+    return best;
+}
+
+static void quant_iq4_nl(const float *x, uint8_t *dst) {
+    block_iq4_nl b;
+    b.d = clinfer_f32_to_f16(extreme(x, QK4_NL) / -127.0f);
+    float id = inverse(clinfer_f16_to_f32(b.d));
+    for (int j = 0; j < QK4_NL / 2; j++)
+        b.qs[j] = (uint8_t)(iq4nl_nearest(x[j] * id) | iq4nl_nearest(x[j + QK4_NL / 2] * id) << 4);
     memcpy(dst, &b, sizeof b);
 }
 
@@ -277,6 +309,9 @@ static const dtype_info dtypes[CLINFER_DT_ID_LIMIT] = {
     [CLINFER_DT_Q6_K] = {"Q6_K", QK_K, sizeof(block_q6_K), clinfer_dequant_q6_K,
                          clinfer_quant_q6_K, true, true,
                          {128, 0, 192, {{192, 16, 0}, {208, 2, 1}}, 20}},
+    /* split: f32 d */
+    [CLINFER_DT_IQ4_NL] = {"IQ4_NL", QK4_NL, sizeof(block_iq4_nl), dequant_iq4_nl, quant_iq4_nl,
+                           true, true, {32, 2, 16, {{0, 2, 1}}, 4}},
     [CLINFER_DT_BF16] = {"BF16", 1, sizeof(uint16_t), NULL, NULL, false, false, {0}},
 };
 /* clang-format on */

@@ -17,6 +17,7 @@ typedef enum {
     CLINFER_DT_Q8_0 = 8,
     CLINFER_DT_Q4_K = 12,
     CLINFER_DT_Q6_K = 14,
+    CLINFER_DT_IQ4_NL = 20,
     CLINFER_DT_BF16 = 30, /* read only: quantize input and host-converted vectors, no kernels */
 } clinfer_dtype;
 /* One past the largest id, for tables indexed by type (quant.c's fails to compile if a type
@@ -28,6 +29,7 @@ typedef enum {
 #define QK5_0 32
 #define QK5_1 32
 #define QK8_0 32
+#define QK4_NL 32
 #define QK_K 256
 #define K_SCALE_SIZE 12
 
@@ -58,6 +60,14 @@ typedef struct {
     uint16_t d;
     int8_t qs[QK8_0]; /* x = q * d */
 } block_q8_0;
+
+typedef struct {
+    uint16_t d;
+    uint8_t qs[QK4_NL / 2]; /* x = clinfer_iq4nl_values[nibble] * d, nibbles as block_q4_0's */
+} block_iq4_nl;
+
+/* IQ4_NL's 16 levels, denser near 0 than Q4_0's even steps. */
+extern const int8_t clinfer_iq4nl_values[16];
 
 typedef struct {
     uint16_t d, dmin;             /* super-block scales for the 6-bit scales and mins */

@@ -1,8 +1,8 @@
 /* End-to-end tests of the model executor on tiny random models of every architecture and weight
- * type: OpenCL logits match the reference backend, greedy generation is identical on both,
- * batching does not change results, context overflow and broken files are rejected cleanly.
+ * type: OpenCL logits match the reference backend at every step (and with f32 activations the
+ * greedy choices are identical), batching does not change results, context overflow and broken
+ * files are rejected cleanly. (Contexts used from several threads: test_contexts.c.)
  * Exits 77 when there is no OpenCL device (after the reference-only checks have passed). */
-#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -43,28 +43,36 @@ static int32_t argmax(const float *x, size_t n) {
     return (int32_t)best;
 }
 
-/* Evaluates the prompt in one call (logits copied out), then N_GEN greedy tokens one by one. */
+/* Evaluates the prompt in one call, then N_GEN tokens one by one: its greedy choices, or those
+ * of `follow` where given (so that two backends see the same tokens whatever their rounding),
+ * recording each step's greedy choice in generated. logits_out gets every step's logits:
+ * [(1 + N_GEN) * n_vocab], the prompt's first. */
 static clinfer_status prompt_and_greedy(clinfer_model *m, const clinfer_context_params *cp,
-                                        const int32_t *prompt, float *logits_out,
-                                        int32_t *generated) {
+                                        const int32_t *prompt, const int32_t *follow,
+                                        float *logits_out, int32_t *generated) {
     clinfer_context *ctx = NULL;
     const float *logits;
     size_t n_vocab;
     clinfer_status st = clinfer_context_create(m, cp, &ctx);
     if (st == CLINFER_OK) st = clinfer_eval(ctx, prompt, N_PROMPT);
-    if (st == CLINFER_OK) st = clinfer_get_logits(ctx, &logits, &n_vocab);
-    if (st == CLINFER_OK) memcpy(logits_out, logits, n_vocab * sizeof *logits);
-    for (int i = 0; st == CLINFER_OK && i < N_GEN; i++) {
+    for (int i = 0; st == CLINFER_OK && i <= N_GEN; i++) {
+        st = clinfer_get_logits(ctx, &logits, &n_vocab);
+        if (st != CLINFER_OK) break;
+        memcpy(logits_out + (size_t)i * n_vocab, logits, n_vocab * sizeof *logits);
+        if (i == N_GEN) break;
         generated[i] = argmax(logits, n_vocab);
-        st = clinfer_eval(ctx, &generated[i], 1);
-        if (st == CLINFER_OK) st = clinfer_get_logits(ctx, &logits, &n_vocab);
+        st = clinfer_eval(ctx, follow ? &follow[i] : &generated[i], 1);
     }
     clinfer_context_free(ctx);
     return st;
 }
 
-/* OpenCL against the reference backend for one architecture and weight type; f32_act: with
- * CLINFER_ACT_F32, else CLINFER_ACT_Q8 (8-bit activations on quantized weights). */
+/* OpenCL against the reference backend for one architecture and weight type, on the same tokens
+ * (OpenCL follows the reference's greedy choices): every step's logits within NMSE 1e-4. With
+ * f32 activations (f32_act) OpenCL's own greedy choices must also be the reference's; with 8-bit
+ * ones a float difference of an ulp can move a value across a rounding step, so two backends
+ * draw different rounding noise and a near tie may go either way (see test_smollm2.c): there
+ * the logits are the check. */
 static void test_backends_agree(const char *arch, clinfer_dtype type, bool f32_act) {
     char path[128], tag[64];
     snprintf(tag, sizeof tag, "%s_%s%s", arch, clinfer_dtype_name(type), f32_act ? "_f32act" : "");
@@ -75,8 +83,8 @@ static void test_backends_agree(const char *arch, clinfer_dtype type, bool f32_a
 
     uint32_t n_vocab = tiny_model_n_vocab();
     int32_t prompt[N_PROMPT], gen_ref[N_GEN], gen_cl[N_GEN];
-    float *logits_ref = calloc(n_vocab, sizeof(float));
-    float *logits_cl = calloc(n_vocab, sizeof(float));
+    float *logits_ref = calloc((size_t)(1 + N_GEN) * n_vocab, sizeof(float));
+    float *logits_cl = calloc((size_t)(1 + N_GEN) * n_vocab, sizeof(float));
     make_prompt(prompt, N_PROMPT);
     clinfer_model *ref = NULL, *cl = NULL;
     clinfer_context_params cp;
@@ -84,21 +92,27 @@ static void test_backends_agree(const char *arch, clinfer_dtype type, bool f32_a
     cp.activations = f32_act ? CLINFER_ACT_F32 : CLINFER_ACT_Q8;
 
     EXPECT_OK(load(path, CLINFER_BACKEND_REFERENCE, &ref));
-    if (ref) EXPECT_OK(prompt_and_greedy(ref, &cp, prompt, logits_ref, gen_ref));
+    if (ref) EXPECT_OK(prompt_and_greedy(ref, &cp, prompt, NULL, logits_ref, gen_ref));
     if (have_opencl && ref) {
         EXPECT_OK(load(path, CLINFER_BACKEND_OPENCL, &cl));
         if (cl) {
-            EXPECT_OK(prompt_and_greedy(cl, &cp, prompt, logits_cl, gen_cl));
-            double e = nmse(logits_cl, logits_ref, n_vocab);
-            EXPECT(e < 1e-4, "%s: OpenCL vs reference logits NMSE %.3g", tag, e);
-            int first_diff = -1;
+            EXPECT_OK(prompt_and_greedy(cl, &cp, prompt, gen_ref, logits_cl, gen_cl));
+            double worst = 0;
+            int worst_step = 0, first_diff = -1;
+            for (int i = 0; i <= N_GEN; i++) {
+                double e = nmse(logits_cl + (size_t)i * n_vocab, logits_ref + (size_t)i * n_vocab,
+                                n_vocab);
+                if (e > worst || e != e) worst = e, worst_step = i;
+            }
             for (int i = 0; i < N_GEN && first_diff < 0; i++)
                 if (gen_cl[i] != gen_ref[i]) first_diff = i;
-            EXPECT(first_diff < 0, "%s: greedy tokens differ from token %d (%d vs %d)", tag,
-                   first_diff, first_diff >= 0 ? gen_cl[first_diff] : 0,
+            EXPECT(worst < 1e-4, "%s: OpenCL vs reference logits NMSE %.3g at step %d", tag, worst,
+                   worst_step);
+            EXPECT(!f32_act || first_diff < 0, "%s: greedy tokens differ from token %d (%d vs %d)",
+                   tag, first_diff, first_diff >= 0 ? gen_cl[first_diff] : 0,
                    first_diff >= 0 ? gen_ref[first_diff] : 0);
-            printf("%s: logits NMSE %.3g, %d greedy tokens identical\n", tag, e,
-                   first_diff < 0 ? N_GEN : first_diff);
+            printf("%s: logits NMSE at most %.3g over %d steps, %d greedy tokens identical\n", tag,
+                   worst, N_GEN + 1, first_diff < 0 ? N_GEN : first_diff);
         }
     }
     clinfer_model_free(cl);
@@ -335,57 +349,6 @@ static void test_rope_scaling(void) {
     free(scaled);
 }
 
-typedef struct {
-    clinfer_model *model;
-    const int32_t *prompt;
-    float *logits;
-    int32_t generated[N_GEN];
-    clinfer_status st;
-} thread_job;
-
-static void *thread_main(void *arg) {
-    thread_job *j = arg;
-    clinfer_context_params cp;
-    clinfer_context_params_default(&cp);
-    j->st = prompt_and_greedy(j->model, &cp, j->prompt, j->logits, j->generated);
-    return NULL;
-}
-
-/* Contexts of one model used from two threads at once give what one thread alone gets. */
-static void test_threads(clinfer_backend_kind kind) {
-    char path[128];
-    model_path(path, sizeof path, "threads");
-    tiny_model_spec spec;
-    tiny_model_default(&spec, "qwen2", CLINFER_DT_Q4_0);
-    EXPECT(tiny_model_write(&spec, path) == 0, "writing %s", path);
-    uint32_t n_vocab = tiny_model_n_vocab();
-    int32_t prompt[N_PROMPT];
-    make_prompt(prompt, N_PROMPT);
-    clinfer_model *m = NULL;
-    thread_job jobs[3];
-    EXPECT_OK(load(path, kind, &m));
-    for (int i = 0; i < 3 && m; i++)
-        jobs[i] = (thread_job){.model = m, .prompt = prompt, .logits = calloc(n_vocab, 4)};
-    if (m) {
-        thread_main(&jobs[0]);
-        pthread_t t[2];
-        for (int i = 0; i < 2; i++)
-            EXPECT(pthread_create(&t[i], NULL, thread_main, &jobs[1 + i]) == 0, "thread %d", i);
-        for (int i = 0; i < 2; i++)
-            pthread_join(t[i], NULL);
-        for (int i = 1; i < 3; i++) {
-            EXPECT(jobs[i].st == CLINFER_OK, "thread %d: %s", i, clinfer_status_str(jobs[i].st));
-            EXPECT(!memcmp(jobs[i].logits, jobs[0].logits, n_vocab * sizeof(float)) &&
-                       !memcmp(jobs[i].generated, jobs[0].generated, sizeof jobs[0].generated),
-                   "thread %d differs from the single-threaded run", i);
-        }
-        for (int i = 0; i < 3; i++)
-            free(jobs[i].logits);
-    }
-    clinfer_model_free(m);
-    remove(path);
-}
-
 int main(void) {
     size_t n_devices = 0;
     have_opencl = clinfer_device_count(&n_devices) == CLINFER_OK && n_devices > 0;
@@ -394,8 +357,6 @@ int main(void) {
 
     test_rejections();
     test_rope_scaling();
-    test_threads(CLINFER_BACKEND_REFERENCE);
-    if (have_opencl) test_threads(CLINFER_BACKEND_OPENCL);
     char path[128];
     model_path(path, sizeof path, "llama_api");
     tiny_model_spec spec;
@@ -419,9 +380,9 @@ int main(void) {
         test_batching(archs[a], CLINFER_BACKEND_REFERENCE);
         if (have_opencl) test_batching(archs[a], CLINFER_BACKEND_OPENCL);
         for (size_t t = 0; t < n_types; t++)
-            test_backends_agree(archs[a], types[t], false);
+            for (int f32_act = 0; f32_act < 2; f32_act++)
+                test_backends_agree(archs[a], types[t], f32_act);
     }
-    test_backends_agree("llama", CLINFER_DT_Q4_1, true);
     int rc = finish("test_model_tiny");
     return rc == 0 && !have_opencl ? 77 : rc;
 }

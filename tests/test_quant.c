@@ -18,11 +18,12 @@ static void test_dtype_table(void) {
         const char *name;
         size_t elems, bytes;
     } table[] = {
-        {CLINFER_DT_F32, "F32", 1, 4},       {CLINFER_DT_F16, "F16", 1, 2},
-        {CLINFER_DT_Q4_0, "Q4_0", 32, 18},   {CLINFER_DT_Q4_1, "Q4_1", 32, 20},
-        {CLINFER_DT_Q5_0, "Q5_0", 32, 22},   {CLINFER_DT_Q5_1, "Q5_1", 32, 24},
-        {CLINFER_DT_Q8_0, "Q8_0", 32, 34},   {CLINFER_DT_Q4_K, "Q4_K", 256, 144},
-        {CLINFER_DT_Q6_K, "Q6_K", 256, 210}, {CLINFER_DT_BF16, "BF16", 1, 2},
+        {CLINFER_DT_F32, "F32", 1, 4},         {CLINFER_DT_F16, "F16", 1, 2},
+        {CLINFER_DT_Q4_0, "Q4_0", 32, 18},     {CLINFER_DT_Q4_1, "Q4_1", 32, 20},
+        {CLINFER_DT_Q5_0, "Q5_0", 32, 22},     {CLINFER_DT_Q5_1, "Q5_1", 32, 24},
+        {CLINFER_DT_IQ4_NL, "IQ4_NL", 32, 18}, {CLINFER_DT_Q8_0, "Q8_0", 32, 34},
+        {CLINFER_DT_Q4_K, "Q4_K", 256, 144},   {CLINFER_DT_Q6_K, "Q6_K", 256, 210},
+        {CLINFER_DT_BF16, "BF16", 1, 2},
     };
     for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
         clinfer_dtype t = table[i].type;
