@@ -1,6 +1,7 @@
 # The model executor: tiny generated models of every architecture and weight type.
 clinfer_test(test_model_tiny SOURCES test_model_tiny.c tiny_model.c)
-# The real default model (tools/fetch_model.sh puts it in models/); skipped when absent.
+# The real default model (tools/fetch_model.sh puts it in ~/.cache/clinfer/models; $CLINFER_MODEL
+# names it); skipped when absent.
 clinfer_test(test_smollm2 SOURCES test_smollm2.c LABELS model
   ENV "CLINFER_TEST_MODELS=${PROJECT_SOURCE_DIR}/models")
 # Loading and freeing a model 100 times in one process on OpenCL, CLBlast forced on: RSS flat.

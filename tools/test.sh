@@ -7,7 +7,8 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 jobs=${CLINFER_JOBS:-2}
 
 # The real default model for the end-to-end test (label model) and llama.cpp's tokenizer
-# vectors (tests skip without them); cached in models/ after the first run.
+# vectors (tests skip without them); cached (~/.cache/clinfer/models, models/vocab) after the
+# first run.
 CLINFER_MODEL=$(bash tools/fetch_model.sh)
 CLINFER_VOCAB_DIR=$(bash tools/fetch_vocab.sh)
 export CLINFER_MODEL CLINFER_VOCAB_DIR
