@@ -10,7 +10,7 @@
 # ~/.cache/clinfer/llama.cpp); the gguf package comes from a venv made there once (PyPI gguf
 # 0.19.0 and numpy). Exit 77 without the peer or the venv; 1 when an architecture differs.
 #
-# usage: bench/crosscheck_archs.sh [--bin CLINFER] [ARCH...]   (ARCHs: llama qwen2 qwen3)
+# usage: bench/crosscheck_archs.sh [--bin CLINFER] [ARCH...]   (ARCHs: llama qwen2 qwen3 phi3)
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -27,7 +27,7 @@ while [ $# -gt 0 ]; do
     esac
     shift
 done
-[ ${#archs[@]} -gt 0 ] || archs=(llama qwen2 qwen3)
+[ ${#archs[@]} -gt 0 ] || archs=(llama qwen2 qwen3 phi3)
 say() { echo "crosscheck_archs: $*" >&2; }
 for tool in llama-perplexity llama-simple; do
     [ -x "$peer/$tool" ] || { say "skipped: $peer/$tool is not built"; exit 77; }

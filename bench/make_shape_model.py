@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Writes a Llama-family GGUF file (--arch llama, qwen2: q/k/v biases, qwen3: per-head q/k
-norms) of a given layer shape with random weights, for benchmarks of a model size we have no
+norms, phi3: fused attn_qkv and ffn_up) of a given layer shape with random weights, for benchmarks of a model size we have no
 real file of, and for comparing an architecture's forward pass with llama.cpp's
 (bench/crosscheck_archs.sh). Speed does not depend on the weights'
 values, so the file measures what a real model of that shape would (prefill, decode, memory);
@@ -23,7 +23,7 @@ Needs the PyPI packages gguf and numpy (tools/gpu_check.sh makes a venv with the
 
 usage: bench/make_shape_model.py OUT.gguf [--type F16|Q8_0|Q4_0|...] [--tokenizer-from GGUF]
            [--dim 2048] [--layers 16] [--heads 32] [--kv-heads 8] [--ffn 8192] [--ctx 8192]
-           [--seed 0] [--name NAME] [--arch llama|qwen2|qwen3] [--std 0.02]
+           [--seed 0] [--name NAME] [--arch llama|qwen2|qwen3|phi3] [--std 0.02]
 """
 import argparse
 import os
@@ -33,7 +33,7 @@ import time
 import numpy as np
 import gguf
 
-ARCHS = ("llama", "qwen2", "qwen3")
+ARCHS = ("llama", "qwen2", "qwen3", "phi3")
 
 
 def parse_args():
@@ -93,20 +93,25 @@ def tensor_plan(a, n_vocab):
     plan = [("token_embd.weight", (n_vocab, a.dim))]
     for i in range(a.layers):
         b = "blk.%d." % i
-        plan += [(b + "attn_norm.weight", (a.dim,)),
-                 (b + "attn_q.weight", (a.heads * hd, a.dim)),
-                 (b + "attn_k.weight", (a.kv_heads * hd, a.dim)),
-                 (b + "attn_v.weight", (a.kv_heads * hd, a.dim))]
+        plan.append((b + "attn_norm.weight", (a.dim,)))
+        if a.arch == "phi3":
+            plan.append((b + "attn_qkv.weight", ((a.heads + 2 * a.kv_heads) * hd, a.dim)))
+        else:
+            plan += [(b + "attn_q.weight", (a.heads * hd, a.dim)),
+                     (b + "attn_k.weight", (a.kv_heads * hd, a.dim)),
+                     (b + "attn_v.weight", (a.kv_heads * hd, a.dim))]
         if a.arch == "qwen2":
             plan += [(b + "attn_q.bias", (a.heads * hd,)), (b + "attn_k.bias", (a.kv_heads * hd,)),
                      (b + "attn_v.bias", (a.kv_heads * hd,))]
         if a.arch == "qwen3":
             plan += [(b + "attn_q_norm.weight", (hd,)), (b + "attn_k_norm.weight", (hd,))]
         plan += [(b + "attn_output.weight", (a.dim, a.heads * hd)),
-                 (b + "ffn_norm.weight", (a.dim,)),
-                 (b + "ffn_gate.weight", (a.ffn, a.dim)),
-                 (b + "ffn_up.weight", (a.ffn, a.dim)),
-                 (b + "ffn_down.weight", (a.dim, a.ffn))]
+                 (b + "ffn_norm.weight", (a.dim,))]
+        if a.arch == "phi3":  # gate rows, then up rows
+            plan.append((b + "ffn_up.weight", (2 * a.ffn, a.dim)))
+        else:
+            plan += [(b + "ffn_gate.weight", (a.ffn, a.dim)), (b + "ffn_up.weight", (a.ffn, a.dim))]
+        plan.append((b + "ffn_down.weight", (a.dim, a.ffn)))
     plan.append(("output_norm.weight", (a.dim,)))
     return plan
 

@@ -1,6 +1,7 @@
 /* The llama family: llama, mistral, tinyllama, smollm2 (RMSNorm, RoPE, SwiGLU), qwen2 (the
- * same plus q/k/v biases and NeoX rope) and qwen3 (qwen2 without the biases, with an RMS norm
- * of each query and key head before rope). */
+ * same plus q/k/v biases and NeoX rope), qwen3 (qwen2 without the biases, with an RMS norm
+ * of each query and key head before rope) and phi3 (llama with NeoX rope, q/k/v fused into one
+ * attn_qkv matrix and gate and up into one ffn_up, split at load into the layer's matrices). */
 #include <stdio.h>
 
 #include "arch.h"
@@ -23,6 +24,11 @@ static clinfer_status llama_hparams(const gguf_file *f, clinfer_hparams *hp) {
 static clinfer_status qwen2_hparams(const gguf_file *f, clinfer_hparams *hp) {
     hp->rope_neox = true;
     return read_hparams(f, "qwen2", hp);
+}
+
+static clinfer_status phi3_hparams(const gguf_file *f, clinfer_hparams *hp) {
+    hp->rope_neox = true;
+    return read_hparams(f, "phi3", hp);
 }
 
 static clinfer_status qwen3_hparams(const gguf_file *f, clinfer_hparams *hp) {
@@ -87,6 +93,45 @@ static clinfer_status load_ffn(clinfer_loader *ld, uint32_t il) {
     return clinfer_load_stacked(ld, names, rows, 2, hp->n_embd, outs);
 }
 
+/* phi3's fused matrices: [q; k; v] in attn_qkv (separate ones are taken too), [gate; up] in
+ * ffn_up. Each is uploaded once and its rows given to the layer's matrices, which the executor
+ * then runs as the stacked weight they are. */
+static clinfer_status phi3_qkv(clinfer_loader *ld, uint32_t il) {
+    clinfer_status st = CLINFER_OK;
+    const clinfer_hparams *hp = &ld->m->hp;
+    clinfer_layer *l = &ld->m->layers[il];
+    uint32_t q_dim = hp->n_head * hp->head_dim, kv_dim = hp->n_head_kv * hp->head_dim;
+    char name[96];
+    snprintf(name, sizeof name, "blk.%u.attn_qkv.weight", il);
+    const gguf_tensor *t =
+        clinfer_find_shaped(ld->m, name, hp->n_embd, q_dim + 2 * kv_dim, false, &st);
+    if (st != CLINFER_OK) return st;
+    if (!t) return load_qkv(ld, il, false);
+    clinfer_matrix qkv = {0};
+    CHECK(clinfer_upload_rows(ld, t, name, 0, (int)(q_dim + 2 * kv_dim), &qkv));
+    l->wq = clinfer_rows_of(&qkv, 0, (int)q_dim);
+    l->wk = clinfer_rows_of(&qkv, (int)q_dim, (int)kv_dim);
+    l->wv = clinfer_rows_of(&qkv, (int)(q_dim + kv_dim), (int)kv_dim);
+cleanup:
+    return st;
+}
+
+static clinfer_status phi3_ffn(clinfer_loader *ld, uint32_t il) {
+    clinfer_status st = CLINFER_OK;
+    const clinfer_hparams *hp = &ld->m->hp;
+    clinfer_layer *l = &ld->m->layers[il];
+    char name[96];
+    snprintf(name, sizeof name, "blk.%u.ffn_up.weight", il);
+    const gguf_tensor *t = clinfer_find_shaped(ld->m, name, hp->n_embd, 2 * hp->n_ff, true, &st);
+    if (!t) return st;
+    clinfer_matrix gate_up = {0};
+    CHECK(clinfer_upload_rows(ld, t, name, 0, (int)(2 * hp->n_ff), &gate_up));
+    l->ffn_gate = clinfer_rows_of(&gate_up, 0, (int)hp->n_ff);
+    l->ffn_up = clinfer_rows_of(&gate_up, (int)hp->n_ff, (int)hp->n_ff);
+cleanup:
+    return st;
+}
+
 static void embed(exec_builder *b, const clinfer_model *m, const exec_state *s, int n) {
     exec_embed(b, &m->tok_embd, exec_at(s->buf[EXEC_IDS], 0), exec_at(s->buf[EXEC_X], 0), n);
 }
@@ -135,3 +180,11 @@ const clinfer_arch clinfer_arch_qwen3 = {.name = "qwen3",
                                          .load_ffn = load_ffn,
                                          .embed = embed,
                                          .layer = layer};
+
+const clinfer_arch clinfer_arch_phi3 = {.name = "phi3",
+                                        .gated_ffn = true,
+                                        .read_hparams = phi3_hparams,
+                                        .load_qkv = phi3_qkv,
+                                        .load_ffn = phi3_ffn,
+                                        .embed = embed,
+                                        .layer = layer};

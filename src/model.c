@@ -77,10 +77,15 @@ clinfer_status clinfer_read_rope(const gguf_file *f, const char *a, clinfer_hpar
         return clinfer_fail(CLINFER_ERR_FORMAT, "model: %s.rope.freq_base %g is not positive", a,
                             (double)hp->rope_freq_base);
     CHECK(read_rope_scaling(f, a, &hp->rope_freq_scale));
-    if (gguf_find_tensor(f, "rope_freqs.weight"))
-        return clinfer_fail(CLINFER_ERR_UNSUPPORTED,
-                            "model: tensor 'rope_freqs.weight' (per-dimension rope "
-                            "frequency factors) is not supported");
+    /* per-dimension rope frequency factors (Llama 3.1's, phi3 128k's): not supported */
+    static const char *const factors[] = {"rope_freqs.weight", "rope_factors_long.weight",
+                                          "rope_factors_short.weight"};
+    for (size_t i = 0; i < sizeof factors / sizeof factors[0]; i++)
+        if (gguf_find_tensor(f, factors[i]))
+            return clinfer_fail(CLINFER_ERR_UNSUPPORTED,
+                                "model: tensor '%s' (per-dimension rope frequency factors) is not "
+                                "supported",
+                                factors[i]);
 cleanup:
     if (st != CLINFER_OK) clinfer_error_prefix("model");
     return st;

@@ -343,7 +343,7 @@ int main(void) {
     test_ops();
     test_concurrent();
     test_build_failure();
-    static const char *const archs[] = {"llama", "qwen2", "qwen3", "gpt2"};
+    static const char *const archs[] = {"llama", "qwen2", "qwen3", "phi3", "gpt2"};
     clinfer_dtype types[CLINFER_DT_ID_LIMIT];
     size_t n_types = weight_types(types);
     for (size_t a = 0; a < sizeof archs / sizeof archs[0]; a++)

@@ -152,7 +152,7 @@ static void write_metadata(gguf_writer *w, const tiny_model_spec *s, const vocab
 
 static int write_layer(gguf_writer *w, const tiny_model_spec *s, uint32_t il) {
     bool gpt2 = !strcmp(s->arch, "gpt2"), qwen2 = !strcmp(s->arch, "qwen2");
-    bool qwen3 = !strcmp(s->arch, "qwen3");
+    bool qwen3 = !strcmp(s->arch, "qwen3"), phi3 = !strcmp(s->arch, "phi3");
     uint32_t E = s->n_embd, F = s->n_ff, hd = s->n_embd / s->n_head;
     uint32_t q_dim = s->n_head * hd, kv_dim = s->n_head_kv * hd;
     float in_scale = 1.0f / sqrtf((float)E), ff_scale = 1.0f / sqrtf((float)F);
@@ -164,6 +164,8 @@ static int write_layer(gguf_writer *w, const tiny_model_spec *s, uint32_t il) {
         rc |= add_vector(w, s, NAME("attn_norm.bias"), E, 0.0f, 0.1f);
         rc |= add_matrix(w, s, NAME("attn_qkv.weight"), E, q_dim + 2 * kv_dim, in_scale);
         rc |= add_vector(w, s, NAME("attn_qkv.bias"), q_dim + 2 * kv_dim, 0.0f, 0.1f);
+    } else if (phi3) { /* [q; k; v] in one matrix */
+        rc |= add_matrix(w, s, NAME("attn_qkv.weight"), E, q_dim + 2 * kv_dim, in_scale);
     } else {
         rc |= add_matrix(w, s, NAME("attn_q.weight"), E, q_dim, in_scale);
         rc |= add_matrix(w, s, NAME("attn_k.weight"), E, kv_dim, in_scale);
@@ -183,9 +185,10 @@ static int write_layer(gguf_writer *w, const tiny_model_spec *s, uint32_t il) {
     rc |= add_vector(w, s, NAME("ffn_norm.weight"), E, 1.0f, 0.2f);
     if (gpt2)
         rc |= add_vector(w, s, NAME("ffn_norm.bias"), E, 0.0f, 0.1f);
-    else
+    else if (!phi3)
         rc |= add_matrix(w, s, NAME("ffn_gate.weight"), E, F, in_scale);
-    rc |= add_matrix(w, s, NAME("ffn_up.weight"), E, F, in_scale);
+    rc |=
+        add_matrix(w, s, NAME("ffn_up.weight"), E, phi3 ? 2 * F : F, in_scale); /* phi3: gate; up */
     if (gpt2) rc |= add_vector(w, s, NAME("ffn_up.bias"), F, 0.0f, 0.1f);
     rc |= add_matrix(w, s, NAME("ffn_down.weight"), F, E, ff_scale);
     if (gpt2) rc |= add_vector(w, s, NAME("ffn_down.bias"), E, 0.0f, 0.1f);

@@ -12,7 +12,7 @@
 #include "quant.h"
 
 typedef struct {
-    const char *arch;   /* "llama", "qwen2", "qwen3", "gpt2" */
+    const char *arch;   /* "llama", "qwen2", "qwen3", "phi3", "gpt2" */
     clinfer_dtype type; /* every weight matrix; norms and biases are f32 */
     uint32_t n_embd, n_layer, n_head, n_head_kv, n_ff, n_ctx;
     bool tied;                /* no output.weight: the LM head reuses token_embd.weight */
