@@ -31,7 +31,8 @@
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-cache=${CLINFER_BENCH_CACHE:-$HOME/.cache/clinfer/llama.cpp}
+source "$root/bench/peer.sh"
+cache=$peer_cache
 force=0
 threads=2
 reps=3
@@ -52,7 +53,7 @@ say() { echo "compare_llamacpp: $*" >&2; }
 jobs_for_load() { awk '{ print ($1 < 1.0) ? 2 : 1 }' /proc/loadavg; }
 
 # ---- 1. llama.cpp, once -------------------------------------------------------------------
-llama_bin="$cache/build/bin"
+llama_bin=$peer_bin
 if [ ! -x "$llama_bin/llama-bench" ] || [ ! -x "$llama_bin/llama-quantize" ]; then
     sdist=$(bash "$root/tools/fetch_llamacpp_sdist.sh")
     src="$cache/$(basename "$sdist" .tar.gz)/vendor/llama.cpp"

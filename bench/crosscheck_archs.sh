@@ -14,14 +14,14 @@
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-cache=${CLINFER_BENCH_CACHE:-$HOME/.cache/clinfer/llama.cpp}
-peer=$cache/build/bin
-venv=$cache/../venv-gguf
-bin=$root/build/clinfer
+source "$root/bench/peer.sh"
+peer=$peer_bin
+venv=$peer_cache/../venv-gguf
+clinfer=$root/build/clinfer
 archs=()
 while [ $# -gt 0 ]; do
     case $1 in
-    --bin) bin=$2; shift ;;
+    --bin) clinfer=$2; shift ;;
     -h | --help) sed -n '2,14p' "$0"; exit 0 ;;
     *) archs+=("$1") ;;
     esac
@@ -47,19 +47,16 @@ for arch in "${archs[@]}"; do
     "$venv/bin/python" "$root/bench/make_shape_model.py" "$model" --arch "$arch" --type F32 \
         --dim 256 --layers 2 --heads 4 --kv-heads 2 --ffn 512 --ctx 512 --std 0.3 --seed 1 \
         2>"$work/make.log" || { cat "$work/make.log" >&2; exit 1; }
-    p1=$("$peer/llama-perplexity" -m "$model" -f "$text" -c 128 --chunks 4 -t 2 2>&1 |
-        sed -n 's/.*Final estimate: PPL = \([0-9.]*\).*/\1/p')
-    p2=$("$bin" perplexity -m "$model" -f "$text" -c 128 --chunks 4 --act f32 -q 2>/dev/null |
-        sed -n 's/.*PPL = \([0-9.]*\).*/\1/p')
+    p1=$(ppl_peer "$model" "$text" 128 4) p2=$(ppl_clinfer "$model" "$text" 128 4 --act f32)
     ratio=$(python3 -c "import sys; print('%.6f' % (float(sys.argv[2]) / float(sys.argv[1])))" \
-        "${p1:-nan}" "${p2:-nan}")
+        "${p1/-/nan}" "${p2/-/nan}")
     python3 -c "import sys; sys.exit(abs(float(sys.argv[1]) - 1) > 1e-3)" "$ratio" ||
         { say "$arch: perplexities differ: llama.cpp $p1, clinfer $p2"; fail=1; }
     same=0
     for p in "${prompts[@]}"; do
         # llama-simple echoes the prompt before the continuation; clinfer run prints only the latter
         a=$("$peer/llama-simple" -m "$model" -n 16 "$p" 2>/dev/null | head -c 4096)
-        b=$("$bin" run -m "$model" -p "$p" -n 16 --temp 0 --act f32 -q 2>/dev/null | head -c 4096)
+        b=$("$clinfer" run -m "$model" -p "$p" -n 16 --temp 0 --act f32 -q 2>/dev/null | head -c 4096)
         if [ "$a" = "$p$b" ]; then
             same=$((same + 1))
         else

@@ -15,16 +15,16 @@
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-cache=${CLINFER_BENCH_CACHE:-$HOME/.cache/clinfer/llama.cpp}
-peer=$cache/build/bin
-bin=$root/build/clinfer
+source "$root/bench/peer.sh"
+peer=$peer_bin
+clinfer=$root/build/clinfer
 text=/usr/share/common-licenses/GPL-3
 ctx=512
 chunks=4
 types=()
 while [ $# -gt 0 ]; do
     case $1 in
-    --bin) bin=$2; shift ;;
+    --bin) clinfer=$2; shift ;;
     -f) text=$2; shift ;;
     -c) ctx=$2; shift ;;
     --chunks) chunks=$2; shift ;;
@@ -44,18 +44,9 @@ model=$(bash "$root/tools/fetch_model.sh")
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-"$bin" quantize "$model" "$work/f16.gguf" F16 --allow-requantize 2>"$work/f16.log" ||
+"$clinfer" quantize "$model" "$work/f16.gguf" F16 --allow-requantize 2>"$work/f16.log" ||
     { cat "$work/f16.log" >&2; exit 1; }
 
-# The final perplexity a tool prints for a file; "-" when it cannot load it.
-ppl_peer() {
-    "$peer/llama-perplexity" -m "$1" -f "$text" -c "$ctx" --chunks "$chunks" -t 2 2>&1 |
-        sed -n 's/.*Final estimate: PPL = \([0-9.]*\).*/\1/p' | grep . || echo -
-}
-ppl_clinfer() {
-    "$bin" perplexity -m "$1" -f "$text" -c "$ctx" --chunks "$chunks" --act q8 -q 2>/dev/null |
-        sed -n 's/.*PPL = \([0-9.]*\).*/\1/p' | grep . || echo -
-}
 # 1 when both are numbers within 1% of each other, 0 when not, - when one is missing.
 within() {
     python3 -c "import sys
@@ -69,11 +60,12 @@ echo "|---|---|---|---|"
 for type in "${types[@]}"; do
     say "$type"
     mine=$work/clinfer.$type.gguf theirs=$work/llama.$type.gguf
-    "$bin" quantize "$work/f16.gguf" "$mine" "$type" 2>"$work/q.log" || { cat "$work/q.log" >&2; exit 1; }
+    "$clinfer" quantize "$work/f16.gguf" "$mine" "$type" 2>"$work/q.log" || { cat "$work/q.log" >&2; exit 1; }
     "$peer/llama-quantize" "$work/f16.gguf" "$theirs" "$type" 2 >"$work/lq.log" 2>&1 ||
         { cat "$work/lq.log" >&2; exit 1; }
-    p1=$(ppl_peer "$mine") p2=$(ppl_peer "$theirs")
-    c1=$(ppl_clinfer "$mine") c2=$(ppl_clinfer "$theirs")
+    p1=$(ppl_peer "$mine" "$text" "$ctx" "$chunks") p2=$(ppl_peer "$theirs" "$text" "$ctx" "$chunks")
+    c1=$(ppl_clinfer "$mine" "$text" "$ctx" "$chunks" --act q8)
+    c2=$(ppl_clinfer "$theirs" "$text" "$ctx" "$chunks" --act q8)
     w1=$(within "$p1" "$p2") w2=$(within "$c1" "$c2")
     [ "$p1" != - ] || { say "$type: llama.cpp cannot load clinfer's output"; fail=1; }
     [ "$w1" != 0 ] && [ "$w2" != 0 ] || { say "$type: perplexities more than 1% apart"; fail=1; }

@@ -54,6 +54,7 @@ bool kld_add(kld_stats *s, const float *base_lp, const float *run_lp, size_t n_v
     for (size_t i = 0; i < n_vocab; i++)
         kld += exp((double)base_lp[i]) * ((double)base_lp[i] - run_lp[i]);
     s->kld[s->n++] = kld;
+    s->sorted = false;
     s->kld_sum += kld;
     s->kld_sum2 += kld * kld;
     s->same_top += argmax(base_lp, n_vocab) == argmax(run_lp, n_vocab);
@@ -69,7 +70,8 @@ static int cmp_double(const void *a, const void *b) {
 
 double kld_percentile(kld_stats *s, double p) {
     if (!s->n) return NAN;
-    qsort(s->kld, s->n, sizeof *s->kld, cmp_double);
+    if (!s->sorted) qsort(s->kld, s->n, sizeof *s->kld, cmp_double);
+    s->sorted = true;
     double rank = p / 100.0 * (double)(s->n - 1);
     return s->kld[(size_t)llround(rank)];
 }

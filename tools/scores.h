@@ -31,12 +31,14 @@ typedef struct {
     size_t n, cap;
     double kld_sum, kld_sum2;
     size_t same_top; /* tokens whose most likely next token agrees */
+    bool sorted;     /* kld is in order (kld_percentile sorts it once) */
 } kld_stats;
 
 /* Adds one scored position: both runs' log-probabilities over n_vocab and the token that
  * followed. False when out of memory. */
 bool kld_add(kld_stats *s, const float *base_lp, const float *run_lp, size_t n_vocab, int32_t next);
-/* The p-th percentile (0..100) of the per-token KLD values, nearest rank; sorts them. */
+/* The p-th percentile (0..100) of the per-token KLD values, nearest rank; sorts them the first
+ * time. */
 double kld_percentile(kld_stats *s, double p);
 void kld_free(kld_stats *s);
 
