@@ -12,9 +12,11 @@
     X(info, "show a model's architecture, tensors and memory plan")                                \
     X(tokenize, "print the token ids (and pieces) of a text; vocab-only files work")               \
     X(bench, "prefill and decode tokens/s, time to first token and peak memory of a model")        \
-    X(perplexity, "perplexity of a model on a text, and KL divergence against a saved run")       \
-    X(verify, "check a device against the reference backend, op by op, on a model's tokens")      \
-    X(quantize, "write a model with quantized weights: Q8_0, Q4_K_M, ... as llama-quantize does")
+    X(perplexity, "perplexity of a model on a text, and KL divergence against a saved run")        \
+    X(verify, "check a device against the reference backend, op by op, on a model's tokens")       \
+    X(quantize, "write a model with quantized weights: Q8_0, Q4_K_M, ... as llama-quantize does")  \
+    X(pull, "download a model into the models cache (`clinfer pull` lists them)")                  \
+    X(models, "list the models in the cache: name, size, path")
 
 #define DECLARE(name, summary) int cmd_##name(int argc, char **argv);
 COMMANDS(DECLARE)
