@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -343,6 +344,12 @@ char *cli_read_file(const char *what, const char *path, size_t *len) {
     FILE *f = fopen(path, "rb");
     char *text = NULL;
     long size = -1;
+    struct stat st;
+    if (f && (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode))) {
+        fclose(f);
+        cli_error("%s: cannot read '%s': not a regular file", what, path);
+        return NULL;
+    }
     if (f && fseek(f, 0, SEEK_END) == 0) size = ftell(f);
     if (f && size >= 0 && fseek(f, 0, SEEK_SET) == 0 && (text = malloc((size_t)size + 1)) &&
         fread(text, 1, (size_t)size, f) == (size_t)size) {

@@ -42,6 +42,26 @@ static void usage(FILE *out) {
     fprintf(out, "\n`clinfer COMMAND --help` for a command's options; `clinfer --version`.\n");
 }
 
+/* The version and what the library supports, from its tables. */
+static void version(void) {
+    static const struct {
+        clinfer_support_kind kind;
+        const char *what;
+    } kinds[] = {{CLINFER_SUPPORT_ARCHITECTURE, "architectures:"},
+                 {CLINFER_SUPPORT_WEIGHT_TYPE, "weight types:"},
+                 {CLINFER_SUPPORT_TOKENIZER, "tokenizers:"},
+                 {CLINFER_SUPPORT_CHAT_TEMPLATE, "chat templates:"},
+                 {CLINFER_SUPPORT_KERNEL_PATH, "kernel paths:"}};
+    printf("clinfer %s\n", CLINFER_VERSION_STRING);
+    for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
+        printf("%-15s", kinds[k].what);
+        const char *name;
+        for (size_t i = 0; (name = clinfer_supported(kinds[k].kind, i)); i++)
+            printf("%s%s", i ? ", " : " ", name);
+        printf("\n");
+    }
+}
+
 /* llama.cpp's spellings that getopt_long cannot take: -dev is --device; -ngl N (layers to
  * offload) means nothing here, where the whole model runs on the chosen device: dropped with a
  * note. Rewrites argv in place; returns the new argc. */
@@ -77,7 +97,7 @@ int main(int argc, char **argv) {
         return 0;
     }
     if (!strcmp(argv[1], "--version")) {
-        printf("clinfer %s\n", CLINFER_VERSION_STRING);
+        version();
         return 0;
     }
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
