@@ -41,8 +41,9 @@ static bool find_fetch_script(char *buf, size_t size) {
         exe[n] = '\0';
         char *slash = strrchr(exe, '/');
         if (slash) *slash = '\0';
-        snprintf(buf, size, "%s/" CLINFER_DATA_REL "/fetch_model.sh", exe);
-        if (readable(buf)) return true;
+        char path[PATH_MAX + 64];
+        snprintf(path, sizeof path, "%s/" CLINFER_DATA_REL "/fetch_model.sh", exe);
+        if (size >= PATH_MAX && realpath(path, buf) && readable(buf)) return true;
     }
     snprintf(buf, size, "%s/fetch_model.sh", CLINFER_SOURCE_TOOLS);
     return readable(buf);
