@@ -295,6 +295,8 @@ static void test_tiny_model(void) {
     }
     ERR("no-such-device", "run", "-m", model, "-p", "hi", "--device", "no-such-device");
     ERR("--chat-template", "run", "-m", model, "--reference", "-p", "hi", "--chat");
+    ERR("closest: chatml", "run", "-m", model, "--reference", "-p", "hi", "--chat-template",
+        "chatm");
 
     const char *const gen[] = {"run",     "-m", model,     "--reference", "-p",     "hello world",
                                "-n",      "12", "--seed",  "5",           "--temp", "1.5",
