@@ -39,7 +39,8 @@ static void usage(FILE *out) {
             *c = *c == '_' ? '-' : *c;
         fprintf(out, "  %-10s %s\n", name, commands[i].summary);
     }
-    fprintf(out, "\n`clinfer COMMAND --help` for a command's options; `clinfer --version`.\n");
+    fprintf(out, "\n`clinfer COMMAND --help` for a command's options; `clinfer --version` for what "
+                 "it supports.\n");
 }
 
 /* The version and what the library supports, from its tables. */
