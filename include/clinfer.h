@@ -50,6 +50,20 @@ const char *clinfer_status_str(clinfer_status status);
 /* The message of the last failure on this thread ("" when none). */
 const char *clinfer_last_error(void);
 
+/* ---- what this build supports ---------------------------------------------------------- */
+
+typedef enum {
+    CLINFER_SUPPORT_ARCHITECTURE,  /* general.architecture: "llama", "qwen2", ... */
+    CLINFER_SUPPORT_WEIGHT_TYPE,   /* tensor types the backends multiply by: "F32", "Q4_K", ... */
+    CLINFER_SUPPORT_TOKENIZER,     /* tokenizer.ggml.model: "gpt2" (byte-level BPE), ... */
+    CLINFER_SUPPORT_CHAT_TEMPLATE, /* chat template names: "chatml", ... */
+    CLINFER_SUPPORT_KERNEL_PATH,   /* OpenCL kernel paths: "cpu-rows", ... */
+} clinfer_support_kind;
+
+/* The index-th (from 0) name of kind that this build supports; NULL past the last, or for a kind
+ * not listed above. Loop from 0 until NULL to list them all. */
+const char *clinfer_supported(clinfer_support_kind kind, size_t index);
+
 /* ---- devices --------------------------------------------------------------------------- */
 
 typedef enum {

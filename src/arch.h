@@ -32,8 +32,8 @@ struct clinfer_arch {
 
 /* The architecture named name; NULL for none (arch.c). */
 const clinfer_arch *clinfer_arch_find(gguf_str name);
-/* The names of all, ", "-separated, for messages (truncated to size). */
-void clinfer_arch_names(char *buf, size_t size);
+/* The index-th architecture's name (from 0); NULL past the last. */
+const char *clinfer_arch_name_at(size_t index);
 
 /* ---- loading (model.c) ---------------------------------------------------------------- */
 

@@ -15,6 +15,7 @@
 
 #include "error.h"
 #include "model.h"
+#include "supported.h"
 
 /* A growing NUL-terminated string; on allocation failure `failed` is set and appends stop. */
 typedef struct {
@@ -85,7 +86,6 @@ static const struct {
     {"llama2", CHAT_FORMAT_LLAMA2, "[INST]"},
 };
 #define N_FORMATS (sizeof formats / sizeof formats[0])
-#define FORMAT_NAMES "chatml, llama3, llama2, gemma"
 
 const char *chat_format_name(chat_format format) {
     for (size_t i = 0; i < N_FORMATS; i++)
@@ -93,21 +93,31 @@ const char *chat_format_name(chat_format format) {
     return "unknown";
 }
 
+const char *chat_format_name_at(size_t index) {
+    return index < N_FORMATS ? formats[index].name : NULL;
+}
+
 clinfer_status chat_detect(const char *tmpl, size_t tmpl_len, const char *name,
                            chat_format *format) {
+    char names[128];
+    clinfer_supported_list(CLINFER_SUPPORT_CHAT_TEMPLATE, names, sizeof names);
     if (name && *name) {
         for (size_t i = 0; i < N_FORMATS; i++)
             if (!strcmp(name, formats[i].name)) {
                 *format = formats[i].format;
                 return CLINFER_OK;
             }
+        const char *closest =
+            clinfer_supported_closest(CLINFER_SUPPORT_CHAT_TEMPLATE, name, strlen(name));
         return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
-                            "chat: unknown template name '%s' (known: " FORMAT_NAMES ")", name);
+                            "chat: unknown template name '%s' (known: %s)%s%s", name, names,
+                            closest ? "; closest: " : "", closest ? closest : "");
     }
     if (!tmpl)
         return clinfer_fail(CLINFER_ERR_UNSUPPORTED,
                             "chat: the model has no tokenizer.chat_template; name one with "
-                            "--chat-template (" FORMAT_NAMES ")");
+                            "--chat-template (%s)",
+                            names);
     for (size_t i = 0; i < N_FORMATS; i++)
         if (find(tmpl, tmpl_len, formats[i].marker)) {
             *format = formats[i].format;
@@ -115,8 +125,8 @@ clinfer_status chat_detect(const char *tmpl, size_t tmpl_len, const char *name,
         }
     return clinfer_fail(CLINFER_ERR_UNSUPPORTED,
                         "chat: the model's chat template (%zu bytes) is not one of the known "
-                        "formats; name one with --chat-template (" FORMAT_NAMES ")",
-                        tmpl_len);
+                        "formats; name one with --chat-template (%s)",
+                        tmpl_len, names);
 }
 
 /* The literal default system prompt of a ChatML template, written there as

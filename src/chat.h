@@ -25,6 +25,8 @@ clinfer_status chat_detect(const char *tmpl, size_t tmpl_len, const char *name,
 
 /* "chatml", "llama3", "llama2" or "gemma". */
 const char *chat_format_name(chat_format format);
+/* The index-th format's name (from 0), as --chat-template takes it; NULL past the last. */
+const char *chat_format_name_at(size_t index);
 
 /* Renders messages as chat_detect's format. The beginning-of-sequence token is left out: the
  * tokenizer adds it (add_bos). A ChatML template's built-in default system prompt is used when

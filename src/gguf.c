@@ -15,6 +15,7 @@
 
 #include "error.h"
 #include "gguf_cursor.h"
+#include "supported.h"
 
 #define GGUF_MAGIC "GGUF"
 #define GGUF_DEFAULT_ALIGNMENT 32u
@@ -150,8 +151,12 @@ static clinfer_status read_tensor_info(cursor *c, gguf_tensor *t) {
     CHECK(read_u32(c, "tensor type", &type));
     if (!clinfer_dtype_valid(type)) {
         const char *name = ggml_type_name(type);
+        char types[256];
+        clinfer_supported_list(CLINFER_SUPPORT_WEIGHT_TYPE, types, sizeof types);
         st = name ? clinfer_fail(CLINFER_ERR_UNSUPPORTED,
-                                 "tensor type %s (%u) is not supported by clinfer", name, type)
+                                 "tensor type %s (%u) is not supported by clinfer (supported "
+                                 "types: %s)",
+                                 name, type, types)
                   : clinfer_fail(CLINFER_ERR_FORMAT, "unknown tensor type %u", type);
         goto cleanup;
     }

@@ -11,6 +11,7 @@
 #include "arch.h"
 #include "chat.h"
 #include "error.h"
+#include "supported.h"
 #include "tokenizer.h"
 
 /* ---- hyperparameters --------------------------------------------------------------------- */
@@ -362,12 +363,15 @@ static clinfer_status parse_architecture(clinfer_model *m) {
     gguf_str s;
     clinfer_status st = gguf_get_str(m->gguf, "general.architecture", &s);
     if (st != CLINFER_OK) return st;
-    char names[128];
-    clinfer_arch_names(names, sizeof names);
-    if (!(m->hp.arch = clinfer_arch_find(s)))
+    if (!(m->hp.arch = clinfer_arch_find(s))) {
+        char names[256];
+        clinfer_supported_list(CLINFER_SUPPORT_ARCHITECTURE, names, sizeof names);
+        const char *closest = clinfer_supported_closest(CLINFER_SUPPORT_ARCHITECTURE, s.ptr, s.len);
         return clinfer_fail(CLINFER_ERR_UNSUPPORTED,
-                            "model: architecture '%.*s' is not supported (%s are)",
-                            (int)(s.len > 64 ? 64 : s.len), s.ptr, names);
+                            "model: architecture '%.*s' is not supported (%s are)%s%s",
+                            (int)(s.len > 64 ? 64 : s.len), s.ptr, names,
+                            closest ? "; closest: " : "", closest ? closest : "");
+    }
     snprintf(m->architecture, sizeof m->architecture, "%s", m->hp.arch->name);
     return CLINFER_OK;
 }

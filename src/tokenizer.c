@@ -8,6 +8,7 @@
 #include <utf8proc.h>
 
 #include "error.h"
+#include "supported.h"
 #include "tok_internal.h"
 
 clinfer_status tok_ids_push(tok_ids *out, int32_t id) {
@@ -229,6 +230,17 @@ cleanup:
     return st;
 }
 
+/* The tokenizer.ggml.model values and their algorithms. */
+static const struct {
+    const char *name;
+    tok_model model;
+} tok_models[] = {{"gpt2", TOK_BPE}, {"llama", TOK_SPM}, {"bert", TOK_WPM}};
+#define N_TOK_MODELS (sizeof tok_models / sizeof tok_models[0])
+
+const char *clinfer_vocab_model_at(size_t index) {
+    return index < N_TOK_MODELS ? tok_models[index].name : NULL;
+}
+
 clinfer_status clinfer_vocab_load(const gguf_file *f, clinfer_vocab **out) {
     clinfer_status st = CLINFER_OK;
     clinfer_vocab *v = NULL;
@@ -240,18 +252,21 @@ clinfer_status clinfer_vocab_load(const gguf_file *f, clinfer_vocab **out) {
     v = calloc(1, sizeof *v);
     if (!v) return clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "tokenizer: vocabulary");
     CHECK(gguf_get_str(f, "tokenizer.ggml.model", &model));
-    if (gguf_str_eq(model, "gpt2"))
-        v->model = TOK_BPE;
-    else if (gguf_str_eq(model, "llama"))
-        v->model = TOK_SPM;
-    else if (gguf_str_eq(model, "bert"))
-        v->model = TOK_WPM;
-    else {
+    size_t k = 0;
+    while (k < N_TOK_MODELS && !gguf_str_eq(model, tok_models[k].name))
+        k++;
+    if (k == N_TOK_MODELS) {
+        char names[128];
+        clinfer_supported_list(CLINFER_SUPPORT_TOKENIZER, names, sizeof names);
+        const char *closest =
+            clinfer_supported_closest(CLINFER_SUPPORT_TOKENIZER, model.ptr, model.len);
         st = clinfer_fail(CLINFER_ERR_UNSUPPORTED,
-                          "tokenizer: tokenizer.ggml.model '%.*s' is not gpt2, llama or bert",
-                          (int)(model.len > 64 ? 64 : model.len), model.ptr);
+                          "tokenizer: tokenizer.ggml.model '%.*s' is not supported (%s are)%s%s",
+                          (int)(model.len > 64 ? 64 : model.len), model.ptr, names,
+                          closest ? "; closest: " : "", closest ? closest : "");
         goto cleanup;
     }
+    v->model = tok_models[k].model;
     CHECK(gguf_get_arr(f, "tokenizer.ggml.tokens", GGUF_TYPE_STRING, &texts));
     if (texts->arr_n == 0 || texts->arr_n > INT32_MAX) {
         st = clinfer_fail(CLINFER_ERR_FORMAT, "tokenizer: %llu tokens",

@@ -19,6 +19,8 @@ typedef struct clinfer_vocab clinfer_vocab;
  * special ids in range) and copies what it needs: the file may be closed afterwards. */
 clinfer_status clinfer_vocab_load(const gguf_file *f, clinfer_vocab **out);
 void clinfer_vocab_free(clinfer_vocab *v);
+/* The index-th tokenizer.ggml.model value it reads (from 0); NULL past the last. */
+const char *clinfer_vocab_model_at(size_t index);
 
 size_t clinfer_vocab_n_tokens(const clinfer_vocab *v);
 /* Special ids, -1 when the vocabulary has none. For WordPiece, BOS is [CLS]. */

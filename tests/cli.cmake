@@ -11,3 +11,9 @@ add_test(NAME test_chat_interrupt
   COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/test_chat_interrupt.sh $<TARGET_FILE:clinfer_cli>)
 set_tests_properties(test_chat_interrupt PROPERTIES LABELS model SKIP_RETURN_CODE 77
   ENVIRONMENT "${CLINFER_TEST_ENV}")
+# clinfer pull / models / -m NAME and tools/fetch_model.sh, offline (wheels made by the test).
+add_test(NAME test_models
+  COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/test_models.sh $<TARGET_FILE:clinfer_cli>
+          $<TARGET_FILE:write_tiny_model>)
+set_tests_properties(test_models PROPERTIES LABELS quick SKIP_RETURN_CODE 77
+  ENVIRONMENT "${CLINFER_TEST_ENV}")

@@ -4,6 +4,7 @@
  * a model without a template says how to name one. verify prints its table and exits 0, and
  * where there is an OpenCL device exits 1 naming the op whose output a fault corrupted.
  * argv[1] is the binary. */
+#include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -169,6 +170,120 @@ static void test_verify(const char *model) {
            "verify with a corrupted swiglu exited %d: %s\n%s", code, err, out);
 }
 
+/* chat's /system, /save and /load: the saved file holds the system message and the turns;
+ * loading it restores them (evaluated: the next answer comes); a malformed or missing file is
+ * refused with an error naming what is wrong, and the chat goes on. */
+static void test_chat_commands(const char *model) {
+    char input[sizeof dir + 16], saved[sizeof dir + 16], err[8192], text[4096];
+    snprintf(input, sizeof input, "%s/chat.in", dir);
+    snprintf(saved, sizeof saved, "%s/chat.json", dir);
+    static const char *const bad[][2] = {
+        {"{\"messages\": [", "is not valid JSON"},
+        {"[1, 2]", "is not a JSON object"},
+        {"{\"system\": 7, \"messages\": []}", "\"system\" is not a string or null"},
+        {"{\"system\": null}", "\"messages\" is missing or not an array"},
+        {"{\"messages\": [{\"role\": \"tool\", \"content\": \"x\"}]}",
+         "messages[0] has no \"role\""},
+        {"{\"messages\": [{\"role\": \"user\", \"content\": \"a\"}, {\"role\": \"user\"}]}",
+         "messages[1] has no string \"content\""},
+        {"", "is not valid JSON"},
+    };
+    size_t n_bad = sizeof bad / sizeof bad[0];
+    FILE *f = fopen(input, "w");
+    if (!f) {
+        EXPECT(0, "cannot write %s", input);
+        return;
+    }
+    fprintf(f, "/system You answer in rhymes.\nhello\n/save %s\n/clear\n/load %s\nagain\n", saved,
+            saved);
+    for (size_t i = 0; i < n_bad; i++) {
+        char path[sizeof dir + 16];
+        snprintf(path, sizeof path, "%s/bad%zu.json", dir, i);
+        FILE *b = fopen(path, "w");
+        if (b) fputs(bad[i][0], b), fclose(b);
+        fprintf(f, "/load %s\n", path);
+    }
+    fprintf(f, "/load %s/missing.json\n/load\n/system\nlast\n", dir);
+    fclose(f);
+    stdin_path = input;
+    int code = run((const char *const[]){"chat", "-m", model, "--reference", "-n", "2", "-c", "512",
+                                         "--chat-template", "chatml", "-s", "1", NULL},
+                   err, sizeof err);
+    stdin_path = "/dev/null";
+    EXPECT(code == 0, "chat with /system, /save, /load exited %d: %s", code, err);
+    slurp(saved, text, sizeof text);
+    cJSON *root = cJSON_Parse(text);
+    const cJSON *msgs = cJSON_GetObjectItem(root, "messages");
+    const cJSON *first = cJSON_GetArrayItem(msgs, 0), *second = cJSON_GetArrayItem(msgs, 1);
+    EXPECT(
+        !strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(root, "system")) ?: "",
+                "You answer in rhymes.") &&
+            cJSON_GetArraySize(msgs) == 2 &&
+            !strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(first, "role")) ?: "", "user") &&
+            !strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(first, "content")) ?: "", "hello") &&
+            !strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(second, "role")) ?: "", "assistant"),
+        "/save wrote:\n%s", text);
+    cJSON_Delete(root);
+    EXPECT(strstr(err, "system message set") && strstr(err, "saved 3 messages") &&
+               strstr(err, "loaded 3 messages") && strstr(err, "no system message"),
+           "chat's stderr lacks /system, /save or /load: %s", err);
+    /* three answers (hello, again after /load, last), each cut at 2 tokens */
+    const char *p = err;
+    int answers = 0;
+    while ((p = strstr(p, "answer cut at 2 tokens")))
+        answers++, p++;
+    EXPECT(answers == 3, "%d answers, want 3 (hello, again, last): %s", answers, err);
+    for (size_t i = 0; i < n_bad; i++)
+        EXPECT(strstr(err, bad[i][1]), "/load of '%s' does not say '%s': %s", bad[i][0], bad[i][1],
+               err);
+    EXPECT(strstr(err, "missing.json': No such file") && strstr(err, "/load needs a file name"),
+           "/load of a missing file or none: %s", err);
+    remove(saved);
+}
+
+/* --version lists what clinfer_supported lists; a file of an architecture close to a supported
+ * one is refused naming the supported ones and the closest. */
+static void test_supported(const char *model_dir) {
+    char err[4096], line[1024];
+    EXPECT(run((const char *const[]){"--version", NULL}, err, sizeof err) == 0 &&
+               !strncmp(out, "clinfer " CLINFER_VERSION_STRING "\n", 9),
+           "--version: %s%s", out, err);
+    static const struct {
+        clinfer_support_kind kind;
+        const char *label;
+    } kinds[] = {{CLINFER_SUPPORT_ARCHITECTURE, "architectures:"},
+                 {CLINFER_SUPPORT_WEIGHT_TYPE, "weight types:"},
+                 {CLINFER_SUPPORT_TOKENIZER, "tokenizers:"},
+                 {CLINFER_SUPPORT_CHAT_TEMPLATE, "chat templates:"},
+                 {CLINFER_SUPPORT_KERNEL_PATH, "kernel paths:"}};
+    for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
+        const char *at = strstr(out, kinds[k].label);
+        size_t len = at ? strcspn(at, "\n") : 0;
+        snprintf(line, sizeof line, "%.*s", (int)len, at ? at : "");
+        const char *name;
+        size_t i = 0;
+        for (; (name = clinfer_supported(kinds[k].kind, i)); i++)
+            EXPECT(strstr(line, name), "--version's '%s' line lacks %s: %s", kinds[k].label, name,
+                   line);
+        EXPECT(i > 0 && at, "%s: %zu supported, line '%s'", kinds[k].label, i, line);
+    }
+    EXPECT(clinfer_supported(CLINFER_SUPPORT_KERNEL_PATH, 99) == NULL &&
+               clinfer_supported((clinfer_support_kind)99, 0) == NULL,
+           "clinfer_supported past the end is not NULL");
+
+    char path[sizeof dir + 32];
+    snprintf(path, sizeof path, "%s/llama4.gguf", model_dir);
+    tiny_model_spec spec;
+    tiny_model_default(&spec, "llama4", CLINFER_DT_Q8_0);
+    EXPECT(tiny_model_write(&spec, path) == 0, "cannot write %s", path);
+    int code = run((const char *const[]){"info", "-m", path, "--reference", NULL}, err, sizeof err);
+    EXPECT(code == 1 && count_lines(err) == 1 &&
+               strstr(err, "architecture 'llama4' is not supported (llama, ") &&
+               strstr(err, "; closest: llama ("),
+           "the refusal of llama4 does not list the supported and name llama as closest: %s", err);
+    remove(path);
+}
+
 static void test_tiny_model(void) {
     char model[sizeof dir + 16], err[4096], first[sizeof out];
     snprintf(model, sizeof model, "%s/tiny.gguf", dir);
@@ -180,6 +295,8 @@ static void test_tiny_model(void) {
     }
     ERR("no-such-device", "run", "-m", model, "-p", "hi", "--device", "no-such-device");
     ERR("--chat-template", "run", "-m", model, "--reference", "-p", "hi", "--chat");
+    ERR("closest: chatml", "run", "-m", model, "--reference", "-p", "hi", "--chat-template",
+        "chatm");
 
     const char *const gen[] = {"run",     "-m", model,     "--reference", "-p",     "hello world",
                                "-n",      "12", "--seed",  "5",           "--temp", "1.5",
@@ -206,6 +323,7 @@ static void test_tiny_model(void) {
     test_first_compile(model);
     test_llama_flags(model);
     test_chat(model);
+    test_chat_commands(model);
     test_verify(model);
 }
 
@@ -292,6 +410,7 @@ int main(int argc, char **argv) {
            "info --help fails: %s", err);
 
     test_tiny_model();
+    test_supported(dir);
     test_quantize(missing, not_gguf);
 
     const char *files[] = {"stderr", "stdout", "tiny.gguf"};

@@ -6,13 +6,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
-
-/* The file tools/fetch_model.sh stores; searched where that script puts it. */
-#define DEFAULT_MODEL_FILE "SmolLM2-135M-Instruct.Q4_1.gguf"
+#include "model_registry.h"
 
 /* The first use of a device compiles its kernels for seconds: say so rather than wait
  * silently (--quiet turns it off). */
@@ -258,30 +257,46 @@ static bool file_exists(const char *path) {
     return f != NULL;
 }
 
-/* The default model in ./models, then $XDG_CACHE_HOME/clinfer/models or
- * ~/.cache/clinfer/models: the places tools/fetch_model.sh writes to. */
-static bool find_default_model(char *buf, size_t size) {
-    const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
-    snprintf(buf, size, "models/" DEFAULT_MODEL_FILE);
-    if (file_exists(buf)) return true;
-    if (xdg && *xdg) {
-        snprintf(buf, size, "%s/clinfer/models/" DEFAULT_MODEL_FILE, xdg);
-        if (file_exists(buf)) return true;
-    }
-    if (home && *home) {
-        snprintf(buf, size, "%s/.cache/clinfer/models/" DEFAULT_MODEL_FILE, home);
-        if (file_exists(buf)) return true;
-    }
-    return false;
+/* A model named on the command line as a registry name (tools/models.txt) or the name of a
+ * file in the models cache: its path in buf; false when name is neither (or a path). 1 and an
+ * error printed when it names a registry model not fetched yet. */
+static int cached_model(const char *name, char *buf, size_t size, bool *found) {
+    char dir[4096];
+    cli_registry_model m;
+    *found = false;
+    if (strchr(name, '/') || !cli_models_dir(dir, sizeof dir)) return 0;
+    bool registered = cli_registry_find(name, false, &m);
+    snprintf(buf, size, "%s/%s", dir, registered ? m.file : name);
+    *found = file_exists(buf);
+    if (registered && !*found)
+        return cli_error("model '%s' is not in %s yet; `clinfer pull %s` fetches it", name, dir,
+                         name);
+    return 0;
 }
 
 int cli_model_path(const cli_model_opts *o, char *buf, size_t size, const char **path) {
     *path = o->path;
-    if (o->path) return 0;
-    if (!find_default_model(buf, size))
-        return cli_error("no -m MODEL given and the default model " DEFAULT_MODEL_FILE
-                         " is not in ./models or ~/.cache/clinfer/models; fetch it with "
-                         "`bash tools/fetch_model.sh`");
+    if (o->path) {
+        bool found = false;
+        if (!file_exists(o->path) && cached_model(o->path, buf, size, &found)) return 1;
+        if (found) *path = buf;
+        return 0;
+    }
+    /* The registry's first model, in the cache or in ./models, where earlier versions of
+     * tools/fetch_model.sh stored it. */
+    cli_registry_model m;
+    char dir[4096] = "~/.cache/clinfer/models";
+    if (!cli_registry_at(0, &m)) return cli_error("no -m MODEL given and no default model");
+    bool found = false;
+    if (cli_models_dir(dir, sizeof dir)) {
+        snprintf(buf, size, "%s/%s", dir, m.file);
+        found = file_exists(buf);
+    }
+    if (!found) snprintf(buf, size, "models/%s", m.file);
+    if (!found && !file_exists(buf))
+        return cli_error("no -m MODEL given and the default model (%s) is not in %s; "
+                         "`clinfer pull %s` fetches it",
+                         m.file, dir, m.name);
     *path = buf;
     fprintf(stderr, "clinfer: no -m given, using the default model %s\n", buf);
     return 0;
@@ -329,6 +344,12 @@ char *cli_read_file(const char *what, const char *path, size_t *len) {
     FILE *f = fopen(path, "rb");
     char *text = NULL;
     long size = -1;
+    struct stat st;
+    if (f && (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode))) {
+        fclose(f);
+        cli_error("%s: cannot read '%s': not a regular file", what, path);
+        return NULL;
+    }
     if (f && fseek(f, 0, SEEK_END) == 0) size = ftell(f);
     if (f && size >= 0 && fseek(f, 0, SEEK_SET) == 0 && (text = malloc((size_t)size + 1)) &&
         fread(text, 1, (size_t)size, f) == (size_t)size) {

@@ -42,7 +42,8 @@ enum {
     }
 #define CLI_MODEL_SHORT "m:vqht:"
 #define CLI_MODEL_HELP                                                                             \
-    "  -m, --model FILE     GGUF model (default: the model tools/fetch_model.sh fetches)\n"        \
+    "  -m, --model FILE     GGUF model: a file, or a model's name in `clinfer models`\n"           \
+    "                       (default: the default model of `clinfer pull`)\n"                      \
     "      --device SPEC    OpenCL device: index, cpu, gpu or a name part (default:\n"             \
     "                       $CLINFER_DEVICE, else the strongest device)\n"                         \
     "      --reference      run on the plain C reference backend instead of OpenCL\n"              \
@@ -142,8 +143,9 @@ int cli_parse_options(const char *command, int argc, char **argv, const char *op
  * an optstring starting with ':'. */
 int cli_bad_option(const char *command, int opt, char **argv);
 
-/* o->path, or where the default model is (buf, saying so on stderr). Prints a one-line error and
- * returns 1 when there is none. */
+/* o->path (where it names no file but a model of the registry or a file in the models cache:
+ * that file, in buf), or where the default model is (buf, saying so on stderr). Prints a
+ * one-line error and returns 1 when there is none. */
 int cli_model_path(const cli_model_opts *o, char *buf, size_t size, const char **path);
 
 /* Resolves o->path (or the default model, saying so on stderr), checks the file exists and

@@ -12,9 +12,11 @@
     X(info, "show a model's architecture, tensors and memory plan")                                \
     X(tokenize, "print the token ids (and pieces) of a text; vocab-only files work")               \
     X(bench, "prefill and decode tokens/s, time to first token and peak memory of a model")        \
-    X(perplexity, "perplexity of a model on a text, and KL divergence against a saved run")       \
-    X(verify, "check a device against the reference backend, op by op, on a model's tokens")      \
-    X(quantize, "write a model with quantized weights: Q8_0, Q4_K_M, ... as llama-quantize does")
+    X(perplexity, "perplexity of a model on a text, and KL divergence against a saved run")        \
+    X(verify, "check a device against the reference backend, op by op, on a model's tokens")       \
+    X(quantize, "write a model with quantized weights: Q8_0, Q4_K_M, ... as llama-quantize does")  \
+    X(pull, "download a model into the models cache (`clinfer pull` lists them)")                  \
+    X(models, "list the models in the cache: name, size, path")
 
 #define DECLARE(name, summary) int cmd_##name(int argc, char **argv);
 COMMANDS(DECLARE)
@@ -37,7 +39,28 @@ static void usage(FILE *out) {
             *c = *c == '_' ? '-' : *c;
         fprintf(out, "  %-10s %s\n", name, commands[i].summary);
     }
-    fprintf(out, "\n`clinfer COMMAND --help` for a command's options; `clinfer --version`.\n");
+    fprintf(out, "\n`clinfer COMMAND --help` for a command's options; `clinfer --version` for what "
+                 "it supports.\n");
+}
+
+/* The version and what the library supports, from its tables. */
+static void version(void) {
+    static const struct {
+        clinfer_support_kind kind;
+        const char *what;
+    } kinds[] = {{CLINFER_SUPPORT_ARCHITECTURE, "architectures:"},
+                 {CLINFER_SUPPORT_WEIGHT_TYPE, "weight types:"},
+                 {CLINFER_SUPPORT_TOKENIZER, "tokenizers:"},
+                 {CLINFER_SUPPORT_CHAT_TEMPLATE, "chat templates:"},
+                 {CLINFER_SUPPORT_KERNEL_PATH, "kernel paths:"}};
+    printf("clinfer %s\n", CLINFER_VERSION_STRING);
+    for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
+        printf("%-15s", kinds[k].what);
+        const char *name;
+        for (size_t i = 0; (name = clinfer_supported(kinds[k].kind, i)); i++)
+            printf("%s%s", i ? ", " : " ", name);
+        printf("\n");
+    }
 }
 
 /* llama.cpp's spellings that getopt_long cannot take: -dev is --device; -ngl N (layers to
@@ -75,7 +98,7 @@ int main(int argc, char **argv) {
         return 0;
     }
     if (!strcmp(argv[1], "--version")) {
-        printf("clinfer %s\n", CLINFER_VERSION_STRING);
+        version();
         return 0;
     }
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)

@@ -11,6 +11,7 @@
 
 #include "cli.h"
 #include "cli_common.h"
+#include "conversation.h"
 #include "line_input.h"
 
 static volatile sig_atomic_t interrupted;
@@ -26,10 +27,13 @@ static bool stream_until_interrupted(const char *text, size_t len, void *user) {
 }
 
 static const char commands_help[] =
-    "  /help    this list\n"
-    "  /clear   forget the conversation (the system message stays)\n"
-    "  /exit    quit (also Ctrl-D, or Ctrl-C at the prompt)\n"
-    "  //text   send text that starts with '/'\n"
+    "  /help         this list\n"
+    "  /clear        forget the conversation (the system message stays)\n"
+    "  /system TEXT  set the system message (none without TEXT) and start over\n"
+    "  /save FILE    write the conversation to FILE (JSON: system and messages)\n"
+    "  /load FILE    continue the conversation /save wrote to FILE\n"
+    "  /exit         quit (also Ctrl-D, or Ctrl-C at the prompt)\n"
+    "  //text        send text that starts with '/'\n"
     "Ctrl-C during an answer stops it.\n";
 
 static void usage(FILE *out) {
@@ -39,36 +43,11 @@ static void usage(FILE *out) {
             "terminal) and streams each answer to stdout. Commands:\n%s\n"
             "  -n, --n-predict N    at most N tokens per answer; -1: no limit (default 512)\n"
             "      --system TEXT    a system message that opens the conversation\n"
-            "      --chat-template NAME  chatml, llama3, llama2 or gemma instead of the\n"
-            "                       model's template\n"
+            "      --chat-template NAME  a chat template by name instead of the\n"
+            "                       model's (`clinfer --version` lists them)\n"
             "  -c, --ctx-size N     context length; 0 is the model's (default 0)\n" CLI_ACT_HELP
                 CLI_MODEL_HELP CLI_SAMPLER_HELP,
             commands_help);
-}
-
-typedef struct {
-    clinfer_chat_message *m; /* contents are owned (strdup) */
-    size_t n, cap;
-} conversation;
-
-static bool conversation_add(conversation *c, const char *role, const char *content) {
-    if (c->n == c->cap) {
-        size_t cap = c->cap ? 2 * c->cap : 16;
-        clinfer_chat_message *m = realloc(c->m, cap * sizeof *m);
-        if (!m) return false;
-        c->m = m;
-        c->cap = cap;
-    }
-    char *copy = strdup(content);
-    if (!copy) return false;
-    c->m[c->n++] = (clinfer_chat_message){role, copy};
-    return true;
-}
-
-/* Drops messages from index keep on. */
-static void conversation_truncate(conversation *c, size_t keep) {
-    while (c->n > keep)
-        free((char *)c->m[--c->n].content);
 }
 
 static int chat_option(int opt, const char *arg, void *user) {
@@ -91,17 +70,22 @@ typedef struct {
     char *held; /* the text the context holds: a rendering prefix plus the answers */
 } chat_session;
 
+/* Empties the context: the next turn evaluates the whole conversation. */
+static void chat_forget(chat_session *s) {
+    clinfer_context_reset(s->g.ctx);
+    free(s->held);
+    s->held = NULL;
+}
+
 /* Forgets all but the system message and the newest user message: a new conversation that
  * starts with the question that did not fit. False if there was nothing to forget. */
 static bool chat_start_over(chat_session *s) {
-    size_t base = s->opts->system ? 1 : 0;
+    size_t base = conversation_base(&s->conv);
     if (s->conv.n <= base + 1) return false;
     clinfer_chat_message last = s->conv.m[--s->conv.n];
     conversation_truncate(&s->conv, base);
     s->conv.m[s->conv.n++] = last;
-    clinfer_context_reset(s->g.ctx);
-    free(s->held);
-    s->held = NULL;
+    chat_forget(s);
     fprintf(stderr,
             "clinfer: the conversation no longer fits the context of %u tokens; "
             "starting a new one (--ctx sets a longer context)\n",
@@ -184,6 +168,89 @@ cleanup:
     return rc;
 }
 
+/* /load: the conversation in path replaces the current one, and its rendering is evaluated, so
+ * that the next turn adds only its own text. A file that cannot be read or used changes nothing
+ * (its error printed). Returns 1 only when evaluating failed (printed), which ends the chat. */
+static int chat_load(chat_session *s, const char *path) {
+    conversation loaded = {0};
+    char *rendered = NULL;
+    int32_t *tokens = NULL;
+    size_t n_tokens = 0;
+    int rc = 0;
+    if (conversation_load(path, &loaded)) goto cleanup;
+    clinfer_status st = CLINFER_OK;
+    if (loaded.n) {
+        st = clinfer_chat_apply_template(s->g.model, s->opts->chat_template, loaded.m, loaded.n,
+                                         false, &rendered);
+        if (st != CLINFER_OK) {
+            cli_error("/load: %s", clinfer_last_error());
+            goto cleanup;
+        }
+        if (cli_tokenize(s->g.model, rendered, true, true, &tokens, &n_tokens)) goto cleanup;
+        if (n_tokens >= clinfer_context_n_ctx(s->g.ctx)) {
+            cli_error("/load: the conversation in '%s' (%zu tokens) does not fit the context of "
+                      "%u tokens (--ctx sets a longer one)",
+                      path, n_tokens, clinfer_context_n_ctx(s->g.ctx));
+            goto cleanup;
+        }
+    }
+    chat_forget(s);
+    if (n_tokens && (st = clinfer_eval(s->g.ctx, tokens, n_tokens)) != CLINFER_OK) {
+        rc = cli_error("chat: %s (%s)", clinfer_last_error(), clinfer_status_str(st));
+        goto cleanup;
+    }
+    conversation_free(&s->conv);
+    s->conv = loaded;
+    loaded = (conversation){0};
+    if (n_tokens) {
+        s->held = rendered;
+        rendered = NULL;
+    }
+    fprintf(stderr, "clinfer: loaded %zu messages from %s (%zu tokens)\n", s->conv.n, path,
+            n_tokens);
+cleanup:
+    conversation_free(&loaded);
+    free(rendered);
+    free(tokens);
+    return rc;
+}
+
+enum { COMMAND_GO_ON, COMMAND_FAILED, COMMAND_EXIT };
+
+/* A line starting with '/' (not "//"): runs the command; errors in using one are printed and
+ * the chat goes on (COMMAND_FAILED: one that ends it). */
+static int chat_command(chat_session *s, const char *line) {
+    size_t word = strcspn(line, " \t");
+    const char *arg = line + word + strspn(line + word, " \t");
+#define IS(name) (word == strlen(name) && !strncmp(line, name, word))
+    if (IS("/exit")) return COMMAND_EXIT;
+    if (IS("/clear")) {
+        conversation_truncate(&s->conv, conversation_base(&s->conv));
+        chat_forget(s);
+        fprintf(stderr, "clinfer: conversation cleared\n");
+    } else if (IS("/system")) {
+        conversation_truncate(&s->conv, 0);
+        chat_forget(s);
+        if (*arg && !conversation_add(&s->conv, "system", arg)) {
+            cli_error("chat: out of memory");
+            return COMMAND_FAILED;
+        }
+        fprintf(stderr, "clinfer: %s; conversation started over\n",
+                *arg ? "system message set" : "no system message");
+    } else if ((IS("/save") || IS("/load")) && !*arg) {
+        cli_error("%.*s needs a file name", (int)word, line);
+    } else if (IS("/save")) {
+        if (!conversation_save(&s->conv, arg))
+            fprintf(stderr, "clinfer: saved %zu messages to %s\n", s->conv.n, arg);
+    } else if (IS("/load")) {
+        if (chat_load(s, arg)) return COMMAND_FAILED;
+    } else {
+        fprintf(stderr, "%s%s", IS("/help") ? "" : "clinfer: unknown command\n", commands_help);
+    }
+#undef IS
+    return COMMAND_GO_ON;
+}
+
 int cmd_chat(int argc, char **argv) {
     cli_gen_opts o;
     cli_gen_opts_init(&o, 512);
@@ -211,17 +278,10 @@ int cmd_chat(int argc, char **argv) {
         if (!line || interrupted) break; /* end of input, or Ctrl-C at the prompt */
         const char *text = line;
         if (line[0] == '/' && line[1] != '/') {
-            if (!strcmp(line, "/exit")) break;
-            if (!strcmp(line, "/clear")) {
-                conversation_truncate(&s.conv, o.system ? 1 : 0);
-                clinfer_context_reset(s.g.ctx);
-                free(s.held);
-                s.held = NULL;
-                fprintf(stderr, "clinfer: conversation cleared\n");
-            } else {
-                fprintf(stderr, "%s%s", strcmp(line, "/help") ? "clinfer: unknown command\n" : "",
-                        commands_help);
-            }
+            if (interactive) line_remember(line);
+            int done = chat_command(&s, line);
+            if (done == COMMAND_EXIT) break;
+            if (done == COMMAND_FAILED) goto cleanup;
             continue;
         }
         if (line[0] == '/') text++; /* "//text" sends "/text" */
@@ -245,8 +305,7 @@ int cmd_chat(int argc, char **argv) {
 cleanup:
     free(line);
     free(s.held);
-    conversation_truncate(&s.conv, 0);
-    free(s.conv.m);
+    conversation_free(&s.conv);
     cli_generator_free(&s.g);
     return rc;
 }

@@ -16,8 +16,8 @@ static void usage(FILE *out) {
             "                       of the context (default 128)\n"
             "      --chat           wrap the prompt in the model's chat template as a user\n"
             "                       turn, so an instruct model answers it\n"
-            "      --chat-template NAME  chatml, llama3, llama2 or gemma instead of the\n"
-            "                       model's template (implies --chat)\n"
+            "      --chat-template NAME  a chat template by name instead of the\n"
+            "                       model's (implies --chat; `clinfer --version` lists them)\n"
             "      --system TEXT    a system message before the prompt (implies --chat)\n"
             "  -c, --ctx-size N     context length; 0 is the model's (default 0)\n" CLI_ACT_HELP
                 CLI_PROFILE_HELP CLI_MODEL_HELP CLI_SAMPLER_HELP);

