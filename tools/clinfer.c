@@ -14,7 +14,8 @@
     X(bench, "prefill and decode tokens/s, time to first token and peak memory of a model")        \
     X(perplexity, "perplexity of a model on a text, and KL divergence against a saved run")       \
     X(verify, "check a device against the reference backend, op by op, on a model's tokens")      \
-    X(quantize, "write a model with quantized weights: Q8_0, Q4_K_M, ... as llama-quantize does")
+    X(quantize, "write a model with quantized weights: Q8_0, Q4_K_M, ... as llama-quantize does") \
+    X(serve, "serve a model over HTTP with OpenAI's API: chat, completions, streaming")
 
 #define DECLARE(name, summary) int cmd_##name(int argc, char **argv);
 COMMANDS(DECLARE)
