@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "serve.h"
 
@@ -524,7 +525,9 @@ int serve_http_start(serve_server *s, char *err, size_t size) {
 
 void serve_http_stop(serve_server *s) {
     if (!s->daemon) return;
-    MHD_quiesce_daemon(s->daemon); /* no new connections */
+    /* no new connections: the listening socket is ours to close once quiesced */
+    MHD_socket listener = MHD_quiesce_daemon(s->daemon);
+    if (listener != MHD_INVALID_SOCKET) close(listener);
     pthread_mutex_lock(&s->lock);
     while (s->in_flight > 0)
         pthread_cond_wait(&s->idle, &s->lock);

@@ -1,0 +1,9 @@
+# clinfer serve (tools/serve*.c) on a tiny generated model over loopback: endpoints, streaming,
+# concurrency, bad requests, disconnects, signals (tests/test_serve.py, curl and the standard
+# library); the official openai client from PyPI in a venv (skipped, 77, without the registry);
+# a load test of 200 requests from 16 clients (label serve-load).
+find_package(Python3 REQUIRED COMPONENTS Interpreter)
+add_test(NAME test_serve COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/test_serve.py
+  $<TARGET_FILE:clinfer_cli> $<TARGET_FILE:write_tiny_model>)
+set_tests_properties(test_serve PROPERTIES LABELS quick TIMEOUT 300
+  ENVIRONMENT "${CLINFER_TEST_ENV}")
