@@ -7,3 +7,8 @@ add_test(NAME test_serve COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DI
   $<TARGET_FILE:clinfer_cli> $<TARGET_FILE:write_tiny_model>)
 set_tests_properties(test_serve PROPERTIES LABELS quick TIMEOUT 300
   ENVIRONMENT "${CLINFER_TEST_ENV}")
+add_test(NAME test_serve_openai COMMAND ${Python3_EXECUTABLE}
+  ${CMAKE_CURRENT_SOURCE_DIR}/test_serve_openai.py $<TARGET_FILE:clinfer_cli>
+  $<TARGET_FILE:write_tiny_model> ${CMAKE_CURRENT_BINARY_DIR}/serve-openai-venv)
+set_tests_properties(test_serve_openai PROPERTIES LABELS quick TIMEOUT 900 SKIP_RETURN_CODE 77
+  ENVIRONMENT "${CLINFER_TEST_ENV}")
