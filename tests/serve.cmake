@@ -14,6 +14,6 @@ set_tests_properties(test_serve_openai PROPERTIES LABELS quick TIMEOUT 900 SKIP_
   ENVIRONMENT "${CLINFER_TEST_ENV}")
 add_test(NAME test_serve_load COMMAND ${Python3_EXECUTABLE}
   ${CMAKE_CURRENT_SOURCE_DIR}/test_serve_load.py $<TARGET_FILE:clinfer_cli>
-  $<TARGET_FILE:write_tiny_model>)
+  $<TARGET_FILE:write_tiny_model> $<$<BOOL:${CLINFER_SANITIZE}>:--sanitized>)
 set_tests_properties(test_serve_load PROPERTIES LABELS quick TIMEOUT 300
   ENVIRONMENT "${CLINFER_TEST_ENV}")

@@ -1,8 +1,10 @@
 """A bounded load test of `clinfer serve`: 200 requests from 16 clients (chat and completions,
 streamed and whole) on 4 slots with a queue of 8, so that the queue fills. Every answer is 200
-or the documented 503 of a full queue (with an OpenAI error object); every 200 is complete; the
-server's RSS afterwards is back near its level after warm-up; it still answers and exits 0.
-Usage: test_serve_load.py CLINFER WRITE_TINY_MODEL"""
+or the documented 503 of a full queue (with an OpenAI error object), which the client retries
+after a pause, as clients do; all 200 end answered and complete; the server's RSS afterwards is
+back near its level after warm-up (not with --sanitized: ASan keeps freed memory in quarantine,
+and its leak check at exit is the stronger test there); it still answers and exits 0.
+Usage: test_serve_load.py CLINFER WRITE_TINY_MODEL [--sanitized]"""
 import json
 import os
 import subprocess
@@ -15,6 +17,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from serve_fixture import Server, check, finish, metric, streamed_text  # noqa: E402
 
 clinfer, writer = sys.argv[1], sys.argv[2]
+sanitized = "--sanitized" in sys.argv[3:]
 tmp = tempfile.mkdtemp(prefix="clinfer-serve-load-")
 model = os.path.join(tmp, "tiny.gguf")
 subprocess.run([writer, model, "llama"], check=True)
@@ -57,9 +60,15 @@ def client():
             next_i[0] += 1
         if i >= REQUESTS:
             return
-        r = request(i)
+        busy = 0
+        while True:
+            r = request(i)
+            if r[0] != 503 or not r[1]:
+                break
+            busy += 1
+            time.sleep(0.02)
         with lock:
-            results.append((i,) + r)
+            results.append((i,) + r + (busy,))
 
 
 try:
@@ -77,12 +86,9 @@ try:
     for t in threads:
         t.join()
     seconds = time.monotonic() - t0
-    codes = {}
-    for _, st, ok, _ in results:
-        codes[st] = codes.get(st, 0) + 1
-    bad = [r for r in results if r[1] not in (200, 503) or not r[2]]
-    check(len(results) == REQUESTS and not bad, f"statuses {codes}; bad: {bad[:5]}")
-    check(codes.get(200, 0) >= REQUESTS // 4, f"too few answered: {codes}")
+    busy = sum(r[4] for r in results)
+    bad = [r for r in results if r[1] != 200 or not r[2]]
+    check(len(results) == REQUESTS and not bad, f"not answered in full: {bad[:5]}")
     time.sleep(0.5)
     after = s.rss_kib()
     st, text = s.request("GET", "/metrics")
@@ -90,8 +96,9 @@ try:
           "slots and queue empty afterwards")
     check(metric(text, "clinfer_requests_in_flight") == 1, "only /metrics itself in flight")
     # growth allowed: the allocator keeps some freed memory; a leak per request would show here
-    check(after <= idle * 1.25 + 4096, f"RSS {idle} KiB after warm-up, {after} KiB after load")
-    print(f"{REQUESTS} requests from {CLIENTS} clients in {seconds:.1f} s: {codes}; "
+    check(sanitized or after <= idle * 1.25 + 4096,
+          f"RSS {idle} KiB after warm-up, {after} KiB after load")
+    print(f"{REQUESTS} requests from {CLIENTS} clients in {seconds:.1f} s, {busy} 503s retried; "
           f"RSS {idle} -> {after} KiB", flush=True)
 finally:
     code = s.stop()
