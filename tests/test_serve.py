@@ -250,6 +250,10 @@ def full_queue():
     codes = sorted(st for st, _ in results)
     check(codes.count(503) >= 4 and set(codes) <= {200, 503}, f"full queue: {codes}")
     check(all(r["error"]["code"] == 503 for st, r in results if st == 503), "503 error objects")
+    st, text = s.request("GET", "/metrics")
+    check(metric(text, "clinfer_generations_cancelled_total") == 0 and
+          metric(text, "clinfer_generations_total") == codes.count(200),
+          "a request refused with 503 neither ran nor counts as cancelled")
     check(s.stop() == 0, "exit 0")
 
 

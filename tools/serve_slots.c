@@ -87,7 +87,7 @@ static void unlink_locked(serve_pool *p, serve_job *job) {
 
 static void cancel_locked(serve_job *job) {
     serve_pool *p = job->pool;
-    if (job->done || job->cancelled) return;
+    if (job->done || job->cancelled || !job->submitted) return;
     job->cancelled = true;
     p->stats.jobs_cancelled++;
     if (job->queued) {
@@ -119,7 +119,7 @@ bool serve_pool_submit(serve_pool *p, serve_job *job) {
     bool ok = !p->stopping && p->queued < p->queue_cap;
     if (ok) {
         job->refs++;
-        job->queued = true;
+        job->submitted = job->queued = true;
         job->next = NULL;
         if (p->tail)
             p->tail->next = job;

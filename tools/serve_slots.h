@@ -41,7 +41,7 @@ typedef struct serve_job {
 
     /* the pool's */
     struct serve_job *next; /* in the queue */
-    bool queued;
+    bool submitted, queued;
     int refs;
     serve_pool *pool;
 } serve_job;
