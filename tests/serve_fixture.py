@@ -8,6 +8,7 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 failures = []
@@ -96,6 +97,15 @@ class Server:
         finally:
             self.log.close()
             os.unlink(self.log.name)
+
+
+def run_threads(n, fn):
+    """fn(0) .. fn(n - 1), each on its own thread, all at once; returns when all are done."""
+    threads = [threading.Thread(target=fn, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
 
 
 def chat_text(resp):

@@ -11,11 +11,11 @@ import socket
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from serve_fixture import Server, chat_text, check, finish, metric, streamed_text  # noqa: E402
+from serve_fixture import (Server, chat_text, check, finish, metric, run_threads,  # noqa: E402
+                           streamed_text)
 
 clinfer, writer = sys.argv[1], sys.argv[2]
 tmp = tempfile.mkdtemp(prefix="clinfer-serve-")
@@ -136,11 +136,7 @@ def concurrent(s):
     def run(i):
         together[i] = s.request("POST", *reqs[i])
 
-    threads = [threading.Thread(target=run, args=(i,)) for i in range(8)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    run_threads(8, run)
 
     def texts(rs):
         return [(st, chat_text(b) if "message" in b["choices"][0] else b["choices"][0]["text"])
@@ -242,11 +238,7 @@ def full_queue():
     def run(i):
         results[i] = s.request("POST", COMPL, LONG)
 
-    threads = [threading.Thread(target=run, args=(i,)) for i in range(6)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    run_threads(6, run)
     codes = sorted(st for st, _ in results)
     check(codes.count(503) >= 4 and set(codes) <= {200, 503}, f"full queue: {codes}")
     check(all(r["error"]["code"] == 503 for st, r in results if st == 503), "503 error objects")

@@ -14,7 +14,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from serve_fixture import Server, check, finish, metric, streamed_text  # noqa: E402
+from serve_fixture import Server, check, finish, metric, run_threads, streamed_text  # noqa: E402
 
 clinfer, writer = sys.argv[1], sys.argv[2]
 sanitized = "--sanitized" in sys.argv[3:]
@@ -45,7 +45,7 @@ def request(i):
     return st, ok, None
 
 
-def warm_up():
+def warm_up(_):
     for i in range(2 * CLIENTS):
         request(i)
 
@@ -53,7 +53,7 @@ def warm_up():
 results, lock, next_i = [], threading.Lock(), [0]
 
 
-def client():
+def client(_):
     while True:
         with lock:
             i = next_i[0]
@@ -73,18 +73,10 @@ def client():
 
 try:
     # warm-up: threads and allocator arenas of a loaded server, at the same concurrency
-    threads = [threading.Thread(target=warm_up) for _ in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    run_threads(4, warm_up)
     idle = s.rss_kib()
     t0 = time.monotonic()
-    threads = [threading.Thread(target=client) for _ in range(CLIENTS)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    run_threads(CLIENTS, client)
     seconds = time.monotonic() - t0
     busy = sum(r[4] for r in results)
     bad = [r for r in results if r[1] != 200 or not r[2]]

@@ -94,44 +94,42 @@ static void add_finish(cJSON *choice, serve_finish finish) {
         cJSON_AddNullToObject(choice, "finish_reason");
 }
 
-char *serve_json_completion(const serve_server *s, serve_kind kind, const char *id, long created,
-                            const char *text, size_t len, serve_finish finish, size_t n_prompt,
-                            size_t n_generated) {
+/* A response (chunk: a streamed chunk) with its one choice: the text as the message of a whole
+ * chat answer, the delta of a chat chunk (role on the first chunk) or a completion's text. */
+static cJSON *with_choice(const serve_server *s, serve_kind kind, bool chunk, const char *id,
+                          long created, const char *role, const char *text, size_t len,
+                          serve_finish finish) {
     bool chat = kind == SERVE_CHAT;
-    cJSON *root = envelope(s, chat ? "chat.completion" : "text_completion", id, created);
+    const char *object = !chat   ? "text_completion"
+                         : chunk ? "chat.completion.chunk"
+                                 : "chat.completion";
+    cJSON *root = envelope(s, object, id, created);
     cJSON *choice = cJSON_CreateObject();
     cJSON_AddNumberToObject(choice, "index", 0);
     if (chat) {
-        cJSON *m = cJSON_AddObjectToObject(choice, "message");
-        cJSON_AddStringToObject(m, "role", "assistant");
-        cJSON_AddItemToObject(m, "content", text_string(text, len));
+        cJSON *m = cJSON_AddObjectToObject(choice, chunk ? "delta" : "message");
+        if (role) cJSON_AddStringToObject(m, "role", role);
+        if (len || role) cJSON_AddItemToObject(m, "content", text_string(text, len));
     } else {
         cJSON_AddItemToObject(choice, "text", text_string(text, len));
         cJSON_AddNullToObject(choice, "logprobs");
     }
     add_finish(choice, finish);
     cJSON_AddItemToArray(cJSON_AddArrayToObject(root, "choices"), choice);
+    return root;
+}
+
+char *serve_json_completion(const serve_server *s, serve_kind kind, const char *id, long created,
+                            const char *text, size_t len, serve_finish finish, size_t n_prompt,
+                            size_t n_generated) {
+    cJSON *root = with_choice(s, kind, false, id, created, "assistant", text, len, finish);
     add_usage(root, n_prompt, n_generated);
     return print_and_free(root);
 }
 
 char *serve_json_chunk(const serve_server *s, serve_kind kind, const char *id, long created,
                        const char *role, const char *text, size_t len, serve_finish finish) {
-    bool chat = kind == SERVE_CHAT;
-    cJSON *root = envelope(s, chat ? "chat.completion.chunk" : "text_completion", id, created);
-    cJSON *choice = cJSON_CreateObject();
-    cJSON_AddNumberToObject(choice, "index", 0);
-    if (chat) {
-        cJSON *d = cJSON_AddObjectToObject(choice, "delta");
-        if (role) cJSON_AddStringToObject(d, "role", role);
-        if (len || role) cJSON_AddItemToObject(d, "content", text_string(text, len));
-    } else {
-        cJSON_AddItemToObject(choice, "text", text_string(text, len));
-        cJSON_AddNullToObject(choice, "logprobs");
-    }
-    add_finish(choice, finish);
-    cJSON_AddItemToArray(cJSON_AddArrayToObject(root, "choices"), choice);
-    return print_and_free(root);
+    return print_and_free(with_choice(s, kind, true, id, created, role, text, len, finish));
 }
 
 char *serve_json_usage_chunk(const serve_server *s, serve_kind kind, const char *id, long created,
