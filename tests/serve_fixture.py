@@ -44,7 +44,8 @@ class Server:
                 self.port = int(m.group(1))
                 return
             time.sleep(0.02)
-        raise RuntimeError(f"the server did not start:\n{self.stderr()}")
+        raise RuntimeError(f"the server did not start (exit {self.proc.poll()}):\n"
+                           f"{self.stderr()}")
 
     def stderr(self):
         self.log.seek(0)

@@ -72,13 +72,15 @@ def endpoints(s):
           f"include_usage: the last chunk has the usage: {events[-1]}")
 
     # stop strings: cut where the first one begins, streamed or not
-    # a stop string of two printable ASCII characters, not at the start
-    at = next((i for i in range(1, len(text) - 1) if text[i:i + 2].isalnum() and
-               text[i:i + 2].isascii()), None)
+    # stop strings of two ASCII letters or digits (three in a row), not at the start
+    at = next((i for i in range(1, len(text) - 2) if text[i:i + 3].isalnum() and
+               text[i:i + 3].isascii()), None)
     if check(at is not None, f"a completion with a stop string to pick: {text!r}"):
         stop = text[at:at + 2]
-        cut = text[:text.index(stop)]
-        for stops in (stop, ["\u00ff\u00fe", stop]):
+        later = text[at + 1:at + 3]  # listed first, found after: the earlier match cuts
+        for stops in (stop, ["\u00ff\u00fe", stop], [later, stop]):
+            listed = [stops] if isinstance(stops, str) else stops
+            cut = text[:min(text.index(x) for x in listed if x in text)]
             st, r = s.request("POST", COMPL, {**req, "stop": stops})
             check(st == 200 and r["choices"][0]["text"] == cut and
                   r["choices"][0]["finish_reason"] == "stop",

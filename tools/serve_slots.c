@@ -1,6 +1,6 @@
 #include "serve_slots.h"
 
-#include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -171,23 +171,25 @@ bool serve_job_wait(serve_job *job, size_t *seen, char *out, size_t size, size_t
 /* How much of the text is final: up to the first stop string, or else all but the longest tail
  * that could still grow into one. Returns whether a stop string was found. */
 static bool find_stop(serve_job *job) {
-    size_t final = job->len;
+    size_t final = job->len, cut = SIZE_MAX;
     for (size_t s = 0; s < job->n_stop; s++) {
         const char *stop = job->stop[s];
         size_t n = strlen(stop);
-        /* a match can only end in the new text: start the search n bytes before it */
-        size_t from = job->ready > n ? job->ready - n : 0;
-        for (size_t i = from; i + n <= job->len; i++)
+        /* no stop string starts before `ready`: that is what keeps text from being final */
+        for (size_t i = job->ready; i + n <= job->len && i < cut; i++)
             if (!memcmp(job->text + i, stop, n)) {
-                job->ready = i;
-                job->len = i;
-                return true;
+                cut = i; /* the earliest match of all the stop strings */
+                break;
             }
-        for (size_t k = n - 1; k > 0; k--) /* a tail that is a prefix of stop */
+        for (size_t k = n - 1; k > 0; k--) /* the longest tail that is a prefix of stop */
             if (k <= job->len && !memcmp(job->text + job->len - k, stop, k)) {
                 if (job->len - k < final) final = job->len - k;
                 break;
             }
+    }
+    if (cut != SIZE_MAX) {
+        job->ready = job->len = cut;
+        return true;
     }
     while (final > job->ready && final < job->len && (job->text[final] & 0xC0) == 0x80)
         final--;
