@@ -31,11 +31,14 @@ class Server:
     the exit status."""
 
     def __init__(self, clinfer, model, *args, wait_ready=True):
-        self.log = open(os.path.join(os.environ.get("TMPDIR", "/tmp"),
-                                     f"clinfer-serve-{os.getpid()}-{time.monotonic_ns()}.log"),
-                        "w+")
-        self.proc = subprocess.Popen([clinfer, "serve", "-m", model, "--port", "0", *args],
-                                     stdout=subprocess.DEVNULL, stderr=self.log)
+        path = os.path.join(os.environ.get("TMPDIR", "/tmp"),
+                            f"clinfer-serve-{os.getpid()}-{time.monotonic_ns()}.log")
+        # the server appends through a descriptor of its own: one shared with our reads would
+        # share their file offset, and a line written after a seek would overwrite the start
+        with open(path, "a") as out:
+            self.proc = subprocess.Popen([clinfer, "serve", "-m", model, "--port", "0", *args],
+                                         stdout=subprocess.DEVNULL, stderr=out)
+        self.log = open(path)
         self.port = None
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline and self.proc.poll() is None:

@@ -6,6 +6,7 @@
 #include <microhttpd.h>
 #include <netdb.h>
 #include <poll.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -492,6 +493,13 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 
 /* ---- the daemon ---------------------------------------------------------------------------- */
 
+/* libmicrohttpd's own messages (a failed accept, a thread that could not start), marked as its. */
+static void log_http(void *cls, const char *fmt, va_list ap) {
+    (void)cls;
+    fputs("clinfer: http: ", stderr);
+    vfprintf(stderr, fmt, ap);
+}
+
 int serve_http_start(serve_server *s, char *err, size_t size) {
     struct addrinfo hints = {.ai_family = AF_UNSPEC,
                              .ai_socktype = SOCK_STREAM,
@@ -507,11 +515,11 @@ int serve_http_start(serve_server *s, char *err, size_t size) {
     unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ITC |
                      MHD_USE_ERROR_LOG;
     if (ai->ai_family == AF_INET6) flags |= MHD_USE_IPv6;
-    s->daemon =
-        MHD_start_daemon(flags, s->port, NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR,
-                         ai->ai_addr, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
-                         MHD_OPTION_CONNECTION_LIMIT, (unsigned)(s->n_slots + s->queue_cap + 64),
-                         MHD_OPTION_CONNECTION_TIMEOUT, 120u, MHD_OPTION_END);
+    s->daemon = MHD_start_daemon(
+        flags, s->port, NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR, ai->ai_addr,
+        MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_EXTERNAL_LOGGER, log_http, NULL,
+        MHD_OPTION_CONNECTION_LIMIT, (unsigned)(s->n_slots + s->queue_cap + 64),
+        MHD_OPTION_CONNECTION_TIMEOUT, 120u, MHD_OPTION_END);
     freeaddrinfo(ai);
     if (!s->daemon) {
         snprintf(err, size, "cannot listen on %s:%u (in use, or not an address of this machine)",
