@@ -40,7 +40,7 @@ wait_health() {
 
 run_load() { # NAME PORT
     echo "== $1: $(basename "$model"), $slots slots of $ctx tokens, $max_tokens tokens per" \
-        "request, $per_client requests per stream"
+        "request, $per_client requests per stream; load average $(cut -d' ' -f1-3 /proc/loadavg)"
     python3 "$here/serve_load.py" "$2" "$max_tokens" "$per_client" 1 4 8
 }
 
@@ -52,7 +52,7 @@ for _ in $(seq 100); do
     sleep 0.1
 done
 wait_health "http://127.0.0.1:$port"
-run_load "clinfer serve ($(sed -n 's/.*ready: //p' "$log"))" "$port"
+run_load "clinfer serve" "$port"
 kill -TERM "$pid" && wait "$pid" || true
 pid=
 

@@ -47,7 +47,9 @@ class Server:
                 self.port = int(m.group(1))
                 return
             time.sleep(0.02)
-        raise RuntimeError(f"the server did not start (exit {self.proc.poll()}):\n"
+        if self.proc.poll() is None:
+            self.proc.kill()
+        raise RuntimeError(f"the server did not start (exit {self.proc.wait()}):\n"
                            f"{self.stderr()}")
 
     def stderr(self):

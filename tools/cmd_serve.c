@@ -24,7 +24,8 @@ static void usage(FILE *out) {
             "      --host ADDR      address to listen on (default 127.0.0.1: this machine only)\n"
             "      --port N         port; 0 picks a free one (default 8080)\n"
             "  -np, --parallel N    slots: requests generated at once, each on its own context\n"
-            "                       (default 1)\n"
+            "                       (default 1); with more than one, ops launch one by one\n"
+            "                       (CLINFER_GRAPH=0: graph launches starve each other)\n"
             "      --queue N        requests that may wait for a slot; more get 503 (default 64)\n"
             "      --api-key KEY    answer only requests with 'Authorization: Bearer KEY' (401\n"
             "                       otherwise; /health stays open)\n"
@@ -134,6 +135,10 @@ int cmd_serve(int argc, char **argv) {
     int rc = parse(argc, argv, &o);
     if (rc) return rc == 2 ? 0 : 1;
     serve_server *s = &o.s;
+    /* Several contexts at once on a CPU device: a graph launch spins while it waits for its
+     * work-groups, and beside other launches it starves (docs/PERFORMANCE.md); ops launched one
+     * by one share the cores. */
+    if (o.parallel > 1) o.model.params.options.graph = CLINFER_OFF;
     s->port = (uint16_t)o.port;
     s->n_slots = (size_t)o.parallel;
     s->queue_cap = (size_t)o.queue;
