@@ -2,7 +2,7 @@
 the standard library's HTTP client and through curl: every endpoint, streamed against whole
 answers, stop strings, seeds, 8 concurrent clients against the same requests one at a time,
 each bad request of the list with its status, the API key, a full queue, a client that leaves
-mid-stream, /health before the model is loaded and SIGTERM during a stream.
+mid-stream, /health before the model is loaded, SIGTERM during a stream and a second signal.
 Usage: test_serve.py CLINFER WRITE_TINY_MODEL"""
 import json
 import os
@@ -313,6 +313,20 @@ def sigterm_mid_stream():
     s.log.close()
 
 
+def second_signal():
+    """A second SIGINT while the first waits for a long stream ends the server at once."""
+    s = Server(clinfer, model, *BASE, "-np", "1", "-c", "4096")
+    c = s.connect()
+    c.request("POST", COMPL, body=json.dumps({**LONG, "max_tokens": 3000, "stream": True}))
+    check(c.getresponse().readline().startswith(b"data: "), "the long stream started")
+    s.proc.send_signal(signal.SIGINT)
+    time.sleep(0.3)
+    s.proc.send_signal(signal.SIGINT)
+    code = s.proc.wait(10)
+    check(code == -signal.SIGINT, f"a second SIGINT: exit {code}")
+    s.log.close()
+
+
 s = Server(clinfer, model, *BASE, "-np", "4", "--alias", "tiny", "--max-body", "65536")
 try:
     endpoints(s)
@@ -327,4 +341,5 @@ full_queue()
 disconnect()
 health_before_load()
 sigterm_mid_stream()
+second_signal()
 finish("test_serve")

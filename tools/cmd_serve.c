@@ -184,8 +184,11 @@ int cmd_serve(int argc, char **argv) {
             s->api_key ? ", API key required" : "");
     int sig = 0;
     sigwait(&signals, &sig);
-    fprintf(stderr, "clinfer: %s: answering the requests in flight, then exiting\n",
+    fprintf(stderr,
+            "clinfer: %s: answering the requests in flight, then exiting (a second signal "
+            "exits at once)\n",
             sig == SIGINT ? "SIGINT" : "SIGTERM");
+    pthread_sigmask(SIG_UNBLOCK, &signals, NULL); /* their default action: terminate */
     rc = 0;
 done:
     atomic_store(&s->stopping, true);
