@@ -92,7 +92,8 @@ class Server:
         return r.status, events, done
 
     def stop(self, sig=signal.SIGTERM, timeout=60):
-        if self.proc.poll() is None:
+        """Sends sig (None: none, the server is ending by itself) and returns the exit status."""
+        if sig is not None and self.proc.poll() is None:
             self.proc.send_signal(sig)
         try:
             return self.proc.wait(timeout)

@@ -4,8 +4,10 @@ answers, stop strings, seeds, 8 concurrent clients against the same requests one
 each bad request of the list with its status, the API key, a full queue, a client that leaves
 mid-stream, /health before the model is loaded, SIGTERM during a stream and a second signal.
 Usage: test_serve.py CLINFER WRITE_TINY_MODEL"""
+import atexit
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -19,6 +21,7 @@ from serve_fixture import (Server, chat_text, check, finish, metric, run_threads
 
 clinfer, writer = sys.argv[1], sys.argv[2]
 tmp = tempfile.mkdtemp(prefix="clinfer-serve-")
+atexit.register(shutil.rmtree, tmp, True)
 model = os.path.join(tmp, "tiny.gguf")
 subprocess.run([writer, model, "llama"], check=True)
 # The tiny model answers ChatML turns with end-of-generation at once; llama2's turns give text.
@@ -285,9 +288,8 @@ def health_before_load():
     check(st == 503, f"a completion while loading: {st}")
     with open(fifo, "w"):
         pass  # unblocks the loader, which fails: not a GGUF file
-    code = s.proc.wait(30)
+    code = s.stop(None, 30)
     check(code == 1, f"a model that fails to load: exit {code}")
-    s.log.close()
 
 
 def sigterm_mid_stream():
@@ -308,9 +310,8 @@ def sigterm_mid_stream():
     rest = resp.read().decode("utf-8", errors="replace")
     check(first.startswith(b"data: ") and rest.rstrip().endswith("data: [DONE]"),
           "the stream in flight finished after SIGTERM")
-    code = s.proc.wait(60)
+    code = s.stop(None)
     check(code == 0, f"exit {code} after SIGTERM")
-    s.log.close()
 
 
 def second_signal():
@@ -322,9 +323,8 @@ def second_signal():
     s.proc.send_signal(signal.SIGINT)
     time.sleep(0.3)
     s.proc.send_signal(signal.SIGINT)
-    code = s.proc.wait(10)
+    code = s.stop(None, 10)
     check(code == -signal.SIGINT, f"a second SIGINT: exit {code}")
-    s.log.close()
 
 
 s = Server(clinfer, model, *BASE, "-np", "4", "--alias", "tiny", "--max-body", "65536")

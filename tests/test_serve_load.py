@@ -5,8 +5,9 @@ after a pause, as clients do; all 200 end answered and complete; the server's RS
 back near its level after warm-up (not with --sanitized: ASan keeps freed memory in quarantine,
 and its leak check at exit is the stronger test there); it still answers and exits 0.
 Usage: test_serve_load.py CLINFER WRITE_TINY_MODEL [--sanitized]"""
-import json
+import atexit
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -19,6 +20,7 @@ from serve_fixture import Server, check, finish, metric, run_threads, streamed_t
 clinfer, writer = sys.argv[1], sys.argv[2]
 sanitized = "--sanitized" in sys.argv[3:]
 tmp = tempfile.mkdtemp(prefix="clinfer-serve-load-")
+atexit.register(shutil.rmtree, tmp, True)
 model = os.path.join(tmp, "tiny.gguf")
 subprocess.run([writer, model, "llama"], check=True)
 s = Server(clinfer, model, "--reference", "--chat-template", "llama2", "-q", "-np", "4",

@@ -3,7 +3,9 @@ in the build tree (kept for later runs); skipped (77) when the registry cannot b
 Chat, streaming (the streamed text equals the whole answer at temperature 0), completions,
 models, an API key, and an error status raised as the client's exception.
 Usage: test_serve_openai.py CLINFER WRITE_TINY_MODEL VENV_DIR"""
+import atexit
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -31,6 +33,7 @@ sys.path.insert(0, here)
 from serve_fixture import Server, check, finish  # noqa: E402
 
 tmp = tempfile.mkdtemp(prefix="clinfer-serve-openai-")
+atexit.register(shutil.rmtree, tmp, True)
 model = os.path.join(tmp, "tiny.gguf")
 subprocess.run([writer, model, "llama"], check=True)
 s = Server(clinfer, model, "--reference", "--chat-template", "llama2", "-q", "-np", "2",
