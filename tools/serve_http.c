@@ -30,26 +30,21 @@ typedef struct {
 
 /* ---- responses ----------------------------------------------------------------------------- */
 
+/* Queues body (malloc'ed, taken; NULL: building it ran out of memory, which is said instead). */
 static enum MHD_Result send_owned(request *r, struct MHD_Connection *c, unsigned status, char *body,
                                   const char *type) {
-    if (!body) { /* out of memory building it */
-        static char oom[] = "{\"error\":{\"message\":\"out of memory\",\"type\":\"server_error\","
-                            "\"code\":500}}";
+    static char oom[] = "{\"error\":{\"message\":\"out of memory\",\"type\":\"server_error\","
+                        "\"code\":500}}";
+    bool owned = body != NULL;
+    if (!owned) {
         body = oom;
         status = 500;
         type = "application/json";
-        struct MHD_Response *resp =
-            MHD_create_response_from_buffer(strlen(oom), oom, MHD_RESPMEM_PERSISTENT);
-        if (!resp) return MHD_NO;
-        MHD_add_response_header(resp, "Content-Type", type);
-        enum MHD_Result ok = MHD_queue_response(c, status, resp);
-        MHD_destroy_response(resp);
-        return ok;
     }
-    struct MHD_Response *resp =
-        MHD_create_response_from_buffer(strlen(body), body, MHD_RESPMEM_MUST_FREE);
+    struct MHD_Response *resp = MHD_create_response_from_buffer(
+        strlen(body), body, owned ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
     if (!resp) {
-        free(body);
+        if (owned) free(body);
         return MHD_NO;
     }
     MHD_add_response_header(resp, "Content-Type", type);
