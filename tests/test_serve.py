@@ -101,7 +101,8 @@ def endpoints(s):
     st, text = s.request("GET", "/metrics")
     for name in ("clinfer_generated_tokens_total", "clinfer_prompt_tokens_total",
                  "clinfer_queue_depth", "clinfer_slots_active", "clinfer_slots",
-                 "clinfer_generated_tokens_per_second"):
+                 "clinfer_generated_tokens_per_second",
+                 "clinfer_time_to_first_token_seconds_count"):
         check(metric(text, name) is not None, f"/metrics has {name}")
     check(metric(text, "clinfer_slots") == 4, "/metrics: 4 slots")
 

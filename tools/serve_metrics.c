@@ -80,6 +80,10 @@ char *serve_metrics_text(serve_server *s) {
            "Decode speed of one slot: generated tokens over decode time, finished generations.");
     put(&b, "clinfer_generated_tokens_per_second %.3f\n",
         ps.decode_ms > 0 ? 1e3 * (double)ps.generated_tokens / ps.decode_ms : 0.0);
+    metric(&b, "time_to_first_token_seconds", "summary",
+           "From a request queued to its first text, over finished generations with text.");
+    put(&b, "clinfer_time_to_first_token_seconds_sum %.6f\n", ps.ttft_ms / 1e3);
+    put(&b, "clinfer_time_to_first_token_seconds_count %llu\n", (unsigned long long)ps.ttft_jobs);
     metric(&b, "queue_depth", "gauge", "Requests waiting for a free slot.");
     put(&b, "clinfer_queue_depth %zu\n", ps.queued);
     metric(&b, "queue_capacity", "gauge", "Requests that may wait; more get 503.");

@@ -260,6 +260,10 @@ static void run_job(slot *s, serve_job *job) {
     p->stats.generated_tokens += stats.n_generated;
     p->stats.prefill_ms += stats.prefill_ms;
     p->stats.decode_ms += stats.decode_ms;
+    if (job->first_text_ms > 0) {
+        p->stats.ttft_ms += job->first_text_ms - job->submitted_ms;
+        p->stats.ttft_jobs++;
+    }
     pthread_cond_broadcast(&job->changed);
     unref_locked(job);
     pthread_mutex_unlock(&p->lock);

@@ -49,6 +49,8 @@ typedef struct serve_job {
 typedef struct {
     uint64_t jobs_done, jobs_cancelled, prompt_tokens, generated_tokens;
     double prefill_ms, decode_ms; /* summed over finished jobs */
+    double ttft_ms;               /* queued to first text, summed over the jobs with text */
+    uint64_t ttft_jobs;
     size_t queued, active, slots, queue_cap;
 } serve_pool_stats;
 
