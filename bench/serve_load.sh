@@ -8,7 +8,7 @@
 #                            [-c CTX] [-- clinfer serve options...]
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-# shellcheck source=bench/peer.sh
+# shellcheck source=peer.sh
 source "$here/peer.sh"
 clinfer=$here/../build/clinfer
 model=${CLINFER_MODEL:-$HOME/.cache/clinfer/models/SmolLM2-135M-Instruct.Q4_1.gguf}
@@ -28,7 +28,7 @@ log=$(mktemp /tmp/clinfer-serve-load-XXXXXX)
 pid=
 trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; rm -f "$log"' EXIT
 
-# wait_port URL: until /health answers 200 (the model is loaded), at most 10 minutes
+# wait_health URL: until /health answers 200 (the model is loaded), at most 10 minutes
 wait_health() {
     for _ in $(seq 6000); do
         curl -sf "$1/health" >/dev/null 2>&1 && return 0
@@ -36,6 +36,12 @@ wait_health() {
         sleep 0.1
     done
     return 1
+}
+
+stop_server() { # SIGTERM, and wait for it to answer what is in flight and exit
+    kill -TERM "$pid"
+    wait "$pid" || true
+    pid=
 }
 
 run_load() { # NAME PORT
@@ -53,8 +59,7 @@ for _ in $(seq 100); do
 done
 wait_health "http://127.0.0.1:$port"
 run_load "clinfer serve" "$port"
-kill -TERM "$pid" && wait "$pid" || true
-pid=
+stop_server
 
 if [ -x "$peer_bin/llama-server" ]; then
     port=$((20000 + RANDOM % 20000))
@@ -64,8 +69,7 @@ if [ -x "$peer_bin/llama-server" ]; then
     pid=$!
     wait_health "http://127.0.0.1:$port"
     run_load "llama-server (CPU, 2 threads)" "$port"
-    kill -TERM "$pid" && wait "$pid" || true
-    pid=
+    stop_server
 else
     echo "== llama-server: not built ($peer_bin/llama-server); skipped"
 fi
