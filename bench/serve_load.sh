@@ -8,7 +8,7 @@
 #                            [-c CTX] [-- clinfer serve options...]
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-# shellcheck source=peer.sh
+# shellcheck source=bench/peer.sh
 source "$here/peer.sh"
 clinfer=$here/../build/clinfer
 model=${CLINFER_MODEL:-$HOME/.cache/clinfer/models/SmolLM2-135M-Instruct.Q4_1.gguf}
