@@ -169,8 +169,9 @@ int cmd_serve(int argc, char **argv) {
         cli_error("serve: %s", err);
         goto done;
     }
-    fprintf(stderr, "clinfer: listening on http://%s:%u, loading %s\n", s->host, (unsigned)s->port,
-            path);
+    bool v6 = strchr(s->host, ':') != NULL; /* an IPv6 address goes in brackets in a URL */
+    fprintf(stderr, "clinfer: listening on http://%s%s%s:%u, loading %s\n", v6 ? "[" : "", s->host,
+            v6 ? "]" : "", (unsigned)s->port, path);
     if (cli_load_model(&o.model, &s->model, NULL) || check_template(s)) goto done;
     clinfer_status st = serve_pool_create(s->model, s->n_slots, s->n_ctx, s->queue_cap, &s->pool);
     if (st != CLINFER_OK) {

@@ -511,10 +511,11 @@ int serve_http_start(serve_server *s, char *err, size_t size) {
                      MHD_USE_ERROR_LOG;
     if (ai->ai_family == AF_INET6) flags |= MHD_USE_IPv6;
     s->daemon = MHD_start_daemon(
-        flags, s->port, NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR, ai->ai_addr,
-        MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_EXTERNAL_LOGGER, log_http, NULL,
-        MHD_OPTION_CONNECTION_LIMIT, (unsigned)(s->n_slots + s->queue_cap + 64),
-        MHD_OPTION_CONNECTION_TIMEOUT, 120u, MHD_OPTION_END);
+        flags, s->port, NULL, NULL, on_request, s, /* the logger first, as MHD asks */
+        MHD_OPTION_EXTERNAL_LOGGER, log_http, NULL, MHD_OPTION_SOCK_ADDR, ai->ai_addr,
+        MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_CONNECTION_LIMIT,
+        (unsigned)(s->n_slots + s->queue_cap + 64), MHD_OPTION_CONNECTION_TIMEOUT, 120u,
+        MHD_OPTION_END);
     freeaddrinfo(ai);
     if (!s->daemon) {
         snprintf(err, size, "cannot listen on %s:%u (in use, or not an address of this machine)",
