@@ -303,8 +303,11 @@ typedef struct {
     float top_p;          /* >= 1: off */
     float min_p;          /* <= 0: off */
     float repeat_penalty; /* 1: off */
-    int32_t repeat_last_n;
+    int32_t repeat_last_n; /* the window of the penalties: the last N tokens (prompt included) */
     uint64_t seed;
+    /* OpenAI's: a token seen c times in the window loses presence_penalty (if c > 0) plus
+     * c * frequency_penalty from its logit. 0: off (the default). */
+    float presence_penalty, frequency_penalty;
 } clinfer_sampler_params;
 
 typedef struct clinfer_sampler clinfer_sampler;

@@ -1,6 +1,6 @@
-/* Token sampling on the host: repetition penalty, then greedy or top-k -> top-p -> min-p ->
- * temperature -> a draw from a seeded xoshiro256** generator (the order llama.cpp uses, so
- * the same settings mean the same thing). The filters look at the unscaled distribution;
+/* Token sampling on the host: repetition, presence and frequency penalties, then greedy or top-k ->
+ * top-p -> min-p -> temperature -> a draw from a seeded xoshiro256** generator (the order llama.cpp
+ * uses, so the same settings mean the same thing). The filters look at the unscaled distribution;
  * the temperature only reshapes what survives them. */
 #include <math.h>
 #include <stdlib.h>
@@ -35,6 +35,8 @@ void clinfer_sampler_params_default(clinfer_sampler_params *params) {
     params->repeat_penalty = 1.0f;
     params->repeat_last_n = 64;
     params->seed = 42;
+    params->presence_penalty = 0.0f;
+    params->frequency_penalty = 0.0f;
 }
 
 static uint64_t splitmix64(uint64_t *x) {
@@ -79,6 +81,10 @@ static clinfer_status validate(const clinfer_sampler_params *p) {
         return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
                             "sampler: repeat_penalty %g must be finite and > 0 (1 turns it off)",
                             (double)p->repeat_penalty);
+    if (!isfinite(p->presence_penalty) || !isfinite(p->frequency_penalty))
+        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
+                            "sampler: presence_penalty %g and frequency_penalty %g must be finite",
+                            (double)p->presence_penalty, (double)p->frequency_penalty);
     if (p->repeat_last_n < 0 || p->repeat_last_n > REPEAT_LAST_N_MAX)
         return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
                             "sampler: repeat_last_n %d must be in [0, %d]", (int)p->repeat_last_n,
@@ -144,17 +150,25 @@ static int cmp_cand_desc(const void *a, const void *b) {
     return (x->id > y->id) - (x->id < y->id);
 }
 
-/* CTRL-style penalty: a positive logit is divided, a negative one multiplied, so a penalised
- * token always becomes less likely. Each distinct token in the window counts once. */
-static void apply_repeat_penalty(clinfer_sampler *s, candidate *c, size_t n_vocab) {
-    float penalty = s->params.repeat_penalty;
-    if (penalty == 1.0f || s->history_n == 0) return;
+/* Over each distinct token of the window, seen `count` times: the CTRL-style repetition
+ * penalty (a positive logit is divided, a negative one multiplied, so a penalised token always
+ * becomes less likely; once per token), then OpenAI's presence and frequency penalties. */
+static void apply_penalties(clinfer_sampler *s, candidate *c, size_t n_vocab) {
+    const clinfer_sampler_params *p = &s->params;
+    if ((p->repeat_penalty == 1.0f && p->presence_penalty == 0.0f &&
+         p->frequency_penalty == 0.0f) ||
+        s->history_n == 0)
+        return;
     memcpy(s->seen, s->history, s->history_n * sizeof *s->seen);
     qsort(s->seen, s->history_n, sizeof *s->seen, cmp_i32);
-    for (size_t i = 0; i < s->history_n; i++) {
+    for (size_t i = 0, count; i < s->history_n; i += count) {
         int32_t t = s->seen[i];
-        if ((i > 0 && t == s->seen[i - 1]) || t < 0 || (size_t)t >= n_vocab) continue;
-        c[t].logit = c[t].logit > 0 ? c[t].logit / penalty : c[t].logit * penalty;
+        for (count = 1; i + count < s->history_n && s->seen[i + count] == t; count++)
+            ;
+        if (t < 0 || (size_t)t >= n_vocab) continue;
+        float *l = &c[t].logit;
+        *l = *l > 0 ? *l / p->repeat_penalty : *l * p->repeat_penalty;
+        *l -= p->presence_penalty + (float)count * p->frequency_penalty;
     }
 }
 
@@ -208,7 +222,7 @@ clinfer_status clinfer_sampler_sample(clinfer_sampler *s, const float *logits, s
     candidate *c = s->cand;
     for (size_t i = 0; i < n_vocab; i++)
         c[i] = (candidate){logits[i], (int32_t)i};
-    apply_repeat_penalty(s, c, n_vocab);
+    apply_penalties(s, c, n_vocab);
 
     const clinfer_sampler_params *p = &s->params;
     if (p->temperature <= 0.0f) {

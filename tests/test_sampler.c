@@ -172,6 +172,32 @@ static void test_repeat_penalty(void) {
     clinfer_sampler_free(pen);
 }
 
+/* OpenAI's penalties: presence once per seen token, frequency per occurrence in the window. */
+static void test_presence_frequency(void) {
+    float logits[4] = {3.0f, 2.5f, 1.0f, 0.0f};
+    clinfer_sampler_params p;
+    clinfer_sampler_params_default(&p);
+    p.temperature = 0.0f;
+    p.presence_penalty = 0.6f; /* token 0 seen: 3.0 - 0.6 = 2.4 < 2.5 */
+    clinfer_sampler *pres = NULL, *freq = NULL;
+    EXPECT_OK(clinfer_sampler_create(&p, &pres));
+    p.presence_penalty = 0.0f;
+    p.frequency_penalty = 0.3f; /* once: 2.7 > 2.5 still wins; twice: 2.4 loses */
+    EXPECT_OK(clinfer_sampler_create(&p, &freq));
+    if (!pres || !freq) return;
+    clinfer_sampler_accept(pres, 0);
+    clinfer_sampler_accept(freq, 0);
+    EXPECT(sample(pres, logits, 4) == 1, "presence penalty did not demote a seen token");
+    EXPECT(sample(freq, logits, 4) == 0, "frequency penalty of one occurrence overshot");
+    clinfer_sampler_accept(freq, 0);
+    EXPECT(sample(freq, logits, 4) == 1, "frequency penalty did not grow with the count");
+    clinfer_sampler_free(pres);
+    clinfer_sampler_free(freq);
+    p.frequency_penalty = NAN;
+    EXPECT(clinfer_sampler_create(&p, &freq) == CLINFER_ERR_INVALID_ARGUMENT,
+           "frequency_penalty NaN");
+}
+
 static void test_invalid(void) {
     clinfer_sampler_params p;
     clinfer_sampler *s = NULL;
@@ -212,6 +238,7 @@ static void test_invalid(void) {
 int main(void) {
     rng_seed(11);
     test_greedy_and_top_k_1();
+    test_presence_frequency();
     test_seed_reproduces();
     test_filters();
     test_repeat_penalty();

@@ -16,7 +16,8 @@
     X(verify, "check a device against the reference backend, op by op, on a model's tokens")       \
     X(quantize, "write a model with quantized weights: Q8_0, Q4_K_M, ... as llama-quantize does")  \
     X(pull, "download a model into the models cache (`clinfer pull` lists them)")                  \
-    X(models, "list the models in the cache: name, size, path")
+    X(models, "list the models in the cache: name, size, path")                                    \
+    X(serve, "serve a model over HTTP with OpenAI's API: chat, completions, streaming")
 
 #define DECLARE(name, summary) int cmd_##name(int argc, char **argv);
 COMMANDS(DECLARE)

@@ -1,0 +1,346 @@
+"""`clinfer serve` on a tiny generated model (reference backend: no device, no download), through
+the standard library's HTTP client and through curl: every endpoint, streamed against whole
+answers, stop strings, seeds, 8 concurrent clients against the same requests one at a time,
+each bad request of the list with its status, the API key, a full queue, a client that leaves
+mid-stream, /health before the model is loaded, SIGTERM during a stream and a second signal.
+Usage: test_serve.py CLINFER WRITE_TINY_MODEL"""
+import atexit
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from serve_fixture import (Server, chat_text, check, finish, metric, run_threads,  # noqa: E402
+                           streamed_text)
+
+clinfer, writer = sys.argv[1], sys.argv[2]
+tmp = tempfile.mkdtemp(prefix="clinfer-serve-")
+atexit.register(shutil.rmtree, tmp, True)
+model = os.path.join(tmp, "tiny.gguf")
+subprocess.run([writer, model, "llama"], check=True)
+# The tiny model answers ChatML turns with end-of-generation at once; llama2's turns give text.
+BASE = ["--reference", "--chat-template", "llama2", "-q"]
+CHAT = "/v1/chat/completions"
+COMPL = "/v1/completions"
+
+
+def msgs(text):
+    return [{"role": "system", "content": "be brief"}, {"role": "user", "content": text}]
+
+
+def endpoints(s):
+    st, body = s.request("GET", "/health")
+    check(st == 200 and body == {"status": "ok"}, f"/health: {st} {body}")
+    st, body = s.request("GET", "/v1/models")
+    check(st == 200 and body["data"][0]["id"] == "tiny" and body["object"] == "list",
+          f"/v1/models with --alias tiny: {st} {body}")
+
+    req = {"messages": msgs("hello there"), "max_tokens": 12, "temperature": 0}
+    st, whole = s.request("POST", CHAT, req)
+    check(st == 200, f"chat: {st} {whole}")
+    if st != 200:
+        return
+    text = chat_text(whole)
+    u = whole["usage"]
+    check(whole["object"] == "chat.completion" and whole["model"] == "tiny" and
+          whole["choices"][0]["message"]["role"] == "assistant", f"chat shape: {whole}")
+    check(u["prompt_tokens"] > 0 and u["total_tokens"] == u["prompt_tokens"] +
+          u["completion_tokens"] and 0 < u["completion_tokens"] <= 12, f"chat usage: {u}")
+    fin = whole["choices"][0]["finish_reason"]
+    check(fin == ("length" if u["completion_tokens"] == 12 else "stop"), f"finish {fin}: {u}")
+    st, events, done = s.stream(CHAT, req)
+    check(st == 200 and done, f"chat stream: {st}, [DONE] {done}")
+    check(events and events[0]["choices"][0]["delta"].get("role") == "assistant",
+          "the first chat chunk carries the role")
+    check(streamed_text(events, True) == text,
+          f"streamed chat {streamed_text(events, True)!r} != whole {text!r}")
+    check(events[-1]["choices"][0]["finish_reason"] == fin, "the last chunk has the finish")
+    check(all(e["object"] == "chat.completion.chunk" and e["id"] == events[0]["id"]
+              for e in events), "chunks share one id and the chunk object")
+
+    req = {"prompt": "once upon", "max_tokens": 20, "temperature": 0}
+    st, whole = s.request("POST", COMPL, req)
+    check(st == 200 and whole["object"] == "text_completion", f"completions: {st} {whole}")
+    text = whole["choices"][0]["text"]
+    st, events, done = s.stream(COMPL, {**req, "stream_options": {"include_usage": True}})
+    check(st == 200 and done and streamed_text(events, False) == text,
+          f"streamed completion {streamed_text(events, False)!r} != whole {text!r}")
+    check(events[-1]["choices"] == [] and events[-1]["usage"] == whole["usage"],
+          f"include_usage: the last chunk has the usage: {events[-1]}")
+
+    # stop strings: cut where the first one begins, streamed or not
+    # stop strings of two ASCII letters or digits (three in a row), not at the start
+    at = next((i for i in range(1, len(text) - 2) if text[i:i + 3].isalnum() and
+               text[i:i + 3].isascii()), None)
+    if check(at is not None, f"a completion with a stop string to pick: {text!r}"):
+        stop = text[at:at + 2]
+        later = text[at + 1:at + 3]  # listed first, found after: the earlier match cuts
+        for stops in (stop, ["\u00ff\u00fe", stop], [later, stop]):
+            listed = [stops] if isinstance(stops, str) else stops
+            cut = text[:min(text.index(x) for x in listed if x in text)]
+            st, r = s.request("POST", COMPL, {**req, "stop": stops})
+            check(st == 200 and r["choices"][0]["text"] == cut and
+                  r["choices"][0]["finish_reason"] == "stop",
+                  f"stop {stops!r}: {r} (want {cut!r})")
+            st, events, done = s.stream(COMPL, {**req, "stop": stops})
+            check(streamed_text(events, False) == cut, f"streamed stop {stops!r}")
+
+    # a seed repeats a sampled answer; penalties are accepted
+    req = {"prompt": "the", "max_tokens": 16, "temperature": 1.0, "seed": 7, "top_k": 0,
+           "top_p": 1, "min_p": 0, "presence_penalty": 0.5, "frequency_penalty": 0.5}
+    a, b = s.request("POST", COMPL, req), s.request("POST", COMPL, req)
+    check(a[0] == 200 and b[0] == 200 and a[1]["choices"] == b[1]["choices"],
+          f"seed 7 twice: {a} / {b}")
+
+    st, text = s.request("GET", "/metrics")
+    for name in ("clinfer_generated_tokens_total", "clinfer_prompt_tokens_total",
+                 "clinfer_queue_depth", "clinfer_slots_active", "clinfer_slots",
+                 "clinfer_generated_tokens_per_second",
+                 "clinfer_time_to_first_token_seconds_count"):
+        check(metric(text, name) is not None, f"/metrics has {name}")
+    check(metric(text, "clinfer_slots") == 4, "/metrics: 4 slots")
+
+
+def curl(s):
+    """The same server through curl, a client of its own."""
+    url = f"http://127.0.0.1:{s.port}"
+    body = json.dumps({"messages": msgs("hi curl"), "max_tokens": 8, "temperature": 0})
+    out = subprocess.run(["curl", "-sS", "-f", url + CHAT, "-H", "Content-Type: application/json",
+                          "-d", body], capture_output=True, text=True)
+    check(out.returncode == 0, f"curl chat: {out.stderr}")
+    if out.returncode:
+        return
+    whole = chat_text(json.loads(out.stdout))
+    out = subprocess.run(["curl", "-sS", "-N", url + CHAT, "-d",
+                          json.dumps({**json.loads(body), "stream": True})],
+                         capture_output=True, text=True)
+    lines = [ln[6:] for ln in out.stdout.split("\n") if ln.startswith("data: ")]
+    check(lines and lines[-1] == "[DONE]", "curl stream ends with [DONE]")
+    events = [json.loads(ln) for ln in lines[:-1]]
+    check(streamed_text(events, True) == whole, "curl: streamed text equals the whole answer")
+    out = subprocess.run(["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", url + CHAT,
+                          "-d", "{bad"], capture_output=True, text=True)
+    check(out.stdout == "400", f"curl malformed JSON: {out.stdout}")
+
+
+def concurrent(s):
+    """8 clients at once get what the same requests get one at a time: each slot is a context
+    of its own, and contexts evaluate alike whether alone or beside others (test_contexts)."""
+    reqs = [(CHAT, {"messages": msgs(f"question {i}"), "max_tokens": 24, "temperature": 0})
+            if i % 2 else
+            (COMPL, {"prompt": f"story number {i}", "max_tokens": 24, "temperature": 0})
+            for i in range(8)]
+    alone = [s.request("POST", p, r) for p, r in reqs]
+    together = [None] * 8
+
+    def run(i):
+        together[i] = s.request("POST", *reqs[i])
+
+    run_threads(8, run)
+
+    def texts(rs):
+        return [(st, chat_text(b) if "message" in b["choices"][0] else b["choices"][0]["text"])
+                if st == 200 else (st, b) for st, b in rs]
+    check(texts(alone) == texts(together),
+          f"8 at once differ from one at a time:\n{texts(alone)}\n{texts(together)}")
+    check(all(st == 200 for st, _ in alone), "all 8 answered")
+
+
+def bad_requests(s):
+    def expect(status, method, path, body=None, raw=None, contains=None):
+        st, r = s.request(method, path, body=body, raw=raw)
+        ok = st == status and isinstance(r, dict) and isinstance(r.get("error"), dict) and \
+            r["error"].get("code") == status and isinstance(r["error"].get("message"), str) and \
+            isinstance(r["error"].get("type"), str)
+        if contains and ok:
+            ok = contains in r["error"]["message"]
+        check(ok, f"{method} {path} {raw or body}: want {status}, got {st} {r}")
+
+    m = msgs("x")
+    expect(400, "POST", CHAT, raw="{not json")
+    expect(400, "POST", CHAT, raw="")
+    expect(400, "POST", CHAT, raw="[1, 2]")
+    expect(400, "POST", CHAT, raw='{"messages": ' + '[' * 10000)
+    expect(400, "POST", CHAT, {"max_tokens": 4}, contains="messages")
+    expect(400, "POST", CHAT, {"messages": []})
+    expect(400, "POST", CHAT, {"messages": "hello"})
+    expect(400, "POST", CHAT, {"messages": [{"role": "user"}, 5]})
+    expect(400, "POST", CHAT, {"messages": [{"content": "no role"}]})
+    expect(400, "POST", CHAT, {"messages": [{"role": "user", "content": 42}]})
+    expect(400, "POST", CHAT, {"messages": m, "temperature": "hot"}, contains="temperature")
+    expect(400, "POST", CHAT, {"messages": m, "temperature": -1})
+    expect(400, "POST", CHAT, {"messages": m, "top_p": 0})
+    expect(400, "POST", CHAT, {"messages": m, "max_tokens": 1.5}, contains="max_tokens")
+    expect(400, "POST", CHAT, {"messages": m, "max_tokens": "9"})
+    expect(400, "POST", CHAT, {"messages": m, "stop": 5}, contains="stop")
+    expect(400, "POST", CHAT, {"messages": m, "stop": ["a", "b", "c", "d", "e"]})
+    expect(400, "POST", CHAT, {"messages": m, "stream": "yes"}, contains="stream")
+    expect(400, "POST", CHAT, {"messages": m, "n": 2})
+    expect(400, "POST", CHAT, {"messages": m, "seed": "x"})
+    expect(400, "POST", CHAT, {"messages": m, "model": 3})
+    expect(400, "POST", COMPL, {"max_tokens": 3}, contains="prompt")
+    expect(400, "POST", COMPL, {"prompt": [1, 2, 3]})
+    # the context is 128 tokens: prompt + max_tokens beyond it
+    expect(400, "POST", COMPL, {"prompt": "hi", "max_tokens": 1000}, contains="context")
+    expect(400, "POST", COMPL, {"prompt": "x" * 400}, contains="context")
+    expect(413, "POST", COMPL, raw=json.dumps({"prompt": "y" * 70000}))
+    expect(404, "GET", "/v2/nothing")
+    expect(405, "GET", CHAT)
+    expect(405, "POST", "/v1/models", {})
+    expect(501, "POST", "/v1/embeddings", {"input": "x"})
+    # a body over 16x the limit is answered before it is read, and the server goes on
+    c = socket.create_connection(("127.0.0.1", s.port))
+    c.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 99999999\r\n\r\n")
+    head = c.recv(4096).decode(errors="replace")
+    c.close()
+    check(head.startswith("HTTP/1.1 413"), f"huge Content-Length: {head[:60]!r}")
+    # bytes that are not HTTP, and garbage bodies, leave the server answering
+    for junk in (b"\x00\xff" * 100 + b"\r\n\r\n", b"GET / HTTP/9.9\r\n\r\n", b"POST"):
+        c = socket.create_connection(("127.0.0.1", s.port))
+        c.sendall(junk)
+        c.close()
+    for raw in ('{"messages":[{"role":"user","content":"\\u0000\\ud800"}],"max_tokens":2}',
+                '{"prompt":"\\uFFFF","max_tokens":2,"stop":"\\u0000x"}', '{"prompt":null}',
+                '{"messages":[{"role":"user","content":[{"type":"text","text":"a"},'
+                '{"type":"image_url"}]}]}', "{\"prompt\": \"\xff\xfe\"}"):
+        st, _ = s.request("POST", CHAT if "messages" in raw else COMPL, raw=raw.encode("latin-1"))
+        check(st in (200, 400), f"garbage {raw!r}: {st}")
+    st, _ = s.request("GET", "/health")
+    check(st == 200, "the server still answers after bad requests")
+
+
+def api_key():
+    s = Server(clinfer, model, *BASE, "--api-key", "sekret")
+    req = {"prompt": "a", "max_tokens": 2}
+    for headers, status in (({}, 401), ({"Authorization": "Bearer wrong"}, 401),
+                            ({"Authorization": "sekret"}, 401),
+                            ({"Authorization": "Bearer sekret"}, 200)):
+        st, r = s.request("POST", COMPL, req, headers=headers)
+        check(st == status, f"--api-key with {headers}: {st} {r}")
+    st, _ = s.request("GET", "/v1/models")
+    check(st == 401, "/v1/models without the key")
+    st, _ = s.request("GET", "/health")
+    check(st == 200, "/health stays open with --api-key")
+    check(s.stop() == 0, "exit 0 after SIGTERM")
+
+
+# Long generations for the tests that need a busy slot (a second or so on a context of 4096 of
+# the tiny model): greedy, with seen tokens favoured so that the model loops rather than ends.
+LONG = {"prompt": "a long story", "max_tokens": 1000, "temperature": 0, "presence_penalty": -2}
+
+
+def full_queue():
+    """One slot, one waiting place: of 6 long requests at once, at most 2 are served and the
+    rest get 503 with an error object."""
+    s = Server(clinfer, model, *BASE, "-np", "1", "--queue", "1", "-c", "4096")
+    results = [None] * 6
+
+    def run(i):
+        results[i] = s.request("POST", COMPL, LONG)
+
+    run_threads(6, run)
+    codes = sorted(st for st, _ in results)
+    check(codes.count(503) >= 4 and set(codes) <= {200, 503}, f"full queue: {codes}")
+    check(all(r["error"]["code"] == 503 for st, r in results if st == 503), "503 error objects")
+    st, text = s.request("GET", "/metrics")
+    check(metric(text, "clinfer_generations_cancelled_total") == 0 and
+          metric(text, "clinfer_generations_total") == codes.count(200),
+          "a request refused with 503 neither ran nor counts as cancelled")
+    check(s.stop() == 0, "exit 0")
+
+
+def disconnect():
+    """A client that leaves mid-stream frees its slot at once: with one slot, the next request
+    is answered while the first would still be generating, and /metrics counts a cancel."""
+    s = Server(clinfer, model, *BASE, "-np", "1", "-c", "4096")
+    st, r = s.request("POST", COMPL, LONG)
+    full = r["usage"]["completion_tokens"] if st == 200 else 0
+    check(full == 1000, f"the long request generated {full} tokens, not its max_tokens")
+    c = s.connect()
+    c.request("POST", COMPL, body=json.dumps({**LONG, "stream": True}))
+    resp = c.getresponse()
+    check(resp.readline().startswith(b"data: "), "the long stream started")
+    c.close()
+    time.sleep(0.2)
+    st, text = s.request("GET", "/metrics")
+    check(metric(text, "clinfer_generations_cancelled_total") == 1,
+          "the stream's generation was cancelled")
+    check(metric(text, "clinfer_slots_active") == 0, "the slot is free again")
+    generated = metric(text, "clinfer_generated_tokens_total") - full
+    check(generated < full, f"the cancelled stream generated {generated} of {full} tokens")
+    check(s.stop() == 0, "exit 0")
+
+
+def health_before_load():
+    """/health is 503 until the model is loaded: here it never is (the model is a FIFO nobody
+    writes, so loading waits), then the load fails and the server exits 1."""
+    fifo = os.path.join(tmp, "loading.gguf")
+    os.mkfifo(fifo)
+    s = Server(clinfer, fifo, *BASE, wait_ready=False)
+    st, r = s.request("GET", "/health")
+    check(st == 503 and r["error"]["code"] == 503, f"/health while loading: {st} {r}")
+    st, r = s.request("POST", COMPL, {"prompt": "a"})
+    check(st == 503, f"a completion while loading: {st}")
+    with open(fifo, "w"):
+        pass  # unblocks the loader, which fails: not a GGUF file
+    code = s.stop(None, 30)
+    check(code == 1, f"a model that fails to load: exit {code}")
+
+
+def sigterm_mid_stream():
+    """SIGTERM during a stream: the stream still ends with [DONE], new connections are refused,
+    and the server exits 0."""
+    s = Server(clinfer, model, *BASE, "-np", "1", "-c", "4096")
+    c = s.connect()
+    c.request("POST", COMPL, body=json.dumps({**LONG, "stream": True}))
+    resp = c.getresponse()
+    first = resp.readline()
+    s.proc.send_signal(signal.SIGTERM)
+    time.sleep(0.3)
+    try:
+        socket.create_connection(("127.0.0.1", s.port), timeout=5).close()
+        check(False, "a new connection was accepted after SIGTERM")
+    except OSError:
+        pass
+    rest = resp.read().decode("utf-8", errors="replace")
+    check(first.startswith(b"data: ") and rest.rstrip().endswith("data: [DONE]"),
+          "the stream in flight finished after SIGTERM")
+    code = s.stop(None)
+    check(code == 0, f"exit {code} after SIGTERM")
+
+
+def second_signal():
+    """A second SIGINT while the first waits for a long stream ends the server at once."""
+    s = Server(clinfer, model, *BASE, "-np", "1", "-c", "4096")
+    c = s.connect()
+    c.request("POST", COMPL, body=json.dumps({**LONG, "max_tokens": 3000, "stream": True}))
+    check(c.getresponse().readline().startswith(b"data: "), "the long stream started")
+    s.proc.send_signal(signal.SIGINT)
+    time.sleep(0.3)
+    s.proc.send_signal(signal.SIGINT)
+    code = s.stop(None, 10)
+    check(code == -signal.SIGINT, f"a second SIGINT: exit {code}")
+
+
+s = Server(clinfer, model, *BASE, "-np", "4", "--alias", "tiny", "--max-body", "65536")
+try:
+    endpoints(s)
+    curl(s)
+    concurrent(s)
+    bad_requests(s)
+finally:
+    code = s.stop()
+check(code == 0, f"SIGTERM: exit {code}")
+api_key()
+full_queue()
+disconnect()
+health_before_load()
+sigterm_mid_stream()
+second_signal()
+finish("test_serve")

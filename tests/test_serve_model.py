@@ -1,0 +1,39 @@
+"""`clinfer serve` on the default model ($CLINFER_MODEL; skipped, 77, without it) on OpenCL:
+its own chat template, a streamed greedy answer equal to the whole one, and two clients at once
+getting what each gets alone (each slot is a context of its own; contexts of a model give the
+same logits alone or beside others, tests/test_contexts.c).
+Usage: test_serve_model.py CLINFER"""
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from serve_fixture import Server, chat_text, check, finish, run_threads, streamed_text  # noqa
+
+model = os.environ.get("CLINFER_MODEL")
+if not model or not os.path.exists(model):
+    print("skipped: no $CLINFER_MODEL")
+    sys.exit(77)
+s = Server(sys.argv[1], model, "-np", "2", "-c", "512", "-q")
+try:
+    CHAT = "/v1/chat/completions"
+    reqs = [{"messages": [{"role": "user", "content": q}], "max_tokens": 8, "temperature": 0}
+            for q in ("What is the capital of France?", "Name a color.")]
+    alone = [s.request("POST", CHAT, r) for r in reqs]
+    check(all(st == 200 for st, _ in alone), f"answers: {alone}")
+    if all(st == 200 for st, _ in alone):
+        st, events, done = s.stream(CHAT, reqs[0])
+        check(done and streamed_text(events, True) == chat_text(alone[0][1]),
+              f"streamed {streamed_text(events, True)!r} != {chat_text(alone[0][1])!r}")
+        together = [None, None]
+
+        def run(i):
+            together[i] = s.request("POST", CHAT, reqs[i])
+
+        run_threads(2, run)
+        check([chat_text(b) for _, b in alone] == [chat_text(b) for _, b in together],
+              f"two at once {together} differ from alone {alone}")
+        print("answers:", [chat_text(b) for _, b in alone], flush=True)
+finally:
+    code = s.stop()
+check(code == 0, f"exit {code}")
+finish("test_serve_model")

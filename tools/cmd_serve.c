@@ -1,0 +1,202 @@
+/* clinfer serve: an OpenAI-compatible HTTP server (tools/serve.h). Listens first, so that
+ * /health answers 503 while the model loads; then runs until SIGINT or SIGTERM, answers what is
+ * in flight, and exits 0. */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli.h"
+#include "cli_common.h"
+#include "serve.h"
+
+enum { OPT_HOST = 512, OPT_PORT, OPT_PARALLEL, OPT_API_KEY, OPT_ALIAS, OPT_QUEUE, OPT_MAX_BODY };
+
+static void usage(FILE *out) {
+    fprintf(out,
+            "usage: clinfer serve [-m MODEL] [--host ADDR] [--port N] [-np N] [--api-key KEY]\n"
+            "                     [OPTIONS]\n\n"
+            "Serves the model over HTTP with OpenAI's API: POST /v1/chat/completions and\n"
+            "/v1/completions (stream: true for server-sent events), GET /v1/models, /health\n"
+            "(503 until the model is loaded) and /metrics (Prometheus). Runs until SIGINT or\n"
+            "SIGTERM, then answers the requests in flight and exits.\n\n"
+            "      --host ADDR      address to listen on (default 127.0.0.1: this machine only)\n"
+            "      --port N         port; 0 picks a free one (default 8080)\n"
+            "  -np, --parallel N    slots: requests generated at once, each on its own context\n"
+            "                       (default 1); with more than one, ops launch one by one,\n"
+            "                       as with CLINFER_GRAPH=0 (whole-step graph launches spin\n"
+            "                       and starve each other)\n"
+            "      --queue N        requests that may wait for a slot; more get 503 (default 64)\n"
+            "      --api-key KEY    answer only requests with 'Authorization: Bearer KEY' (401\n"
+            "                       otherwise; /health stays open)\n"
+            "  -c, --ctx-size N     context length of each slot; 0 is the model's (default 0)\n"
+            "      --chat-template NAME  chatml, llama3, llama2 or gemma instead of the model's\n"
+            "      --alias NAME     the model's name in responses (default: the file's name)\n"
+            "      --max-body BYTES largest request body; larger gets 413 (default 4194304)\n"
+            "" CLI_MODEL_HELP "\n"
+            "Sampling defaults are llama.cpp's (temperature 0.8, top_k 40, top_p 0.95, min_p\n"
+            "0.05); a request's fields override them. With no seed, each request draws one.\n");
+}
+
+typedef struct {
+    cli_model_opts model;
+    serve_server s;
+    long port, parallel, queue, n_ctx, max_body;
+} serve_opts;
+
+static int serve_option(int opt, const char *arg, void *user) {
+    serve_opts *o = user;
+    int used = cli_model_option(opt, arg, &o->model);
+    if (used) return used;
+    switch (opt) {
+    case OPT_HOST:
+        o->s.host = arg;
+        return 1;
+    case OPT_PORT:
+        return cli_parse_long("--port", arg, 0, 65535, &o->port) ? 1 : -1;
+    case OPT_PARALLEL:
+        return cli_parse_long("-np", arg, 1, 256, &o->parallel) ? 1 : -1;
+    case OPT_QUEUE:
+        return cli_parse_long("--queue", arg, 0, 65536, &o->queue) ? 1 : -1;
+    case OPT_API_KEY:
+        if (!arg[0]) return cli_error("--api-key: the key is empty"), -1;
+        o->s.api_key = arg;
+        return 1;
+    case 'c':
+        return cli_parse_long("-c", arg, 0, INT32_MAX, &o->n_ctx) ? 1 : -1;
+    case OPT_CHAT_TEMPLATE:
+        o->s.chat_template = arg;
+        return 1;
+    case OPT_ALIAS:
+        o->s.model_id = arg;
+        return 1;
+    case OPT_MAX_BODY:
+        return cli_parse_long("--max-body", arg, 1024, 1L << 30, &o->max_body) ? 1 : -1;
+    default:
+        return 0;
+    }
+}
+
+/* llama-server's -np: two letters after one dash, which getopt_long cannot take. */
+static void rewrite_np(int argc, char **argv) {
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "-np")) argv[i] = "--parallel";
+}
+
+static int parse(int argc, char **argv, serve_opts *o) {
+    static const struct option options[] = {
+        CLI_MODEL_OPTIONS,
+        {"host", required_argument, NULL, OPT_HOST},
+        {"port", required_argument, NULL, OPT_PORT},
+        {"parallel", required_argument, NULL, OPT_PARALLEL},
+        {"queue", required_argument, NULL, OPT_QUEUE},
+        {"api-key", required_argument, NULL, OPT_API_KEY},
+        {"ctx-size", required_argument, NULL, 'c'},
+        {"chat-template", required_argument, NULL, OPT_CHAT_TEMPLATE},
+        {"alias", required_argument, NULL, OPT_ALIAS},
+        {"max-body", required_argument, NULL, OPT_MAX_BODY},
+        {NULL, 0, NULL, 0}};
+    rewrite_np(argc, argv);
+    int rc = cli_parse_options("serve", argc, argv, ":" CLI_MODEL_SHORT "c:", options, serve_option,
+                               o, usage);
+    if (rc) return rc;
+    if (optind < argc) return cli_error("serve: unexpected argument '%s'", argv[optind]);
+    return 0;
+}
+
+/* The chat template renders, or chat requests could never be answered: a model without one
+ * gets ChatML (as llama-server does), an unusable --chat-template is an error. */
+static int check_template(serve_server *s) {
+    clinfer_chat_message m = {"user", "hi"};
+    char *out = NULL;
+    clinfer_status st = clinfer_chat_apply_template(s->model, s->chat_template, &m, 1, true, &out);
+    clinfer_free(out);
+    if (st == CLINFER_OK) return 0;
+    if (s->chat_template)
+        return cli_error("serve: --chat-template %s: %s", s->chat_template, clinfer_last_error());
+    fprintf(stderr,
+            "clinfer: the model's chat template is not usable (%s); chat requests use "
+            "chatml\n",
+            clinfer_last_error());
+    s->chat_template = "chatml";
+    return 0;
+}
+
+/* The part of a path after its last '/'. */
+static const char *base_name(const char *path) {
+    const char *slash = strrchr(path, '/');
+    return slash ? slash + 1 : path;
+}
+
+int cmd_serve(int argc, char **argv) {
+    serve_opts o = {.port = 8080, .parallel = 1, .queue = 64, .max_body = 4L << 20};
+    cli_model_opts_init(&o.model);
+    o.s.host = "127.0.0.1";
+    int rc = parse(argc, argv, &o);
+    if (rc) return rc == 2 ? 0 : 1;
+    serve_server *s = &o.s;
+    /* Several contexts at once on a CPU device: a graph launch spins while it waits for its
+     * work-groups, and beside other launches it starves (docs/PERFORMANCE.md); ops launched one
+     * by one share the cores. */
+    if (o.parallel > 1) o.model.params.options.graph = CLINFER_OFF;
+    s->port = (uint16_t)o.port;
+    s->n_slots = (size_t)o.parallel;
+    s->queue_cap = (size_t)o.queue;
+    s->max_body = (size_t)o.max_body;
+    s->n_ctx = (uint32_t)o.n_ctx;
+    s->start_ms = cli_now_ms();
+    s->start_time = (long)time(NULL);
+    pthread_mutex_init(&s->lock, NULL);
+    pthread_cond_init(&s->idle, NULL);
+
+    /* Every thread made from here on leaves these signals to sigwait below. */
+    sigset_t signals;
+    sigemptyset(&signals);
+    sigaddset(&signals, SIGINT);
+    sigaddset(&signals, SIGTERM);
+    sigaddset(&signals, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &signals, NULL);
+    sigdelset(&signals, SIGPIPE);
+
+    char buf[4096], err[256];
+    const char *path;
+    rc = 1;
+    if (cli_model_path(&o.model, buf, sizeof buf, &path)) goto done;
+    o.model.path = path;
+    if (!s->model_id) s->model_id = base_name(path);
+    if (serve_http_start(s, err, sizeof err)) {
+        cli_error("serve: %s", err);
+        goto done;
+    }
+    bool v6 = strchr(s->host, ':') != NULL; /* an IPv6 address goes in brackets in a URL */
+    fprintf(stderr, "clinfer: listening on http://%s%s%s:%u, loading %s\n", v6 ? "[" : "", s->host,
+            v6 ? "]" : "", (unsigned)s->port, path);
+    if (cli_load_model(&o.model, &s->model, NULL) || check_template(s)) goto done;
+    clinfer_status st = serve_pool_create(s->model, s->n_slots, s->n_ctx, s->queue_cap, &s->pool);
+    if (st != CLINFER_OK) {
+        cli_error("serve: cannot create %zu contexts: %s (%s)", s->n_slots, clinfer_last_error(),
+                  clinfer_status_str(st));
+        goto done;
+    }
+    atomic_store(&s->ready, true);
+    fprintf(stderr, "clinfer: ready: model %s, %zu slots of %u tokens, queue %zu%s\n", s->model_id,
+            s->n_slots, serve_pool_n_ctx(s->pool), s->queue_cap,
+            s->api_key ? ", API key required" : "");
+    int sig = 0;
+    sigwait(&signals, &sig);
+    fprintf(stderr,
+            "clinfer: %s: answering the requests in flight, then exiting (a second signal "
+            "exits at once)\n",
+            sig == SIGINT ? "SIGINT" : "SIGTERM");
+    pthread_sigmask(SIG_UNBLOCK, &signals, NULL); /* their default action: terminate */
+    rc = 0;
+done:
+    atomic_store(&s->stopping, true);
+    serve_http_stop(s);
+    serve_pool_free(s->pool);
+    clinfer_model_free(s->model);
+    pthread_cond_destroy(&s->idle);
+    pthread_mutex_destroy(&s->lock);
+    return rc;
+}

@@ -1,0 +1,83 @@
+/* clinfer serve: an OpenAI-compatible HTTP server. tools/cmd_serve.c reads the options, loads
+ * the model and waits for SIGINT/SIGTERM; tools/serve_http.c answers requests (libmicrohttpd,
+ * a thread per connection); tools/serve_slots.c runs generations on the slots;
+ * tools/serve_json.c writes the response bodies; tools/serve_request.c parses request bodies. */
+#ifndef CLINFER_SERVE_H
+#define CLINFER_SERVE_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "clinfer.h"
+#include "serve_request.h"
+#include "serve_slots.h"
+
+/* Endpoints, for the request counters of /metrics. */
+#define SERVE_ENDPOINTS(X)                                                                         \
+    X(chat, "/v1/chat/completions")                                                                \
+    X(completions, "/v1/completions")                                                              \
+    X(models, "/v1/models")                                                                        \
+    X(health, "/health")                                                                           \
+    X(metrics, "/metrics")                                                                         \
+    X(other, "other")
+
+#define SERVE_ENDPOINT_ENUM(name, path) SERVE_EP_##name,
+typedef enum { SERVE_ENDPOINTS(SERVE_ENDPOINT_ENUM) SERVE_EP_COUNT } serve_endpoint;
+
+typedef struct serve_server {
+    /* options */
+    const char *host;
+    uint16_t port;             /* 0: any free port */
+    const char *api_key;       /* NULL: no key asked */
+    size_t max_body;           /* bytes of a request body */
+    const char *model_id;      /* the name /v1/models lists and responses carry */
+    const char *chat_template; /* NULL: the model's */
+    size_t n_slots, queue_cap;
+    uint32_t n_ctx;
+
+    /* set once by cmd_serve before `ready` */
+    clinfer_model *model;
+    serve_pool *pool;
+    atomic_bool ready;    /* the model is loaded and the slots run */
+    atomic_bool stopping; /* a signal came: answer nothing new */
+    double start_ms;      /* cli_now_ms() at start */
+    long start_time;      /* and time(NULL) */
+
+    /* requests between their first byte and their last response byte */
+    pthread_mutex_t lock;
+    pthread_cond_t idle;
+    size_t in_flight;
+    uint64_t requests[SERVE_EP_COUNT];
+    uint64_t responses_by_class[6]; /* [status / 100] */
+    uint64_t ids;                   /* for response ids */
+
+    struct MHD_Daemon *daemon;
+} serve_server;
+
+/* Starts listening on s->host:s->port (s->port receives the port bound). 0 on success; else -1
+ * with the reason in err. */
+int serve_http_start(serve_server *s, char *err, size_t size);
+/* Stops accepting connections, waits for the requests in flight to be answered, then closes. */
+void serve_http_stop(serve_server *s);
+
+/* ---- response bodies (serve_json.c); each malloc'ed, NULL on out of memory ---------------- */
+
+char *serve_json_error(const serve_error *e);
+char *serve_json_models(const serve_server *s);
+/* A whole response: the text and why it finished, with the token counts. */
+char *serve_json_completion(const serve_server *s, serve_kind kind, const char *id, long created,
+                            const char *text, size_t len, serve_finish finish, size_t n_prompt,
+                            size_t n_generated);
+/* One streamed chunk: text (len may be 0), for chat the role on the first chunk (NULL after),
+ * finish on the last (SERVE_FINISH_NONE before). usage: a final chunk with counts, no choice. */
+char *serve_json_chunk(const serve_server *s, serve_kind kind, const char *id, long created,
+                       const char *role, const char *text, size_t len, serve_finish finish);
+char *serve_json_usage_chunk(const serve_server *s, serve_kind kind, const char *id, long created,
+                             size_t n_prompt, size_t n_generated);
+/* The Prometheus text of /metrics. */
+char *serve_metrics_text(serve_server *s);
+
+#endif

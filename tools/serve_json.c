@@ -1,0 +1,142 @@
+/* clinfer serve: the JSON bodies of responses, in the shapes of OpenAI's API. */
+#include <cjson/cJSON.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "serve.h"
+
+/* Generated text as a JSON string: bytes that are not valid UTF-8 (a model can emit any byte)
+ * and NULs (which end C strings) become U+FFFD, so every client can decode the body. */
+static cJSON *text_string(const char *text, size_t len) {
+    char *s = malloc(3 * len + 1), *o = s;
+    if (!s) return NULL;
+    const unsigned char *u = (const unsigned char *)text;
+    for (size_t i = 0; i < len;) {
+        unsigned c = u[i];
+        size_t n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+        bool ok = n > 0 && c != 0 && i + n <= len;
+        for (size_t k = 1; ok && k < n; k++)
+            ok = (u[i + k] & 0xC0) == 0x80;
+        if (ok && n > 1) { /* overlong forms, surrogates and values past U+10FFFF */
+            uint32_t cp = c & (0x7F >> n);
+            for (size_t k = 1; k < n; k++)
+                cp = cp << 6 | (u[i + k] & 0x3F);
+            static const uint32_t min[5] = {0, 0, 0x80, 0x800, 0x10000};
+            ok = cp >= min[n] && cp <= 0x10FFFF && (cp < 0xD800 || cp > 0xDFFF);
+        }
+        if (ok) {
+            memcpy(o, u + i, n);
+            o += n;
+            i += n;
+        } else {
+            memcpy(o, "\xEF\xBF\xBD", 3);
+            o += 3;
+            i++;
+        }
+    }
+    *o = '\0';
+    cJSON *j = cJSON_CreateString(s);
+    free(s);
+    return j;
+}
+
+static char *print_and_free(cJSON *root) {
+    char *out = root ? cJSON_PrintUnformatted(root) : NULL;
+    cJSON_Delete(root);
+    return out;
+}
+
+char *serve_json_error(const serve_error *e) {
+    cJSON *root = cJSON_CreateObject(), *err = cJSON_AddObjectToObject(root, "error");
+    cJSON_AddStringToObject(err, "message", e->message);
+    cJSON_AddStringToObject(err, "type", e->type);
+    cJSON_AddNumberToObject(err, "code", e->status);
+    return print_and_free(root);
+}
+
+char *serve_json_models(const serve_server *s) {
+    cJSON *root = cJSON_CreateObject();
+    cJSON_AddStringToObject(root, "object", "list");
+    cJSON *m = cJSON_CreateObject();
+    cJSON_AddStringToObject(m, "id", s->model_id);
+    cJSON_AddStringToObject(m, "object", "model");
+    cJSON_AddNumberToObject(m, "created", (double)s->start_time);
+    cJSON_AddStringToObject(m, "owned_by", "clinfer");
+    cJSON_AddItemToArray(cJSON_AddArrayToObject(root, "data"), m);
+    return print_and_free(root);
+}
+
+static const char *finish_name(serve_finish f) {
+    return f == SERVE_FINISH_STOP ? "stop" : f == SERVE_FINISH_LENGTH ? "length" : NULL;
+}
+
+static cJSON *envelope(const serve_server *s, const char *object, const char *id, long created) {
+    cJSON *root = cJSON_CreateObject();
+    cJSON_AddStringToObject(root, "id", id);
+    cJSON_AddStringToObject(root, "object", object);
+    cJSON_AddNumberToObject(root, "created", (double)created);
+    cJSON_AddStringToObject(root, "model", s->model_id);
+    return root;
+}
+
+static void add_usage(cJSON *root, size_t n_prompt, size_t n_generated) {
+    cJSON *u = cJSON_AddObjectToObject(root, "usage");
+    cJSON_AddNumberToObject(u, "prompt_tokens", (double)n_prompt);
+    cJSON_AddNumberToObject(u, "completion_tokens", (double)n_generated);
+    cJSON_AddNumberToObject(u, "total_tokens", (double)(n_prompt + n_generated));
+}
+
+static void add_finish(cJSON *choice, serve_finish finish) {
+    const char *name = finish_name(finish);
+    if (name)
+        cJSON_AddStringToObject(choice, "finish_reason", name);
+    else
+        cJSON_AddNullToObject(choice, "finish_reason");
+}
+
+/* A response (chunk: a streamed chunk) with its one choice: the text as the message of a whole
+ * chat answer, the delta of a chat chunk (role on the first chunk) or a completion's text. */
+static cJSON *with_choice(const serve_server *s, serve_kind kind, bool chunk, const char *id,
+                          long created, const char *role, const char *text, size_t len,
+                          serve_finish finish) {
+    bool chat = kind == SERVE_CHAT;
+    const char *object = !chat   ? "text_completion"
+                         : chunk ? "chat.completion.chunk"
+                                 : "chat.completion";
+    cJSON *root = envelope(s, object, id, created);
+    cJSON *choice = cJSON_CreateObject();
+    cJSON_AddNumberToObject(choice, "index", 0);
+    if (chat) {
+        cJSON *m = cJSON_AddObjectToObject(choice, chunk ? "delta" : "message");
+        if (role) cJSON_AddStringToObject(m, "role", role);
+        if (len || role) cJSON_AddItemToObject(m, "content", text_string(text, len));
+    } else {
+        cJSON_AddItemToObject(choice, "text", text_string(text, len));
+        cJSON_AddNullToObject(choice, "logprobs");
+    }
+    add_finish(choice, finish);
+    cJSON_AddItemToArray(cJSON_AddArrayToObject(root, "choices"), choice);
+    return root;
+}
+
+char *serve_json_completion(const serve_server *s, serve_kind kind, const char *id, long created,
+                            const char *text, size_t len, serve_finish finish, size_t n_prompt,
+                            size_t n_generated) {
+    cJSON *root = with_choice(s, kind, false, id, created, "assistant", text, len, finish);
+    add_usage(root, n_prompt, n_generated);
+    return print_and_free(root);
+}
+
+char *serve_json_chunk(const serve_server *s, serve_kind kind, const char *id, long created,
+                       const char *role, const char *text, size_t len, serve_finish finish) {
+    return print_and_free(with_choice(s, kind, true, id, created, role, text, len, finish));
+}
+
+char *serve_json_usage_chunk(const serve_server *s, serve_kind kind, const char *id, long created,
+                             size_t n_prompt, size_t n_generated) {
+    cJSON *root =
+        envelope(s, kind == SERVE_CHAT ? "chat.completion.chunk" : "text_completion", id, created);
+    cJSON_AddArrayToObject(root, "choices");
+    add_usage(root, n_prompt, n_generated);
+    return print_and_free(root);
+}

@@ -1,0 +1,244 @@
+#include "serve_request.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int serve_error_set(serve_error *e, int status, const char *type, const char *fmt, ...) {
+    e->status = status;
+    e->type = type;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(e->message, sizeof e->message, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+#define BAD(...) serve_error_set(err, 400, "invalid_request_error", __VA_ARGS__)
+
+/* A field that is absent or JSON null counts as not given. */
+static const cJSON *field(const cJSON *o, const char *name) {
+    const cJSON *f = cJSON_GetObjectItemCaseSensitive(o, name);
+    return cJSON_IsNull(f) ? NULL : f;
+}
+
+/* A number field within [lo, hi] (and whole if integer): 1 read into *out, 0 absent, -1 bad. */
+static int number(const cJSON *o, const char *name, double lo, double hi, bool integer, double *out,
+                  serve_error *err) {
+    const cJSON *f = field(o, name);
+    if (!f) return 0;
+    if (!cJSON_IsNumber(f)) return BAD("'%s' must be a number", name);
+    double v = f->valuedouble;
+    if (!isfinite(v) || v < lo || v > hi || (integer && v != floor(v)))
+        return BAD("'%s' must be %s in [%g, %g], not %g", name,
+                   integer ? "a whole number" : "a number", lo, hi, v);
+    *out = v;
+    return 1;
+}
+
+static int boolean(const cJSON *o, const char *name, bool *out, serve_error *err) {
+    const cJSON *f = field(o, name);
+    if (!f) return 0;
+    if (!cJSON_IsBool(f)) return BAD("'%s' must be true or false", name);
+    *out = cJSON_IsTrue(f);
+    return 1;
+}
+
+static char *dup_string(const char *s) {
+    size_t n = strlen(s) + 1;
+    char *d = malloc(n);
+    if (d) memcpy(d, s, n);
+    return d;
+}
+
+#define NO_MEMORY() serve_error_set(err, 500, "server_error", "out of memory")
+
+/* A message's content: a string, or an array of parts of which only {"type": "text"} ones are
+ * taken (concatenated); null is "" (an assistant turn that called tools). */
+static int content_text(const cJSON *c, size_t i, char **out, serve_error *err) {
+    if (!c) return (*out = dup_string("")) ? 0 : NO_MEMORY();
+    if (cJSON_IsString(c)) return (*out = dup_string(c->valuestring)) ? 0 : NO_MEMORY();
+    if (!cJSON_IsArray(c))
+        return BAD("messages[%zu].content must be a string or an array of text parts", i);
+    size_t len = 0;
+    const cJSON *part;
+    cJSON_ArrayForEach(part, c) {
+        const cJSON *type = cJSON_GetObjectItemCaseSensitive(part, "type");
+        const cJSON *text = cJSON_GetObjectItemCaseSensitive(part, "text");
+        if (!cJSON_IsString(type) || strcmp(type->valuestring, "text"))
+            return BAD("messages[%zu].content: only parts of type \"text\" are supported", i);
+        if (!cJSON_IsString(text))
+            return BAD("messages[%zu].content: a text part's 'text' must be a string", i);
+        len += strlen(text->valuestring);
+    }
+    char *s = malloc(len + 1);
+    if (!s) return NO_MEMORY();
+    size_t at = 0;
+    cJSON_ArrayForEach(part, c) {
+        const char *t = cJSON_GetObjectItemCaseSensitive(part, "text")->valuestring;
+        size_t n = strlen(t);
+        memcpy(s + at, t, n);
+        at += n;
+    }
+    s[at] = '\0';
+    *out = s;
+    return 0;
+}
+
+static int parse_messages(const cJSON *root, serve_request *req, serve_error *err) {
+    const cJSON *ms = field(root, "messages");
+    if (!ms) return BAD("'messages' is required");
+    if (!cJSON_IsArray(ms)) return BAD("'messages' must be an array");
+    int n = cJSON_GetArraySize(ms);
+    if (n == 0) return BAD("'messages' is empty");
+    if (n > SERVE_MAX_MESSAGES)
+        return BAD("'messages' has %d entries; at most %d", n, SERVE_MAX_MESSAGES);
+    req->messages = calloc((size_t)n, sizeof *req->messages);
+    if (!req->messages) return NO_MEMORY();
+    const cJSON *m;
+    cJSON_ArrayForEach(m, ms) {
+        size_t i = req->n_messages;
+        if (!cJSON_IsObject(m)) return BAD("messages[%zu] must be an object", i);
+        const cJSON *role = cJSON_GetObjectItemCaseSensitive(m, "role");
+        if (!cJSON_IsString(role) || !role->valuestring[0])
+            return BAD("messages[%zu].role must be a non-empty string", i);
+        char *content = NULL;
+        if (content_text(field(m, "content"), i, &content, err)) return -1;
+        char *r = dup_string(role->valuestring);
+        if (!r) {
+            free(content);
+            return NO_MEMORY();
+        }
+        req->messages[i] = (clinfer_chat_message){r, content};
+        req->n_messages++;
+    }
+    return 0;
+}
+
+static int parse_prompt(const cJSON *root, serve_request *req, serve_error *err) {
+    const cJSON *p = field(root, "prompt");
+    if (p && cJSON_IsArray(p) && cJSON_GetArraySize(p) == 1) p = cJSON_GetArrayItem(p, 0);
+    if (!p) return BAD("'prompt' is required");
+    if (!cJSON_IsString(p))
+        return BAD("'prompt' must be a string (or an array of one string; token arrays and "
+                   "several prompts are not supported)");
+    return (req->prompt = dup_string(p->valuestring)) ? 0 : NO_MEMORY();
+}
+
+static int parse_stop(const cJSON *root, serve_request *req, serve_error *err) {
+    const cJSON *s = field(root, "stop");
+    if (!s) return 0;
+    const cJSON *one = s;
+    if (cJSON_IsArray(s)) {
+        if (cJSON_GetArraySize(s) > SERVE_MAX_STOP)
+            return BAD("'stop' has %d strings; at most %d", cJSON_GetArraySize(s), SERVE_MAX_STOP);
+        one = s->child;
+    } else if (!cJSON_IsString(s)) {
+        return BAD("'stop' must be a string or an array of strings");
+    }
+    for (; one; one = s == one ? NULL : one->next) {
+        if (!cJSON_IsString(one)) return BAD("'stop' must be a string or an array of strings");
+        size_t n = strlen(one->valuestring);
+        if (n == 0) return BAD("'stop' strings must not be empty");
+        if (n > SERVE_MAX_STOP_BYTES)
+            return BAD("a 'stop' string has %zu bytes; at most %d", n, SERVE_MAX_STOP_BYTES);
+        if (!(req->stop[req->n_stop++] = dup_string(one->valuestring))) return NO_MEMORY();
+    }
+    return 0;
+}
+
+/* Features a client may ask for that this server does not offer: an error rather than an
+ * answer that silently lacks them. */
+static int unsupported(const cJSON *root, serve_error *err) {
+    double n = 1;
+    if (number(root, "n", 1, 1e9, true, &n, err) < 0) return -1;
+    if (n != 1) return BAD("'n' must be 1: one choice per request");
+    const cJSON *f = field(root, "logprobs");
+    if (f && !cJSON_IsFalse(f)) return BAD("'logprobs' is not supported");
+    f = field(root, "tools");
+    if (f && !(cJSON_IsArray(f) && cJSON_GetArraySize(f) == 0))
+        return BAD("'tools' is not supported");
+    return 0;
+}
+
+static int parse_sampling(const cJSON *root, serve_request *req, serve_error *err) {
+    clinfer_sampler_params *p = &req->sampling;
+    double v;
+    int r;
+    if ((r = number(root, "temperature", 0, 100, false, &v, err)) < 0) return -1;
+    if (r) p->temperature = (float)v;
+    if ((r = number(root, "top_p", 1e-6, 1, false, &v, err)) < 0) return -1;
+    if (r) p->top_p = (float)v;
+    if ((r = number(root, "top_k", 0, INT32_MAX, true, &v, err)) < 0) return -1;
+    if (r) p->top_k = (int32_t)v;
+    if ((r = number(root, "min_p", 0, 1, false, &v, err)) < 0) return -1;
+    if (r) p->min_p = (float)v;
+    if ((r = number(root, "presence_penalty", -2, 2, false, &v, err)) < 0) return -1;
+    if (r) p->presence_penalty = (float)v;
+    if ((r = number(root, "frequency_penalty", -2, 2, false, &v, err)) < 0) return -1;
+    if (r) p->frequency_penalty = (float)v;
+    if ((r = number(root, "repeat_penalty", 1e-3, 100, false, &v, err)) < 0) return -1;
+    if (r) p->repeat_penalty = (float)v;
+    /* any whole number a double holds exactly; negative seeds wrap, as C's conversion does */
+    if ((r = number(root, "seed", -9007199254740992.0, 9007199254740992.0, true, &v, err)) < 0)
+        return -1;
+    if (r) p->seed = (uint64_t)(int64_t)v;
+    req->seed_given = r;
+    /* max_completion_tokens is the newer name; -1 is llama.cpp's "no limit" */
+    const char *mt = field(root, "max_completion_tokens") ? "max_completion_tokens" : "max_tokens";
+    if ((r = number(root, mt, -1, INT32_MAX, true, &v, err)) < 0) return -1;
+    if (r) req->max_tokens = (int32_t)v;
+    return 0;
+}
+
+int serve_request_parse(const char *body, size_t len, serve_kind kind, serve_request *req,
+                        serve_error *err) {
+    *req = (serve_request){.kind = kind, .max_tokens = -1};
+    clinfer_sampler_params_default(&req->sampling);
+    cJSON *root = cJSON_ParseWithLength(body, len);
+    int rc = -1;
+    if (!root) {
+        BAD("the body is not valid JSON");
+        goto done;
+    }
+    if (!cJSON_IsObject(root)) {
+        BAD("the body must be a JSON object");
+        goto done;
+    }
+    const cJSON *model = field(root, "model");
+    if (model && !cJSON_IsString(model)) {
+        BAD("'model' must be a string");
+        goto done;
+    }
+    if (unsupported(root, err) || parse_sampling(root, req, err) || parse_stop(root, req, err) ||
+        boolean(root, "stream", &req->stream, err) < 0)
+        goto done;
+    const cJSON *so = field(root, "stream_options");
+    if (so && !cJSON_IsObject(so)) {
+        BAD("'stream_options' must be an object");
+        goto done;
+    }
+    if (so && boolean(so, "include_usage", &req->include_usage, err) < 0) goto done;
+    if (kind == SERVE_CHAT ? parse_messages(root, req, err) : parse_prompt(root, req, err))
+        goto done;
+    rc = 0;
+done:
+    cJSON_Delete(root);
+    if (rc) serve_request_free(req);
+    return rc;
+}
+
+void serve_request_free(serve_request *req) {
+    for (size_t i = 0; i < req->n_messages; i++) {
+        free((char *)req->messages[i].role);
+        free((char *)req->messages[i].content);
+    }
+    free(req->messages);
+    free(req->prompt);
+    for (size_t i = 0; i < req->n_stop; i++)
+        free(req->stop[i]);
+    *req = (serve_request){0};
+}

@@ -1,0 +1,50 @@
+/* clinfer serve: the body of a completion request (OpenAI's JSON) parsed into a struct, checked
+ * field by field. Knows nothing of the model, so the fuzz harness runs it alone. */
+#ifndef CLINFER_SERVE_REQUEST_H
+#define CLINFER_SERVE_REQUEST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "clinfer.h"
+
+#define SERVE_MAX_STOP 4         /* stop strings per request, as OpenAI allows */
+#define SERVE_MAX_MESSAGES 4096  /* messages per chat request */
+#define SERVE_MAX_STOP_BYTES 256 /* bytes of one stop string */
+
+typedef enum { SERVE_CHAT, SERVE_COMPLETION } serve_kind;
+
+typedef struct {
+    serve_kind kind;
+    clinfer_chat_message *messages; /* chat: role and content malloc'ed */
+    size_t n_messages;
+    char *prompt; /* completions */
+    clinfer_sampler_params sampling;
+    bool seed_given;    /* else the caller draws one */
+    int32_t max_tokens; /* -1: until end of generation or of the context */
+    char *stop[SERVE_MAX_STOP];
+    size_t n_stop;
+    bool stream, include_usage; /* include_usage: stream_options.include_usage */
+} serve_request;
+
+/* An error for the client: the HTTP status and an OpenAI-style type and message. */
+typedef struct {
+    int status;
+    const char *type; /* "invalid_request_error", "authentication_error", "server_error", ... */
+    char message[512];
+} serve_error;
+
+/* Returns -1, for `return serve_error_set(...)`. */
+int serve_error_set(serve_error *e, int status, const char *type, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* Parses body (len bytes, need not be NUL-terminated) as a request of kind. Unknown fields are
+ * ignored, as OpenAI's clients send many; known fields of the wrong type or range, and features
+ * not offered (n > 1, logprobs, tools), are errors. 0 on success (free *req with
+ * serve_request_free), -1 with *err set (status 400). */
+int serve_request_parse(const char *body, size_t len, serve_kind kind, serve_request *req,
+                        serve_error *err);
+void serve_request_free(serve_request *req);
+
+#endif

@@ -1,0 +1,84 @@
+/* clinfer serve: the slots. Each slot is a context of the one model, driven by its own worker
+ * thread (contexts of a model decode at once with no lock); requests wait for a free slot in a
+ * bounded queue. A job is one request's generation: its input, and the text it produced so far,
+ * which the HTTP side reads while the worker writes. */
+#ifndef CLINFER_SERVE_SLOTS_H
+#define CLINFER_SERVE_SLOTS_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "clinfer.h"
+#include "serve_request.h"
+
+typedef struct serve_pool serve_pool;
+
+typedef enum { SERVE_FINISH_NONE, SERVE_FINISH_STOP, SERVE_FINISH_LENGTH } serve_finish;
+
+typedef struct serve_job {
+    /* input, fixed once submitted */
+    int32_t *tokens;
+    size_t n_tokens;
+    int32_t n_predict; /* -1: until end of generation or of the context */
+    clinfer_sampler_params sampling;
+    char *stop[SERVE_MAX_STOP];
+    size_t n_stop;
+
+    /* output, under the pool's lock; `changed` is signalled on each change */
+    pthread_cond_t changed;
+    char *text; /* everything generated so far */
+    size_t len, cap;
+    size_t ready;   /* text[0, ready) is final: no stop string can start in it */
+    bool done;      /* the worker is finished with it: ready, finish, stats, status are final */
+    bool cancelled; /* the client went away: stop at the next token */
+    serve_finish finish;
+    clinfer_generate_stats stats;
+    clinfer_status status;
+    char error[256];                    /* the library's message when status is not CLINFER_OK */
+    double submitted_ms, first_text_ms; /* first_text_ms: 0 until text arrived */
+
+    /* the pool's */
+    struct serve_job *next; /* in the queue */
+    bool submitted, queued;
+    int refs;
+    serve_pool *pool;
+} serve_job;
+
+typedef struct {
+    uint64_t jobs_done, jobs_cancelled, prompt_tokens, generated_tokens;
+    double prefill_ms, decode_ms; /* summed over finished jobs */
+    double ttft_ms;               /* queued to first text, summed over the jobs with text */
+    uint64_t ttft_jobs;
+    size_t queued, active, slots, queue_cap;
+} serve_pool_stats;
+
+/* Creates n_slots contexts of n_ctx tokens (0: the model's) and their workers. queue_cap: how
+ * many jobs may wait for a slot. Prints nothing; on failure clinfer_last_error() says why. */
+clinfer_status serve_pool_create(clinfer_model *model, size_t n_slots, uint32_t n_ctx,
+                                 size_t queue_cap, serve_pool **out);
+/* Finishes the queued and running jobs, stops the workers, frees the contexts. */
+void serve_pool_free(serve_pool *pool);
+uint32_t serve_pool_n_ctx(const serve_pool *pool);
+
+/* A job holding tokens (copied) and the request's sampling and stop strings (copied). NULL on
+ * out of memory. The caller holds one reference. */
+serve_job *serve_job_create(serve_pool *pool, const int32_t *tokens, size_t n_tokens,
+                            const serve_request *req, uint64_t seed);
+/* Queues a job (the pool takes its own reference): false when the queue is full. */
+bool serve_pool_submit(serve_pool *pool, serve_job *job);
+/* Drops the caller's reference; a job not done yet is cancelled first (the client left). */
+void serve_job_release(serve_job *job);
+
+/* Waits until the job has text beyond *seen or is done, or until timeout_ms passed. Copies
+ * what became final into out (up to size bytes; *n receives the count) and advances *seen;
+ * returns whether the job is done and all its text was taken. */
+bool serve_job_wait(serve_job *job, size_t *seen, char *out, size_t size, size_t *n,
+                    int timeout_ms);
+/* Cancels the job: a queued job leaves the queue, a running one stops at its next token. */
+void serve_job_cancel(serve_job *job);
+
+void serve_pool_get_stats(serve_pool *pool, serve_pool_stats *out);
+
+#endif
