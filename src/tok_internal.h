@@ -12,6 +12,8 @@
 #include "tokenizer.h"
 
 typedef enum { TOK_BPE, TOK_SPM, TOK_WPM } tok_model;
+/* The tokenizer.ggml.model values clinfer knows, for error messages. */
+#define TOK_MODELS "gpt2, gemma4, llama, bert"
 
 /* tokenizer.ggml.token_type values (llama.cpp's llama_token_type). */
 enum {
@@ -32,6 +34,19 @@ typedef struct {
 } tok_entry;
 
 typedef struct tok_pretok tok_pretok;
+
+/* Whether prompts start with BOS: by default no or yes (tokenizer.ggml.add_bos_token decides
+ * when present), or always (llama.cpp overrides the metadata for Gemma 4). */
+typedef enum { TOK_BOS_NO, TOK_BOS_YES, TOK_BOS_ALWAYS } tok_bos;
+
+/* How a BPE vocabulary's family treats text besides its regexes. */
+typedef struct {
+    bool ignore_merges; /* a word that is a token is taken whole, without merging (Llama 3) */
+    bool raw_bytes;     /* words stay UTF-8 (no GPT-2 byte stand-ins); <0xXX> byte fallback */
+    bool escape_spaces; /* spaces become U+2581 before splitting (SentencePiece-style BPE) */
+    bool newline_words; /* a word of line feeds only is taken whole when a token (Gemma 4) */
+    tok_bos add_bos;
+} tok_pretok_traits;
 
 #define TOK_MAX_EOG 16
 
@@ -55,9 +70,9 @@ struct clinfer_vocab {
     size_t n_eog;
     bool add_bos;
     bool add_space_prefix; /* SentencePiece: a space before the text, as SentencePiece adds */
-    bool ignore_merges;    /* byte-level BPE (llama3): a word that is a token is taken whole */
 
-    tok_pretok *pretok;      /* byte-level BPE */
+    tok_pretok *pretok; /* BPE */
+    tok_pretok_traits bpe;
     char byte_char[256][3];  /* byte-level BPE: the UTF-8 of each byte's stand-in character */
     int16_t char_byte[512];  /* ... and back: code point -> byte, -1 where none */
     int32_t byte_token[256]; /* SentencePiece: the id of <0xXX>, -1 where absent */
@@ -71,6 +86,9 @@ typedef struct {
 
 clinfer_status tok_ids_push(tok_ids *out, int32_t id);
 
+/* U+2581 LOWER ONE EIGHTH BLOCK, SentencePiece's stand-in for a space (3 bytes of UTF-8). */
+#define TOK_SPACE_MARK "\xe2\x96\x81"
+
 /* The length of the UTF-8 character at s (at most n bytes), 1 for an invalid byte. */
 size_t tok_char_len(const char *s, size_t n);
 
@@ -78,6 +96,10 @@ size_t tok_char_len(const char *s, size_t n);
 clinfer_status tok_bpe_init(clinfer_vocab *v, const char *pre, size_t pre_len);
 clinfer_status tok_bpe_encode(const clinfer_vocab *v, const char *text, size_t len, tok_ids *out);
 clinfer_status tok_spm_encode(const clinfer_vocab *v, const char *text, size_t len, tok_ids *out);
+/* The text with each space written as U+2581 (and one more before it with prefix), in
+ * *escaped (allocated, free() it), *n bytes long. */
+clinfer_status tok_escape_spaces(const char *text, size_t len, bool prefix, char **escaped,
+                                 size_t *n);
 clinfer_status tok_wpm_encode(const clinfer_vocab *v, const char *text, size_t len, tok_ids *out);
 
 /* Repeated pair merging, shared by byte-level BPE and SentencePiece. The text starts as one
@@ -94,9 +116,10 @@ typedef struct {
 clinfer_status tok_merge(const clinfer_vocab *v, const char *text, size_t len,
                          tok_pair_priority pair_priority, tok_span **spans, size_t *n_spans);
 
-/* Pre-tokenizers: regexes that split text into words before byte-level BPE. */
+/* Pre-tokenizers: regexes that split text into words before BPE; *traits receives the
+ * family's traits. An unknown name is CLINFER_ERR_UNSUPPORTED. */
 clinfer_status tok_pretok_create(const char *name, size_t name_len, tok_pretok **out,
-                                 bool *ignore_merges);
+                                 tok_pretok_traits *traits);
 void tok_pretok_free(tok_pretok *p);
 /* *spans (allocated, free() it) receives the words, covering every byte of the text. */
 clinfer_status tok_pretok_split(const tok_pretok *p, const char *text, size_t len, tok_span **spans,

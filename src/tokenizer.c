@@ -173,20 +173,23 @@ static clinfer_status index_specials(clinfer_vocab *v) {
     return CLINFER_OK;
 }
 
-/* Control tokens that end a turn in the chat formats clinfer knows (the first found is EOT
- * when the metadata names none), and those that end a text. */
+/* Tokens that end a turn in the chat formats clinfer knows (the first found is EOT when the
+ * metadata names none), and others that end generation. As in llama.cpp, these are control
+ * tokens whatever type the file gives them. */
 static const char *const turn_end_texts[] = {"<|eot_id|>",    "<|im_end|>", "<|end|>",
                                              "<end_of_turn>", "<EOT>",      "<|eom_id|>"};
-static const char *const text_end_texts[] = {"<|endoftext|>", "<|end_of_text|>"};
+static const char *const text_end_texts[] = {"<|endoftext|>", "<|end_of_text|>", "<eos>", "<turn|>",
+                                             "<|tool_response>"};
 
 static void add_eog(clinfer_vocab *v, int32_t id) {
     if (id < 0 || v->n_eog == TOK_MAX_EOG || clinfer_vocab_is_eog(v, id)) return;
     v->eog[v->n_eog++] = id;
 }
 
-static int32_t control_token(const clinfer_vocab *v, const char *text) {
+static int32_t control_token(clinfer_vocab *v, const char *text) {
     int32_t id = tok_strmap_get(&v->by_text, text, strlen(text));
-    return id >= 0 && v->tokens[id].type == TOK_TYPE_CONTROL ? id : -1;
+    if (id >= 0) v->tokens[id].type = TOK_TYPE_CONTROL;
+    return id;
 }
 
 static void find_end_tokens(clinfer_vocab *v) {
@@ -205,7 +208,7 @@ static void find_end_tokens(clinfer_vocab *v) {
 static clinfer_status read_specials(clinfer_vocab *v, const gguf_file *f) {
     clinfer_status st = CLINFER_OK;
     v->bos = v->eos = v->eot = v->eom = v->unk = v->sep = -1;
-    v->add_bos = v->model != TOK_BPE;
+    v->add_bos = v->model != TOK_BPE || v->bpe.add_bos != TOK_BOS_NO;
     v->add_space_prefix = v->model == TOK_SPM;
     if (v->model == TOK_SPM && v->n_tokens > 2) { /* SentencePiece's fixed <unk> <s> </s> */
         v->unk = 0;
@@ -224,6 +227,7 @@ static clinfer_status read_specials(clinfer_vocab *v, const gguf_file *f) {
     CHECK(read_id(f, "tokenizer.ggml.mask_token_id", v->n_tokens, &ignored));
     CHECK(read_flag(f, "tokenizer.ggml.add_bos_token", &v->add_bos));
     CHECK(read_flag(f, "tokenizer.ggml.add_space_prefix", &v->add_space_prefix));
+    if (v->model == TOK_BPE && v->bpe.add_bos == TOK_BOS_ALWAYS) v->add_bos = true;
     find_end_tokens(v);
 cleanup:
     return st;
@@ -240,9 +244,13 @@ clinfer_status clinfer_vocab_load(const gguf_file *f, clinfer_vocab **out) {
     v = calloc(1, sizeof *v);
     if (!v) return clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "tokenizer: vocabulary");
     CHECK(gguf_get_str(f, "tokenizer.ggml.model", &model));
-    if (gguf_str_eq(model, "gpt2"))
+    if (gguf_find_kv(f, "tokenizer.ggml.pre")) CHECK(gguf_get_str(f, "tokenizer.ggml.pre", &pre));
+    if (gguf_str_eq(model, "gpt2")) {
         v->model = TOK_BPE;
-    else if (gguf_str_eq(model, "llama"))
+    } else if (gguf_str_eq(model, "gemma4")) { /* BPE whatever tokenizer.ggml.pre says */
+        v->model = TOK_BPE;
+        pre = (gguf_str){"gemma4", 6};
+    } else if (gguf_str_eq(model, "llama"))
         v->model = TOK_SPM;
     else if (gguf_str_eq(model, "bert"))
         v->model = TOK_WPM;
@@ -262,18 +270,14 @@ clinfer_status clinfer_vocab_load(const gguf_file *f, clinfer_vocab **out) {
     if (v->model == TOK_BPE)
         CHECK(gguf_get_arr(f, "tokenizer.ggml.merges", GGUF_TYPE_STRING, &merges));
     CHECK(copy_tokens(v, f, texts, merges));
-    CHECK(read_specials(v, f));
-    CHECK(index_specials(v));
-    if (v->model == TOK_BPE) {
-        if (gguf_find_kv(f, "tokenizer.ggml.pre"))
-            CHECK(gguf_get_str(f, "tokenizer.ggml.pre", &pre));
-        CHECK(tok_bpe_init(v, pre.ptr, (size_t)pre.len));
-    }
     for (int b = 0; b < 256; b++) {
         char name[8];
         snprintf(name, sizeof name, "<0x%02X>", b);
         v->byte_token[b] = tok_strmap_get(&v->by_text, name, 6);
     }
+    if (v->model == TOK_BPE) CHECK(tok_bpe_init(v, pre.ptr, (size_t)pre.len));
+    CHECK(read_specials(v, f));
+    CHECK(index_specials(v));
     *out = v;
     v = NULL;
 cleanup:
@@ -450,8 +454,10 @@ clinfer_status clinfer_vocab_piece(const clinfer_vocab *v, int32_t id, char *buf
         /* stands for nothing */
     } else if (is_special_type(t->type) || t->type == TOK_TYPE_BYTE) {
         put(&p, t->text, t->len);
-    } else if (v->model == TOK_BPE) {
+    } else if (v->model == TOK_BPE && !v->bpe.raw_bytes) {
         put_byte_level(v, t, &p);
+    } else if (v->model == TOK_BPE && !v->bpe.escape_spaces) {
+        put(&p, t->text, t->len);
     } else {
         put_unescaped(t, &p);
     }

@@ -1,8 +1,13 @@
-# Tokenizers: llama.cpp's vocab vectors (tools/fetch_vocab.sh), one entry per vocabulary file;
-# skipped when the files are not there.
-foreach(vocab gpt-2 llama-spm bert-bge)
-  clinfer_test(test_tokenizer_${vocab} SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_tokenizer_vocab.c
-    ARGS ${vocab})
+# Tokenizers: llama.cpp's vocab vectors (tools/fetch_vocab.sh), one test per vocabulary file
+# (test_tokenizer_vocab's table says what to expect of each); skipped when the files are not there.
+# The executable runs as the gpt-2 test; the others reuse it.
+clinfer_test(test_tokenizer_vocab SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_tokenizer_vocab.c
+  ARGS gpt-2)
+foreach(vocab llama-spm bert-bge command-r deepseek-coder deepseek-llm falcon gemma-4 llama-bpe
+    mpt phi-3 qwen2 qwen35 refact starcoder aquila baichuan gpt-neox)
+  add_test(NAME test_tokenizer_${vocab} COMMAND test_tokenizer_vocab ${vocab})
+  set_tests_properties(test_tokenizer_${vocab} PROPERTIES LABELS quick SKIP_RETURN_CODE 77
+    ENVIRONMENT "${CLINFER_TEST_ENV}")
 endforeach()
 clinfer_test(test_tokenizer_pretok SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_tokenizer_pretok.c)
 
