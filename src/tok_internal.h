@@ -11,9 +11,9 @@
 #include "tok_strmap.h"
 #include "tokenizer.h"
 
-typedef enum { TOK_BPE, TOK_SPM, TOK_WPM } tok_model;
+typedef enum { TOK_BPE, TOK_SPM, TOK_WPM, TOK_UGM } tok_model;
 /* The tokenizer.ggml.model values clinfer knows, for error messages. */
-#define TOK_MODELS "gpt2, gemma4, llama, bert"
+#define TOK_MODELS "gpt2, gemma4, llama, bert, t5"
 
 /* tokenizer.ggml.token_type values (llama.cpp's llama_token_type). */
 enum {
@@ -76,6 +76,19 @@ struct clinfer_vocab {
     char byte_char[256][3];  /* byte-level BPE: the UTF-8 of each byte's stand-in character */
     int16_t char_byte[512];  /* ... and back: code point -> byte, -1 where none */
     int32_t byte_token[256]; /* SentencePiece: the id of <0xXX>, -1 where absent */
+
+    bool add_eos; /* add_bos requests also end with EOS (tokenizer.ggml.add_eos_token) */
+    struct {      /* unigram (tok_ugm.c) */
+        unsigned char *charsmap; /* tokenizer.ggml.precompiled_charsmap, NULL when none */
+        const unsigned char *trie;
+        uint32_t n_nodes;
+        const char *repl; /* the replacements after the trie */
+        size_t repl_size;
+        int32_t *by_text; /* the ids of the tokens segments may use, sorted by text */
+        size_t n_matchable;
+        double unknown_score;
+        bool remove_extra_whitespaces;
+    } ugm;
 };
 
 /* A growing list of ids. */
@@ -100,6 +113,8 @@ clinfer_status tok_spm_encode(const clinfer_vocab *v, const char *text, size_t l
  * *escaped (allocated, free() it), *n bytes long. */
 clinfer_status tok_escape_spaces(const char *text, size_t len, bool prefix, char **escaped,
                                  size_t *n);
+clinfer_status tok_ugm_init(clinfer_vocab *v, const gguf_file *f);
+clinfer_status tok_ugm_encode(const clinfer_vocab *v, const char *text, size_t len, tok_ids *out);
 clinfer_status tok_wpm_encode(const clinfer_vocab *v, const char *text, size_t len, tok_ids *out);
 
 /* Repeated pair merging, shared by byte-level BPE and SentencePiece. The text starts as one

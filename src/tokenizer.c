@@ -1,5 +1,5 @@
 /* Vocabulary loading and validation, special-token matching, pieces, and the dispatch to the
- * model's algorithm (tok_bpe.c, tok_spm.c, tok_wpm.c). */
+ * model's algorithm (tok_bpe.c, tok_spm.c, tok_wpm.c, tok_ugm.c). */
 #include "tokenizer.h"
 
 #include <stdio.h>
@@ -35,6 +35,8 @@ void clinfer_vocab_free(clinfer_vocab *v) {
     tok_strmap_free(&v->by_text);
     tok_strmap_free(&v->merge_rank);
     free(v->specials);
+    free(v->ugm.charsmap);
+    free(v->ugm.by_text);
     free(v->tokens);
     free(v->arena);
     free(v);
@@ -215,6 +217,14 @@ static clinfer_status read_specials(clinfer_vocab *v, const gguf_file *f) {
         v->bos = 1;
         v->eos = 2;
     }
+    if (v->model == TOK_UGM) { /* T5's <pad> </s> <unk>, no BOS; inputs end with </s> */
+        v->add_bos = false;
+        v->add_eos = true;
+        if (v->n_tokens > 2) {
+            v->eos = 1;
+            v->unk = 2;
+        }
+    }
     int32_t ignored;
     CHECK(read_id(f, "tokenizer.ggml.cls_token_id", v->n_tokens, &v->bos));
     CHECK(read_id(f, "tokenizer.ggml.bos_token_id", v->n_tokens, &v->bos));
@@ -226,6 +236,9 @@ static clinfer_status read_specials(clinfer_vocab *v, const gguf_file *f) {
     CHECK(read_id(f, "tokenizer.ggml.padding_token_id", v->n_tokens, &ignored));
     CHECK(read_id(f, "tokenizer.ggml.mask_token_id", v->n_tokens, &ignored));
     CHECK(read_flag(f, "tokenizer.ggml.add_bos_token", &v->add_bos));
+    CHECK(read_flag(f, "tokenizer.ggml.add_eos_token", &v->add_eos));
+    CHECK(
+        read_flag(f, "tokenizer.ggml.remove_extra_whitespaces", &v->ugm.remove_extra_whitespaces));
     CHECK(read_flag(f, "tokenizer.ggml.add_space_prefix", &v->add_space_prefix));
     if (v->model == TOK_BPE && v->bpe.add_bos == TOK_BOS_ALWAYS) v->add_bos = true;
     find_end_tokens(v);
@@ -250,14 +263,19 @@ clinfer_status clinfer_vocab_load(const gguf_file *f, clinfer_vocab **out) {
     } else if (gguf_str_eq(model, "gemma4")) { /* BPE whatever tokenizer.ggml.pre says */
         v->model = TOK_BPE;
         pre = (gguf_str){"gemma4", 6};
-    } else if (gguf_str_eq(model, "llama"))
+    } else if (gguf_str_eq(model, "llama")) {
         v->model = TOK_SPM;
-    else if (gguf_str_eq(model, "bert"))
+    } else if (gguf_str_eq(model, "bert")) {
         v->model = TOK_WPM;
-    else {
-        st = clinfer_fail(CLINFER_ERR_UNSUPPORTED,
-                          "tokenizer: tokenizer.ggml.model '%.*s' is not gpt2, llama or bert",
-                          (int)(model.len > 64 ? 64 : model.len), model.ptr);
+    } else if (gguf_str_eq(model, "t5")) {
+        v->model = TOK_UGM;
+    } else {
+        bool none = gguf_str_eq(model, "none") || gguf_str_eq(model, "no_vocab");
+        st = clinfer_fail(
+            CLINFER_ERR_UNSUPPORTED,
+            none ? "tokenizer: the file has no vocabulary (tokenizer.ggml.model '%.*s')"
+                 : "tokenizer: tokenizer.ggml.model '%.*s' is not one of " TOK_MODELS,
+            (int)(model.len > 64 ? 64 : model.len), model.ptr);
         goto cleanup;
     }
     CHECK(gguf_get_arr(f, "tokenizer.ggml.tokens", GGUF_TYPE_STRING, &texts));
@@ -276,6 +294,7 @@ clinfer_status clinfer_vocab_load(const gguf_file *f, clinfer_vocab **out) {
         v->byte_token[b] = tok_strmap_get(&v->by_text, name, 6);
     }
     if (v->model == TOK_BPE) CHECK(tok_bpe_init(v, pre.ptr, (size_t)pre.len));
+    if (v->model == TOK_UGM) CHECK(tok_ugm_init(v, f));
     CHECK(read_specials(v, f));
     CHECK(index_specials(v));
     *out = v;
@@ -342,6 +361,8 @@ static clinfer_status encode_run(const clinfer_vocab *v, const char *text, size_
         return tok_spm_encode(v, text, len, out);
     case TOK_WPM:
         return tok_wpm_encode(v, text, len, out);
+    case TOK_UGM:
+        return tok_ugm_encode(v, text, len, out);
     }
     return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "tokenizer: model %d", (int)v->model);
 }
@@ -369,6 +390,7 @@ clinfer_status clinfer_vocab_tokenize(const clinfer_vocab *v, const char *text, 
     }
     if (run < len) CHECK(encode_run(v, text + run, len - run, &ids));
     if (add_bos && v->model == TOK_WPM && v->sep >= 0) CHECK(tok_ids_push(&ids, v->sep));
+    if (add_bos && v->add_eos && v->eos >= 0) CHECK(tok_ids_push(&ids, v->eos));
     *n_out = ids.n;
     if (ids.n && cap) memcpy(out, ids.ids, (ids.n < cap ? ids.n : cap) * sizeof *out);
     if (ids.n > cap)

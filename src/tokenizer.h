@@ -1,7 +1,10 @@
 /* Tokenizers loaded from a GGUF file's tokenizer.ggml.* metadata:
- *   "gpt2"  byte-level BPE: pre-tokenizer regexes chosen by tokenizer.ggml.pre, merge ranks;
- *   "llama" SentencePiece BPE: score-driven merges, U+2581 for spaces, <0xXX> byte fallback;
- *   "bert"  WordPiece: BERT normalisation, greedy longest match, [UNK] for unknown words.
+ *   "gpt2"   byte-level BPE: pre-tokenizer regexes chosen by tokenizer.ggml.pre, merge ranks
+ *            (a few families merge UTF-8 with U+2581 for spaces instead);
+ *   "gemma4" BPE over UTF-8, U+2581 for spaces, <0xXX> byte fallback;
+ *   "llama"  SentencePiece BPE: score-driven merges, U+2581 for spaces, <0xXX> byte fallback;
+ *   "bert"   WordPiece: BERT normalisation, greedy longest match, [UNK] for unknown words;
+ *   "t5"     SentencePiece unigram: precompiled normalisation, best-scoring segmentation.
  * A loaded vocabulary is read-only, so one may be shared by threads. */
 #ifndef CLINFER_TOKENIZER_H
 #define CLINFER_TOKENIZER_H
@@ -32,9 +35,10 @@ bool clinfer_vocab_add_bos(const clinfer_vocab *v);
 /* End of generation: EOS, EOT, EOM and control tokens such as <|im_end|> or <|eot_id|>. */
 bool clinfer_vocab_is_eog(const clinfer_vocab *v, int32_t id);
 
-/* Tokenizes len bytes of text. add_bos prepends BOS (WordPiece: [CLS] ... [SEP]);
- * parse_special matches control tokens' text ("<|im_start|>"); user-defined tokens always match.
- * Writes up to cap ids; *n_out receives the count needed, and the call returns
+/* Tokenizes len bytes of text. add_bos adds the vocabulary's special tokens: BOS first
+ * (WordPiece: [CLS] ... [SEP]), and EOS last where tokenizer.ggml.add_eos_token (T5's default)
+ * says; parse_special matches control tokens' text ("<|im_start|>"); user-defined tokens always
+ * match. Writes up to cap ids; *n_out receives the count needed, and the call returns
  * CLINFER_ERR_BUFFER_TOO_SMALL when it exceeds cap. Invalid UTF-8 never fails: bad bytes are
  * single-byte characters (WordPiece drops them, as BERT's cleaning drops U+FFFD). */
 clinfer_status clinfer_vocab_tokenize(const clinfer_vocab *v, const char *text, size_t len,

@@ -102,7 +102,39 @@ static const struct {
     {"qwen35", ROUND_TRIP_EXACT, false},         {"refact", ROUND_TRIP_EXACT, false},
     {"starcoder", ROUND_TRIP_EXACT, false},      {"aquila", ROUND_TRIP_EXACT, false},
     {"baichuan", ROUND_TRIP_SPACE_PREFIX, true}, {"gpt-neox", ROUND_TRIP_EXACT, false},
+    {"nomic-bert-moe", ROUND_TRIP_NONE, true},
 };
+
+/* Ids llama.cpp's llama-tokenize gives (no BOS, llama-cpp-python 0.3.36's llama.cpp) where a
+ * vocabulary comes without .out: the unigram's character map (full-width forms, ligatures,
+ * circled digits, superscripts) and space merging. -1 ends each list. */
+static const struct {
+    const char *vocab, *text;
+    int32_t ids[8];
+} extra[] = {
+    {"nomic-bert-moe",
+     "\xef\xbc\xa8\xef\xbd\x85\xef\xbd\x8c\xef\xbd\x8c\xef\xbd\x8f  "
+     "\xef\xbd\x97\xef\xbd\x8f\xef\xbd\x92\xef\xbd\x8c\xef\xbd\x84 \xef\xac\x81ne",
+     {35378, 8999, 5885, -1}},
+    {"nomic-bert-moe",
+     "Caf\xc3\xa9   na\xc3\xafve  \xe2\x91\xa0\xe2\x91\xa1  x\xc2\xb2",
+     {61427, 24, 9392, 272, 427, 1022, 304, -1}},
+    {"nomic-bert-moe", "tab\there\nnew", {20928, 3688, 3525, -1}},
+};
+
+static void check_extra(const clinfer_vocab *v, const char *name) {
+    for (size_t i = 0; i < sizeof extra / sizeof extra[0]; i++) {
+        if (strcmp(extra[i].vocab, name) != 0) continue;
+        int32_t ids[64];
+        size_t n = 0, n_want = 0;
+        while (extra[i].ids[n_want] >= 0)
+            n_want++;
+        EXPECT_OK(clinfer_vocab_tokenize(v, extra[i].text, strlen(extra[i].text), false, false, ids,
+                                         64, &n));
+        EXPECT(n == n_want && memcmp(ids, extra[i].ids, n * sizeof *ids) == 0,
+               "'%s': %zu ids, expected %zu", extra[i].text, n, n_want);
+    }
+}
 
 static void check_vectors(const clinfer_vocab *v, char *inp, const char *outp, round_trip trip) {
     size_t n_inputs = 0, mismatches = 0;
@@ -273,6 +305,7 @@ int main(int argc, char **argv) {
     gguf_close(f); /* the vocabulary keeps its own copy */
     if (v) {
         check_vectors(v, inp, outp, vocabs[which].trip);
+        check_extra(v, argv[1]);
         check_api(v, vocabs[which].trip == ROUND_TRIP_EXACT);
         EXPECT(clinfer_vocab_add_bos(v) == vocabs[which].add_bos, "add_bos default");
     }

@@ -4,12 +4,13 @@
 clinfer_test(test_tokenizer_vocab SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_tokenizer_vocab.c
   ARGS gpt-2)
 foreach(vocab llama-spm bert-bge command-r deepseek-coder deepseek-llm falcon gemma-4 llama-bpe
-    mpt phi-3 qwen2 qwen35 refact starcoder aquila baichuan gpt-neox)
+    mpt phi-3 qwen2 qwen35 refact starcoder aquila baichuan gpt-neox nomic-bert-moe)
   add_test(NAME test_tokenizer_${vocab} COMMAND test_tokenizer_vocab ${vocab})
   set_tests_properties(test_tokenizer_${vocab} PROPERTIES LABELS quick SKIP_RETURN_CODE 77
     ENVIRONMENT "${CLINFER_TEST_ENV}")
 endforeach()
 clinfer_test(test_tokenizer_pretok SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_tokenizer_pretok.c)
+clinfer_test(test_tokenizer_ugm SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_tokenizer_ugm.c)
 
 # `clinfer tokenize` on a vocab-only file: GPT-2's ids for "Hello world" (as in the vectors),
 # and a one-line error for a file that is not GGUF. with_vocab.sh finds the file when the test
