@@ -35,6 +35,12 @@ typedef struct {
 
 typedef struct tok_pretok tok_pretok;
 
+/* Token ids sorted by text (tok_prefix.c). */
+typedef struct {
+    int32_t *ids;
+    size_t n;
+} tok_prefix_index;
+
 /* Whether prompts start with BOS: by default no or yes (tokenizer.ggml.add_bos_token decides
  * when present), or always (llama.cpp overrides the metadata for Gemma 4). */
 typedef enum { TOK_BOS_NO, TOK_BOS_YES, TOK_BOS_ALWAYS } tok_bos;
@@ -84,8 +90,7 @@ struct clinfer_vocab {
         uint32_t n_nodes;
         const char *repl; /* the replacements after the trie */
         size_t repl_size;
-        int32_t *by_text; /* the ids of the tokens segments may use, sorted by text */
-        size_t n_matchable;
+        tok_prefix_index matchable; /* the tokens segments may use */
         double unknown_score;
         bool remove_extra_whitespaces;
     } ugm;
@@ -113,6 +118,17 @@ clinfer_status tok_spm_encode(const clinfer_vocab *v, const char *text, size_t l
  * *escaped (allocated, free() it), *n bytes long. */
 clinfer_status tok_escape_spaces(const char *text, size_t len, bool prefix, char **escaped,
                                  size_t *n);
+/* Every token whose text is a prefix of s, shortest first: start with a zeroed walk, call until
+ * false. keep chooses the tokens indexed (tok_prefix_init). */
+typedef struct {
+    size_t lo, hi, depth;
+    bool started;
+} tok_prefix_walk;
+clinfer_status tok_prefix_init(tok_prefix_index *ix, const clinfer_vocab *v,
+                               bool (*keep)(const tok_entry *t));
+bool tok_prefix_next(const tok_prefix_index *ix, const clinfer_vocab *v, const char *s, size_t len,
+                     tok_prefix_walk *w, int32_t *id);
+
 clinfer_status tok_ugm_init(clinfer_vocab *v, const gguf_file *f);
 clinfer_status tok_ugm_encode(const clinfer_vocab *v, const char *text, size_t len, tok_ids *out);
 clinfer_status tok_wpm_encode(const clinfer_vocab *v, const char *text, size_t len, tok_ids *out);

@@ -77,18 +77,6 @@ static bool matchable(const tok_entry *t) {
                       t->type == TOK_TYPE_UNUSED || t->type == TOK_TYPE_UNDEFINED);
 }
 
-static const clinfer_vocab *sort_vocab; /* qsort has no context argument */
-
-/* By text, bytewise (a prefix first), then id. */
-static int text_order(const void *pa, const void *pb) {
-    int32_t a = *(const int32_t *)pa, b = *(const int32_t *)pb;
-    const tok_entry *x = &sort_vocab->tokens[a], *y = &sort_vocab->tokens[b];
-    int c = memcmp(x->text, y->text, x->len < y->len ? x->len : y->len);
-    if (c) return c;
-    if (x->len != y->len) return x->len < y->len ? -1 : 1;
-    return a < b ? -1 : 1;
-}
-
 clinfer_status tok_ugm_init(clinfer_vocab *v, const gguf_file *f) {
     clinfer_status st = CLINFER_OK;
     const char *key = "tokenizer.ggml.precompiled_charsmap";
@@ -114,17 +102,12 @@ clinfer_status tok_ugm_init(clinfer_vocab *v, const gguf_file *f) {
         v->ugm.repl_size = (size_t)(map->arr_n - 4 - trie_size);
     }
     double min_score = DBL_MAX;
-    v->ugm.by_text = malloc(v->n_tokens * sizeof *v->ugm.by_text);
-    if (!v->ugm.by_text)
-        return clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "tokenizer: %zu tokens", v->n_tokens);
-    for (size_t i = 0; i < v->n_tokens; i++) {
-        const tok_entry *t = &v->tokens[i];
-        if (t->type == TOK_TYPE_NORMAL && t->score < min_score) min_score = t->score;
-        if (matchable(t)) v->ugm.by_text[v->ugm.n_matchable++] = (int32_t)i;
-    }
-    sort_vocab = v;
-    qsort(v->ugm.by_text, v->ugm.n_matchable, sizeof *v->ugm.by_text, text_order);
+    for (size_t i = 0; i < v->n_tokens; i++)
+        if (v->tokens[i].type == TOK_TYPE_NORMAL && v->tokens[i].score < min_score)
+            min_score = v->tokens[i].score;
+    CHECK(tok_prefix_init(&v->ugm.matchable, v, matchable));
     v->ugm.unknown_score = (min_score == DBL_MAX ? 0 : min_score) - UNKNOWN_PENALTY;
+cleanup:
     return st;
 }
 
@@ -193,30 +176,6 @@ typedef struct {
     uint32_t start;
 } best;
 
-/* Narrows [*lo, *hi) (tokens sharing their first depth bytes) to those whose next byte is c. */
-static void narrow(const clinfer_vocab *v, size_t depth, unsigned char c, size_t *lo, size_t *hi) {
-    size_t a = *lo, b = *hi;
-    while (a < b) { /* first with a byte >= c at depth (shorter tokens sort first) */
-        size_t m = a + (b - a) / 2;
-        const tok_entry *t = &v->tokens[v->ugm.by_text[m]];
-        if (t->len <= depth || (unsigned char)t->text[depth] < c)
-            a = m + 1;
-        else
-            b = m;
-    }
-    size_t first = a;
-    b = *hi;
-    while (a < b) { /* first with a byte > c */
-        size_t m = a + (b - a) / 2;
-        if ((unsigned char)v->tokens[v->ugm.by_text[m]].text[depth] <= c)
-            a = m + 1;
-        else
-            b = m;
-    }
-    *lo = first;
-    *hi = a;
-}
-
 static void offer(best *at, double score, int32_t id, size_t start) {
     if (score > at->score) *at = (best){score, id, (uint32_t)start};
 }
@@ -243,17 +202,12 @@ clinfer_status tok_ugm_encode(const clinfer_vocab *v, const char *text, size_t l
     for (size_t start = 0; start < n;) {
         size_t char_len = tok_char_len(norm.buf + start, n - start);
         bool whole_char = false;
-        size_t lo = 0, hi = v->ugm.n_matchable;
-        for (size_t d = 0; start + d < n && lo < hi; d++) {
-            narrow(v, d, (unsigned char)norm.buf[start + d], &lo, &hi);
-            size_t k = lo; /* the tokens of exactly d + 1 bytes, the last id wins */
-            while (k < hi && v->tokens[v->ugm.by_text[k]].len == d + 1)
-                k++;
-            if (k == lo) continue;
-            int32_t id = v->ugm.by_text[k - 1];
+        tok_prefix_walk walk = {0};
+        int32_t id;
+        while (tok_prefix_next(&v->ugm.matchable, v, norm.buf + start, n - start, &walk, &id)) {
             double score = v->tokens[id].type == TOK_TYPE_USER_DEFINED ? 0.0 : v->tokens[id].score;
-            offer(&dp[start + d + 1], dp[start].score + score, id, start);
-            whole_char = whole_char || d + 1 == char_len;
+            offer(&dp[start + walk.depth], dp[start].score + score, id, start);
+            whole_char = whole_char || walk.depth == char_len;
         }
         if (!whole_char)
             offer(&dp[start + char_len], dp[start].score + v->ugm.unknown_score, v->unk, start);

@@ -36,7 +36,7 @@ void clinfer_vocab_free(clinfer_vocab *v) {
     tok_strmap_free(&v->merge_rank);
     free(v->specials);
     free(v->ugm.charsmap);
-    free(v->ugm.by_text);
+    free(v->ugm.matchable.ids);
     free(v->tokens);
     free(v->arena);
     free(v);
