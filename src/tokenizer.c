@@ -37,6 +37,7 @@ void clinfer_vocab_free(clinfer_vocab *v) {
     free(v->specials);
     free(v->ugm.charsmap);
     free(v->ugm.matchable.ids);
+    free(v->rwkv_index.ids);
     free(v->tokens);
     free(v->arena);
     free(v);
@@ -103,9 +104,10 @@ static clinfer_status copy_tokens(clinfer_vocab *v, const gguf_file *f, const gg
             return clinfer_fail(CLINFER_ERR_FORMAT, "tokenizer: token %zu has type %d (0..6)", i,
                                 type);
         memcpy(p, s.ptr, s.len);
-        p[s.len] = '\0';
-        v->tokens[i] = (tok_entry){p, (uint32_t)s.len, type, scores ? gguf_arr_f32(scores, i) : 0};
-        if (s.len > v->max_token_len) v->max_token_len = s.len;
+        size_t len = v->model == TOK_RWKV ? tok_rwkv_unescape(p, s.len) : s.len;
+        p[len] = '\0';
+        v->tokens[i] = (tok_entry){p, (uint32_t)len, type, scores ? gguf_arr_f32(scores, i) : 0};
+        if (len > v->max_token_len) v->max_token_len = len;
         p += s.len + 1;
     }
     CHECK(tok_strmap_init(&v->by_text, v->n_tokens));
@@ -210,7 +212,7 @@ static void find_end_tokens(clinfer_vocab *v) {
 static clinfer_status read_specials(clinfer_vocab *v, const gguf_file *f) {
     clinfer_status st = CLINFER_OK;
     v->bos = v->eos = v->eot = v->eom = v->unk = v->sep = -1;
-    v->add_bos = v->model != TOK_BPE || v->bpe.add_bos != TOK_BOS_NO;
+    v->add_bos = v->model == TOK_BPE ? v->bpe.add_bos != TOK_BOS_NO : v->model != TOK_RWKV;
     v->add_space_prefix = v->model == TOK_SPM;
     if (v->model == TOK_SPM && v->n_tokens > 2) { /* SentencePiece's fixed <unk> <s> </s> */
         v->unk = 0;
@@ -269,6 +271,8 @@ clinfer_status clinfer_vocab_load(const gguf_file *f, clinfer_vocab **out) {
         v->model = TOK_WPM;
     } else if (gguf_str_eq(model, "t5")) {
         v->model = TOK_UGM;
+    } else if (gguf_str_eq(model, "rwkv")) {
+        v->model = TOK_RWKV;
     } else {
         bool none = gguf_str_eq(model, "none") || gguf_str_eq(model, "no_vocab");
         st = clinfer_fail(
@@ -295,6 +299,7 @@ clinfer_status clinfer_vocab_load(const gguf_file *f, clinfer_vocab **out) {
     }
     if (v->model == TOK_BPE) CHECK(tok_bpe_init(v, pre.ptr, (size_t)pre.len));
     if (v->model == TOK_UGM) CHECK(tok_ugm_init(v, f));
+    if (v->model == TOK_RWKV) CHECK(tok_rwkv_init(v));
     CHECK(read_specials(v, f));
     CHECK(index_specials(v));
     *out = v;
@@ -363,6 +368,8 @@ static clinfer_status encode_run(const clinfer_vocab *v, const char *text, size_
         return tok_wpm_encode(v, text, len, out);
     case TOK_UGM:
         return tok_ugm_encode(v, text, len, out);
+    case TOK_RWKV:
+        return tok_rwkv_encode(v, text, len, out);
     }
     return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "tokenizer: model %d", (int)v->model);
 }
@@ -478,8 +485,8 @@ clinfer_status clinfer_vocab_piece(const clinfer_vocab *v, int32_t id, char *buf
         put(&p, t->text, t->len);
     } else if (v->model == TOK_BPE && !v->bpe.raw_bytes) {
         put_byte_level(v, t, &p);
-    } else if (v->model == TOK_BPE && !v->bpe.escape_spaces) {
-        put(&p, t->text, t->len);
+    } else if ((v->model == TOK_BPE && !v->bpe.escape_spaces) || v->model == TOK_RWKV) {
+        put(&p, t->text, t->len); /* raw bytes */
     } else {
         put_unescaped(t, &p);
     }

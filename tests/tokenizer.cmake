@@ -11,6 +11,7 @@ foreach(vocab llama-spm bert-bge command-r deepseek-coder deepseek-llm falcon ge
 endforeach()
 clinfer_test(test_tokenizer_pretok SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_tokenizer_pretok.c)
 clinfer_test(test_tokenizer_ugm SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_tokenizer_ugm.c)
+clinfer_test(test_tokenizer_rwkv SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_tokenizer_rwkv.c)
 
 # `clinfer tokenize` on a vocab-only file: GPT-2's ids for "Hello world" (as in the vectors),
 # and a one-line error for a file that is not GGUF. with_vocab.sh finds the file when the test
