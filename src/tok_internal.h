@@ -11,9 +11,9 @@
 #include "tok_strmap.h"
 #include "tokenizer.h"
 
-typedef enum { TOK_BPE, TOK_SPM, TOK_WPM, TOK_UGM, TOK_RWKV } tok_model;
+typedef enum { TOK_BPE, TOK_SPM, TOK_WPM, TOK_UGM, TOK_RWKV, TOK_PLAMO2 } tok_model;
 /* The tokenizer.ggml.model values clinfer knows, for error messages. */
-#define TOK_MODELS "gpt2, gemma4, llama, bert, t5, rwkv"
+#define TOK_MODELS "gpt2, gemma4, llama, bert, t5, rwkv, plamo2"
 
 /* tokenizer.ggml.token_type values (llama.cpp's llama_token_type). */
 enum {
@@ -83,7 +83,8 @@ struct clinfer_vocab {
     int16_t char_byte[512];  /* ... and back: code point -> byte, -1 where none */
     int32_t byte_token[256]; /* SentencePiece: the id of <0xXX>, -1 where absent */
 
-    tok_prefix_index rwkv_index; /* RWKV: every token, by (unescaped) text */
+    tok_prefix_index rwkv_index;   /* RWKV: every token, by (unescaped) text */
+    tok_prefix_index plamo2_index; /* PLaMo 2: the tokens but bytes */
     bool add_eos; /* add_bos requests also end with EOS (tokenizer.ggml.add_eos_token) */
     struct {      /* unigram (tok_ugm.c) */
         unsigned char *charsmap; /* tokenizer.ggml.precompiled_charsmap, NULL when none */
@@ -136,6 +137,9 @@ clinfer_status tok_ugm_encode(const clinfer_vocab *v, const char *text, size_t l
 size_t tok_rwkv_unescape(char *s, size_t len);
 clinfer_status tok_rwkv_init(clinfer_vocab *v);
 clinfer_status tok_rwkv_encode(const clinfer_vocab *v, const char *text, size_t len, tok_ids *out);
+clinfer_status tok_plamo2_init(clinfer_vocab *v);
+clinfer_status tok_plamo2_encode(const clinfer_vocab *v, const char *text, size_t len,
+                                 tok_ids *out);
 clinfer_status tok_wpm_encode(const clinfer_vocab *v, const char *text, size_t len, tok_ids *out);
 
 /* Repeated pair merging, shared by byte-level BPE and SentencePiece. The text starts as one

@@ -38,6 +38,7 @@ void clinfer_vocab_free(clinfer_vocab *v) {
     free(v->ugm.charsmap);
     free(v->ugm.matchable.ids);
     free(v->rwkv_index.ids);
+    free(v->plamo2_index.ids);
     free(v->tokens);
     free(v->arena);
     free(v);
@@ -212,9 +213,11 @@ static void find_end_tokens(clinfer_vocab *v) {
 static clinfer_status read_specials(clinfer_vocab *v, const gguf_file *f) {
     clinfer_status st = CLINFER_OK;
     v->bos = v->eos = v->eot = v->eom = v->unk = v->sep = -1;
-    v->add_bos = v->model == TOK_BPE ? v->bpe.add_bos != TOK_BOS_NO : v->model != TOK_RWKV;
+    v->add_bos = v->model == TOK_BPE ? v->bpe.add_bos != TOK_BOS_NO
+                                     : v->model == TOK_SPM || v->model == TOK_WPM;
     v->add_space_prefix = v->model == TOK_SPM;
-    if (v->model == TOK_SPM && v->n_tokens > 2) { /* SentencePiece's fixed <unk> <s> </s> */
+    if ((v->model == TOK_SPM || v->model == TOK_PLAMO2) && v->n_tokens > 2) {
+        /* SentencePiece's fixed <unk> <s> </s> (PLaMo 2's <|plamo:unk|> ...) */
         v->unk = 0;
         v->bos = 1;
         v->eos = 2;
@@ -273,6 +276,8 @@ clinfer_status clinfer_vocab_load(const gguf_file *f, clinfer_vocab **out) {
         v->model = TOK_UGM;
     } else if (gguf_str_eq(model, "rwkv")) {
         v->model = TOK_RWKV;
+    } else if (gguf_str_eq(model, "plamo2")) {
+        v->model = TOK_PLAMO2;
     } else {
         bool none = gguf_str_eq(model, "none") || gguf_str_eq(model, "no_vocab");
         st = clinfer_fail(
@@ -300,6 +305,7 @@ clinfer_status clinfer_vocab_load(const gguf_file *f, clinfer_vocab **out) {
     if (v->model == TOK_BPE) CHECK(tok_bpe_init(v, pre.ptr, (size_t)pre.len));
     if (v->model == TOK_UGM) CHECK(tok_ugm_init(v, f));
     if (v->model == TOK_RWKV) CHECK(tok_rwkv_init(v));
+    if (v->model == TOK_PLAMO2) CHECK(tok_plamo2_init(v));
     CHECK(read_specials(v, f));
     CHECK(index_specials(v));
     *out = v;
@@ -370,6 +376,8 @@ static clinfer_status encode_run(const clinfer_vocab *v, const char *text, size_
         return tok_ugm_encode(v, text, len, out);
     case TOK_RWKV:
         return tok_rwkv_encode(v, text, len, out);
+    case TOK_PLAMO2:
+        return tok_plamo2_encode(v, text, len, out);
     }
     return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "tokenizer: model %d", (int)v->model);
 }
@@ -485,7 +493,8 @@ clinfer_status clinfer_vocab_piece(const clinfer_vocab *v, int32_t id, char *buf
         put(&p, t->text, t->len);
     } else if (v->model == TOK_BPE && !v->bpe.raw_bytes) {
         put_byte_level(v, t, &p);
-    } else if ((v->model == TOK_BPE && !v->bpe.escape_spaces) || v->model == TOK_RWKV) {
+    } else if ((v->model == TOK_BPE && !v->bpe.escape_spaces) || v->model == TOK_RWKV ||
+               v->model == TOK_PLAMO2) {
         put(&p, t->text, t->len); /* raw bytes */
     } else {
         put_unescaped(t, &p);

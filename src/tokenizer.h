@@ -4,7 +4,9 @@
  *   "gemma4" BPE over UTF-8, U+2581 for spaces, <0xXX> byte fallback;
  *   "llama"  SentencePiece BPE: score-driven merges, U+2581 for spaces, <0xXX> byte fallback;
  *   "bert"   WordPiece: BERT normalisation, greedy longest match, [UNK] for unknown words;
- *   "t5"     SentencePiece unigram: precompiled normalisation, best-scoring segmentation.
+ *   "t5"     SentencePiece unigram: precompiled normalisation, best-scoring segmentation;
+ *   "rwkv"   escaped byte strings, greedy longest match;
+ *   "plamo2" least-cost segmentation over code points, <0xXX> byte fallback.
  * A loaded vocabulary is read-only, so one may be shared by threads. */
 #ifndef CLINFER_TOKENIZER_H
 #define CLINFER_TOKENIZER_H

@@ -76,7 +76,7 @@ static gguf_writer *bpe_vocab(breakage brk) {
     const char *merges[] = {"a b", "ab c", "b c", "\xc4\xa0 ab",
                             brk == BREAK_MERGE ? "abc" : "a c"};
     gguf_writer *w = gw_new();
-    gw_kv_str(w, "tokenizer.ggml.model", brk == BREAK_MODEL ? "plamo2" : "gpt2");
+    gw_kv_str(w, "tokenizer.ggml.model", brk == BREAK_MODEL ? "hybriddna" : "gpt2");
     gw_kv_str(w, "tokenizer.ggml.pre", brk == BREAK_PRE ? "nonsense" : "gpt-2");
     if (brk == BREAK_TOKENS_TYPE)
         gw_kv_arr_i32(w, "tokenizer.ggml.tokens", types, 262);

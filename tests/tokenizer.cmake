@@ -12,6 +12,7 @@ endforeach()
 clinfer_test(test_tokenizer_pretok SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_tokenizer_pretok.c)
 clinfer_test(test_tokenizer_ugm SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_tokenizer_ugm.c)
 clinfer_test(test_tokenizer_rwkv SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_tokenizer_rwkv.c)
+clinfer_test(test_tokenizer_plamo2 SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_tokenizer_plamo2.c)
 
 # `clinfer tokenize` on a vocab-only file: GPT-2's ids for "Hello world" (as in the vectors),
 # and a one-line error for a file that is not GGUF. with_vocab.sh finds the file when the test
