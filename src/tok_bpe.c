@@ -77,7 +77,8 @@ cleanup:
     return st;
 }
 
-clinfer_status tok_bpe_encode(const clinfer_vocab *v, const char *text, size_t len, tok_ids *out) {
+static clinfer_status encode_text(const clinfer_vocab *v, const char *text, size_t len,
+                                  tok_ids *out) {
     clinfer_status st = CLINFER_OK;
     tok_span *words = NULL;
     size_t n_words = 0;
@@ -112,4 +113,50 @@ cleanup:
     free(mapped);
     free(words);
     return st;
+}
+
+/* Unicode's White_Space: the ASCII controls \t..\r, NEL, and the separators. */
+static bool white_space(utf8proc_int32_t c) {
+    utf8proc_category_t cat = utf8proc_category(c);
+    return (c >= '\t' && c <= '\r') || c == 0x85 || cat == UTF8PROC_CATEGORY_ZS ||
+           cat == UTF8PROC_CATEGORY_ZL || cat == UTF8PROC_CATEGORY_ZP;
+}
+
+/* The "whitespace" model: whitespace only separates (and is dropped), each run of other
+ * characters (lower-cased when the normaliser says so; an invalid byte as U+FFFD) is BPE text. */
+static clinfer_status encode_segments(const clinfer_vocab *v, const char *text, size_t len,
+                                      tok_ids *out) {
+    clinfer_status st = CLINFER_OK;
+    if (len > (SIZE_MAX - 1) / 3)
+        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "tokenizer: text of %zu bytes", len);
+    char *seg = malloc(3 * len + 1); /* U+FFFD for a byte is the most a byte can become */
+    size_t n = 0;
+    if (!seg) return clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "tokenizer: %zu bytes of text", len);
+    for (size_t off = 0; off <= len;) {
+        utf8proc_int32_t c = ' ';
+        utf8proc_ssize_t cl = 1;
+        if (off < len) {
+            cl = utf8proc_iterate((const utf8proc_uint8_t *)text + off,
+                                  (utf8proc_ssize_t)(len - off > 4 ? 4 : len - off), &c);
+            if (cl <= 0) {
+                c = 0xFFFD;
+                cl = 1;
+            }
+        }
+        off += (size_t)cl;
+        if (white_space(c)) {
+            if (n) CHECK(encode_text(v, seg, n, out));
+            n = 0;
+            continue;
+        }
+        if (v->lowercase) c = utf8proc_tolower(c);
+        n += (size_t)utf8proc_encode_char(c, (utf8proc_uint8_t *)seg + n);
+    }
+cleanup:
+    free(seg);
+    return st;
+}
+
+clinfer_status tok_bpe_encode(const clinfer_vocab *v, const char *text, size_t len, tok_ids *out) {
+    return v->drop_whitespace ? encode_segments(v, text, len, out) : encode_text(v, text, len, out);
 }

@@ -13,7 +13,7 @@
 
 typedef enum { TOK_BPE, TOK_SPM, TOK_WPM, TOK_UGM, TOK_RWKV, TOK_PLAMO2 } tok_model;
 /* The tokenizer.ggml.model values clinfer knows, for error messages. */
-#define TOK_MODELS "gpt2, gemma4, llama, bert, t5, rwkv, plamo2"
+#define TOK_MODELS "gpt2, gemma4, whitespace, llama, bert, t5, rwkv, plamo2"
 
 /* tokenizer.ggml.token_type values (llama.cpp's llama_token_type). */
 enum {
@@ -77,7 +77,9 @@ struct clinfer_vocab {
     bool add_bos;
     bool add_space_prefix; /* SentencePiece: a space before the text, as SentencePiece adds */
 
-    tok_pretok *pretok; /* BPE */
+    tok_pretok *pretok;   /* BPE */
+    bool drop_whitespace; /* BPE of the "whitespace" model: whitespace only separates */
+    bool lowercase;       /* ... and text is lower-cased (tokenizer.ggml.normalizer.lowercase) */
     tok_pretok_traits bpe;
     char byte_char[256][3];  /* byte-level BPE: the UTF-8 of each byte's stand-in character */
     int16_t char_byte[512];  /* ... and back: code point -> byte, -1 where none */

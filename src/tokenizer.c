@@ -265,6 +265,10 @@ clinfer_status clinfer_vocab_load(const gguf_file *f, clinfer_vocab **out) {
     if (gguf_find_kv(f, "tokenizer.ggml.pre")) CHECK(gguf_get_str(f, "tokenizer.ggml.pre", &pre));
     if (gguf_str_eq(model, "gpt2")) {
         v->model = TOK_BPE;
+    } else if (gguf_str_eq(model, "whitespace")) {
+        v->model = TOK_BPE;
+        v->drop_whitespace = true;
+        CHECK(read_flag(f, "tokenizer.ggml.normalizer.lowercase", &v->lowercase));
     } else if (gguf_str_eq(model, "gemma4")) { /* BPE whatever tokenizer.ggml.pre says */
         v->model = TOK_BPE;
         pre = (gguf_str){"gemma4", 6};

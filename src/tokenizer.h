@@ -2,6 +2,7 @@
  *   "gpt2"   byte-level BPE: pre-tokenizer regexes chosen by tokenizer.ggml.pre, merge ranks
  *            (a few families merge UTF-8 with U+2581 for spaces instead);
  *   "gemma4" BPE over UTF-8, U+2581 for spaces, <0xXX> byte fallback;
+ *   "whitespace" BPE over UTF-8 runs between whitespace, which is dropped;
  *   "llama"  SentencePiece BPE: score-driven merges, U+2581 for spaces, <0xXX> byte fallback;
  *   "bert"   WordPiece: BERT normalisation, greedy longest match, [UNK] for unknown words;
  *   "t5"     SentencePiece unigram: precompiled normalisation, best-scoring segmentation;

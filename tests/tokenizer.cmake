@@ -13,6 +13,8 @@ clinfer_test(test_tokenizer_pretok SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_tokeni
 clinfer_test(test_tokenizer_ugm SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_tokenizer_ugm.c)
 clinfer_test(test_tokenizer_rwkv SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_tokenizer_rwkv.c)
 clinfer_test(test_tokenizer_plamo2 SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_tokenizer_plamo2.c)
+clinfer_test(test_tokenizer_whitespace
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_tokenizer_whitespace.c)
 
 # `clinfer tokenize` on a vocab-only file: GPT-2's ids for "Hello world" (as in the vectors),
 # and a one-line error for a file that is not GGUF. with_vocab.sh finds the file when the test
