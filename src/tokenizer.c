@@ -298,7 +298,9 @@ clinfer_status clinfer_vocab_load(const gguf_file *f, clinfer_vocab **out) {
         goto cleanup;
     }
     v->n_tokens = (size_t)texts->arr_n;
-    if (v->model == TOK_BPE)
+    /* Kimi K2's files may come without merges (llama.cpp then merges nothing) */
+    if (v->model == TOK_BPE &&
+        (gguf_find_kv(f, "tokenizer.ggml.merges") || !gguf_str_eq(pre, "kimi-k2")))
         CHECK(gguf_get_arr(f, "tokenizer.ggml.merges", GGUF_TYPE_STRING, &merges));
     CHECK(copy_tokens(v, f, texts, merges));
     for (int b = 0; b < 256; b++) {
@@ -318,6 +320,15 @@ cleanup:
     if (st != CLINFER_OK) clinfer_error_prefix("loading the vocabulary");
     clinfer_vocab_free(v);
     return st;
+}
+
+bool clinfer_vocab_present(const gguf_file *f) {
+    const gguf_kv *kv = gguf_find_kv(f, "tokenizer.ggml.model");
+    if (!kv) return false;
+    if (kv->type != GGUF_TYPE_STRING) return true; /* for clinfer_vocab_load to refuse */
+    gguf_str model;
+    return gguf_get_str(f, "tokenizer.ggml.model", &model) != CLINFER_OK ||
+           (!gguf_str_eq(model, "none") && !gguf_str_eq(model, "no_vocab"));
 }
 
 /* ---- queries ---------------------------------------------------------------------------- */

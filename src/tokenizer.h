@@ -25,6 +25,9 @@ typedef struct clinfer_vocab clinfer_vocab;
  * special ids in range) and copies what it needs: the file may be closed afterwards. */
 clinfer_status clinfer_vocab_load(const gguf_file *f, clinfer_vocab **out);
 void clinfer_vocab_free(clinfer_vocab *v);
+/* Whether the file has a vocabulary: tokenizer.ggml.model is there and not "none" or
+ * "no_vocab" (llama.cpp's names for a model without one). */
+bool clinfer_vocab_present(const gguf_file *f);
 
 size_t clinfer_vocab_n_tokens(const clinfer_vocab *v);
 /* Special ids, -1 when the vocabulary has none. For WordPiece, BOS is [CLS]. */

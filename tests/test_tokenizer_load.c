@@ -20,7 +20,9 @@ typedef enum {
     BREAK_TOKENS_TYPE,
     BREAK_SCORES_TYPE,
     BREAK_NO_MERGES,
-    BREAK_EMPTY
+    BREAK_EMPTY,
+    BREAK_NO_VOCAB,     /* tokenizer.ggml.model "none" */
+    KIMI_WITHOUT_MERGES /* not broken: Kimi K2 may come without merges */
 } breakage;
 
 static clinfer_status load(gguf_writer *w, clinfer_vocab **v) {
@@ -76,8 +78,14 @@ static gguf_writer *bpe_vocab(breakage brk) {
     const char *merges[] = {"a b", "ab c", "b c", "\xc4\xa0 ab",
                             brk == BREAK_MERGE ? "abc" : "a c"};
     gguf_writer *w = gw_new();
-    gw_kv_str(w, "tokenizer.ggml.model", brk == BREAK_MODEL ? "hybriddna" : "gpt2");
-    gw_kv_str(w, "tokenizer.ggml.pre", brk == BREAK_PRE ? "nonsense" : "gpt-2");
+    gw_kv_str(w, "tokenizer.ggml.model",
+              brk == BREAK_MODEL      ? "hybriddna"
+              : brk == BREAK_NO_VOCAB ? "none"
+                                      : "gpt2");
+    gw_kv_str(w, "tokenizer.ggml.pre",
+              brk == BREAK_PRE             ? "nonsense"
+              : brk == KIMI_WITHOUT_MERGES ? "kimi-k2"
+                                           : "gpt-2");
     if (brk == BREAK_TOKENS_TYPE)
         gw_kv_arr_i32(w, "tokenizer.ggml.tokens", types, 262);
     else if (brk == BREAK_EMPTY)
@@ -85,7 +93,8 @@ static gguf_writer *bpe_vocab(breakage brk) {
     else if (brk != BREAK_NO_TOKENS)
         gw_kv_arr_str(w, "tokenizer.ggml.tokens", texts, 262);
     gw_kv_arr_i32(w, "tokenizer.ggml.token_type", types, 262);
-    if (brk != BREAK_NO_MERGES) gw_kv_arr_str(w, "tokenizer.ggml.merges", merges, 5);
+    if (brk != BREAK_NO_MERGES && brk != KIMI_WITHOUT_MERGES)
+        gw_kv_arr_str(w, "tokenizer.ggml.merges", merges, 5);
     gw_kv_u32(w, "tokenizer.ggml.eos_token_id", brk == BREAK_BOS ? 262 : 260);
     return w;
 }
@@ -141,6 +150,21 @@ int main(void) {
     }
     clinfer_vocab_free(v);
 
+    EXPECT_OK(load(bpe_vocab(KIMI_WITHOUT_MERGES), &v));
+    if (v) expect_ids(v, "abc", false, (int32_t[]){'a', 'b', 'c'}, 3); /* nothing merges */
+    clinfer_vocab_free(v);
+
+    /* "none": no vocabulary, which a model file may have (its model loads without one) */
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    gguf_file *f = NULL;
+    gguf_writer *w = bpe_vocab(BREAK_NO_VOCAB);
+    if (gw_to_memory(w, &buf, &len) == 0 && gguf_open_memory(buf, len, &f) == CLINFER_OK)
+        EXPECT(!clinfer_vocab_present(f), "'none' is no vocabulary");
+    gguf_close(f);
+    free(buf);
+    gw_free(w);
+
     EXPECT_OK(load(spm_vocab(BREAK_NONE, -1, -2), &v)); /* "ab" outscores "\u2581a" */
     if (v) {
         expect_ids(v, "ab", false, (int32_t[]){3, 6}, 2);
@@ -170,6 +194,7 @@ int main(void) {
         {BREAK_SCORES_TYPE, true, 0},
         {BREAK_NO_MERGES, false, CLINFER_ERR_NOT_FOUND},
         {BREAK_EMPTY, false, CLINFER_ERR_FORMAT},
+        {BREAK_NO_VOCAB, false, CLINFER_ERR_UNSUPPORTED},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         clinfer_status st =
