@@ -1,6 +1,7 @@
 /* The vocabulary's layout, shared by the tokenizer files (tokenizer.c loads it and dispatches;
- * tok_bpe.c, tok_spm.c, tok_wpm.c hold the algorithms; tok_merge.c the shared pair merging;
- * tok_pretok.c the regex pre-tokenizers). Not for use outside the tokenizer. */
+ * tok_bpe.c, tok_spm.c, tok_wpm.c, tok_ugm.c, tok_rwkv.c, tok_plamo2.c hold the algorithms;
+ * tok_merge.c the shared pair merging, tok_prefix.c the prefix search; tok_pretok.c and
+ * tok_pretok_table.c the regex pre-tokenizers). Not for use outside the tokenizer. */
 #ifndef CLINFER_TOK_INTERNAL_H
 #define CLINFER_TOK_INTERNAL_H
 
@@ -83,7 +84,7 @@ struct clinfer_vocab {
     tok_pretok_traits bpe;
     char byte_char[256][3];  /* byte-level BPE: the UTF-8 of each byte's stand-in character */
     int16_t char_byte[512];  /* ... and back: code point -> byte, -1 where none */
-    int32_t byte_token[256]; /* SentencePiece: the id of <0xXX>, -1 where absent */
+    int32_t byte_token[256]; /* the id of <0xXX> (byte fallback), -1 where absent */
 
     tok_prefix_index rwkv_index;   /* RWKV: every token, by (unescaped) text */
     tok_prefix_index plamo2_index; /* PLaMo 2: the tokens but bytes */
@@ -123,7 +124,8 @@ clinfer_status tok_spm_encode(const clinfer_vocab *v, const char *text, size_t l
 clinfer_status tok_escape_spaces(const char *text, size_t len, bool prefix, char **escaped,
                                  size_t *n);
 /* Every token whose text is a prefix of s, shortest first: start with a zeroed walk, call until
- * false. keep chooses the tokens indexed (tok_prefix_init). */
+ * false; after each match w->depth is the token's length. keep chooses the tokens indexed
+ * (tok_prefix_init). */
 typedef struct {
     size_t lo, hi, depth;
     bool started;

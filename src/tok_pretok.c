@@ -45,6 +45,13 @@ clinfer_status tok_pretok_create(const char *name, size_t name_len, tok_pretok *
      * words of their own; DOLLAR_ENDONLY: '$' means the end of the word, as in the original. */
     const uint32_t options = PCRE2_UTF | PCRE2_UCP | PCRE2_MATCH_INVALID_UTF | PCRE2_DOLLAR_ENDONLY;
     for (const char *const *re = fam->regexes; *re; re++) {
+        if (p->n_re == MAX_REGEXES) {
+            st = clinfer_fail(CLINFER_ERR_UNSUPPORTED,
+                              "tokenizer: pre-tokenizer '%s' has over %d "
+                              "regexes",
+                              fam->name, MAX_REGEXES);
+            goto cleanup;
+        }
         int err;
         PCRE2_SIZE err_off;
         p->re[p->n_re] =

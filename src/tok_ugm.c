@@ -133,7 +133,8 @@ static clinfer_status append(text_buf *b, const char *s, size_t n) {
 
 /* Maps the text, writes spaces as U+2581: with remove_extra_whitespaces each run of spaces
  * becomes one before the next word (also before the first: that is llama.cpp's reading), else
- * every space stays and add_space_prefix puts one before the first word. */
+ * every space stays and add_space_prefix puts one before the first word. (User-defined tokens,
+ * which SentencePiece leaves unmapped, never get here: they are split out beforehand.) */
 static clinfer_status normalize(const clinfer_vocab *v, const char *text, size_t len,
                                 text_buf *out) {
     clinfer_status st = CLINFER_OK;
