@@ -115,13 +115,6 @@ cleanup:
     return st;
 }
 
-/* Unicode's White_Space: the ASCII controls \t..\r, NEL, and the separators. */
-static bool white_space(utf8proc_int32_t c) {
-    utf8proc_category_t cat = utf8proc_category(c);
-    return (c >= '\t' && c <= '\r') || c == 0x85 || cat == UTF8PROC_CATEGORY_ZS ||
-           cat == UTF8PROC_CATEGORY_ZL || cat == UTF8PROC_CATEGORY_ZP;
-}
-
 /* The "whitespace" model: whitespace only separates (and is dropped), each run of other
  * characters (lower-cased when the normaliser says so; an invalid byte as U+FFFD) is BPE text. */
 static clinfer_status encode_segments(const clinfer_vocab *v, const char *text, size_t len,
@@ -144,7 +137,7 @@ static clinfer_status encode_segments(const clinfer_vocab *v, const char *text, 
             }
         }
         off += (size_t)cl;
-        if (white_space(c)) {
+        if (tok_white_space(c)) {
             if (n) CHECK(encode_text(v, seg, n, out));
             n = 0;
             continue;

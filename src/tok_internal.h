@@ -80,7 +80,8 @@ struct clinfer_vocab {
 
     tok_pretok *pretok;   /* BPE */
     bool drop_whitespace; /* BPE of the "whitespace" model: whitespace only separates */
-    bool lowercase;       /* ... and text is lower-cased (tokenizer.ggml.normalizer.lowercase) */
+    bool lowercase;       /* WordPiece and whitespace: tokenizer.ggml.normalizer.lowercase */
+    bool strip_accents;   /* WordPiece: tokenizer.ggml.normalizer.strip_accents */
     tok_pretok_traits bpe;
     char byte_char[256][3];  /* byte-level BPE: the UTF-8 of each byte's stand-in character */
     int16_t char_byte[512];  /* ... and back: code point -> byte, -1 where none */
@@ -111,6 +112,9 @@ clinfer_status tok_ids_push(tok_ids *out, int32_t id);
 
 /* U+2581 LOWER ONE EIGHTH BLOCK, SentencePiece's stand-in for a space (3 bytes of UTF-8). */
 #define TOK_SPACE_MARK "\xe2\x96\x81"
+
+/* Unicode's White_Space: the ASCII controls \t..\r, NEL, and the separators. */
+bool tok_white_space(int32_t c);
 
 /* The length of the UTF-8 character at s (at most n bytes), 1 for an invalid byte. */
 size_t tok_char_len(const char *s, size_t n);

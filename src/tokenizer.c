@@ -29,6 +29,12 @@ size_t tok_char_len(const char *s, size_t n) {
     return r > 0 ? (size_t)r : 1;
 }
 
+bool tok_white_space(int32_t c) {
+    utf8proc_category_t cat = utf8proc_category(c);
+    return (c >= '\t' && c <= '\r') || c == 0x85 || cat == UTF8PROC_CATEGORY_ZS ||
+           cat == UTF8PROC_CATEGORY_ZL || cat == UTF8PROC_CATEGORY_ZP;
+}
+
 void clinfer_vocab_free(clinfer_vocab *v) {
     if (!v) return;
     tok_pretok_free(v->pretok);
@@ -245,6 +251,10 @@ static clinfer_status read_specials(clinfer_vocab *v, const gguf_file *f) {
     CHECK(
         read_flag(f, "tokenizer.ggml.remove_extra_whitespaces", &v->ugm.remove_extra_whitespaces));
     CHECK(read_flag(f, "tokenizer.ggml.add_space_prefix", &v->add_space_prefix));
+    v->lowercase = v->model == TOK_WPM; /* BERT's normaliser; the whitespace model's is off */
+    CHECK(read_flag(f, "tokenizer.ggml.normalizer.lowercase", &v->lowercase));
+    v->strip_accents = v->lowercase;
+    CHECK(read_flag(f, "tokenizer.ggml.normalizer.strip_accents", &v->strip_accents));
     if (v->model == TOK_BPE && v->bpe.add_bos == TOK_BOS_ALWAYS) v->add_bos = true;
     find_end_tokens(v);
 cleanup:
@@ -268,7 +278,6 @@ clinfer_status clinfer_vocab_load(const gguf_file *f, clinfer_vocab **out) {
     } else if (gguf_str_eq(model, "whitespace")) {
         v->model = TOK_BPE;
         v->drop_whitespace = true;
-        CHECK(read_flag(f, "tokenizer.ggml.normalizer.lowercase", &v->lowercase));
     } else if (gguf_str_eq(model, "gemma4")) { /* BPE whatever tokenizer.ggml.pre says */
         v->model = TOK_BPE;
         pre = (gguf_str){"gemma4", 6};

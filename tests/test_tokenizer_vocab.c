@@ -105,9 +105,10 @@ static const struct {
     {"nomic-bert-moe", ROUND_TRIP_NONE, true},
 };
 
-/* Ids llama.cpp's llama-tokenize gives (no BOS, llama-cpp-python 0.3.36's llama.cpp) where a
- * vocabulary comes without .out: the unigram's character map (full-width forms, ligatures,
- * circled digits, superscripts) and space merging. -1 ends each list. */
+/* Ids llama.cpp's llama-tokenize gives (no BOS, llama-cpp-python 0.3.36's llama.cpp) for what
+ * the published vectors miss: the unigram's character map (full-width forms, ligatures, circled
+ * digits, superscripts) and space merging; WordPiece's accent stripping (a Hangul syllable
+ * keeps its first jamo, spacing marks go too). -1 ends each list. */
 static const struct {
     const char *vocab, *text;
     int32_t ids[8];
@@ -120,6 +121,10 @@ static const struct {
      "Caf\xc3\xa9   na\xc3\xafve  \xe2\x91\xa0\xe2\x91\xa1  x\xc2\xb2",
      {61427, 24, 9392, 272, 427, 1022, 304, -1}},
     {"nomic-bert-moe", "tab\there\nnew", {20928, 3688, 3525, -1}},
+    {"bert-bge",
+     "\xed\x95\x9c\xea\xb5\xad\xec\x96\xb4 \xe0\xa4\x9e\xe0\xa4\xbf "
+     "\xe0\xa4\x95\xe0\xa5\x8d\xe0\xa4\xb7\xe0\xa4\xbf",
+     {1469, 29991, 29999, 100, 1315, 29873, -1}},
 };
 
 static void check_extra(const clinfer_vocab *v, const char *name) {
