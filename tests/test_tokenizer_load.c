@@ -99,6 +99,32 @@ static gguf_writer *bpe_vocab(breakage brk) {
     return w;
 }
 
+/* WordPiece: [UNK] [CLS] [SEP], then word-initial pieces (U+2581 first) in both cases, with
+ * and without an accent, a Hangul syllable and its first jamo. lowercase/strip: -1 leaves the
+ * normalizer key out. */
+static gguf_writer *wpm_vocab(int lowercase, int strip) {
+    static const char *const texts[] = {"[UNK]",
+                                        "[CLS]",
+                                        "[SEP]",
+                                        "\xe2\x96\x81hello",
+                                        "\xe2\x96\x81Hello",
+                                        "\xe2\x96\x81"
+                                        "cafe",
+                                        "\xe2\x96\x81"
+                                        "caf\xc3\xa9",
+                                        "\xe2\x96\x81\xed\x95\x9c",
+                                        "\xe2\x96\x81\xe1\x84\x92"};
+    static const int32_t types[] = {2, 3, 3, 1, 1, 1, 1, 1, 1};
+    gguf_writer *w = gw_new();
+    gw_kv_str(w, "tokenizer.ggml.model", "bert");
+    gw_kv_arr_str(w, "tokenizer.ggml.tokens", texts, 9);
+    gw_kv_arr_i32(w, "tokenizer.ggml.token_type", types, 9);
+    gw_kv_u32(w, "tokenizer.ggml.unknown_token_id", 0);
+    if (lowercase >= 0) gw_kv_bool(w, "tokenizer.ggml.normalizer.lowercase", lowercase);
+    if (strip >= 0) gw_kv_bool(w, "tokenizer.ggml.normalizer.strip_accents", strip);
+    return w;
+}
+
 /* SentencePiece: <unk> <s> </s>, U+2581, a, b, "ab" and "\u2581a" with chosen scores, bytes. */
 static gguf_writer *spm_vocab(breakage brk, float score_ab, float score_space_a) {
     static char bytes[256][8];
@@ -164,6 +190,20 @@ int main(void) {
     gguf_close(f);
     free(buf);
     gw_free(w);
+
+    /* WordPiece's normaliser as llama.cpp runs it: by default lower case and accents stripped
+     * (a Hangul syllable to its first jamo); strip_accents follows lowercase unless given */
+    static const struct {
+        int lowercase, strip;
+        int32_t hello, cafe, han;
+    } wpm[] = {{-1, -1, 3, 5, 8}, {0, -1, 4, 6, 7}, {1, 0, 3, 6, 7}};
+    for (size_t i = 0; i < sizeof wpm / sizeof wpm[0]; i++) {
+        EXPECT_OK(load(wpm_vocab(wpm[i].lowercase, wpm[i].strip), &v));
+        if (v)
+            expect_ids(v, "Hello caf\xc3\xa9 \xed\x95\x9c", false,
+                       (int32_t[]){wpm[i].hello, wpm[i].cafe, wpm[i].han}, 3);
+        clinfer_vocab_free(v);
+    }
 
     EXPECT_OK(load(spm_vocab(BREAK_NONE, -1, -2), &v)); /* "ab" outscores "\u2581a" */
     if (v) {
