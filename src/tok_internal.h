@@ -113,6 +113,10 @@ clinfer_status tok_ids_push(tok_ids *out, int32_t id);
 /* U+2581 LOWER ONE EIGHTH BLOCK, SentencePiece's stand-in for a space (3 bytes of UTF-8). */
 #define TOK_SPACE_MARK "\xe2\x96\x81"
 
+/* A table of n + 1 entries of size bytes, one per byte position of a text of n bytes (which
+ * must fit 32-bit offsets), for the segmenting tokenizers' dynamic programming. */
+clinfer_status tok_alloc_positions(size_t n, size_t size, void **out);
+
 /* Unicode's White_Space: the ASCII controls \t..\r, NEL, and the separators. */
 bool tok_white_space(int32_t c);
 

@@ -75,15 +75,7 @@ clinfer_status tok_plamo2_encode(const clinfer_vocab *v, const char *text, size_
     size_t n = 0;
     CHECK(clean_text(text, len, &s, &starts, &n));
     if (n == 0) goto cleanup;
-    if (n > UINT32_MAX) {
-        st = clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "tokenizer: text of %zu bytes", n);
-        goto cleanup;
-    }
-    dp = malloc((n + 1) * sizeof *dp);
-    if (!dp) {
-        st = clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "tokenizer: %zu bytes of text", n);
-        goto cleanup;
-    }
+    CHECK(tok_alloc_positions(n, sizeof *dp, (void **)&dp));
     dp[n] = (step){0, -1, 0};
     for (size_t i = n; i-- > 0;) {
         if (!starts[i]) continue;

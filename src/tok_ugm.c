@@ -188,15 +188,7 @@ clinfer_status tok_ugm_encode(const clinfer_vocab *v, const char *text, size_t l
     CHECK(normalize(v, text, len, &norm));
     size_t n = norm.len;
     if (n == 0) goto cleanup;
-    if (n > UINT32_MAX) {
-        st = clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "tokenizer: text of %zu bytes", n);
-        goto cleanup;
-    }
-    dp = malloc((n + 1) * sizeof *dp);
-    if (!dp) {
-        st = clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "tokenizer: %zu bytes of text", n);
-        goto cleanup;
-    }
+    CHECK(tok_alloc_positions(n, sizeof *dp, (void **)&dp));
     for (size_t i = 0; i <= n; i++)
         dp[i] = (best){-DBL_MAX, v->unk, 0};
     dp[0].score = 0;

@@ -29,6 +29,15 @@ size_t tok_char_len(const char *s, size_t n) {
     return r > 0 ? (size_t)r : 1;
 }
 
+clinfer_status tok_alloc_positions(size_t n, size_t size, void **out) {
+    *out = NULL;
+    if (n > UINT32_MAX)
+        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "tokenizer: text of %zu bytes", n);
+    *out = malloc((n + 1) * size);
+    if (!*out) return clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "tokenizer: %zu bytes of text", n);
+    return CLINFER_OK;
+}
+
 bool tok_white_space(int32_t c) {
     utf8proc_category_t cat = utf8proc_category(c);
     return (c >= '\t' && c <= '\r') || c == 0x85 || cat == UTF8PROC_CATEGORY_ZS ||
