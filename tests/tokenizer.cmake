@@ -27,3 +27,9 @@ add_test(NAME cli_tokenize_not_gguf
   COMMAND clinfer_cli tokenize -m ${CMAKE_CURRENT_LIST_FILE} "Hello")
 set_tests_properties(cli_tokenize_not_gguf PROPERTIES LABELS quick WILL_FAIL TRUE)
 clinfer_test(test_tokenizer_load SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_tokenizer_load.c)
+# Against llama.cpp's llama-tokenize (label peer): every vocab file and every pre-tokenizer name
+# on a wider corpus (bench/crosscheck_tokenizers.sh); skipped (77) without the peer.
+add_test(NAME crosscheck_tokenizers
+  COMMAND bash ${PROJECT_SOURCE_DIR}/bench/crosscheck_tokenizers.sh --bin $<TARGET_FILE:clinfer_cli>)
+set_tests_properties(crosscheck_tokenizers PROPERTIES LABELS peer SKIP_RETURN_CODE 77 TIMEOUT 1200
+  ENVIRONMENT "${CLINFER_TEST_ENV}")
