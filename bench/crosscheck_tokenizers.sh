@@ -52,10 +52,10 @@ PY
     shown=0
     for t in "$work"/text*.txt; do
         a=$(peer_ids "$model" "$t") b=$(clinfer_ids "$model" "$t")
-        if [ "$a" != "$b" ] && [ $shown -lt 3 ]; then
-            echo "  $(head -c 60 "$t" | tr '\n' ' ')"$'\n'"    llama.cpp: $a"$'\n'"    clinfer:   $b" >&2
-            shown=$((shown + 1))
-        fi
+        [ "$a" = "$b" ] && continue
+        echo "  $(head -c 60 "$t" | tr '\n' ' ')"$'\n'"    llama.cpp: $a"$'\n'"    clinfer:   $b" >&2
+        shown=$((shown + 1))
+        [ $shown = 3 ] && break
     done
     rm -f "$work"/text*.txt
 done
