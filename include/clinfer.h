@@ -217,8 +217,9 @@ clinfer_status clinfer_model_get_info(const clinfer_model *model, clinfer_model_
 /* Writes up to capacity ids; *n_tokens receives the count needed, and the call returns
  * CLINFER_ERR_BUFFER_TOO_SMALL when it exceeds capacity. add_bos prepends BOS unconditionally,
  * whatever the model's metadata says; pass clinfer_token_add_bos(model) to start a prompt the
- * way the model expects. parse_special: text like "<|im_start|>" becomes its special token.
- * Invalid UTF-8 is tokenized byte-wise. */
+ * way the model expects; with add_bos, EOS is also appended where the model's metadata asks for
+ * it (tokenizer.ggml.add_eos_token, as T5's files do), as llama.cpp does. parse_special: text
+ * like "<|im_start|>" becomes its special token. Invalid UTF-8 is tokenized byte-wise. */
 clinfer_status clinfer_tokenize(const clinfer_model *model, const char *text, size_t len,
                                 bool add_bos, bool parse_special, int32_t *tokens, size_t capacity,
                                 size_t *n_tokens);

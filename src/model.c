@@ -417,8 +417,7 @@ clinfer_status clinfer_model_load(const char *path, const clinfer_model_params *
         gguf_get_str(m->gguf, "general.name", &name) == CLINFER_OK)
         snprintf(m->name, sizeof m->name, "%.*s", (int)(name.len > 127 ? 127 : name.len), name.ptr);
     CHECK(read_hparams(m));
-    if (gguf_find_kv(m->gguf, "tokenizer.ggml.model"))
-        CHECK(clinfer_vocab_load(m->gguf, &m->vocab));
+    if (clinfer_vocab_present(m->gguf)) CHECK(clinfer_vocab_load(m->gguf, &m->vocab));
     size_t n_vectors = 0;
     CHECK(check_tensors(m, &n_vectors));
     CHECK(create_backend(m, params));

@@ -1,6 +1,7 @@
 /* The vocabulary's layout, shared by the tokenizer files (tokenizer.c loads it and dispatches;
- * tok_bpe.c, tok_spm.c, tok_wpm.c hold the algorithms; tok_merge.c the shared pair merging;
- * tok_pretok.c the regex pre-tokenizers). Not for use outside the tokenizer. */
+ * tok_bpe.c, tok_spm.c, tok_wpm.c, tok_ugm.c, tok_rwkv.c, tok_plamo2.c hold the algorithms;
+ * tok_merge.c the shared pair merging, tok_prefix.c the prefix search; tok_pretok.c and
+ * tok_pretok_table.c the regex pre-tokenizers). Not for use outside the tokenizer. */
 #ifndef CLINFER_TOK_INTERNAL_H
 #define CLINFER_TOK_INTERNAL_H
 
@@ -11,7 +12,7 @@
 #include "tok_strmap.h"
 #include "tokenizer.h"
 
-typedef enum { TOK_BPE, TOK_SPM, TOK_WPM } tok_model;
+typedef enum { TOK_BPE, TOK_SPM, TOK_WPM, TOK_UGM, TOK_RWKV, TOK_PLAMO2 } tok_model;
 
 /* tokenizer.ggml.token_type values (llama.cpp's llama_token_type). */
 enum {
@@ -32,6 +33,25 @@ typedef struct {
 } tok_entry;
 
 typedef struct tok_pretok tok_pretok;
+
+/* Token ids sorted by text (tok_prefix.c). */
+typedef struct {
+    int32_t *ids;
+    size_t n;
+} tok_prefix_index;
+
+/* Whether prompts start with BOS: by default no or yes (tokenizer.ggml.add_bos_token decides
+ * when present), or always (llama.cpp overrides the metadata for Gemma 4). */
+typedef enum { TOK_BOS_NO, TOK_BOS_YES, TOK_BOS_ALWAYS } tok_bos;
+
+/* How a BPE vocabulary's family treats text besides its regexes. */
+typedef struct {
+    bool ignore_merges; /* a word that is a token is taken whole, without merging (Llama 3) */
+    bool raw_bytes;     /* words stay UTF-8 (no GPT-2 byte stand-ins); <0xXX> byte fallback */
+    bool escape_spaces; /* spaces become U+2581 before splitting (SentencePiece-style BPE) */
+    bool newline_words; /* a word of line feeds only is taken whole when a token (Gemma 4) */
+    tok_bos add_bos;
+} tok_pretok_traits;
 
 #define TOK_MAX_EOG 16
 
@@ -55,12 +75,29 @@ struct clinfer_vocab {
     size_t n_eog;
     bool add_bos;
     bool add_space_prefix; /* SentencePiece: a space before the text, as SentencePiece adds */
-    bool ignore_merges;    /* byte-level BPE (llama3): a word that is a token is taken whole */
 
-    tok_pretok *pretok;      /* byte-level BPE */
+    tok_pretok *pretok;   /* BPE */
+    bool drop_whitespace; /* BPE of the "whitespace" model: whitespace only separates */
+    bool lowercase;       /* WordPiece and whitespace: tokenizer.ggml.normalizer.lowercase */
+    bool strip_accents;   /* WordPiece: tokenizer.ggml.normalizer.strip_accents */
+    tok_pretok_traits bpe;
     char byte_char[256][3];  /* byte-level BPE: the UTF-8 of each byte's stand-in character */
     int16_t char_byte[512];  /* ... and back: code point -> byte, -1 where none */
-    int32_t byte_token[256]; /* SentencePiece: the id of <0xXX>, -1 where absent */
+    int32_t byte_token[256]; /* the id of <0xXX> (byte fallback), -1 where absent */
+
+    tok_prefix_index rwkv_index;   /* RWKV: every token, by (unescaped) text */
+    tok_prefix_index plamo2_index; /* PLaMo 2: the tokens but bytes */
+    bool add_eos; /* add_bos requests also end with EOS (tokenizer.ggml.add_eos_token) */
+    struct {      /* unigram (tok_ugm.c) */
+        unsigned char *charsmap; /* tokenizer.ggml.precompiled_charsmap, NULL when none */
+        const unsigned char *trie;
+        uint32_t n_nodes;
+        const char *repl; /* the replacements after the trie */
+        size_t repl_size;
+        tok_prefix_index matchable; /* the tokens segments may use */
+        double unknown_score;
+        bool remove_extra_whitespaces;
+    } ugm;
 };
 
 /* A growing list of ids. */
@@ -71,6 +108,16 @@ typedef struct {
 
 clinfer_status tok_ids_push(tok_ids *out, int32_t id);
 
+/* U+2581 LOWER ONE EIGHTH BLOCK, SentencePiece's stand-in for a space (3 bytes of UTF-8). */
+#define TOK_SPACE_MARK "\xe2\x96\x81"
+
+/* A table of n + 1 entries of size bytes, one per byte position of a text of n bytes (which
+ * must fit 32-bit offsets), for the segmenting tokenizers' dynamic programming. */
+clinfer_status tok_alloc_positions(size_t n, size_t size, void **out);
+
+/* Unicode's White_Space: the ASCII controls \t..\r, NEL, and the separators. */
+bool tok_white_space(int32_t c);
+
 /* The length of the UTF-8 character at s (at most n bytes), 1 for an invalid byte. */
 size_t tok_char_len(const char *s, size_t n);
 
@@ -78,6 +125,31 @@ size_t tok_char_len(const char *s, size_t n);
 clinfer_status tok_bpe_init(clinfer_vocab *v, const char *pre, size_t pre_len);
 clinfer_status tok_bpe_encode(const clinfer_vocab *v, const char *text, size_t len, tok_ids *out);
 clinfer_status tok_spm_encode(const clinfer_vocab *v, const char *text, size_t len, tok_ids *out);
+/* The text with each space written as U+2581 (and one more before it with prefix), in
+ * *escaped (allocated, free() it), *n bytes long. */
+clinfer_status tok_escape_spaces(const char *text, size_t len, bool prefix, char **escaped,
+                                 size_t *n);
+/* Every token whose text is a prefix of s, shortest first: start with a zeroed walk, call until
+ * false; after each match w->depth is the token's length. keep chooses the tokens indexed
+ * (tok_prefix_init). */
+typedef struct {
+    size_t lo, hi, depth;
+    bool started;
+} tok_prefix_walk;
+clinfer_status tok_prefix_init(tok_prefix_index *ix, const clinfer_vocab *v,
+                               bool (*keep)(const tok_entry *t));
+bool tok_prefix_next(const tok_prefix_index *ix, const clinfer_vocab *v, const char *s, size_t len,
+                     tok_prefix_walk *w, int32_t *id);
+
+clinfer_status tok_ugm_init(clinfer_vocab *v, const gguf_file *f);
+clinfer_status tok_ugm_encode(const clinfer_vocab *v, const char *text, size_t len, tok_ids *out);
+/* RWKV's escapes undone in place; returns the new length. */
+size_t tok_rwkv_unescape(char *s, size_t len);
+clinfer_status tok_rwkv_init(clinfer_vocab *v);
+clinfer_status tok_rwkv_encode(const clinfer_vocab *v, const char *text, size_t len, tok_ids *out);
+clinfer_status tok_plamo2_init(clinfer_vocab *v);
+clinfer_status tok_plamo2_encode(const clinfer_vocab *v, const char *text, size_t len,
+                                 tok_ids *out);
 clinfer_status tok_wpm_encode(const clinfer_vocab *v, const char *text, size_t len, tok_ids *out);
 
 /* Repeated pair merging, shared by byte-level BPE and SentencePiece. The text starts as one
@@ -94,9 +166,10 @@ typedef struct {
 clinfer_status tok_merge(const clinfer_vocab *v, const char *text, size_t len,
                          tok_pair_priority pair_priority, tok_span **spans, size_t *n_spans);
 
-/* Pre-tokenizers: regexes that split text into words before byte-level BPE. */
+/* Pre-tokenizers: regexes that split text into words before BPE; *traits receives the
+ * family's traits. An unknown name is CLINFER_ERR_UNSUPPORTED. */
 clinfer_status tok_pretok_create(const char *name, size_t name_len, tok_pretok **out,
-                                 bool *ignore_merges);
+                                 tok_pretok_traits *traits);
 void tok_pretok_free(tok_pretok *p);
 /* *spans (allocated, free() it) receives the words, covering every byte of the text. */
 clinfer_status tok_pretok_split(const tok_pretok *p, const char *text, size_t len, tok_span **spans,

@@ -8,8 +8,6 @@
 #include "error.h"
 #include "tok_internal.h"
 
-static const char space_mark[] = "\xe2\x96\x81"; /* U+2581 LOWER ONE EIGHTH BLOCK */
-
 static bool score_priority(const clinfer_vocab *v, const char *left, size_t left_len,
                            size_t right_len, char *scratch, double *priority) {
     (void)scratch; /* the pair is contiguous in the text: no copy needed */
@@ -19,28 +17,36 @@ static bool score_priority(const clinfer_vocab *v, const char *left, size_t left
     return true;
 }
 
+clinfer_status tok_escape_spaces(const char *text, size_t len, bool prefix, char **escaped,
+                                 size_t *n) {
+    if (len > (SIZE_MAX - 3) / 3)
+        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "tokenizer: text of %zu bytes", len);
+    char *e = malloc(3 * len + 3);
+    if (!e) return clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "tokenizer: %zu bytes of text", len);
+    size_t k = 0;
+    if (prefix) {
+        memcpy(e, TOK_SPACE_MARK, 3);
+        k = 3;
+    }
+    for (size_t i = 0; i < len; i++) {
+        if (text[i] == ' ') {
+            memcpy(e + k, TOK_SPACE_MARK, 3);
+            k += 3;
+        } else {
+            e[k++] = text[i];
+        }
+    }
+    *escaped = e;
+    *n = k;
+    return CLINFER_OK;
+}
+
 clinfer_status tok_spm_encode(const clinfer_vocab *v, const char *text, size_t len, tok_ids *out) {
     clinfer_status st = CLINFER_OK;
     tok_span *syms = NULL;
     size_t n_syms = 0, n = 0;
     char *escaped = NULL;
-    if (len > (SIZE_MAX - 3) / 3)
-        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "tokenizer: text of %zu bytes", len);
-    escaped = malloc(3 * len + 3);
-    if (!escaped)
-        return clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "tokenizer: %zu bytes of text", len);
-    if (v->add_space_prefix) {
-        memcpy(escaped, space_mark, 3);
-        n = 3;
-    }
-    for (size_t i = 0; i < len; i++) {
-        if (text[i] == ' ') {
-            memcpy(escaped + n, space_mark, 3);
-            n += 3;
-        } else {
-            escaped[n++] = text[i];
-        }
-    }
+    CHECK(tok_escape_spaces(text, len, v->add_space_prefix, &escaped, &n));
     CHECK(tok_merge(v, escaped, n, score_priority, &syms, &n_syms));
     for (size_t i = 0; i < n_syms; i++) {
         const char *s = escaped + syms[i].off;

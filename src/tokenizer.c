@@ -1,5 +1,5 @@
 /* Vocabulary loading and validation, special-token matching, pieces, and the dispatch to the
- * model's algorithm (tok_bpe.c, tok_spm.c, tok_wpm.c). */
+ * model's algorithm (tok_bpe.c, tok_spm.c, tok_wpm.c, tok_ugm.c). */
 #include "tokenizer.h"
 
 #include <stdio.h>
@@ -30,12 +30,31 @@ size_t tok_char_len(const char *s, size_t n) {
     return r > 0 ? (size_t)r : 1;
 }
 
+clinfer_status tok_alloc_positions(size_t n, size_t size, void **out) {
+    *out = NULL;
+    if (n > UINT32_MAX)
+        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "tokenizer: text of %zu bytes", n);
+    *out = malloc((n + 1) * size);
+    if (!*out) return clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "tokenizer: %zu bytes of text", n);
+    return CLINFER_OK;
+}
+
+bool tok_white_space(int32_t c) {
+    utf8proc_category_t cat = utf8proc_category(c);
+    return (c >= '\t' && c <= '\r') || c == 0x85 || cat == UTF8PROC_CATEGORY_ZS ||
+           cat == UTF8PROC_CATEGORY_ZL || cat == UTF8PROC_CATEGORY_ZP;
+}
+
 void clinfer_vocab_free(clinfer_vocab *v) {
     if (!v) return;
     tok_pretok_free(v->pretok);
     tok_strmap_free(&v->by_text);
     tok_strmap_free(&v->merge_rank);
     free(v->specials);
+    free(v->ugm.charsmap);
+    free(v->ugm.matchable.ids);
+    free(v->rwkv_index.ids);
+    free(v->plamo2_index.ids);
     free(v->tokens);
     free(v->arena);
     free(v);
@@ -102,9 +121,10 @@ static clinfer_status copy_tokens(clinfer_vocab *v, const gguf_file *f, const gg
             return clinfer_fail(CLINFER_ERR_FORMAT, "tokenizer: token %zu has type %d (0..6)", i,
                                 type);
         memcpy(p, s.ptr, s.len);
-        p[s.len] = '\0';
-        v->tokens[i] = (tok_entry){p, (uint32_t)s.len, type, scores ? gguf_arr_f32(scores, i) : 0};
-        if (s.len > v->max_token_len) v->max_token_len = s.len;
+        size_t len = v->model == TOK_RWKV ? tok_rwkv_unescape(p, s.len) : s.len;
+        p[len] = '\0';
+        v->tokens[i] = (tok_entry){p, (uint32_t)len, type, scores ? gguf_arr_f32(scores, i) : 0};
+        if (len > v->max_token_len) v->max_token_len = len;
         p += s.len + 1;
     }
     CHECK(tok_strmap_init(&v->by_text, v->n_tokens));
@@ -174,20 +194,23 @@ static clinfer_status index_specials(clinfer_vocab *v) {
     return CLINFER_OK;
 }
 
-/* Control tokens that end a turn in the chat formats clinfer knows (the first found is EOT
- * when the metadata names none), and those that end a text. */
+/* Tokens that end a turn in the chat formats clinfer knows (the first found is EOT when the
+ * metadata names none), and others that end generation. As in llama.cpp, these are control
+ * tokens whatever type the file gives them. */
 static const char *const turn_end_texts[] = {"<|eot_id|>",    "<|im_end|>", "<|end|>",
                                              "<end_of_turn>", "<EOT>",      "<|eom_id|>"};
-static const char *const text_end_texts[] = {"<|endoftext|>", "<|end_of_text|>"};
+static const char *const text_end_texts[] = {"<|endoftext|>", "<|end_of_text|>", "<eos>", "<turn|>",
+                                             "<|tool_response>"};
 
 static void add_eog(clinfer_vocab *v, int32_t id) {
     if (id < 0 || v->n_eog == TOK_MAX_EOG || clinfer_vocab_is_eog(v, id)) return;
     v->eog[v->n_eog++] = id;
 }
 
-static int32_t control_token(const clinfer_vocab *v, const char *text) {
+static int32_t control_token(clinfer_vocab *v, const char *text) {
     int32_t id = tok_strmap_get(&v->by_text, text, strlen(text));
-    return id >= 0 && v->tokens[id].type == TOK_TYPE_CONTROL ? id : -1;
+    if (id >= 0) v->tokens[id].type = TOK_TYPE_CONTROL;
+    return id;
 }
 
 static void find_end_tokens(clinfer_vocab *v) {
@@ -206,12 +229,22 @@ static void find_end_tokens(clinfer_vocab *v) {
 static clinfer_status read_specials(clinfer_vocab *v, const gguf_file *f) {
     clinfer_status st = CLINFER_OK;
     v->bos = v->eos = v->eot = v->eom = v->unk = v->sep = -1;
-    v->add_bos = v->model != TOK_BPE;
+    v->add_bos = v->model == TOK_BPE ? v->bpe.add_bos != TOK_BOS_NO
+                                     : v->model == TOK_SPM || v->model == TOK_WPM;
     v->add_space_prefix = v->model == TOK_SPM;
-    if (v->model == TOK_SPM && v->n_tokens > 2) { /* SentencePiece's fixed <unk> <s> </s> */
+    if ((v->model == TOK_SPM || v->model == TOK_PLAMO2) && v->n_tokens > 2) {
+        /* SentencePiece's fixed <unk> <s> </s> (PLaMo 2's <|plamo:unk|> ...) */
         v->unk = 0;
         v->bos = 1;
         v->eos = 2;
+    }
+    if (v->model == TOK_UGM) { /* T5's <pad> </s> <unk>, no BOS; inputs end with </s> */
+        v->add_bos = false;
+        v->add_eos = true;
+        if (v->n_tokens > 2) {
+            v->eos = 1;
+            v->unk = 2;
+        }
     }
     int32_t ignored;
     CHECK(read_id(f, "tokenizer.ggml.cls_token_id", v->n_tokens, &v->bos));
@@ -224,7 +257,15 @@ static clinfer_status read_specials(clinfer_vocab *v, const gguf_file *f) {
     CHECK(read_id(f, "tokenizer.ggml.padding_token_id", v->n_tokens, &ignored));
     CHECK(read_id(f, "tokenizer.ggml.mask_token_id", v->n_tokens, &ignored));
     CHECK(read_flag(f, "tokenizer.ggml.add_bos_token", &v->add_bos));
+    CHECK(read_flag(f, "tokenizer.ggml.add_eos_token", &v->add_eos));
+    CHECK(
+        read_flag(f, "tokenizer.ggml.remove_extra_whitespaces", &v->ugm.remove_extra_whitespaces));
     CHECK(read_flag(f, "tokenizer.ggml.add_space_prefix", &v->add_space_prefix));
+    v->lowercase = v->model == TOK_WPM; /* BERT's normaliser; the whitespace model's is off */
+    CHECK(read_flag(f, "tokenizer.ggml.normalizer.lowercase", &v->lowercase));
+    v->strip_accents = v->lowercase;
+    CHECK(read_flag(f, "tokenizer.ggml.normalizer.strip_accents", &v->strip_accents));
+    if (v->model == TOK_BPE && v->bpe.add_bos == TOK_BOS_ALWAYS) v->add_bos = true;
     find_end_tokens(v);
 cleanup:
     return st;
@@ -234,7 +275,12 @@ cleanup:
 static const struct {
     const char *name;
     tok_model model;
-} tok_models[] = {{"gpt2", TOK_BPE}, {"llama", TOK_SPM}, {"bert", TOK_WPM}};
+    bool drop_whitespace; /* the whitespace model: BPE that splits on spaces and drops them */
+    const char *pre;      /* a pre-tokenizer the model implies, whatever tokenizer.ggml.pre says */
+} tok_models[] = {{"gpt2", TOK_BPE, false, NULL},      {"gemma4", TOK_BPE, false, "gemma4"},
+                  {"whitespace", TOK_BPE, true, NULL}, {"llama", TOK_SPM, false, NULL},
+                  {"bert", TOK_WPM, false, NULL},      {"t5", TOK_UGM, false, NULL},
+                  {"rwkv", TOK_RWKV, false, NULL},     {"plamo2", TOK_PLAMO2, false, NULL}};
 #define N_TOK_MODELS (sizeof tok_models / sizeof tok_models[0])
 
 const char *clinfer_vocab_model_at(size_t index) {
@@ -252,9 +298,16 @@ clinfer_status clinfer_vocab_load(const gguf_file *f, clinfer_vocab **out) {
     v = calloc(1, sizeof *v);
     if (!v) return clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "tokenizer: vocabulary");
     CHECK(gguf_get_str(f, "tokenizer.ggml.model", &model));
+    if (gguf_find_kv(f, "tokenizer.ggml.pre")) CHECK(gguf_get_str(f, "tokenizer.ggml.pre", &pre));
     size_t k = 0;
     while (k < N_TOK_MODELS && !gguf_str_eq(model, tok_models[k].name))
         k++;
+    if (k == N_TOK_MODELS && (gguf_str_eq(model, "none") || gguf_str_eq(model, "no_vocab"))) {
+        st = clinfer_fail(CLINFER_ERR_UNSUPPORTED,
+                          "tokenizer: the file has no vocabulary (tokenizer.ggml.model '%.*s')",
+                          (int)model.len, model.ptr);
+        goto cleanup;
+    }
     if (k == N_TOK_MODELS) {
         char names[128];
         clinfer_supported_list(CLINFER_SUPPORT_TOKENIZER, names, sizeof names);
@@ -267,6 +320,8 @@ clinfer_status clinfer_vocab_load(const gguf_file *f, clinfer_vocab **out) {
         goto cleanup;
     }
     v->model = tok_models[k].model;
+    v->drop_whitespace = tok_models[k].drop_whitespace;
+    if (tok_models[k].pre) pre = (gguf_str){tok_models[k].pre, strlen(tok_models[k].pre)};
     CHECK(gguf_get_arr(f, "tokenizer.ggml.tokens", GGUF_TYPE_STRING, &texts));
     if (texts->arr_n == 0 || texts->arr_n > INT32_MAX) {
         st = clinfer_fail(CLINFER_ERR_FORMAT, "tokenizer: %llu tokens",
@@ -274,27 +329,37 @@ clinfer_status clinfer_vocab_load(const gguf_file *f, clinfer_vocab **out) {
         goto cleanup;
     }
     v->n_tokens = (size_t)texts->arr_n;
-    if (v->model == TOK_BPE)
+    /* Kimi K2's files may come without merges (llama.cpp then merges nothing) */
+    if (v->model == TOK_BPE &&
+        (gguf_find_kv(f, "tokenizer.ggml.merges") || !gguf_str_eq(pre, "kimi-k2")))
         CHECK(gguf_get_arr(f, "tokenizer.ggml.merges", GGUF_TYPE_STRING, &merges));
     CHECK(copy_tokens(v, f, texts, merges));
-    CHECK(read_specials(v, f));
-    CHECK(index_specials(v));
-    if (v->model == TOK_BPE) {
-        if (gguf_find_kv(f, "tokenizer.ggml.pre"))
-            CHECK(gguf_get_str(f, "tokenizer.ggml.pre", &pre));
-        CHECK(tok_bpe_init(v, pre.ptr, (size_t)pre.len));
-    }
     for (int b = 0; b < 256; b++) {
         char name[8];
         snprintf(name, sizeof name, "<0x%02X>", b);
         v->byte_token[b] = tok_strmap_get(&v->by_text, name, 6);
     }
+    if (v->model == TOK_BPE) CHECK(tok_bpe_init(v, pre.ptr, (size_t)pre.len));
+    if (v->model == TOK_UGM) CHECK(tok_ugm_init(v, f));
+    if (v->model == TOK_RWKV) CHECK(tok_rwkv_init(v));
+    if (v->model == TOK_PLAMO2) CHECK(tok_plamo2_init(v));
+    CHECK(read_specials(v, f));
+    CHECK(index_specials(v));
     *out = v;
     v = NULL;
 cleanup:
     if (st != CLINFER_OK) clinfer_error_prefix("loading the vocabulary");
     clinfer_vocab_free(v);
     return st;
+}
+
+bool clinfer_vocab_present(const gguf_file *f) {
+    const gguf_kv *kv = gguf_find_kv(f, "tokenizer.ggml.model");
+    if (!kv) return false;
+    if (kv->type != GGUF_TYPE_STRING) return true; /* for clinfer_vocab_load to refuse */
+    gguf_str model;
+    return gguf_get_str(f, "tokenizer.ggml.model", &model) != CLINFER_OK ||
+           (!gguf_str_eq(model, "none") && !gguf_str_eq(model, "no_vocab"));
 }
 
 /* ---- queries ---------------------------------------------------------------------------- */
@@ -353,6 +418,12 @@ static clinfer_status encode_run(const clinfer_vocab *v, const char *text, size_
         return tok_spm_encode(v, text, len, out);
     case TOK_WPM:
         return tok_wpm_encode(v, text, len, out);
+    case TOK_UGM:
+        return tok_ugm_encode(v, text, len, out);
+    case TOK_RWKV:
+        return tok_rwkv_encode(v, text, len, out);
+    case TOK_PLAMO2:
+        return tok_plamo2_encode(v, text, len, out);
     }
     return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "tokenizer: model %d", (int)v->model);
 }
@@ -380,6 +451,7 @@ clinfer_status clinfer_vocab_tokenize(const clinfer_vocab *v, const char *text, 
     }
     if (run < len) CHECK(encode_run(v, text + run, len - run, &ids));
     if (add_bos && v->model == TOK_WPM && v->sep >= 0) CHECK(tok_ids_push(&ids, v->sep));
+    if (add_bos && v->add_eos && v->eos >= 0) CHECK(tok_ids_push(&ids, v->eos));
     *n_out = ids.n;
     if (ids.n && cap) memcpy(out, ids.ids, (ids.n < cap ? ids.n : cap) * sizeof *out);
     if (ids.n > cap)
@@ -465,8 +537,11 @@ clinfer_status clinfer_vocab_piece(const clinfer_vocab *v, int32_t id, char *buf
         /* stands for nothing */
     } else if (is_special_type(t->type) || t->type == TOK_TYPE_BYTE) {
         put(&p, t->text, t->len);
-    } else if (v->model == TOK_BPE) {
+    } else if (v->model == TOK_BPE && !v->bpe.raw_bytes) {
         put_byte_level(v, t, &p);
+    } else if ((v->model == TOK_BPE && !v->bpe.escape_spaces) || v->model == TOK_RWKV ||
+               v->model == TOK_PLAMO2) {
+        put(&p, t->text, t->len); /* raw bytes */
     } else {
         put_unescaped(t, &p);
     }

@@ -1,7 +1,13 @@
 /* Tokenizers loaded from a GGUF file's tokenizer.ggml.* metadata:
- *   "gpt2"  byte-level BPE: pre-tokenizer regexes chosen by tokenizer.ggml.pre, merge ranks;
- *   "llama" SentencePiece BPE: score-driven merges, U+2581 for spaces, <0xXX> byte fallback;
- *   "bert"  WordPiece: BERT normalisation, greedy longest match, [UNK] for unknown words.
+ *   "gpt2"   byte-level BPE: pre-tokenizer regexes chosen by tokenizer.ggml.pre, merge ranks
+ *            (a few families merge UTF-8 with U+2581 for spaces instead);
+ *   "gemma4" BPE over UTF-8, U+2581 for spaces, <0xXX> byte fallback;
+ *   "whitespace" BPE over UTF-8 runs between whitespace, which is dropped;
+ *   "llama"  SentencePiece BPE: score-driven merges, U+2581 for spaces, <0xXX> byte fallback;
+ *   "bert"   WordPiece: BERT normalisation, greedy longest match, [UNK] for unknown words;
+ *   "t5"     SentencePiece unigram: precompiled normalisation, best-scoring segmentation;
+ *   "rwkv"   escaped byte strings, greedy longest match;
+ *   "plamo2" least-cost segmentation over code points, <0xXX> byte fallback.
  * A loaded vocabulary is read-only, so one may be shared by threads. */
 #ifndef CLINFER_TOKENIZER_H
 #define CLINFER_TOKENIZER_H
@@ -21,6 +27,9 @@ clinfer_status clinfer_vocab_load(const gguf_file *f, clinfer_vocab **out);
 void clinfer_vocab_free(clinfer_vocab *v);
 /* The index-th tokenizer.ggml.model value it reads (from 0); NULL past the last. */
 const char *clinfer_vocab_model_at(size_t index);
+/* Whether the file has a vocabulary: tokenizer.ggml.model is there and not "none" or
+ * "no_vocab" (llama.cpp's names for a model without one). */
+bool clinfer_vocab_present(const gguf_file *f);
 
 size_t clinfer_vocab_n_tokens(const clinfer_vocab *v);
 /* Special ids, -1 when the vocabulary has none. For WordPiece, BOS is [CLS]. */
@@ -34,9 +43,10 @@ bool clinfer_vocab_add_bos(const clinfer_vocab *v);
 /* End of generation: EOS, EOT, EOM and control tokens such as <|im_end|> or <|eot_id|>. */
 bool clinfer_vocab_is_eog(const clinfer_vocab *v, int32_t id);
 
-/* Tokenizes len bytes of text. add_bos prepends BOS (WordPiece: [CLS] ... [SEP]);
- * parse_special matches control tokens' text ("<|im_start|>"); user-defined tokens always match.
- * Writes up to cap ids; *n_out receives the count needed, and the call returns
+/* Tokenizes len bytes of text. add_bos adds the vocabulary's special tokens: BOS first
+ * (WordPiece: [CLS] ... [SEP]), and EOS last where tokenizer.ggml.add_eos_token (T5's default)
+ * says; parse_special matches control tokens' text ("<|im_start|>"); user-defined tokens always
+ * match. Writes up to cap ids; *n_out receives the count needed, and the call returns
  * CLINFER_ERR_BUFFER_TOO_SMALL when it exceeds cap. Invalid UTF-8 never fails: bad bytes are
  * single-byte characters (WordPiece drops them, as BERT's cleaning drops U+FFFD). */
 clinfer_status clinfer_vocab_tokenize(const clinfer_vocab *v, const char *text, size_t len,

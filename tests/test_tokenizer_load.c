@@ -20,7 +20,9 @@ typedef enum {
     BREAK_TOKENS_TYPE,
     BREAK_SCORES_TYPE,
     BREAK_NO_MERGES,
-    BREAK_EMPTY
+    BREAK_EMPTY,
+    BREAK_NO_VOCAB,     /* tokenizer.ggml.model "none" */
+    KIMI_WITHOUT_MERGES /* not broken: Kimi K2 may come without merges */
 } breakage;
 
 static clinfer_status load(gguf_writer *w, clinfer_vocab **v) {
@@ -76,8 +78,14 @@ static gguf_writer *bpe_vocab(breakage brk) {
     const char *merges[] = {"a b", "ab c", "b c", "\xc4\xa0 ab",
                             brk == BREAK_MERGE ? "abc" : "a c"};
     gguf_writer *w = gw_new();
-    gw_kv_str(w, "tokenizer.ggml.model", brk == BREAK_MODEL ? "t5" : "gpt2");
-    gw_kv_str(w, "tokenizer.ggml.pre", brk == BREAK_PRE ? "nonsense" : "gpt-2");
+    gw_kv_str(w, "tokenizer.ggml.model",
+              brk == BREAK_MODEL      ? "hybriddna"
+              : brk == BREAK_NO_VOCAB ? "none"
+                                      : "gpt2");
+    gw_kv_str(w, "tokenizer.ggml.pre",
+              brk == BREAK_PRE             ? "nonsense"
+              : brk == KIMI_WITHOUT_MERGES ? "kimi-k2"
+                                           : "gpt-2");
     if (brk == BREAK_TOKENS_TYPE)
         gw_kv_arr_i32(w, "tokenizer.ggml.tokens", types, 262);
     else if (brk == BREAK_EMPTY)
@@ -85,8 +93,35 @@ static gguf_writer *bpe_vocab(breakage brk) {
     else if (brk != BREAK_NO_TOKENS)
         gw_kv_arr_str(w, "tokenizer.ggml.tokens", texts, 262);
     gw_kv_arr_i32(w, "tokenizer.ggml.token_type", types, 262);
-    if (brk != BREAK_NO_MERGES) gw_kv_arr_str(w, "tokenizer.ggml.merges", merges, 5);
+    if (brk != BREAK_NO_MERGES && brk != KIMI_WITHOUT_MERGES)
+        gw_kv_arr_str(w, "tokenizer.ggml.merges", merges, 5);
     gw_kv_u32(w, "tokenizer.ggml.eos_token_id", brk == BREAK_BOS ? 262 : 260);
+    return w;
+}
+
+/* WordPiece: [UNK] [CLS] [SEP], then word-initial pieces (U+2581 first) in both cases, with
+ * and without an accent, a Hangul syllable and its first jamo. lowercase/strip: -1 leaves the
+ * normalizer key out. */
+static gguf_writer *wpm_vocab(int lowercase, int strip) {
+    static const char *const texts[] = {"[UNK]",
+                                        "[CLS]",
+                                        "[SEP]",
+                                        "\xe2\x96\x81hello",
+                                        "\xe2\x96\x81Hello",
+                                        "\xe2\x96\x81"
+                                        "cafe",
+                                        "\xe2\x96\x81"
+                                        "caf\xc3\xa9",
+                                        "\xe2\x96\x81\xed\x95\x9c",
+                                        "\xe2\x96\x81\xe1\x84\x92"};
+    static const int32_t types[] = {2, 3, 3, 1, 1, 1, 1, 1, 1};
+    gguf_writer *w = gw_new();
+    gw_kv_str(w, "tokenizer.ggml.model", "bert");
+    gw_kv_arr_str(w, "tokenizer.ggml.tokens", texts, 9);
+    gw_kv_arr_i32(w, "tokenizer.ggml.token_type", types, 9);
+    gw_kv_u32(w, "tokenizer.ggml.unknown_token_id", 0);
+    if (lowercase >= 0) gw_kv_bool(w, "tokenizer.ggml.normalizer.lowercase", lowercase);
+    if (strip >= 0) gw_kv_bool(w, "tokenizer.ggml.normalizer.strip_accents", strip);
     return w;
 }
 
@@ -141,6 +176,35 @@ int main(void) {
     }
     clinfer_vocab_free(v);
 
+    EXPECT_OK(load(bpe_vocab(KIMI_WITHOUT_MERGES), &v));
+    if (v) expect_ids(v, "abc", false, (int32_t[]){'a', 'b', 'c'}, 3); /* nothing merges */
+    clinfer_vocab_free(v);
+
+    /* "none": no vocabulary, which a model file may have (its model loads without one) */
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    gguf_file *f = NULL;
+    gguf_writer *w = bpe_vocab(BREAK_NO_VOCAB);
+    if (gw_to_memory(w, &buf, &len) == 0 && gguf_open_memory(buf, len, &f) == CLINFER_OK)
+        EXPECT(!clinfer_vocab_present(f), "'none' is no vocabulary");
+    gguf_close(f);
+    free(buf);
+    gw_free(w);
+
+    /* WordPiece's normaliser as llama.cpp runs it: by default lower case and accents stripped
+     * (a Hangul syllable to its first jamo); strip_accents follows lowercase unless given */
+    static const struct {
+        int lowercase, strip;
+        int32_t hello, cafe, han;
+    } wpm[] = {{-1, -1, 3, 5, 8}, {0, -1, 4, 6, 7}, {1, 0, 3, 6, 7}};
+    for (size_t i = 0; i < sizeof wpm / sizeof wpm[0]; i++) {
+        EXPECT_OK(load(wpm_vocab(wpm[i].lowercase, wpm[i].strip), &v));
+        if (v)
+            expect_ids(v, "Hello caf\xc3\xa9 \xed\x95\x9c", false,
+                       (int32_t[]){wpm[i].hello, wpm[i].cafe, wpm[i].han}, 3);
+        clinfer_vocab_free(v);
+    }
+
     EXPECT_OK(load(spm_vocab(BREAK_NONE, -1, -2), &v)); /* "ab" outscores "\u2581a" */
     if (v) {
         expect_ids(v, "ab", false, (int32_t[]){3, 6}, 2);
@@ -170,6 +234,7 @@ int main(void) {
         {BREAK_SCORES_TYPE, true, 0},
         {BREAK_NO_MERGES, false, CLINFER_ERR_NOT_FOUND},
         {BREAK_EMPTY, false, CLINFER_ERR_FORMAT},
+        {BREAK_NO_VOCAB, false, CLINFER_ERR_UNSUPPORTED},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         clinfer_status st =

@@ -1,27 +1,18 @@
-/* Pre-tokenizers: every family named in tok_pretok.c compiles, its words cover the text byte
- * for byte (invalid UTF-8 too), and known splits come out as the families' own tokenizers
- * (Hugging Face tokenizers) split them. Needs no files. */
+/* Pre-tokenizers: every family of tok_pretok_table.c compiles, its words cover the text byte
+ * for byte (invalid UTF-8 too), and known splits come out as llama.cpp splits them. Needs no
+ * files. */
 #include <string.h>
 
 #include "check.h"
 #include "tok_internal.h"
-
-static const char *const families[] = {
-    "default",      "gpt-2",          "gpt2",        "mpt",       "olmo",
-    "jais",         "phi-2",          "roberta-bpe", "llama3",    "llama-v3",
-    "llama-bpe",    "falcon3",        "dbrx",        "smaug-bpe", "chatglm-bpe",
-    "smollm",       "starcoder",      "refact",      "command-r", "codeshell",
-    "exaone",       "minerva-7b",     "qwen2",       "stablelm2", "deepseek-r1-qwen",
-    "deepseek-llm", "deepseek-coder", "falcon",      "poro-chat", "bloom",
-    "gpt3-finnish", "viking",
-};
+#include "tok_pretok_table.h"
 
 /* Splits text with family and compares with the expected words, given as one string with
  * '|' between words. */
 static void expect_split(const char *family, const char *text, const char *expected) {
     tok_pretok *p = NULL;
-    bool ignore_merges;
-    EXPECT_OK(tok_pretok_create(family, strlen(family), &p, &ignore_merges));
+    tok_pretok_traits traits;
+    EXPECT_OK(tok_pretok_create(family, strlen(family), &p, &traits));
     if (!p) return;
     tok_span *spans = NULL;
     size_t n = 0;
@@ -43,8 +34,8 @@ static void expect_split(const char *family, const char *text, const char *expec
 /* Words are contiguous, non-empty and cover the text, whatever the bytes. */
 static void check_cover(const char *family, const char *text, size_t len) {
     tok_pretok *p = NULL;
-    bool ignore_merges;
-    EXPECT_OK(tok_pretok_create(family, strlen(family), &p, &ignore_merges));
+    tok_pretok_traits traits;
+    EXPECT_OK(tok_pretok_create(family, strlen(family), &p, &traits));
     if (!p) return;
     tok_span *spans = NULL;
     size_t n = 0, end = 0;
@@ -62,15 +53,18 @@ static void check_cover(const char *family, const char *text, size_t len) {
 int main(void) {
     static const char mixed[] =
         "Hello world's   test\t\n\n 12345 ÄÖÜ 日本語 🦙!!! \xff\xc3 end\r\n";
-    for (size_t i = 0; i < sizeof families / sizeof families[0]; i++)
-        check_cover(families[i], mixed, sizeof mixed - 1);
+    for (size_t i = 0; i < tok_pretok_n_families; i++)
+        check_cover(tok_pretok_families[i].name, mixed, sizeof mixed - 1);
 
     tok_pretok *p = NULL;
-    bool ignore_merges = false;
-    EXPECT(tok_pretok_create("no-such-family", 14, &p, &ignore_merges) == CLINFER_ERR_UNSUPPORTED,
+    tok_pretok_traits traits = {0};
+    EXPECT(tok_pretok_create("no-such-family", 14, &p, &traits) == CLINFER_ERR_UNSUPPORTED,
            "unknown family");
-    EXPECT_OK(tok_pretok_create("llama-bpe", 9, &p, &ignore_merges));
-    EXPECT(ignore_merges, "llama3 takes whole-word tokens without merging");
+    EXPECT(tok_pretok_create("gpt2", 4, &p, &traits) == CLINFER_ERR_UNSUPPORTED,
+           "'gpt2' is a tokenizer model, not a pre-tokenizer llama.cpp knows");
+    EXPECT_OK(tok_pretok_create("llama-bpe", 9, &p, &traits));
+    EXPECT(traits.ignore_merges && traits.add_bos == TOK_BOS_YES,
+           "llama3 takes whole-word tokens without merging, prompts start with BOS");
     tok_pretok_free(p);
 
     expect_split("gpt-2", "Hello world's   test", "Hello| world|'s|  | test");
