@@ -30,12 +30,8 @@ static clinfer_status read_hparams(const gguf_file *f, clinfer_hparams *hp) {
         1.0f / sqrtf((float)(hp->n_layer == 62 ? hp->n_embd / hp->n_head : hp->head_dim));
     CHECK(clinfer_arch_u32(f, a, "attention.sliding_window", false, &hp->swa_window));
     hp->swa_period = 6;
+    /* as llama.cpp reads it: 0 makes every layer local, 1 every layer global */
     CHECK(clinfer_arch_u32(f, a, "attention.sliding_window_pattern", false, &hp->swa_period));
-    if (hp->swa_window && hp->swa_period < 2)
-        CHECK(clinfer_fail(CLINFER_ERR_FORMAT,
-                           "%s.attention.sliding_window_pattern %u: must be at least 2 (one "
-                           "global layer in that many)",
-                           a, hp->swa_period));
     hp->rope_freq_base_swa = 10000.0f;
     CHECK(clinfer_arch_f32(f, a, "rope.freq_base_swa", false, &hp->rope_freq_base_swa));
     if (!(hp->rope_freq_base_swa > 0.0f) || !isfinite(hp->rope_freq_base_swa))

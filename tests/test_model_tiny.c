@@ -322,6 +322,9 @@ static void test_rejections(void) {
     tiny_model_default(&s, "llama", CLINFER_DT_F32);
     s.rope_scaling = "yarn";
     expect_rejected(&s, CLINFER_ERR_UNSUPPORTED, "rope.scaling.type");
+    tiny_model_default(&s, "gemma3", CLINFER_DT_F32);
+    s.omit_tensor = "blk.2.post_ffw_norm.weight";
+    expect_rejected(&s, CLINFER_ERR_FORMAT, "blk.2.post_ffw_norm.weight");
 }
 
 /* Linear rope scaling loads and changes what positions mean, hence the logits. */
@@ -356,15 +359,16 @@ static void test_rope_scaling(void) {
 static void test_sliding_window(const char *arch) {
     char path[128];
     uint32_t n_vocab = tiny_model_n_vocab();
-    const uint32_t windows[] = {N_PROMPT + 50, 4, N_PROMPT, N_PROMPT - 1};
-    float *logits[4];
+    const uint32_t windows[] = {N_PROMPT + 50, 4, N_PROMPT, N_PROMPT - 1, 0, 4};
+    float *logits[6];
     int32_t prompt[N_PROMPT];
     make_prompt(prompt, N_PROMPT);
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < 6; i++) {
         logits[i] = calloc(n_vocab, sizeof(float));
         tiny_model_spec s;
         tiny_model_default(&s, arch, CLINFER_DT_F32);
         s.sliding_window = windows[i];
+        if (i == 5) s.swa_pattern = 1; /* every layer global (gemma3) */
         model_path(path, sizeof path, "window");
         EXPECT(tiny_model_write(&s, path) == 0, "writing %s", path);
         clinfer_model *m = NULL;
@@ -379,7 +383,10 @@ static void test_sliding_window(const char *arch) {
            "%s: a window of the prompt's length changed the logits", arch);
     e = nmse(logits[3], logits[0], n_vocab);
     EXPECT(e > 0, "%s: a window one short of the prompt did not change the logits", arch);
-    for (int i = 0; i < 4; i++)
+    if (!strcmp(arch, "gemma3"))
+        EXPECT(!memcmp(logits[5], logits[4], n_vocab * sizeof(float)),
+               "gemma3: sliding_window_pattern 1 is not the model without a window");
+    for (int i = 0; i < 6; i++)
         free(logits[i]);
 }
 
