@@ -344,6 +344,42 @@ static pair cache_random(size_t elems, bool f16) {
     return p;
 }
 
+/* One attention op on both sides over random q and caches, compared: heads (n_head, n_kv) of
+ * head_dim, n tokens from pos0, window (0: none). The cache holds a few more positions than are
+ * visible, which must be ignored, and starts one position into its buffer (kv_off). */
+static void check_attention(int n_head, int n_kv, int head_dim, int n, int pos0, int window,
+                            bool f16) {
+    size_t q_total = (size_t)n * n_head * head_dim, kv_off = (size_t)n_kv * head_dim;
+    size_t kv_total = kv_off + (size_t)(pos0 + n + 3) * n_kv * head_dim;
+    pair q = pair_random(q_total, -1.0f, 1.0f);
+    pair k = cache_random(kv_total, f16), v = cache_random(kv_total, f16);
+    pair out = pair_new(NULL, q_total * sizeof(float));
+    for (int s = 0; s < SIDES; s++) {
+        clinfer_op op = {.kind = CLINFER_OP_ATTENTION};
+        op.attention.q = ref_of(&q, s, 0);
+        op.attention.k = ref_of(&k, s, kv_off);
+        op.attention.v = ref_of(&v, s, kv_off);
+        op.attention.out = ref_of(&out, s, 0);
+        op.attention.kv_type = f16 ? CLINFER_DT_F16 : CLINFER_DT_F32;
+        op.attention.n = n;
+        op.attention.n_head = n_head;
+        op.attention.n_kv_head = n_kv;
+        op.attention.head_dim = head_dim;
+        op.attention.pos0 = pos0;
+        op.attention.window = window;
+        op.attention.scale = 1.0f / sqrtf((float)head_dim) * 2.0f;
+        run(s, &op, "attention");
+    }
+    char what[112];
+    snprintf(what, sizeof what, "attention hd %d heads %d/%d n %d pos0 %d window %d %s", head_dim,
+             n_head, n_kv, n, pos0, window, f16 ? "f16" : "f32");
+    compare(&out, 0, q_total, 1e-9, what);
+    pair_free(&q);
+    pair_free(&k);
+    pair_free(&v);
+    pair_free(&out);
+}
+
 static void test_attention(void) {
     static const int heads[][2] = {{4, 4}, {6, 2}, {8, 2}, {1, 1}}; /* ratios 1, 3, 4, 1 */
     static const int head_dims[] = {64, 80};
@@ -351,41 +387,9 @@ static void test_attention(void) {
     for (size_t hd = 0; hd < 2; hd++)
         for (size_t g = 0; g < sizeof heads / sizeof *heads; g++)
             for (size_t c = 0; c < sizeof cases / sizeof *cases; c++)
-                for (int f16 = 0; f16 < 2; f16++) {
-                    int head_dim = head_dims[hd], n_head = heads[g][0], n_kv = heads[g][1];
-                    int n = cases[c][0], pos0 = cases[c][1];
-                    size_t q_total = (size_t)n * n_head * head_dim;
-                    /* The cache holds a few more positions than are visible: they must be
-                     * ignored. kv_off places the layer's cache past the start of the buffer. */
-                    size_t kv_off = (size_t)n_kv * head_dim;
-                    size_t kv_total = kv_off + (size_t)(pos0 + n + 3) * n_kv * head_dim;
-                    pair q = pair_random(q_total, -1.0f, 1.0f);
-                    pair k = cache_random(kv_total, f16), v = cache_random(kv_total, f16);
-                    pair out = pair_new(NULL, q_total * sizeof(float));
-                    for (int s = 0; s < SIDES; s++) {
-                        clinfer_op op = {.kind = CLINFER_OP_ATTENTION};
-                        op.attention.q = ref_of(&q, s, 0);
-                        op.attention.k = ref_of(&k, s, kv_off);
-                        op.attention.v = ref_of(&v, s, kv_off);
-                        op.attention.out = ref_of(&out, s, 0);
-                        op.attention.kv_type = f16 ? CLINFER_DT_F16 : CLINFER_DT_F32;
-                        op.attention.n = n;
-                        op.attention.n_head = n_head;
-                        op.attention.n_kv_head = n_kv;
-                        op.attention.head_dim = head_dim;
-                        op.attention.pos0 = pos0;
-                        op.attention.scale = 1.0f / sqrtf((float)head_dim) * 2.0f;
-                        run(s, &op, "attention");
-                    }
-                    char what[96];
-                    snprintf(what, sizeof what, "attention hd %d heads %d/%d n %d pos0 %d %s",
-                             head_dim, n_head, n_kv, n, pos0, f16 ? "f16" : "f32");
-                    compare(&out, 0, q_total, 1e-9, what);
-                    pair_free(&q);
-                    pair_free(&k);
-                    pair_free(&v);
-                    pair_free(&out);
-                }
+                for (int f16 = 0; f16 < 2; f16++)
+                    check_attention(heads[g][0], heads[g][1], head_dims[hd], cases[c][0],
+                                    cases[c][1], 0, f16);
 }
 
 /* Sliding windows (gemma3's local layers, mistral): token i sees only the last `window`
@@ -402,39 +406,9 @@ static void test_attention_window(void) {
     bool small = test_small();
     for (size_t sh = 0; sh < (small ? 1 : sizeof shapes / sizeof *shapes); sh++)
         for (size_t c = 0; c < sizeof cases / sizeof *cases; c += small ? 2 : 1)
-            for (int f16 = 0; f16 < 2; f16++) {
-                int n_head = shapes[sh][0], n_kv = shapes[sh][1], head_dim = shapes[sh][2];
-                int n = cases[c][0], pos0 = cases[c][1], window = cases[c][2];
-                size_t q_total = (size_t)n * n_head * head_dim;
-                size_t kv_total = (size_t)(pos0 + n + 3) * n_kv * head_dim;
-                pair q = pair_random(q_total, -1.0f, 1.0f);
-                pair k = cache_random(kv_total, f16), v = cache_random(kv_total, f16);
-                pair out = pair_new(NULL, q_total * sizeof(float));
-                for (int s = 0; s < SIDES; s++) {
-                    clinfer_op op = {.kind = CLINFER_OP_ATTENTION};
-                    op.attention.q = ref_of(&q, s, 0);
-                    op.attention.k = ref_of(&k, s, 0);
-                    op.attention.v = ref_of(&v, s, 0);
-                    op.attention.out = ref_of(&out, s, 0);
-                    op.attention.kv_type = f16 ? CLINFER_DT_F16 : CLINFER_DT_F32;
-                    op.attention.n = n;
-                    op.attention.n_head = n_head;
-                    op.attention.n_kv_head = n_kv;
-                    op.attention.head_dim = head_dim;
-                    op.attention.pos0 = pos0;
-                    op.attention.window = window;
-                    op.attention.scale = 1.0f / sqrtf((float)head_dim) * 2.0f;
-                    run(s, &op, "attention with a window");
-                }
-                char what[112];
-                snprintf(what, sizeof what, "attention hd %d heads %d/%d n %d pos0 %d window %d %s",
-                         head_dim, n_head, n_kv, n, pos0, window, f16 ? "f16" : "f32");
-                compare(&out, 0, q_total, 1e-9, what);
-                pair_free(&q);
-                pair_free(&k);
-                pair_free(&v);
-                pair_free(&out);
-            }
+            for (int f16 = 0; f16 < 2; f16++)
+                check_attention(shapes[sh][0], shapes[sh][1], shapes[sh][2], cases[c][0],
+                                cases[c][1], cases[c][2], f16);
 }
 
 /* One layer's decode buffers as the executor lays them out: n tokens' q, then k and v, in qkv;
