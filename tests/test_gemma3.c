@@ -62,23 +62,9 @@ static size_t read_fixture(const char *path, greedy_case *cases) {
     return n;
 }
 
-typedef struct {
-    char text[8192];
-    size_t len;
-} collected;
-
-static bool collect(const char *text, size_t len, void *user) {
-    collected *c = user;
-    if (c->len + len < sizeof c->text) {
-        memcpy(c->text + c->len, text, len);
-        c->len += len;
-    }
-    return true;
-}
-
 /* The greedy continuation of prompt on model m, as clinfer run gives it (parse special tokens,
  * add BOS as the file says). */
-static void continuation(clinfer_model *m, const char *prompt, collected *out) {
+static void continuation(clinfer_model *m, const char *prompt, text_sink *out) {
     clinfer_context_params cp;
     clinfer_context_params_default(&cp);
     cp.n_ctx = 1024;
@@ -89,7 +75,8 @@ static void continuation(clinfer_model *m, const char *prompt, collected *out) {
     EXPECT_OK(clinfer_tokenize(m, prompt, strlen(prompt), clinfer_token_add_bos(m), true, tokens,
                                cap, &n));
     EXPECT_OK(clinfer_context_create(m, &cp, &ctx));
-    if (ctx && n) EXPECT_OK(clinfer_generate(ctx, tokens, n, N_PREDICT, NULL, collect, out, NULL));
+    if (ctx && n)
+        EXPECT_OK(clinfer_generate(ctx, tokens, n, N_PREDICT, NULL, text_collect, out, NULL));
     clinfer_context_free(ctx);
     free(tokens);
 }
@@ -104,7 +91,7 @@ static void check_backend(const char *path, clinfer_backend_kind kind, const gre
     EXPECT_OK(clinfer_model_load(path, &mp, &m));
     if (!m) return;
     for (size_t i = 0; i < n; i++) {
-        collected out = {0};
+        text_sink out = {0};
         continuation(m, cases[i].prompt, &out);
         bool same =
             out.len == strlen(cases[i].expect) && !memcmp(out.text, cases[i].expect, out.len);
