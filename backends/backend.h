@@ -32,7 +32,7 @@ typedef struct {
 
 typedef enum {
     CLINFER_OP_MATMUL,    /* y[n][m] (+)= x[n][k] . W[row0 .. row0 + m)[k]^T + bias[m] */
-    CLINFER_OP_EMBED,     /* y[n][k] = W[ids[i]][:], dequantized */
+    CLINFER_OP_EMBED,     /* y[n][k] = W[ids[i]][:] * scale, dequantized */
     CLINFER_OP_RMSNORM,   /* y[n][d] = x / sqrt(mean(x^2) + eps) * w */
     CLINFER_OP_LAYERNORM, /* y[n][d] = (x - mean) / sqrt(var + eps) * w + b */
     CLINFER_OP_ROPE,      /* x[n][heads][head_dim] rotated in place at positions pos0 + i,
@@ -42,6 +42,7 @@ typedef enum {
     CLINFER_OP_ADD,       /* y[i] = a[i] + b[i % b_count] */
     CLINFER_OP_GELU,      /* y = gelu(a), tanh approximation */
     CLINFER_OP_SWIGLU,    /* y[i] = silu(a[i]) * b[i] */
+    CLINFER_OP_GEGLU,     /* y[i] = gelu(a[i]) * b[i], gelu as GELU's */
     CLINFER_OP_COUNT
 } clinfer_op_kind;
 
@@ -63,6 +64,7 @@ typedef struct clinfer_op {
             clinfer_buffer *w;
             clinfer_ref ids, y; /* ids: int32 */
             int m, k, n;        /* m = rows of W, for bounds checks */
+            float scale;        /* 0 stands for 1: no scaling (gemma3: sqrt(k)) */
         } embed;
         struct {
             clinfer_ref x, w, b, y; /* w optional (a scale of 1); b: layernorm only, optional */
@@ -97,6 +99,9 @@ typedef struct clinfer_op {
             clinfer_dtype kv_type;    /* f32 or f16; caches are [pos][n_kv_head][head_dim] */
             int n, n_head, n_kv_head, head_dim;
             int pos0; /* tokens already in the cache: token i attends to 0 .. pos0 + i */
+            /* > 0: a sliding window, token i attends only to the window positions that end at
+             * its own, pos0 + i - window + 1 .. pos0 + i (those >= 0); 0: all. */
+            int window;
             /* out lies in neither cache's buffer: other items read the caches while it is
              * written. */
             float scale;
@@ -161,7 +166,7 @@ typedef struct {
     size_t count;       /* elements */
     clinfer_dtype type; /* CLINFER_DT_F32, or the cache type */
     int tokens;         /* the token rows it holds, count / tokens each; 0: not in the record
-                         * (STORE, ADD, GELU, SWIGLU) */
+                         * (STORE, ADD, GELU, SWIGLU, GEGLU) */
 } clinfer_op_output;
 
 #define CLINFER_OP_MAX_OUTPUTS 3

@@ -1,6 +1,8 @@
 /* clinfer_op_check (backend.h): what makes an op record well formed, checked in one place for
  * every backend, so that a bad record is CLINFER_ERR_INVALID_ARGUMENT with the same message
  * whichever backend it meets, and no kernel reads or writes out of bounds. */
+#include <math.h>
+
 #include "backend.h"
 #include "error.h"
 
@@ -123,6 +125,9 @@ static clinfer_status check_embed(const clinfer_op *o) {
     CHECK(extent(op, &ny, o->embed.n, o->embed.k, 1));
     CHECK(operand(op, "ids", o->embed.ids, (size_t)o->embed.n, sizeof(int32_t), false));
     CHECK(operand(op, "y", o->embed.y, ny, sizeof(float), false));
+    if (!isfinite(o->embed.scale))
+        CHECK(clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "embed: scale %g is not finite",
+                           (double)o->embed.scale));
 cleanup:
     return st;
 }
@@ -226,6 +231,9 @@ static clinfer_status check_attention(const clinfer_op *o) {
                            "attention: n_head %d, n_kv_head %d, pos0 %d: need n_head a multiple "
                            "of n_kv_head > 0 and 0 <= pos0 <= INT32_MAX - n",
                            o->attention.n_head, o->attention.n_kv_head, pos0));
+    if (o->attention.window < 0)
+        CHECK(clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
+                           "attention: window %d is negative (0: no window)", o->attention.window));
     CHECK(extent(op, &nq, n, o->attention.n_head, o->attention.head_dim));
     CHECK(extent(op, &nkv, (long long)pos0 + n, o->attention.n_kv_head, o->attention.head_dim));
     CHECK(operand(op, "q", o->attention.q, nq, sizeof(float), false));
@@ -254,7 +262,7 @@ static clinfer_status check_eltwise(const clinfer_op *o) {
         if (o->eltwise.b_count == 0)
             CHECK(clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "%s: b_count is 0", op));
         CHECK(operand(op, "b", o->eltwise.b, o->eltwise.b_count, sizeof(float), false));
-    } else if (o->kind == CLINFER_OP_SWIGLU) {
+    } else if (o->kind == CLINFER_OP_SWIGLU || o->kind == CLINFER_OP_GEGLU) {
         CHECK(operand(op, "b", o->eltwise.b, n, sizeof(float), false));
     }
 cleanup:
@@ -280,6 +288,7 @@ clinfer_status clinfer_op_check(const clinfer_op *o) {
     case CLINFER_OP_ADD:
     case CLINFER_OP_GELU:
     case CLINFER_OP_SWIGLU:
+    case CLINFER_OP_GEGLU:
         return check_eltwise(o);
     case CLINFER_OP_COUNT:
         break;

@@ -9,6 +9,7 @@ const char *clinfer_op_name(clinfer_op_kind kind) {
         [CLINFER_OP_ROPE] = "rope",           [CLINFER_OP_STORE] = "store",
         [CLINFER_OP_ATTENTION] = "attention", [CLINFER_OP_ADD] = "add",
         [CLINFER_OP_GELU] = "gelu",           [CLINFER_OP_SWIGLU] = "swiglu",
+        [CLINFER_OP_GEGLU] = "geglu",
     };
     return (unsigned)kind < CLINFER_OP_COUNT ? names[kind] : "?";
 }
@@ -60,6 +61,7 @@ size_t clinfer_op_outputs(const clinfer_op *op, clinfer_op_output out[CLINFER_OP
     case CLINFER_OP_ADD:
     case CLINFER_OP_GELU:
     case CLINFER_OP_SWIGLU:
+    case CLINFER_OP_GEGLU:
         out[0] = f32_rows("y", op->eltwise.y, op->eltwise.count, 0);
         return 1;
     default:

@@ -10,7 +10,10 @@
 # ~/.cache/clinfer/llama.cpp); the gguf package comes from a venv made there once (PyPI gguf
 # 0.19.0 and numpy). Exit 77 without the peer or the venv; 1 when an architecture differs.
 #
-# usage: bench/crosscheck_archs.sh [--bin CLINFER] [ARCH...]   (ARCHs: llama qwen2 qwen3 phi3)
+# gemma3 gets a sliding window of 16 on every other layer (sliding_window_pattern 2), so that the
+# perplexity chunks of 128 tokens run past it on its local layers.
+#
+# usage: bench/crosscheck_archs.sh [--bin CLINFER] [ARCH...]   (ARCHs: llama qwen2 qwen3 phi3 gemma3)
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -22,12 +25,12 @@ archs=()
 while [ $# -gt 0 ]; do
     case $1 in
     --bin) clinfer=$2; shift ;;
-    -h | --help) sed -n '2,14p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,17p' "$0"; exit 0 ;;
     *) archs+=("$1") ;;
     esac
     shift
 done
-[ ${#archs[@]} -gt 0 ] || archs=(llama qwen2 qwen3 phi3)
+[ ${#archs[@]} -gt 0 ] || archs=(llama qwen2 qwen3 phi3 gemma3)
 say() { echo "crosscheck_archs: $*" >&2; }
 for tool in llama-perplexity llama-simple; do
     [ -x "$peer/$tool" ] || { say "skipped: $peer/$tool is not built"; exit 77; }
@@ -46,6 +49,7 @@ for arch in "${archs[@]}"; do
     model=$work/$arch.gguf
     "$venv/bin/python" "$root/bench/make_shape_model.py" "$model" --arch "$arch" --type F32 \
         --dim 256 --layers 2 --heads 4 --kv-heads 2 --ffn 512 --ctx 512 --std 0.3 --seed 1 \
+        --window 16 --swa-pattern 2 \
         2>"$work/make.log" || { cat "$work/make.log" >&2; exit 1; }
     p1=$(ppl_peer "$model" "$text" 128 4) p2=$(ppl_clinfer "$model" "$text" 128 4 --act f32)
     ratio=$(python3 -c "import sys; print('%.6f' % (float(sys.argv[2]) / float(sys.argv[1])))" \

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Writes a Llama-family GGUF file (--arch llama, qwen2: q/k/v biases, qwen3: per-head q/k
-norms, phi3: fused attn_qkv and ffn_up) of a given layer shape with random weights, for benchmarks of a model size we have no
-real file of, and for comparing an architecture's forward pass with llama.cpp's
+norms, phi3: fused attn_qkv and ffn_up, gemma3: qwen3's norms plus post-attention and post-FFN
+norms, a sliding window of --window positions on all but every --swa-pattern'th layer) of a
+given layer shape with random weights, for benchmarks of a model size we have no real file of, and for comparing an architecture's forward pass with llama.cpp's
 (bench/crosscheck_archs.sh). Speed does not depend on the weights'
 values, so the file measures what a real model of that shape would (prefill, decode, memory);
 its text is noise.
@@ -23,7 +24,8 @@ Needs the PyPI packages gguf and numpy (tools/gpu_check.sh makes a venv with the
 
 usage: bench/make_shape_model.py OUT.gguf [--type F16|Q8_0|Q4_0|...] [--tokenizer-from GGUF]
            [--dim 2048] [--layers 16] [--heads 32] [--kv-heads 8] [--ffn 8192] [--ctx 8192]
-           [--seed 0] [--name NAME] [--arch llama|qwen2|qwen3|phi3] [--std 0.02]
+           [--seed 0] [--name NAME] [--arch llama|qwen2|qwen3|phi3|gemma3] [--std 0.02]
+           [--window 512] [--swa-pattern 6]
 """
 import argparse
 import os
@@ -33,7 +35,7 @@ import time
 import numpy as np
 import gguf
 
-ARCHS = ("llama", "qwen2", "qwen3", "phi3")
+ARCHS = ("llama", "qwen2", "qwen3", "phi3", "gemma3")
 
 
 def parse_args():
@@ -56,6 +58,11 @@ def parse_args():
     p.add_argument("--seed", type=int, default=0, help="random seed (0)")
     p.add_argument("--name", help="general.name (default: from the shape)")
     p.add_argument("--arch", default="llama", choices=ARCHS, help="architecture (llama)")
+    p.add_argument("--window", type=int, default=512,
+                   help="gemma3: attention.sliding_window of its local layers (512)")
+    p.add_argument("--swa-pattern", type=int, default=6,
+                   help="gemma3: attention.sliding_window_pattern, one global layer in that many "
+                        "(6)")
     p.add_argument("--std", type=float, default=0.02,
                    help="standard deviation of the weights (0.02); norms and biases get a tenth "
                         "of it around 1 and 0")
@@ -103,15 +110,19 @@ def tensor_plan(a, n_vocab):
         if a.arch == "qwen2":
             plan += [(b + "attn_q.bias", (a.heads * hd,)), (b + "attn_k.bias", (a.kv_heads * hd,)),
                      (b + "attn_v.bias", (a.kv_heads * hd,))]
-        if a.arch == "qwen3":
+        if a.arch in ("qwen3", "gemma3"):
             plan += [(b + "attn_q_norm.weight", (hd,)), (b + "attn_k_norm.weight", (hd,))]
-        plan += [(b + "attn_output.weight", (a.dim, a.heads * hd)),
-                 (b + "ffn_norm.weight", (a.dim,))]
+        plan.append((b + "attn_output.weight", (a.dim, a.heads * hd)))
+        if a.arch == "gemma3":
+            plan.append((b + "post_attention_norm.weight", (a.dim,)))
+        plan.append((b + "ffn_norm.weight", (a.dim,)))
         if a.arch == "phi3":  # gate rows, then up rows
             plan.append((b + "ffn_up.weight", (2 * a.ffn, a.dim)))
         else:
             plan += [(b + "ffn_gate.weight", (a.ffn, a.dim)), (b + "ffn_up.weight", (a.ffn, a.dim))]
         plan.append((b + "ffn_down.weight", (a.dim, a.ffn)))
+        if a.arch == "gemma3":
+            plan.append((b + "post_ffw_norm.weight", (a.dim,)))
     plan.append(("output_norm.weight", (a.dim,)))
     return plan
 
@@ -176,6 +187,9 @@ def main():
     w.add_key_length(hd)
     w.add_value_length(hd)
     w.add_layer_norm_rms_eps(1e-5)
+    if a.arch == "gemma3":
+        w.add_uint32("gemma3.attention.sliding_window", a.window)
+        w.add_uint32("gemma3.attention.sliding_window_pattern", a.swa_pattern)
     n_vocab = copy_tokenizer(w, tok_path)
     w.add_vocab_size(n_vocab)
     w.add_quantization_version(gguf.GGML_QUANT_VERSION)

@@ -2,8 +2,9 @@
  *   q, out  [n][n_head][head_dim] f32
  *   k, v    caches [pos][n_kv_head][head_dim], f32, or f16 when built with -DKV_F16 (read with
  *           vload_half, so no cl_khr_fp16 is needed)
- * Token i sits at position pos0 + i and attends to cache positions 0 .. pos0 + i; query head h
- * reads kv head h / (n_head / n_kv_head). Softmax is computed online (running max and sum), so
+ * Token i sits at position pos0 + i and attends to cache positions 0 .. pos0 + i, or with a
+ * sliding window (window > 0) to the last window of them; query head h reads kv head
+ * h / (n_head / n_kv_head). Softmax is computed online (running max and sum), so
  * one pass over the cache suffices. The host guarantees head_dim % 8 == 0 and
  * head_dim <= MAX_HEAD_DIM.
  * Variants, chosen by kernel path:
@@ -32,8 +33,8 @@
  * would not. */
 __kernel void attention_rows(__global const float *q, ulong q_off, __global kv_t *k, ulong k_off,
                              __global kv_t *v, ulong v_off, __global float *out, ulong out_off,
-                             int n, int n_head, int n_kv_head, int head_dim, int pos0, float scale,
-                             int chunk, __global float *part, __global const float *k_src,
+                             int n, int n_head, int n_kv_head, int head_dim, int pos0, int window,
+                             float scale, int chunk, __global float *part, __global const float *k_src,
                              ulong k_src_off, __global const float *v_src, ulong v_src_off,
                              int n_rot, float freq_base, float freq_scale, int neox,
                              __global char *xq, __global float2 *xd, __global float *xf,
@@ -42,8 +43,8 @@ __kernel void attention_rows(__global const float *q, ulong q_off, __global kv_t
     if (h >= n_head || i >= n) return;
     attn_args a = {q + q_off, k + k_off, v + v_off, out + out_off, part, k_src + k_src_off,
                    v_src + v_src_off, xq, xd, xf, n, n_head, n_kv_head, head_dim, pos0, chunk,
-                   (int)get_global_size(2), scale, n_rot, neox, freq_base, freq_scale, want_f,
-                   round_q8};
+                   (int)get_global_size(2), window, scale, n_rot, neox, freq_base, freq_scale,
+                   want_f, round_q8};
     float cs[ROPE_TABLE], ss[ROPE_TABLE];
     if (n_rot) rope_table(pos0, n_rot, freq_base, freq_scale, cs, ss);
     attention_item(&a, h, i, get_global_id(2), cs, ss);
@@ -63,12 +64,12 @@ __kernel void attention_merge(__global float *part, int n_chunks, __global float
 
 #define DIMS_PER_ITEM ((MAX_HEAD_DIM + OPS_WG - 1) / OPS_WG)
 
-/* Group (h, i, c) covers positions c*chunk .. min((c+1)*chunk, pos0+i+1) - 1, OPS_WG at a time,
- * and writes out or a partial result exactly as attention_rows does. */
+/* Group (h, i, c) covers the positions of attn_span, OPS_WG at a time, and writes out or a
+ * partial result exactly as attention_rows does. */
 __kernel __attribute__((reqd_work_group_size(OPS_WG, 1, 1))) void
 attention_wg(__global const float *q, ulong q_off, __global const kv_t *k, ulong k_off,
              __global const kv_t *v, ulong v_off, __global float *out, ulong out_off, int n,
-             int n_head, int n_kv_head, int head_dim, int pos0, float scale, int chunk,
+             int n_head, int n_kv_head, int head_dim, int pos0, int window, float scale, int chunk,
              __global float *part) {
     __local float qs[MAX_HEAD_DIM];
     __local float probs[OPS_WG];
@@ -76,7 +77,8 @@ attention_wg(__global const float *q, ulong q_off, __global const kv_t *k, ulong
     int h = get_group_id(0), i = get_group_id(1), c = get_group_id(2), lid = get_local_id(0);
     int n_chunks = get_num_groups(2);
     int kvh = h / (n_head / n_kv_head);
-    int last = min((c + 1) * chunk, pos0 + i + 1) - 1;
+    int2 span = attn_span(pos0, window, chunk, i, c);
+    int last = span.y;
     size_t stride = (size_t)n_kv_head * head_dim;
     __global const float *qr = q + q_off + ((size_t)i * n_head + h) * head_dim;
     __global const kv_t *kp = k + k_off + (size_t)kvh * head_dim;
@@ -90,7 +92,7 @@ attention_wg(__global const float *q, ulong q_off, __global const kv_t *k, ulong
     barrier(CLK_LOCAL_MEM_FENCE);
 
     float m = -INFINITY, l = 0.0f;
-    for (int p0 = c * chunk; p0 <= last; p0 += OPS_WG) {
+    for (int p0 = span.x; p0 <= last; p0 += OPS_WG) {
         int p = p0 + lid;
         float s = -INFINITY;
         if (p <= last) {
@@ -123,7 +125,7 @@ attention_wg(__global const float *q, ulong q_off, __global const kv_t *k, ulong
     __global float *o = out + out_off + ((size_t)i * n_head + h) * head_dim;
     __global float *pr = part + (((size_t)i * n_head + h) * n_chunks + c) * (head_dim + 2);
     if (n_chunks > 1 && lid == 0) {
-        pr[0] = m; /* -inf with l = 0 for chunks past this token's last position */
+        pr[0] = m; /* -inf with l = 0 for chunks outside this token's positions */
         pr[1] = l;
     }
     for (int a = 0; a < DIMS_PER_ITEM; a++) {

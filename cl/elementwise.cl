@@ -6,14 +6,13 @@
  *   add        y[i] = a[i] + b[i % b_count]   (b broadcasts: bias rows)
  *   gelu       tanh approximation
  *   swiglu     y[i] = silu(a[i]) * b[i]
+ *   geglu      y[i] = gelu(a[i]) * b[i]
+ *   scale      y[i] *= s, in place
  *   store_f32, store_f16  KV cache writes; f16 through vstore_half_rte, so no cl_khr_fp16 */
 
 #define VEC 8
 
-/* The formulas as macros, so one text serves float and float8. */
-#define SILU(x) ((x) / (1.0f + exp(-(x))))
-#define GELU(x)                                                                                    \
-    (0.5f * (x) * (1.0f + tanh(0.7978845608028654f * ((x) + 0.044715f * (x) * (x) * (x)))))
+#include "glu.clh"
 
 __kernel void gelu(__global const float *a, ulong a_off, __global float *y, ulong y_off,
                    ulong count) {
@@ -49,20 +48,35 @@ __kernel void add(__global const float *a, ulong a_off, __global const float *b,
     }
 }
 
-__kernel void swiglu(__global const float *a, ulong a_off, __global const float *b, ulong b_off,
-                     __global float *y, ulong y_off, ulong count) {
-    size_t i = get_global_id(0) * VEC;
-    __global const float *ap = a + a_off, *bp = b + b_off;
-    __global float *yp = y + y_off;
-    if (i + VEC <= count) {
-        float8 x = vload8(0, ap + i);
-        vstore8(SILU(x) * vload8(0, bp + i), 0, yp + i);
-    } else {
-        for (; i < count; i++) {
-            float x = ap[i];
-            yp[i] = SILU(x) * bp[i];
-        }
+/* swiglu (gelu 0) and geglu (gelu 1): y = act(a) * b */
+#define GLU_KERNEL(name, gelu)                                                                     \
+    __kernel void name(__global const float *a, ulong a_off, __global const float *b,             \
+                       ulong b_off, __global float *y, ulong y_off, ulong count) {                \
+        size_t i = get_global_id(0) * VEC;                                                         \
+        __global const float *ap = a + a_off, *bp = b + b_off;                                     \
+        __global float *yp = y + y_off;                                                            \
+        if (i + VEC <= count) {                                                                    \
+            float8 x = vload8(0, ap + i);                                                          \
+            vstore8(GLU(x, vload8(0, bp + i), gelu), 0, yp + i);                                   \
+        } else {                                                                                   \
+            for (; i < count; i++) {                                                               \
+                float x = ap[i];                                                                   \
+                yp[i] = GLU(x, bp[i], gelu);                                                       \
+            }                                                                                      \
+        }                                                                                          \
     }
+
+GLU_KERNEL(swiglu, 0)
+GLU_KERNEL(geglu, 1)
+
+__kernel void scale(__global float *y, ulong y_off, ulong count, float s) {
+    size_t i = get_global_id(0) * VEC;
+    __global float *yp = y + y_off;
+    if (i + VEC <= count)
+        vstore8(vload8(0, yp + i) * s, 0, yp + i);
+    else
+        for (; i < count; i++)
+            yp[i] *= s;
 }
 
 __kernel void store_f32(__global const float *src, ulong src_off, __global float *dst,

@@ -19,6 +19,7 @@
  * op computes exactly what the per-op kernels do, through the same functions, so a graph gives
  * the same bits as the launches it replaces. */
 
+#include "glu.clh"
 #include "rope.clh"
 #include "round_q8.clh"
 #include "weights.clh"
@@ -48,6 +49,10 @@ static void embed_task(__global const int *r, int task, const slot_t *slots) {
     }
     for (int b = 0; b <= k / BLK; b++) /* the blocks, then the tail */
         dequant_block(wq, ws, il, row, k, b, o);
+    float scale = as_float(r[EMBED_SCALE]);
+    if (scale != 0.0f)
+        for (int e = 0; e < k; e++)
+            o[e] *= scale;
 }
 
 static void rmsnorm_task(__global const int *r, int task, const slot_t *slots) {
@@ -116,6 +121,7 @@ static attn_args attention_of(__global const int *r, const slot_t *slots) {
                        r[ATT_POS0],
                        r[ATT_CHUNK],
                        r[ATT_N_CHUNKS],
+                       r[ATT_WINDOW],
                        as_float(r[ATT_SCALE]),
                        r[ATT_N_ROT],
                        r[ATT_NEOX],
@@ -125,12 +131,14 @@ static attn_args attention_of(__global const int *r, const slot_t *slots) {
                        r[ATT_ROUND_Q8]};
 }
 
-/* y = silu(a) * b over elements task * per_task * 32 ..: in blocks of 32 rounded (want_q) as
- * swiglu_q8_act does, or as elementwise.cl's swiglu does, 8 at a time and the rest one by one. */
-static void swiglu_task(__global const int *r, int task, const slot_t *slots) {
-    __global const float *a = F32(r, SWIGLU_A), *b = F32(r, SWIGLU_B);
-    __global float *y = F32(r, SWIGLU_Y);
-    int count = r[SWIGLU_COUNT], want_q = r[SWIGLU_WANT_Q], per_task = r[SWIGLU_PER_TASK];
+/* y = silu(a) * b or gelu(a) * b over elements task * per_task * 32 ..: in blocks of 32 rounded
+ * (want_q) as glu_q8_act does, or as elementwise.cl's swiglu and geglu do, 8 at a time and the
+ * rest one by one. */
+static void glu_task(__global const int *r, int task, const slot_t *slots) {
+    __global const float *a = F32(r, GLU_A), *b = F32(r, GLU_B);
+    __global float *y = F32(r, GLU_Y);
+    int count = r[GLU_COUNT], want_q = r[GLU_WANT_Q], per_task = r[GLU_PER_TASK];
+    int gelu = r[GLU_GELU];
     int end = min(count, (task + 1) * per_task * 32);
     for (int i = task * per_task; 32 * i < end; i++) {
         float8 v[4];
@@ -138,12 +146,12 @@ static void swiglu_task(__global const int *r, int task, const slot_t *slots) {
             int e = 32 * i + 8 * j;
             if (e + 8 <= count) {
                 float8 s = vload8(0, a + e);
-                v[j] = s / (1.0f + exp(-s)) * vload8(0, b + e);
+                v[j] = GLU(s, vload8(0, b + e), gelu);
                 vstore8(v[j], 0, y + e);
             } else {
                 for (; e < count; e++) {
                     float s = a[e];
-                    y[e] = s / (1.0f + exp(-s)) * b[e];
+                    y[e] = GLU(s, b[e], gelu);
                 }
             }
         }
@@ -191,8 +199,8 @@ static void run_task(__global const int *r, int task, const slot_t *slots, rope_
         attention_merge_item(&a, task, 0);
         break;
     }
-    case G_SWIGLU:
-        swiglu_task(r, task, slots);
+    case G_GLU:
+        glu_task(r, task, slots);
         break;
     }
 }

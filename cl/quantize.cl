@@ -1,11 +1,12 @@
 /* Activations rounded to 8 bits per block of 32 (the MATMUL op's x_q8), as round_q8.clh states.
  * Rows of k % 32 == 0 elements are whole blocks, so blocks are numbered across the whole tensor.
  *
- * quantize_q8_act rounds a tensor x. rmsnorm_q8_act and swiglu_q8_act are the RMSNORM and SWIGLU
- * ops that round their output y as they write it, when the next op is an x_q8 matmul over y:
+ * quantize_q8_act rounds a tensor x. rmsnorm_q8_act and glu_q8_act are the RMSNORM and SWIGLU
+ * or GEGLU ops that round their output y as they write it, when the next op is an x_q8 matmul over y:
  * one launch instead of two. They compute what norm.cl's and elementwise.cl's kernels do, up
  * to float rounding. */
 
+#include "glu.clh"
 #include "round_q8.clh"
 
 /* Global size: the blocks of x (x_off onwards). */
@@ -37,15 +38,15 @@ __kernel void rmsnorm_q8_act(__global const float *x, ulong x_off, __global cons
     round_block(v, (size_t)r * (d / 32) + b, xq, xd, xf, want_f);
 }
 
-/* Global size: the blocks of y (count / 32): y = silu(a) * b. */
-__kernel void swiglu_q8_act(__global const float *a, ulong a_off, __global const float *b,
-                            ulong b_off, __global float *y, ulong y_off, __global char *xq,
-                            __global float2 *xd, __global float *xf, int want_f) {
+/* Global size: the blocks of y (count / 32): y = silu(a) * b, or gelu(a) * b with gelu. */
+__kernel void glu_q8_act(__global const float *a, ulong a_off, __global const float *b,
+                         ulong b_off, __global float *y, ulong y_off, int gelu, __global char *xq,
+                         __global float2 *xd, __global float *xf, int want_f) {
     size_t i = get_global_id(0);
     float8 v[4];
     for (int j = 0; j < 4; j++) {
         float8 s = vload8(4 * i + j, a + a_off);
-        v[j] = s / (1.0f + exp(-s)) * vload8(4 * i + j, b + b_off);
+        v[j] = GLU(s, vload8(4 * i + j, b + b_off), gelu);
         vstore8(v[j], 4 * i + j, y + y_off);
     }
     round_block(v, i, xq, xd, xf, want_f);

@@ -197,7 +197,8 @@ typedef struct {
     uint64_t weight_bytes; /* as stored on the device */
     char backend[256];     /* the backend and device in use */
     /* The file: GGUF version and size, the chat format its tokenizer.chat_template is
-     * recognised as ("" for none, "unrecognised"), its tensors by element type. */
+     * recognised as ("" for none, "unrecognised"; without a template, the one its architecture
+     * chats in: "gemma" for gemma3), its tensors by element type. */
     uint32_t gguf_version;
     uint64_t file_bytes;
     char chat_format[16];

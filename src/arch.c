@@ -2,11 +2,11 @@
 #include "arch.h"
 
 extern const clinfer_arch clinfer_arch_llama, clinfer_arch_qwen2, clinfer_arch_qwen3,
-    clinfer_arch_phi3, clinfer_arch_gpt2;
+    clinfer_arch_phi3, clinfer_arch_gemma3, clinfer_arch_gpt2;
 
-static const clinfer_arch *const archs[] = {&clinfer_arch_llama, &clinfer_arch_qwen2,
-                                            &clinfer_arch_qwen3, &clinfer_arch_phi3,
-                                            &clinfer_arch_gpt2};
+static const clinfer_arch *const archs[] = {&clinfer_arch_llama,  &clinfer_arch_qwen2,
+                                            &clinfer_arch_qwen3,  &clinfer_arch_phi3,
+                                            &clinfer_arch_gemma3, &clinfer_arch_gpt2};
 
 const clinfer_arch *clinfer_arch_find(gguf_str name) {
     for (size_t i = 0; i < sizeof archs / sizeof archs[0]; i++)

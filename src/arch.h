@@ -1,4 +1,5 @@
-/* Architectures: one file each (arch_llama.c: llama and qwen2, arch_gpt2.c), listed in arch.c.
+/* Architectures: one file each (arch_llama.c: the llama family, arch_gemma3.c, arch_gpt2.c),
+ * listed in arch.c.
  * An architecture says which hyperparameters and tensors it has and how a layer runs, through
  * the building blocks declared here: model.c's loader (tensors checked against the
  * hyperparameters, then uploaded) and executor.c's plan builder (the ops of the forward pass).
@@ -17,6 +18,9 @@ struct clinfer_arch {
     bool layer_norm;        /* LayerNorm with biases (the output norm's too), else RMSNorm */
     bool learned_positions; /* position_embd rows: n_ctx cannot exceed n_ctx_train */
     bool gated_ffn;         /* gate and up rows: EXEC_FF_A holds both */
+    /* The chat format (chat.h's names) of its files that have no tokenizer.chat_template
+     * (NULL: none) */
+    const char *chat_format;
     /* The hyperparameters beyond the ones every architecture has (model.c reads those). */
     clinfer_status (*read_hparams)(const gguf_file *f, clinfer_hparams *hp);
     /* The tensors besides token_embd, output_norm and output: those outside the layers (NULL:
@@ -77,6 +81,16 @@ clinfer_matrix clinfer_rows_of(const clinfer_matrix *whole, int row0, int m);
 clinfer_status clinfer_load_vector(clinfer_loader *ld, const char *name, uint32_t n, bool required,
                                    clinfer_ref *out);
 
+/* ---- tensor groups several architectures share (arch_load.c) --------------------------- */
+
+/* Layer il's attn_q, attn_k and attn_v stacked into one weight, with their biases (required
+ * where qkv_bias, else optional). */
+clinfer_status clinfer_load_qkv(clinfer_loader *ld, uint32_t il, bool qkv_bias);
+/* Layer il's attn_q_norm and attn_k_norm (head_dim each). */
+clinfer_status clinfer_load_head_norms(clinfer_loader *ld, uint32_t il);
+/* Layer il's ffn_gate and ffn_up stacked into one weight. */
+clinfer_status clinfer_load_gate_up(clinfer_loader *ld, uint32_t il);
+
 /* ---- the forward pass (executor.c) ---------------------------------------------------- */
 
 clinfer_ref exec_at(clinfer_buffer *buf, size_t offset);
@@ -88,11 +102,20 @@ void exec_matmul(exec_builder *b, const clinfer_matrix *w, clinfer_ref x, clinfe
 /* The architecture's norm over rows of n_embd. */
 void exec_norm(exec_builder *b, const clinfer_hparams *hp, clinfer_ref x, clinfer_ref w,
                clinfer_ref bias, clinfer_ref y, int n);
-/* Rows ids (EXEC_IDS or EXEC_POS_IDS) of w into y. */
-void exec_embed(exec_builder *b, const clinfer_matrix *w, clinfer_ref ids, clinfer_ref y, int n);
-/* Norm, q/k/v, the cache writes (rotated where hp->n_rot), attention, and the output
- * projection added to the residual stream. */
+/* Rows ids (EXEC_IDS or EXEC_POS_IDS) of w into y, multiplied by scale (0: not). */
+void exec_embed(exec_builder *b, const clinfer_matrix *w, clinfer_ref ids, clinfer_ref y, int n,
+                float scale);
+/* The token ids' rows of token_embd into EXEC_X, scaled by hp.embd_scale: an arch's embed. */
+void exec_token_embed(exec_builder *b, const clinfer_model *m, const exec_state *s, int n);
+/* Norm, q/k/v (each head's q and k RMS-normed where the layer has q_norm, k_norm), the cache
+ * writes (rotated where hp->n_rot, by the layer's rope base: see clinfer_hparams' sliding
+ * window), attention (over the layer's window), and the output projection added to the
+ * residual stream (normed first where the layer has attn_post_norm). */
 void exec_attention_block(exec_builder *b, const clinfer_model *m, const exec_state *s, int il,
                           int n);
+/* Norm, then down(act(gate(x)) * up(x)) with glu CLINFER_OP_SWIGLU or CLINFER_OP_GEGLU, added
+ * to the residual stream (normed first where the layer has ffn_post_norm). */
+void exec_gated_ffn(exec_builder *b, const clinfer_model *m, const exec_state *s, int il, int n,
+                    clinfer_op_kind glu);
 
 #endif

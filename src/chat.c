@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "arch.h"
 #include "error.h"
 #include "model.h"
 #include "supported.h"
@@ -330,6 +331,9 @@ clinfer_status clinfer_chat_apply_template(const clinfer_model *model, const cha
     if (gguf_find_kv(model->gguf, "tokenizer.chat_template") &&
         gguf_get_str(model->gguf, "tokenizer.chat_template", &tmpl) != CLINFER_OK)
         tmpl = (gguf_str){NULL, 0};
+    /* a file without a template chats in its architecture's format, if it has one */
+    if (!tmpl.ptr && (!template_name || !*template_name) && model->hp.arch)
+        template_name = model->hp.arch->chat_format;
     return chat_render(tmpl.ptr, (size_t)tmpl.len, template_name, messages, n, add_assistant, out);
 }
 

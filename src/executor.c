@@ -94,7 +94,8 @@ void exec_matmul(builder *b, const clinfer_matrix *w, clinfer_ref x, clinfer_ref
     if (x_q8 && b->steps && b->count > 0) { /* the op that made x may round it as well */
         clinfer_op *prev = &b->steps[b->count - 1].op;
         if (prev->kind == CLINFER_OP_RMSNORM && same_ref(prev->norm.y, x)) prev->norm.y_q8 = true;
-        if (prev->kind == CLINFER_OP_SWIGLU && same_ref(prev->eltwise.y, x))
+        if ((prev->kind == CLINFER_OP_SWIGLU || prev->kind == CLINFER_OP_GEGLU) &&
+            same_ref(prev->eltwise.y, x))
             prev->eltwise.y_q8 = true;
         if (prev->kind == CLINFER_OP_ATTENTION && same_ref(prev->attention.out, x))
             prev->attention.out_q8 = true;
@@ -133,24 +134,92 @@ void exec_norm(builder *b, const clinfer_hparams *hp, clinfer_ref x, clinfer_ref
               0);
 }
 
-static clinfer_op rope_op(const clinfer_hparams *hp, clinfer_ref x, int n, int n_heads) {
+/* How layer il attends: its window (0: all positions) and rotation. */
+typedef struct {
+    int window;
+    float freq_base, freq_scale;
+} layer_attention;
+
+static layer_attention attention_of(const clinfer_hparams *hp, int il) {
+    uint32_t p = hp->swa_period;
+    bool local = hp->swa_window > 0 && (p == 0 || (uint32_t)il % p != p - 1);
+    if (!local) return (layer_attention){0, hp->rope_freq_base, hp->rope_freq_scale};
+    return (layer_attention){(int)hp->swa_window, hp->rope_freq_base_swa, hp->rope_freq_scale_swa};
+}
+
+static clinfer_op rope_op(const clinfer_hparams *hp, const layer_attention *la, clinfer_ref x,
+                          int n, int n_heads) {
     return (clinfer_op){.kind = CLINFER_OP_ROPE,
                         .rope = {.x = x,
                                  .n = n,
                                  .n_heads = n_heads,
                                  .head_dim = (int)hp->head_dim,
                                  .n_rot = (int)hp->n_rot,
-                                 .freq_base = hp->rope_freq_base,
-                                 .freq_scale = hp->rope_freq_scale,
+                                 .freq_base = la->freq_base,
+                                 .freq_scale = la->freq_scale,
                                  .neox = hp->rope_neox}};
 }
 
-void exec_embed(builder *b, const clinfer_matrix *w, clinfer_ref ids, clinfer_ref y, int n) {
-    exec_push(b,
-              (clinfer_op){.kind = CLINFER_OP_EMBED,
-                           .embed = {.w = w->w, .ids = ids, .y = y, .m = w->m, .k = w->k, .n = n}},
-              1);
+void exec_embed(builder *b, const clinfer_matrix *w, clinfer_ref ids, clinfer_ref y, int n,
+                float scale) {
+    exec_push(
+        b,
+        (clinfer_op){
+            .kind = CLINFER_OP_EMBED,
+            .embed = {.w = w->w, .ids = ids, .y = y, .m = w->m, .k = w->k, .n = n, .scale = scale}},
+        1);
     set_w_type(b, w->type);
+}
+
+void exec_token_embed(builder *b, const clinfer_model *m, const exec_state *s, int n) {
+    exec_embed(b, &m->tok_embd, exec_at(s->buf[EXEC_IDS], 0), exec_at(s->buf[EXEC_X], 0), n,
+               m->hp.embd_scale);
+}
+
+/* y normed in place by w, then added to the residual stream. */
+static void post_norm_add(builder *b, const clinfer_model *m, const exec_state *s, clinfer_ref w,
+                          clinfer_ref y, int n) {
+    clinfer_ref x = exec_at(s->buf[EXEC_X], 0);
+    size_t count = (size_t)n * m->hp.n_embd;
+    exec_norm(b, &m->hp, y, w, (clinfer_ref){0}, y, n);
+    exec_push(b,
+              (clinfer_op){.kind = CLINFER_OP_ADD,
+                           .eltwise = {.a = x, .b = y, .y = x, .count = count, .b_count = count}},
+              0);
+}
+
+/* The sub-layer output projection w of x: added to the residual stream by the matmul itself,
+ * or where post_norm is given, into EXEC_XN, normed, then added. */
+static void output_projection(builder *b, const clinfer_model *m, const exec_state *s,
+                              const clinfer_matrix *w, clinfer_ref x, clinfer_ref bias,
+                              clinfer_ref post_norm, int n) {
+    if (!post_norm.buf) {
+        exec_matmul(b, w, x, exec_at(s->buf[EXEC_X], 0), bias, n, true);
+        return;
+    }
+    clinfer_ref y = exec_at(s->buf[EXEC_XN], 0);
+    exec_matmul(b, w, x, y, bias, n, false);
+    post_norm_add(b, m, s, post_norm, y, n);
+}
+
+void exec_gated_ffn(builder *b, const clinfer_model *m, const exec_state *s, int il, int n,
+                    clinfer_op_kind glu) {
+    const clinfer_layer *l = &m->layers[il];
+    clinfer_buffer *const *buf = s->buf;
+    clinfer_ref x = exec_at(buf[EXEC_X], 0), xn = exec_at(buf[EXEC_XN], 0);
+    size_t count = (size_t)n * m->hp.n_ff;
+    clinfer_ref gate = exec_at(buf[EXEC_FF_A], 0), up = exec_at(buf[EXEC_FF_A], count),
+                act = exec_at(buf[EXEC_FF_C], 0);
+
+    exec_norm(b, &m->hp, x, l->ffn_norm, l->ffn_norm_b, xn, n);
+    exec_matmul(b, &l->ffn_gate, xn, gate, (clinfer_ref){0}, n, false);
+    exec_matmul(b, &l->ffn_up, xn, up, l->ffn_up_b, n, false);
+    exec_push(
+        b,
+        (clinfer_op){.kind = glu,
+                     .eltwise = {.a = gate, .b = up, .y = act, .count = count, .b_count = count}},
+        0);
+    output_projection(b, m, s, &l->ffn_down, act, l->ffn_down_b, l->ffn_post_norm, n);
 }
 
 void exec_attention_block(builder *b, const clinfer_model *m, const exec_state *s, int il, int n) {
@@ -162,6 +231,8 @@ void exec_attention_block(builder *b, const clinfer_model *m, const exec_state *
     size_t q_count = (size_t)n * hp->n_head * hp->head_dim, kv_count = (size_t)n * kv_dim;
     clinfer_ref q = exec_at(buf[EXEC_QKV], 0), k = exec_at(buf[EXEC_QKV], q_count),
                 v = exec_at(buf[EXEC_QKV], q_count + kv_count);
+    layer_attention la = attention_of(hp, il);
+    float scale = hp->attn_scale > 0.0f ? hp->attn_scale : 1.0f / sqrtf((float)hp->head_dim);
 
     clinfer_op attention = {.kind = CLINFER_OP_ATTENTION,
                             .attention = {.q = q,
@@ -173,7 +244,8 @@ void exec_attention_block(builder *b, const clinfer_model *m, const exec_state *
                                           .n_head = (int)hp->n_head,
                                           .n_kv_head = (int)hp->n_head_kv,
                                           .head_dim = (int)hp->head_dim,
-                                          .scale = 1.0f / sqrtf((float)hp->head_dim)}};
+                                          .window = la.window,
+                                          .scale = scale}};
 
     exec_norm(b, hp, x, l->attn_norm, l->attn_norm_b, xn, n);
     exec_matmul(b, &l->wq, xn, q, l->bq, n, false);
@@ -207,16 +279,16 @@ void exec_attention_block(builder *b, const clinfer_model *m, const exec_state *
         /* Decode: the attention launch rotates the token's q and k and fills the caches
          * itself, one launch less than a separate rope. */
         attention.attention.rope.n_rot = (int)hp->n_rot;
-        attention.attention.rope.freq_base = hp->rope_freq_base;
-        attention.attention.rope.freq_scale = hp->rope_freq_scale;
+        attention.attention.rope.freq_base = la.freq_base;
+        attention.attention.rope.freq_scale = la.freq_scale;
         attention.attention.rope.neox = hp->rope_neox;
         attention.attention.rope.k_src = k;
         attention.attention.rope.v_src = v;
     } else {
         /* The launch that rotates the keys also writes them and v into the caches, saving two
          * store launches. */
-        exec_push(b, rope_op(hp, q, n, (int)hp->n_head), 0);
-        clinfer_op keys = rope_op(hp, k, n, (int)hp->n_head_kv);
+        exec_push(b, rope_op(hp, &la, q, n, (int)hp->n_head), 0);
+        clinfer_op keys = rope_op(hp, &la, k, n, (int)hp->n_head_kv);
         keys.rope.k_dst = s->k_cache[il];
         keys.rope.v_src = v;
         keys.rope.v_dst = s->v_cache[il];
@@ -225,8 +297,7 @@ void exec_attention_block(builder *b, const clinfer_model *m, const exec_state *
         exec_push(b, keys, kv_dim);
     }
     exec_push(b, attention, 0);
-    /* The residual add is fused into the output projection. */
-    exec_matmul(b, &l->wo, exec_at(buf[EXEC_ATT], 0), x, l->bo, n, true);
+    output_projection(b, m, s, &l->wo, exec_at(buf[EXEC_ATT], 0), l->bo, l->attn_post_norm, n);
 }
 
 /* Output norm and LM head over the last token's row, or every row with logits_all. */

@@ -527,5 +527,7 @@ clinfer_status clinfer_model_get_info(const clinfer_model *m, clinfer_model_info
         snprintf(info->backend, sizeof info->backend, "%s",
                  m->backend->i->describe(m->backend->ctx));
     file_info(m->gguf, info);
+    if (!info->chat_format[0] && m->hp.arch && m->hp.arch->chat_format) /* as chat.c renders it */
+        snprintf(info->chat_format, sizeof info->chat_format, "%s", m->hp.arch->chat_format);
     return CLINFER_OK;
 }

@@ -30,6 +30,14 @@ typedef struct {
     float rope_freq_scale; /* 1 / rope.scaling.factor for linear scaling, else 1 */
     bool rope_neox;
     float norm_eps;
+    float attn_scale; /* the attention's scale of q.k; 0: 1 / sqrt(head_dim) */
+    float embd_scale; /* token embeddings are multiplied by it; 0: not scaled (gemma3: sqrt) */
+    /* Sliding-window attention: a local layer's tokens attend only to the last swa_window
+     * positions (their own included) and rotate with their own rope base and scale. 0: none.
+     * swa_period 0: every layer is local (mistral); p: layer il is global where
+     * il % p == p - 1, local otherwise (gemma3: p = 6). */
+    uint32_t swa_window, swa_period;
+    float rope_freq_base_swa, rope_freq_scale_swa;
 } clinfer_hparams;
 
 /* A weight matrix on the backend: m output rows of k input elements (GGUF ne[0] = k), rows
@@ -50,6 +58,9 @@ typedef struct {
     clinfer_matrix wq, wk, wv, wo; /* gpt2's fused attn_qkv is split into wq/wk/wv at load */
     clinfer_ref bq, bk, bv, bo;
     clinfer_ref q_norm, k_norm; /* RMS norms of each query and key head before rope (qwen3) */
+    /* RMS norms of the attention's and the feed-forward's output before each is added to the
+     * residual stream (gemma3); absent: added as it is */
+    clinfer_ref attn_post_norm, ffn_post_norm;
     clinfer_ref ffn_norm, ffn_norm_b;
     clinfer_matrix ffn_gate, ffn_up, ffn_down; /* no gate for gpt2 */
     clinfer_ref ffn_up_b, ffn_down_b;

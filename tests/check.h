@@ -6,6 +6,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "clinfer.h"
 
@@ -38,6 +39,21 @@ static inline double nmse(const float *a, const float *ref, size_t n) {
         den += (double)ref[i] * ref[i];
     }
     return den > 0 ? num / den : num;
+}
+
+/* Generated text gathered by text_collect, a clinfer_text_callback (cut at the buffer's end). */
+typedef struct {
+    char text[8192];
+    size_t len;
+} text_sink;
+
+static inline bool text_collect(const char *text, size_t len, void *user) {
+    text_sink *c = user;
+    if (c->len + len < sizeof c->text) {
+        memcpy(c->text + c->len, text, len);
+        c->len += len;
+    }
+    return true;
 }
 
 static inline int finish(const char *name) {

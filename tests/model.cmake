@@ -4,6 +4,10 @@ clinfer_test(test_model_tiny SOURCES test_model_tiny.c tiny_model.c)
 # names it); skipped when absent.
 clinfer_test(test_smollm2 SOURCES test_smollm2.c LABELS model
   ENV "CLINFER_TEST_MODELS=${PROJECT_SOURCE_DIR}/models")
+# Gemma 3 270M (Q4_K_M) at $CLINFER_GEMMA3_MODEL: greedy texts as llama.cpp's, recorded in
+# tests/gemma3_greedy.txt (bench/gemma3_greedy.sh); skipped when unset.
+clinfer_test(test_gemma3 SOURCES test_gemma3.c LABELS model
+  ARGS ${CMAKE_CURRENT_SOURCE_DIR}/gemma3_greedy.txt)
 # Loading and freeing a model 100 times in one process on OpenCL, CLBlast forced on: RSS flat.
 clinfer_test(test_model_lifetime SOURCES test_model_lifetime.c tiny_model.c)
 if(CLINFER_WITH_CLBLAST)

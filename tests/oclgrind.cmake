@@ -21,7 +21,8 @@ function(clinfer_oclgrind_test name)
 endfunction()
 
 foreach(path gpu-local-reduce cpu-rows)
-  clinfer_oclgrind_test(cl_ops_${path} ENV CLINFER_KERNEL_PATH=${path}
+  # CLINFER_TEST_SMALL: fewer sliding-window and head_dim 256 attention cases
+  clinfer_oclgrind_test(cl_ops_${path} ENV CLINFER_KERNEL_PATH=${path} CLINFER_TEST_SMALL=1
     COMMAND $<TARGET_FILE:test_cl_ops>)
   # CLBlast off: the GPU path would take it for f32 GEMM, and gemm_tiled is ours to check.
   clinfer_oclgrind_test(cl_matmul_${path}
@@ -48,6 +49,22 @@ clinfer_oclgrind_test(run_graph ENV CLINFER_KERNEL_PATH=cpu-rows CLINFER_GRAPH=1
           -n 4)
 set_tests_properties(oclgrind_run_per_op oclgrind_run_graph PROPERTIES
   FIXTURES_REQUIRED oclgrind_model SKIP_REGULAR_EXPRESSION "oclgrind is not installed")
-set_tests_properties(oclgrind_run_per_op PROPERTIES FAIL_REGULAR_EXPRESSION "\n  graph ")
-set_tests_properties(oclgrind_run_graph PROPERTIES PASS_REGULAR_EXPRESSION "\n  graph +[0-9]"
-  FAIL_REGULAR_EXPRESSION "oclgrind_run:")
+# The same for a tiny gemma3 (a sliding window of 4 on two of its three layers, GEGLU, the
+# embedding scale, post-norms), the prompt longer than the window.
+set(CLINFER_OCLGRIND_GEMMA3 ${CMAKE_CURRENT_BINARY_DIR}/oclgrind_gemma3.gguf)
+add_test(NAME oclgrind_tiny_gemma3 COMMAND write_tiny_model ${CLINFER_OCLGRIND_GEMMA3} gemma3)
+set_tests_properties(oclgrind_tiny_gemma3 PROPERTIES LABELS oclgrind
+  FIXTURES_SETUP oclgrind_gemma3)
+clinfer_oclgrind_test(run_per_op_gemma3 ENV CLINFER_GRAPH=0 CLINFER_PROFILE=1
+  COMMAND $<TARGET_FILE:clinfer_cli> run -m ${CLINFER_OCLGRIND_GEMMA3} -p ${CLINFER_OCLGRIND_PROMPT}
+          -n 4)
+clinfer_oclgrind_test(run_graph_gemma3 ENV CLINFER_KERNEL_PATH=cpu-rows CLINFER_GRAPH=1
+  CLINFER_PROFILE=1
+  COMMAND $<TARGET_FILE:clinfer_cli> run -m ${CLINFER_OCLGRIND_GEMMA3} -p ${CLINFER_OCLGRIND_PROMPT}
+          -n 4)
+set_tests_properties(oclgrind_run_per_op_gemma3 oclgrind_run_graph_gemma3 PROPERTIES
+  FIXTURES_REQUIRED oclgrind_gemma3 SKIP_REGULAR_EXPRESSION "oclgrind is not installed")
+set_tests_properties(oclgrind_run_per_op oclgrind_run_per_op_gemma3 PROPERTIES
+  FAIL_REGULAR_EXPRESSION "\n  graph ")
+set_tests_properties(oclgrind_run_graph oclgrind_run_graph_gemma3 PROPERTIES
+  PASS_REGULAR_EXPRESSION "\n  graph +[0-9]" FAIL_REGULAR_EXPRESSION "oclgrind_run:")

@@ -11,3 +11,9 @@ add_test(NAME crosscheck_archs
   COMMAND bash ${PROJECT_SOURCE_DIR}/bench/crosscheck_archs.sh --bin $<TARGET_FILE:clinfer_cli>)
 set_tests_properties(crosscheck_archs PROPERTIES LABELS peer SKIP_RETURN_CODE 77 TIMEOUT 600
   ENVIRONMENT "${CLINFER_TEST_ENV}")
+# Gemma 3 270M ($CLINFER_GEMMA3_MODEL) greedy against a live llama-simple on the same weights
+# (bench/gemma3_greedy.sh); skipped (77) without the model or the peer.
+add_test(NAME gemma3_greedy
+  COMMAND bash ${PROJECT_SOURCE_DIR}/bench/gemma3_greedy.sh --bin $<TARGET_FILE:clinfer_cli>)
+set_tests_properties(gemma3_greedy PROPERTIES LABELS peer SKIP_RETURN_CODE 77 TIMEOUT 1200
+  ENVIRONMENT "${CLINFER_TEST_ENV}")

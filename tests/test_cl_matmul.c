@@ -136,18 +136,22 @@ static void check_embed(const pair *w, clinfer_dtype type, int m, int k, const c
     pair id = pair_new(ids, sizeof ids);
     pair y = pair_random(2 + (size_t)n * k);
     char what[128];
-    snprintf(what, sizeof what, "%s embed %s m %d k %d", why, clinfer_dtype_name(type), m, k);
-    for (int s = 0; s < SIDES; s++) {
-        clinfer_op op = {.kind = CLINFER_OP_EMBED};
-        op.embed.w = w->buf[s];
-        op.embed.ids = (clinfer_ref){id.buf[s], 0};
-        op.embed.y = (clinfer_ref){y.buf[s], 2};
-        op.embed.m = m;
-        op.embed.k = k;
-        op.embed.n = n;
-        EXPECT_OK(be[s]->i->op(be[s]->ctx, &op));
+    for (int scaled = 0; scaled < 2; scaled++) { /* scale 0 (none), then gemma3's sqrt(640) */
+        snprintf(what, sizeof what, "%s embed %s m %d k %d scale %d", why, clinfer_dtype_name(type),
+                 m, k, scaled);
+        for (int s = 0; s < SIDES; s++) {
+            clinfer_op op = {.kind = CLINFER_OP_EMBED};
+            op.embed.w = w->buf[s];
+            op.embed.ids = (clinfer_ref){id.buf[s], 0};
+            op.embed.y = (clinfer_ref){y.buf[s], 2};
+            op.embed.m = m;
+            op.embed.k = k;
+            op.embed.n = n;
+            op.embed.scale = scaled ? 25.298221f : 0.0f;
+            EXPECT_OK(be[s]->i->op(be[s]->ctx, &op));
+        }
+        compare(&y, 2, (size_t)n * k, EMBED_NMSE, what);
     }
-    compare(&y, 2, (size_t)n * k, EMBED_NMSE, what);
     pair_free(&id);
     pair_free(&y);
 }

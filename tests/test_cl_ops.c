@@ -4,14 +4,15 @@
  * records, which must be rejected with a status and leave the backend usable.
  *
  * NMSE thresholds (sum (cl - ref)^2 / sum ref^2), all f32 arithmetic on the device:
- *   1e-10  add, swiglu, gelu: a few ulp per element from the device's exp/tanh (OpenCL
+ *   1e-10  add, swiglu, geglu, gelu: a few ulp per element from the device's exp/tanh (OpenCL
  *          allows up to 4 ulp) against the host's libm
  *   1e-10  rmsnorm, layernorm: f32 sums in a different order than the reference's double sums
  *   1e-9   rope: the device forms the angle in f32 (the reference in double); at pos ~1000 that
  *          is ~1e-4 rad absolute, below 1e-8 relative energy; also its f32 key cache writes
  *   1e-6   rope's f16 key cache writes: a rotated value that differs in its last f32 bits may
  *          round to the other f16 neighbour (one such flip is ~1e-9 here; measured 2e-11)
- *   1e-9   attention: online softmax rescaling and summation order over up to ~300 positions;
+ *   1e-9   attention: online softmax rescaling and summation order over up to ~300 positions
+ *          (head_dim up to 256, sliding windows too);
  *          with its own rotation and cache write, the caches as rope's (k 1e-9, f16 1e-6, v exact)
  *   1e-5   a matmul after attention with out_q8: attention's differences may move a value across
  *          an 8-bit rounding boundary (one step in a block is ~1e-6 of y's energy here)
@@ -113,7 +114,8 @@ static void compare_cl_exact(const pair *a, const pair *b, size_t bytes, const c
 /* ---- element-wise ---- */
 
 static void test_eltwise(void) {
-    static const clinfer_op_kind kinds[] = {CLINFER_OP_ADD, CLINFER_OP_GELU, CLINFER_OP_SWIGLU};
+    static const clinfer_op_kind kinds[] = {CLINFER_OP_ADD, CLINFER_OP_GELU, CLINFER_OP_SWIGLU,
+                                            CLINFER_OP_GEGLU};
     static const size_t counts[] = {1, 7, 64, 1000, 4097, 576 * 3};
     for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++)
         for (size_t c = 0; c < sizeof counts / sizeof *counts; c++) {
@@ -342,6 +344,42 @@ static pair cache_random(size_t elems, bool f16) {
     return p;
 }
 
+/* One attention op on both sides over random q and caches, compared: heads (n_head, n_kv) of
+ * head_dim, n tokens from pos0, window (0: none). The cache holds a few more positions than are
+ * visible, which must be ignored, and starts one position into its buffer (kv_off). */
+static void check_attention(int n_head, int n_kv, int head_dim, int n, int pos0, int window,
+                            bool f16) {
+    size_t q_total = (size_t)n * n_head * head_dim, kv_off = (size_t)n_kv * head_dim;
+    size_t kv_total = kv_off + (size_t)(pos0 + n + 3) * n_kv * head_dim;
+    pair q = pair_random(q_total, -1.0f, 1.0f);
+    pair k = cache_random(kv_total, f16), v = cache_random(kv_total, f16);
+    pair out = pair_new(NULL, q_total * sizeof(float));
+    for (int s = 0; s < SIDES; s++) {
+        clinfer_op op = {.kind = CLINFER_OP_ATTENTION};
+        op.attention.q = ref_of(&q, s, 0);
+        op.attention.k = ref_of(&k, s, kv_off);
+        op.attention.v = ref_of(&v, s, kv_off);
+        op.attention.out = ref_of(&out, s, 0);
+        op.attention.kv_type = f16 ? CLINFER_DT_F16 : CLINFER_DT_F32;
+        op.attention.n = n;
+        op.attention.n_head = n_head;
+        op.attention.n_kv_head = n_kv;
+        op.attention.head_dim = head_dim;
+        op.attention.pos0 = pos0;
+        op.attention.window = window;
+        op.attention.scale = 1.0f / sqrtf((float)head_dim) * 2.0f;
+        run(s, &op, "attention");
+    }
+    char what[112];
+    snprintf(what, sizeof what, "attention hd %d heads %d/%d n %d pos0 %d window %d %s", head_dim,
+             n_head, n_kv, n, pos0, window, f16 ? "f16" : "f32");
+    compare(&out, 0, q_total, 1e-9, what);
+    pair_free(&q);
+    pair_free(&k);
+    pair_free(&v);
+    pair_free(&out);
+}
+
 static void test_attention(void) {
     static const int heads[][2] = {{4, 4}, {6, 2}, {8, 2}, {1, 1}}; /* ratios 1, 3, 4, 1 */
     static const int head_dims[] = {64, 80};
@@ -349,41 +387,28 @@ static void test_attention(void) {
     for (size_t hd = 0; hd < 2; hd++)
         for (size_t g = 0; g < sizeof heads / sizeof *heads; g++)
             for (size_t c = 0; c < sizeof cases / sizeof *cases; c++)
-                for (int f16 = 0; f16 < 2; f16++) {
-                    int head_dim = head_dims[hd], n_head = heads[g][0], n_kv = heads[g][1];
-                    int n = cases[c][0], pos0 = cases[c][1];
-                    size_t q_total = (size_t)n * n_head * head_dim;
-                    /* The cache holds a few more positions than are visible: they must be
-                     * ignored. kv_off places the layer's cache past the start of the buffer. */
-                    size_t kv_off = (size_t)n_kv * head_dim;
-                    size_t kv_total = kv_off + (size_t)(pos0 + n + 3) * n_kv * head_dim;
-                    pair q = pair_random(q_total, -1.0f, 1.0f);
-                    pair k = cache_random(kv_total, f16), v = cache_random(kv_total, f16);
-                    pair out = pair_new(NULL, q_total * sizeof(float));
-                    for (int s = 0; s < SIDES; s++) {
-                        clinfer_op op = {.kind = CLINFER_OP_ATTENTION};
-                        op.attention.q = ref_of(&q, s, 0);
-                        op.attention.k = ref_of(&k, s, kv_off);
-                        op.attention.v = ref_of(&v, s, kv_off);
-                        op.attention.out = ref_of(&out, s, 0);
-                        op.attention.kv_type = f16 ? CLINFER_DT_F16 : CLINFER_DT_F32;
-                        op.attention.n = n;
-                        op.attention.n_head = n_head;
-                        op.attention.n_kv_head = n_kv;
-                        op.attention.head_dim = head_dim;
-                        op.attention.pos0 = pos0;
-                        op.attention.scale = 1.0f / sqrtf((float)head_dim) * 2.0f;
-                        run(s, &op, "attention");
-                    }
-                    char what[96];
-                    snprintf(what, sizeof what, "attention hd %d heads %d/%d n %d pos0 %d %s",
-                             head_dim, n_head, n_kv, n, pos0, f16 ? "f16" : "f32");
-                    compare(&out, 0, q_total, 1e-9, what);
-                    pair_free(&q);
-                    pair_free(&k);
-                    pair_free(&v);
-                    pair_free(&out);
-                }
+                for (int f16 = 0; f16 < 2; f16++)
+                    check_attention(heads[g][0], heads[g][1], head_dims[hd], cases[c][0],
+                                    cases[c][1], 0, f16);
+}
+
+/* Sliding windows (gemma3's local layers, mistral): token i sees only the last `window`
+ * positions up to its own. Windows shorter than, equal to and longer than what is in the
+ * cache, prefill batches that straddle the window's edge, decode past it, one and several
+ * chunks, and gemma's head_dim 256 with one kv head. Under a simulator (test_small) the first
+ * shape and every other case. */
+static void test_attention_window(void) {
+    static const int shapes[][3] = {{4, 1, 256}, {6, 2, 64}, {2, 2, 32}}; /* heads, kv, dim */
+    static const int cases[][3] = {                                       /* n, pos0, window */
+                                   {1, 0, 4},    {1, 3, 4},   {1, 4, 4},      {1, 300, 4},
+                                   {1, 300, 64}, {7, 0, 4},   {7, 2, 4},      {20, 5, 8},
+                                   {3, 100, 1},  {9, 60, 64}, {1, 1000, 200}, {5, 10, 512}};
+    bool small = test_small();
+    for (size_t sh = 0; sh < (small ? 1 : sizeof shapes / sizeof *shapes); sh++)
+        for (size_t c = 0; c < sizeof cases / sizeof *cases; c += small ? 2 : 1)
+            for (int f16 = 0; f16 < 2; f16++)
+                check_attention(shapes[sh][0], shapes[sh][1], shapes[sh][2], cases[c][0],
+                                cases[c][1], cases[c][2], f16);
 }
 
 /* One layer's decode buffers as the executor lays them out: n tokens' q, then k and v, in qkv;
@@ -392,6 +417,7 @@ static void test_attention(void) {
 typedef struct {
     int n_head, n_kv, head_dim, n_rot, n, pos0;
     bool neox, f16;
+    int window; /* the attention's (0: none) */
 } layer_case;
 
 typedef struct {
@@ -438,6 +464,7 @@ static clinfer_op layer_attention(const layer_case *lc, const layer_bufs *l, int
     op.attention.n_kv_head = lc->n_kv;
     op.attention.head_dim = lc->head_dim;
     op.attention.pos0 = lc->pos0;
+    op.attention.window = lc->window;
     op.attention.scale = 1.0f / sqrtf((float)lc->head_dim);
     if (rope) {
         op.attention.rope.n_rot = lc->n_rot;
@@ -476,17 +503,17 @@ static clinfer_op rope_of(const clinfer_op *at) {
  * device against the rope and attention launches it replaces, bit for bit. Query heads share a
  * kv head (GQA) or not; pos0 spans one chunk of positions and several (attention_merge). */
 static void test_attention_rope(void) {
-    static const int shapes[][4] = {{9, 3, 64, 64},
-                                    {4, 4, 80, 32},
-                                    {6, 2, 32, 32},
-                                    {1, 1, 64, 64},
-                                    {8, 2, 128, 96}}; /* heads, kv, dim, n_rot */
+    static const int shapes[][4] = {{9, 3, 64, 64},   {4, 4, 80, 32},
+                                    {6, 2, 32, 32},   {1, 1, 64, 64},
+                                    {4, 1, 256, 256}, {8, 2, 128, 96}}; /* heads, kv, dim, n_rot */
     static const int pos0s[] = {0, 1, 7, 63, 64, 300, 1000};
     for (size_t sh = 0; sh < sizeof shapes / sizeof *shapes; sh++)
         for (size_t p = 0; p < sizeof pos0s / sizeof *pos0s; p++)
             for (int variant = 0; variant < 4; variant++) {
-                layer_case lc = {shapes[sh][0], shapes[sh][1], shapes[sh][2], shapes[sh][3], 1,
-                                 pos0s[p],      variant & 1,   variant & 2};
+                if (test_small() && shapes[sh][2] == 256 && pos0s[p] > 7) continue;
+                layer_case lc = {
+                    shapes[sh][0], shapes[sh][1], shapes[sh][2], shapes[sh][3],        1,
+                    pos0s[p],      variant & 1,   variant & 2,   variant == 3 ? 40 : 0};
                 layer_bufs shape = layer_shape(&lc);
                 float *qkv = malloc(shape.row * sizeof *qkv);
                 rng_fill(qkv, shape.row, -1.0f, 1.0f);
@@ -502,9 +529,10 @@ static void test_attention_rope(void) {
                 run(CL, &op, "attention after rope");
                 char what[128];
                 int len = snprintf(what, sizeof what,
-                                   "attention+rope heads %d/%d hd %d rot %d pos0 %d neox %d %s",
+                                   "attention+rope heads %d/%d hd %d rot %d pos0 %d neox %d %s "
+                                   "window %d",
                                    lc.n_head, lc.n_kv, lc.head_dim, lc.n_rot, lc.pos0, lc.neox,
-                                   lc.f16 ? "f16" : "f32");
+                                   lc.f16 ? "f16" : "f32", lc.window);
                 size_t rest = sizeof what - (size_t)len;
                 snprintf(what + len, rest, ": out");
                 compare(&fused.out, 0, fused.q_total, 1e-9, what);
@@ -542,7 +570,8 @@ static void test_attention_q8(clinfer_dtype type) {
                          cases[c].n,
                          cases[c].pos0,
                          false,
-                         true};
+                         true,
+                         cases[c].pos0 == 1000 ? 100 : 0};
         int k = lc.n_head * lc.head_dim;
         layer_bufs shape = layer_shape(&lc);
         size_t w_row = clinfer_dtype_row_bytes(type, (size_t)k);
@@ -691,6 +720,10 @@ static void test_bad_args(void) {
     op.attention.pos0 = 0;
     op.attention.kv_type = CLINFER_DT_Q8_0;
     expect_rejected(&op, "attention with a q8_0 cache");
+    op.attention.kv_type = CLINFER_DT_F32;
+    op.attention.window = -1;
+    expect_rejected(&op, "attention with window -1");
+    op.attention.window = 0;
     /* with rotation and cache write: q in small, caches in big and vc, new keys and values in
      * src */
     clinfer_buffer *src = NULL;
@@ -771,6 +804,7 @@ static void test_device(size_t index) {
         test_rope();
         test_rope_cache();
         test_attention();
+        test_attention_window();
         test_attention_rope();
         test_attention_q8(CLINFER_DT_F32);
         test_attention_q8(CLINFER_DT_Q8_0);

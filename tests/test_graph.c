@@ -1,10 +1,10 @@
 /* Graph launches (backends/opencl/graph_cl.c, cl/graph.cl: runs of decode ops in one launch on
  * CPU devices) against the per-op launches they replace, which must give the same bits:
- *   - models: tiny llama, qwen2 and gpt2 models of every weight type, f16 and f32 KV caches,
- *     8-bit and f32 activations; a prompt, then single tokens until attention splits the
- *     positions into chunks; the logits of every step are identical with CLINFER_GRAPH=0, and
- *     the trace shows that graph launches ran the decode steps (llama and qwen2; none of gpt2's
- *     runs is long enough);
+ *   - models: tiny models of every architecture (gemma3 and mistral with sliding windows) and
+ *     weight type, f16 and f32 KV caches, 8-bit and f32 activations; a prompt, then single
+ *     tokens until attention splits the positions into chunks; the logits of every step are
+ *     identical with CLINFER_GRAPH=0, and the trace shows that graph launches ran the decode
+ *     steps (all but gpt2, none of whose runs is long enough);
  *   - two models decoding at once from two threads, their graph launches sharing the device's
  *     threads: both finish, with the logits of decoding alone;
  *   - a device on which graph.cl fails to build decodes through per-op launches, as without it;
@@ -343,7 +343,8 @@ int main(void) {
     test_ops();
     test_concurrent();
     test_build_failure();
-    static const char *const archs[] = {"llama", "qwen2", "qwen3", "phi3", "gpt2"};
+    static const char *const archs[] = {"llama",  "qwen2",   "qwen3", "phi3",
+                                        "gemma3", "mistral", "gpt2"};
     clinfer_dtype types[CLINFER_DT_ID_LIMIT];
     size_t n_types = weight_types(types);
     for (size_t a = 0; a < sizeof archs / sizeof archs[0]; a++)

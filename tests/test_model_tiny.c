@@ -322,6 +322,9 @@ static void test_rejections(void) {
     tiny_model_default(&s, "llama", CLINFER_DT_F32);
     s.rope_scaling = "yarn";
     expect_rejected(&s, CLINFER_ERR_UNSUPPORTED, "rope.scaling.type");
+    tiny_model_default(&s, "gemma3", CLINFER_DT_F32);
+    s.omit_tensor = "blk.2.post_ffw_norm.weight";
+    expect_rejected(&s, CLINFER_ERR_FORMAT, "blk.2.post_ffw_norm.weight");
 }
 
 /* Linear rope scaling loads and changes what positions mean, hence the logits. */
@@ -349,6 +352,44 @@ static void test_rope_scaling(void) {
     free(scaled);
 }
 
+/* A sliding window (gemma3's local layers, mistral's every layer) changes the logits once the
+ * prompt is longer than it, and one of the prompt's length or more changes nothing: token i sees
+ * positions i - window + 1 .. i. (No window at all is another model for gemma3: its local
+ * layers then rotate with the global rope base, as in llama.cpp.) */
+static void test_sliding_window(const char *arch) {
+    char path[128];
+    uint32_t n_vocab = tiny_model_n_vocab();
+    const uint32_t windows[] = {N_PROMPT + 50, 4, N_PROMPT, N_PROMPT - 1, 0, 4};
+    float *logits[6];
+    int32_t prompt[N_PROMPT];
+    make_prompt(prompt, N_PROMPT);
+    for (int i = 0; i < 6; i++) {
+        logits[i] = calloc(n_vocab, sizeof(float));
+        tiny_model_spec s;
+        tiny_model_default(&s, arch, CLINFER_DT_F32);
+        s.sliding_window = windows[i];
+        if (i == 5) s.swa_pattern = 1; /* every layer global (gemma3) */
+        model_path(path, sizeof path, "window");
+        EXPECT(tiny_model_write(&s, path) == 0, "writing %s", path);
+        clinfer_model *m = NULL;
+        EXPECT_OK(load(path, CLINFER_BACKEND_REFERENCE, &m));
+        if (m) EXPECT_OK(logits_after(m, 0, false, false, prompt, logits[i]));
+        clinfer_model_free(m);
+        remove(path);
+    }
+    double e = nmse(logits[1], logits[0], n_vocab);
+    EXPECT(e > 1e-6, "%s: a window of 4 did not change the logits (NMSE %.3g)", arch, e);
+    EXPECT(!memcmp(logits[2], logits[0], n_vocab * sizeof(float)),
+           "%s: a window of the prompt's length changed the logits", arch);
+    e = nmse(logits[3], logits[0], n_vocab);
+    EXPECT(e > 0, "%s: a window one short of the prompt did not change the logits", arch);
+    if (!strcmp(arch, "gemma3"))
+        EXPECT(!memcmp(logits[5], logits[4], n_vocab * sizeof(float)),
+               "gemma3: sliding_window_pattern 1 is not the model without a window");
+    for (int i = 0; i < 6; i++)
+        free(logits[i]);
+}
+
 int main(void) {
     size_t n_devices = 0;
     have_opencl = clinfer_device_count(&n_devices) == CLINFER_OK && n_devices > 0;
@@ -357,6 +398,8 @@ int main(void) {
 
     test_rejections();
     test_rope_scaling();
+    test_sliding_window("gemma3");
+    test_sliding_window("mistral");
     char path[128];
     model_path(path, sizeof path, "llama_api");
     tiny_model_spec spec;
@@ -373,7 +416,8 @@ int main(void) {
     clinfer_model_free(m);
     remove(path);
 
-    static const char *const archs[] = {"llama", "qwen2", "qwen3", "phi3", "gpt2"};
+    static const char *const archs[] = {"llama",  "qwen2",   "qwen3", "phi3",
+                                        "gemma3", "mistral", "gpt2"};
     clinfer_dtype types[CLINFER_DT_ID_LIMIT];
     size_t n_types = weight_types(types);
     for (size_t a = 0; a < sizeof archs / sizeof archs[0]; a++) {

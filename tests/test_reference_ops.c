@@ -229,6 +229,12 @@ static void test_embed(void) {
             EXPECT(!memcmp(y + (size_t)i * k, w + (size_t)ids[i] * k, (size_t)k * sizeof *y),
                    "embed %s: row %d (id %d) is not the dequantized weight row",
                    clinfer_dtype_name(type), i, ids[i]);
+        op.embed.scale = 3.5f; /* each element multiplied, in f32 */
+        EXPECT_OK(run(&op));
+        download(yb, y, 5 * (size_t)k * sizeof *y);
+        for (int i = 0; i < 5 * k; i++)
+            EXPECT(y[i] == w[(size_t)ids[i / k] * k + (size_t)(i % k)] * 3.5f,
+                   "embed %s scaled: element %d", clinfer_dtype_name(type), i);
         release(wb);
         release(ib);
         release(yb);
@@ -506,6 +512,7 @@ static void test_store(void) {
 typedef struct {
     int n, n_head, n_kv_head, head_dim, pos0;
     clinfer_dtype kv_type;
+    int window; /* the sliding window (0: none) */
 } attn_shape;
 
 /* Runs attention on q and f32 caches k, v ([pos0 + n][n_kv_head][head_dim]), stored in the
@@ -532,6 +539,7 @@ static void attention_run(const attn_shape *s, const float *q, const float *k, c
                                    .n_kv_head = s->n_kv_head,
                                    .head_dim = s->head_dim,
                                    .pos0 = s->pos0,
+                                   .window = s->window,
                                    .scale = scale}};
     EXPECT_OK(run(&op));
     download(ob, out, nq * sizeof *out);
@@ -558,9 +566,11 @@ static void check_attention(const attn_shape *s) {
     for (int i = 0; i < s->n; i++)
         for (int h = 0; h < s->n_head; h++) {
             int kvh = h * s->n_kv_head / s->n_head, visible = s->pos0 + i + 1;
+            /* a window sees the last `window` positions, its own included */
+            int first = s->window > 0 && visible > s->window ? visible - s->window : 0;
             const float *qh = q + ((size_t)i * s->n_head + h) * s->head_dim;
             double max = -INFINITY, sum = 0;
-            for (int t = 0; t < visible; t++) {
+            for (int t = first; t < visible; t++) {
                 const float *kt = k + ((size_t)t * s->n_kv_head + kvh) * s->head_dim;
                 double dot = 0;
                 for (int e = 0; e < s->head_dim; e++)
@@ -568,17 +578,18 @@ static void check_attention(const attn_shape *s) {
                 p[t] = dot * scale;
                 max = fmax(max, p[t]);
             }
-            for (int t = 0; t < visible; t++)
+            for (int t = first; t < visible; t++)
                 sum += p[t] = exp(p[t] - max);
             double *w = want + ((size_t)i * s->n_head + h) * s->head_dim;
-            for (int t = 0; t < visible; t++)
+            for (int t = first; t < visible; t++)
                 for (int e = 0; e < s->head_dim; e++)
                     w[e] += p[t] / sum * v[((size_t)t * s->n_kv_head + kvh) * s->head_dim + e];
         }
     attention_run(s, q, k, v, scale, out);
     double e = max_abs_diff(out, want, nq);
-    EXPECT(e < 1e-5, "attention n %d heads %d/%d dim %d pos0 %d %s: max error %.3g", s->n,
-           s->n_head, s->n_kv_head, s->head_dim, s->pos0, clinfer_dtype_name(s->kv_type), e);
+    EXPECT(e < 1e-5, "attention n %d heads %d/%d dim %d pos0 %d window %d %s: max error %.3g", s->n,
+           s->n_head, s->n_kv_head, s->head_dim, s->pos0, s->window, clinfer_dtype_name(s->kv_type),
+           e);
     free(q);
     free(k);
     free(v);
@@ -590,7 +601,7 @@ static void check_attention(const attn_shape *s) {
 static void test_attention(void) {
     rng_seed(7);
     /* one visible position: the output is V of that position, whatever q and k are */
-    attn_shape one = {1, 4, 2, 5, 0, CLINFER_DT_F32};
+    attn_shape one = {1, 4, 2, 5, 0, CLINFER_DT_F32, 0};
     float q[20], k[10], v[10], out[20];
     rng_fill(q, 20, -3, 3);
     rng_fill(k, 10, -3, 3);
@@ -599,7 +610,7 @@ static void test_attention(void) {
     for (int h = 0; h < 4; h++)
         EXPECT(!memcmp(out + 5 * h, v + 5 * (h / 2), 5 * sizeof *out), "head %d is not V", h);
     /* identical keys: every visible position weighs the same, output is the mean of V */
-    attn_shape eq = {2, 1, 1, 3, 2, CLINFER_DT_F32};
+    attn_shape eq = {2, 1, 1, 3, 2, CLINFER_DT_F32, 0};
     float kq[6] = {1, 2, 3, 4, 5, 6}, ke[12], ve[12], oe[6];
     for (int t = 0; t < 4; t++)
         for (int e = 0; e < 3; e++) {
@@ -611,10 +622,18 @@ static void test_attention(void) {
     for (int e = 0; e < 3; e++)
         EXPECT(fabsf(oe[e] - (10.0f + e)) < 1e-5f && fabsf(oe[3 + e] - (15.0f + e)) < 1e-5f,
                "mean of V: %g %g", oe[e], oe[3 + e]);
+    /* with a window of 2, token 0 sees positions 1..2 (mean 15 + e), token 1 2..3 (25 + e) */
+    eq.window = 2;
+    attention_run(&eq, kq, ke, ve, 1.0f, oe);
+    for (int e = 0; e < 3; e++)
+        EXPECT(fabsf(oe[e] - (15.0f + e)) < 1e-5f && fabsf(oe[3 + e] - (25.0f + e)) < 1e-5f,
+               "mean of V in a window of 2: %g %g", oe[e], oe[3 + e]);
     static const attn_shape shapes[] = {
-        {1, 1, 1, 1, 0, CLINFER_DT_F32},   {1, 6, 2, 16, 9, CLINFER_DT_F32},
-        {4, 6, 2, 5, 3, CLINFER_DT_F16},   {7, 3, 3, 8, 0, CLINFER_DT_F32},
-        {3, 8, 1, 64, 40, CLINFER_DT_F16}, {1, 9, 3, 64, 300, CLINFER_DT_F16}};
+        {1, 1, 1, 1, 0, CLINFER_DT_F32, 0},     {1, 6, 2, 16, 9, CLINFER_DT_F32, 0},
+        {4, 6, 2, 5, 3, CLINFER_DT_F16, 0},     {7, 3, 3, 8, 0, CLINFER_DT_F32, 0},
+        {3, 8, 1, 64, 40, CLINFER_DT_F16, 0},   {1, 9, 3, 64, 300, CLINFER_DT_F16, 0},
+        {7, 3, 3, 8, 0, CLINFER_DT_F32, 3},     {5, 4, 1, 256, 10, CLINFER_DT_F16, 8},
+        {1, 9, 3, 64, 300, CLINFER_DT_F32, 64}, {3, 2, 2, 8, 2, CLINFER_DT_F32, 1}};
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
         check_attention(&shapes[i]);
 }
@@ -633,6 +652,8 @@ static double expect_eltwise(clinfer_op_kind kind, double a, double b) {
         return gelu_tanh(a);
     case CLINFER_OP_SWIGLU:
         return a / (1.0 + exp(-a)) * b;
+    case CLINFER_OP_GEGLU:
+        return gelu_tanh(a) * b;
     default:
         return NAN;
     }
@@ -640,7 +661,8 @@ static double expect_eltwise(clinfer_op_kind kind, double a, double b) {
 
 static void test_eltwise(void) {
     rng_seed(9);
-    static const clinfer_op_kind kinds[] = {CLINFER_OP_ADD, CLINFER_OP_GELU, CLINFER_OP_SWIGLU};
+    static const clinfer_op_kind kinds[] = {CLINFER_OP_ADD, CLINFER_OP_GELU, CLINFER_OP_SWIGLU,
+                                            CLINFER_OP_GEGLU};
     size_t n = 1001;
     float *a = random_floats(n, -8, 8), *b = random_floats(n, -2, 2), *y = malloc(n * sizeof *y);
     double *want = malloc(n * sizeof *want);
@@ -753,6 +775,8 @@ static void test_invalid(void) {
     ids[1] = -1;
     EXPECT_OK(be->i->buffer_write(be->ctx, ib, 0, sizeof ids, ids));
     expect_invalid(&em, "embed id -1");
+    em.embed.scale = INFINITY;
+    expect_invalid(&em, "embed scale inf");
 
     clinfer_op rope = {.kind = CLINFER_OP_ROPE,
                        .rope = {.x = ref(b),
@@ -828,6 +852,9 @@ static void test_invalid(void) {
     expect_invalid(&at, "attention cache shorter than pos0 + n");
     at.attention.pos0 = INT32_MAX;
     expect_invalid(&at, "attention pos0 huge");
+    at.attention.pos0 = 0;
+    at.attention.window = -4;
+    expect_invalid(&at, "attention window -4");
 
     clinfer_op ew = {
         .kind = CLINFER_OP_ADD,
@@ -837,6 +864,8 @@ static void test_invalid(void) {
     expect_invalid(&ew, "add b shorter than b_count");
     ew.kind = CLINFER_OP_SWIGLU;
     expect_invalid(&ew, "swiglu b shorter than count");
+    ew.kind = CLINFER_OP_GEGLU;
+    expect_invalid(&ew, "geglu b shorter than count");
 
     clinfer_op st = {
         .kind = CLINFER_OP_STORE,

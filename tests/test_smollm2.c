@@ -55,20 +55,6 @@ static bool find_model(char *path, size_t size) {
     return false;
 }
 
-typedef struct {
-    char text[2048];
-    size_t len;
-} collected;
-
-static bool collect(const char *text, size_t len, void *user) {
-    collected *c = user;
-    if (c->len + len < sizeof c->text) {
-        memcpy(c->text + c->len, text, len);
-        c->len += len;
-    }
-    return true;
-}
-
 /* The logits after each text (texts[0]: the chat prompt's tokens) into logits[i]. */
 static void text_logits(clinfer_model *m, const clinfer_context_params *cp, const int32_t *prompt,
                         size_t n_prompt, float (*logits)[N_VOCAB]) {
@@ -96,7 +82,7 @@ static void text_logits(clinfer_model *m, const clinfer_context_params *cp, cons
 
 /* Loads the model on one backend and generates greedily from the chat prompt; logits (optional)
  * receives those after each text. */
-static void generate(const char *path, clinfer_backend_kind kind, bool f32_act, collected *out,
+static void generate(const char *path, clinfer_backend_kind kind, bool f32_act, text_sink *out,
                      clinfer_generate_stats *stats, float (*logits)[N_VOCAB]) {
     clinfer_model_params mp;
     clinfer_model_params_default(&mp);
@@ -120,7 +106,8 @@ static void generate(const char *path, clinfer_backend_kind kind, bool f32_act, 
                                    tokens, 256, &n));
     if (n && logits) text_logits(m, &cp, tokens, n, logits);
     EXPECT_OK(clinfer_context_create(m, &cp, &ctx));
-    if (ctx && n) EXPECT_OK(clinfer_generate(ctx, tokens, n, N_PREDICT, NULL, collect, out, stats));
+    if (ctx && n)
+        EXPECT_OK(clinfer_generate(ctx, tokens, n, N_PREDICT, NULL, text_collect, out, stats));
     clinfer_context_free(ctx);
     clinfer_free(prompt);
     clinfer_model_free(m);
@@ -148,7 +135,7 @@ static void demo_answer(const char *path) {
     char *prompt = NULL;
     int32_t tokens[256];
     size_t n = 0;
-    collected answer = {0};
+    text_sink answer = {0};
     clinfer_chat_message msg = {"user", "What is the capital of France?"};
     EXPECT_OK(clinfer_model_load(path, NULL, &m));
     if (!m) return;
@@ -157,7 +144,8 @@ static void demo_answer(const char *path) {
         EXPECT_OK(clinfer_tokenize(m, prompt, strlen(prompt), clinfer_token_add_bos(m), true,
                                    tokens, 256, &n));
     EXPECT_OK(clinfer_context_create(m, NULL, &ctx));
-    if (ctx && n) EXPECT_OK(clinfer_generate(ctx, tokens, n, 16, NULL, collect, &answer, NULL));
+    if (ctx && n)
+        EXPECT_OK(clinfer_generate(ctx, tokens, n, 16, NULL, text_collect, &answer, NULL));
     printf("demo (default activations %s): %.*s\n",
            clinfer_activations_name(clinfer_context_activations(ctx)), (int)answer.len,
            answer.text);
@@ -204,7 +192,7 @@ int main(void) {
     static float logits[3][N_TEXTS][N_VOCAB]; /* reference f32, reference q8, OpenCL q8 */
     for (int f32_act = 1; f32_act >= 0; f32_act--) {
         const char *mode = f32_act ? "f32 activations" : "8-bit activations";
-        collected ref = {0}, cl = {0};
+        text_sink ref = {0}, cl = {0};
         clinfer_generate_stats ref_stats = {0}, cl_stats = {0};
         generate(path, CLINFER_BACKEND_REFERENCE, f32_act, &ref, &ref_stats,
                  logits[f32_act ? 0 : 1]);

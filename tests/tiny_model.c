@@ -59,18 +59,24 @@ uint32_t tiny_model_n_vocab(void) {
 
 void tiny_model_default(tiny_model_spec *s, const char *arch, clinfer_dtype type) {
     bool k_type = type == CLINFER_DT_Q4_K || type == CLINFER_DT_Q6_K;
-    bool gpt2 = !strcmp(arch, "gpt2");
+    bool gpt2 = !strcmp(arch, "gpt2"), gemma3 = !strcmp(arch, "gemma3");
+    bool mistral = !strcmp(arch, "mistral");
     *s = (tiny_model_spec){
-        .arch = arch,
+        .arch = mistral ? "llama" : arch,
         .type = type,
         .n_embd = k_type ? 256 : 64,
-        .n_layer = 2,
+        .n_layer = gemma3 ? 3 : 2,
         .n_head = 4,
-        .n_head_kv = gpt2 ? 4 : 2,
+        .n_head_kv = gpt2     ? 4
+                     : gemma3 ? 1
+                              : 2,
         .n_ff = k_type ? 256 : 128,
         .n_ctx = 128,
-        .tied = gpt2,
+        .tied = gpt2 || gemma3,
         .seed = 42,
+        .sliding_window = gemma3 || mistral ? 4 : 0,
+        .swa_pattern = gemma3 ? 3 : 0,
+        .rope_freq_base = gemma3 ? 1e6f : 10000.0f,
     };
 }
 
@@ -130,7 +136,9 @@ static void write_metadata(gguf_writer *w, const tiny_model_spec *s, const vocab
         gw_kv_f32(w, KEY("attention.layer_norm_epsilon"), 1e-5f);
     } else {
         gw_kv_f32(w, KEY("attention.layer_norm_rms_epsilon"), 1e-5f);
-        gw_kv_f32(w, KEY("rope.freq_base"), 10000.0f);
+        gw_kv_f32(w, KEY("rope.freq_base"), s->rope_freq_base);
+        if (s->sliding_window) gw_kv_u32(w, KEY("attention.sliding_window"), s->sliding_window);
+        if (s->swa_pattern) gw_kv_u32(w, KEY("attention.sliding_window_pattern"), s->swa_pattern);
         gw_kv_u32(w, KEY("rope.dimension_count"), s->n_embd / s->n_head);
         if (s->rope_scaling) {
             gw_kv_str(w, KEY("rope.scaling.type"), s->rope_scaling);
@@ -153,6 +161,7 @@ static void write_metadata(gguf_writer *w, const tiny_model_spec *s, const vocab
 static int write_layer(gguf_writer *w, const tiny_model_spec *s, uint32_t il) {
     bool gpt2 = !strcmp(s->arch, "gpt2"), qwen2 = !strcmp(s->arch, "qwen2");
     bool qwen3 = !strcmp(s->arch, "qwen3"), phi3 = !strcmp(s->arch, "phi3");
+    bool gemma3 = !strcmp(s->arch, "gemma3");
     uint32_t E = s->n_embd, F = s->n_ff, hd = s->n_embd / s->n_head;
     uint32_t q_dim = s->n_head * hd, kv_dim = s->n_head_kv * hd;
     float in_scale = 1.0f / sqrtf((float)E), ff_scale = 1.0f / sqrtf((float)F);
@@ -175,13 +184,14 @@ static int write_layer(gguf_writer *w, const tiny_model_spec *s, uint32_t il) {
             rc |= add_vector(w, s, NAME("attn_k.bias"), kv_dim, 0.0f, 0.1f);
             rc |= add_vector(w, s, NAME("attn_v.bias"), kv_dim, 0.0f, 0.1f);
         }
-        if (qwen3) {
+        if (qwen3 || gemma3) {
             rc |= add_vector(w, s, NAME("attn_q_norm.weight"), hd, 1.0f, 0.2f);
             rc |= add_vector(w, s, NAME("attn_k_norm.weight"), hd, 1.0f, 0.2f);
         }
     }
     rc |= add_matrix(w, s, NAME("attn_output.weight"), q_dim, E, in_scale);
     if (gpt2) rc |= add_vector(w, s, NAME("attn_output.bias"), E, 0.0f, 0.1f);
+    if (gemma3) rc |= add_vector(w, s, NAME("post_attention_norm.weight"), E, 1.0f, 0.2f);
     rc |= add_vector(w, s, NAME("ffn_norm.weight"), E, 1.0f, 0.2f);
     if (gpt2)
         rc |= add_vector(w, s, NAME("ffn_norm.bias"), E, 0.0f, 0.1f);
@@ -192,6 +202,7 @@ static int write_layer(gguf_writer *w, const tiny_model_spec *s, uint32_t il) {
     if (gpt2) rc |= add_vector(w, s, NAME("ffn_up.bias"), F, 0.0f, 0.1f);
     rc |= add_matrix(w, s, NAME("ffn_down.weight"), F, E, ff_scale);
     if (gpt2) rc |= add_vector(w, s, NAME("ffn_down.bias"), E, 0.0f, 0.1f);
+    if (gemma3) rc |= add_vector(w, s, NAME("post_ffw_norm.weight"), E, 1.0f, 0.2f);
 #undef NAME
     return rc;
 }

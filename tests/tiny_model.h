@@ -12,19 +12,24 @@
 #include "quant.h"
 
 typedef struct {
-    const char *arch;   /* "llama", "qwen2", "qwen3", "phi3", "gpt2" */
+    const char *arch;   /* "llama", "qwen2", "qwen3", "phi3", "gemma3", "gpt2" */
     clinfer_dtype type; /* every weight matrix; norms and biases are f32 */
     uint32_t n_embd, n_layer, n_head, n_head_kv, n_ff, n_ctx;
     bool tied;                /* no output.weight: the LM head reuses token_embd.weight */
     uint64_t seed;            /* of the random weights */
     const char *rope_scaling; /* rope.scaling.type to write (factor 2), NULL: none */
+    uint32_t sliding_window;  /* attention.sliding_window to write, 0: none */
+    uint32_t swa_pattern;     /* attention.sliding_window_pattern to write, 0: none */
+    float rope_freq_base;
     /* Broken variants: leave this tensor out, or write it with one output row too many. */
     const char *omit_tensor;
     const char *misshape_tensor;
 } tiny_model_spec;
 
 /* n_embd 64 (256 for the K types, whose rows are 256-element super-blocks), 2 layers, 4 heads,
- * 2 KV heads (gpt2: 4), n_ff 128 (256 for K types), context 128. */
+ * 2 KV heads (gpt2: 4), n_ff 128 (256 for K types), context 128, rope base 10000. gemma3: 3
+ * layers (sliding_window_pattern 3: 2 local, the last global), 1 KV head, a sliding window of 4,
+ * rope base 1e6 (10000 on the local layers). arch "mistral" is llama with a sliding window of 4 on every layer. */
 void tiny_model_default(tiny_model_spec *spec, const char *arch, clinfer_dtype type);
 
 /* The vocabulary size of every tiny model. */

@@ -14,7 +14,9 @@ int main(int argc, char **argv) {
         while (i < n && strcasecmp(argv[3], clinfer_dtype_name(types[i])))
             i++;
     if (argc < 2 || argc > 4 || i == n) {
-        fprintf(stderr, "usage: write_tiny_model PATH [llama|qwen2|qwen3|phi3|gpt2 [TYPE]]\n");
+        fprintf(
+            stderr,
+            "usage: write_tiny_model PATH [llama|qwen2|qwen3|phi3|gemma3|mistral|gpt2 [TYPE]]\n");
         return 2;
     }
     if (argc == 4) type = types[i];

@@ -66,8 +66,8 @@ bool cl_round_output(const clinfer_op *op) {
     if (op->kind == CLINFER_OP_RMSNORM)
         return op->norm.y_q8 && op->norm.n > 0 && op->norm.d % CLINFER_Q8_ACT_BLOCK == 0 &&
                op->norm.y.buf != op->norm.x.buf; /* its items read whole rows of x */
-    return op->kind == CLINFER_OP_SWIGLU && op->eltwise.y_q8 && op->eltwise.count > 0 &&
-           op->eltwise.count % CLINFER_Q8_ACT_BLOCK == 0;
+    return (op->kind == CLINFER_OP_SWIGLU || op->kind == CLINFER_OP_GEGLU) && op->eltwise.y_q8 &&
+           op->eltwise.count > 0 && op->eltwise.count % CLINFER_Q8_ACT_BLOCK == 0;
 }
 
 clinfer_status cl_rounding_op(cl_backend_ctx *b, const clinfer_op *op) {
@@ -80,6 +80,7 @@ clinfer_status cl_rounding_op(cl_backend_ctx *b, const clinfer_op *op) {
     size_t n_args, global[2];
     cl_ulong off[3];
     int has_w = norm && op->norm.w.buf != NULL; /* the arguments point at these locals */
+    int gelu = op->kind == CLINFER_OP_GEGLU;
     if (norm) {
         const clinfer_ref *x = &op->norm.x, *w = &op->norm.w;
         off[0] = x->offset, off[1] = w->offset, off[2] = y.offset;
@@ -99,18 +100,21 @@ clinfer_status cl_rounding_op(cl_backend_ctx *b, const clinfer_op *op) {
     } else {
         const clinfer_ref *a = &op->eltwise.a, *g = &op->eltwise.b;
         off[0] = a->offset, off[1] = g->offset, off[2] = y.offset;
-        cl_arg head[] = {{sizeof(cl_mem), &a->buf->mem}, {sizeof(cl_ulong), &off[0]},
-                         {sizeof(cl_mem), &g->buf->mem}, {sizeof(cl_ulong), &off[1]},
-                         {sizeof(cl_mem), &y.buf->mem},  {sizeof(cl_ulong), &off[2]}};
+        cl_arg head[] = {{sizeof(cl_mem), &a->buf->mem},
+                         {sizeof(cl_ulong), &off[0]},
+                         {sizeof(cl_mem), &g->buf->mem},
+                         {sizeof(cl_ulong), &off[1]},
+                         {sizeof(cl_mem), &y.buf->mem},
+                         {sizeof(cl_ulong), &off[2]},
+                         {sizeof(int), &gelu}};
         n_args = sizeof head / sizeof head[0];
         memcpy(args, head, sizeof head);
         global[0] = count / CLINFER_Q8_ACT_BLOCK;
         global[1] = 1;
     }
     CHECK(act_args(b, count, &want_f, args + n_args));
-    CHECK(cl_launch(b, norm ? s->rmsnorm_q8 : s->swiglu_q8,
-                    norm ? "rmsnorm_q8_act" : "swiglu_q8_act", args, (cl_uint)n_args + 4, 2, global,
-                    NULL));
+    CHECK(cl_launch(b, norm ? s->rmsnorm_q8 : s->glu_q8, norm ? "rmsnorm_q8_act" : "glu_q8_act",
+                    args, (cl_uint)n_args + 4, 2, global, NULL));
     s->act = (act_q8){s->act.q, s->act.d, s->act.f, y.buf->mem, y.offset, count, want_f};
 cleanup:
     return st;

@@ -37,7 +37,10 @@ void cl_attention_chunks(const cl_backend_ctx *b, const clinfer_op *op, size_t *
                          size_t *n_chunks) {
     bool groups = b->ops->work_group_per_row;
     size_t rows = (size_t)op->attention.n_head * (size_t)op->attention.n;
-    size_t positions = (size_t)op->attention.pos0 + (size_t)op->attention.n;
+    /* the positions from the first one token 0 sees (attn_span in cl/attention.clh) */
+    int pos0 = op->attention.pos0, window = op->attention.window;
+    int base = window > 0 && pos0 + 1 > window ? pos0 + 1 - window : 0;
+    size_t positions = (size_t)(pos0 - base) + (size_t)op->attention.n;
     size_t units = b->info.compute_units ? b->info.compute_units : 1;
     size_t target = units * (groups ? 4 : 16), min_chunk = groups ? b->ops->wg : 64;
     size_t want = rows >= target ? 1 : (target + rows - 1) / rows;
@@ -146,6 +149,7 @@ clinfer_status cl_op_attention(cl_backend_ctx *b, const clinfer_op *op) {
                      CL_ARG(op->attention.n_kv_head),
                      CL_ARG(op->attention.head_dim),
                      CL_ARG(op->attention.pos0),
+                     CL_ARG(op->attention.window),
                      CL_ARG(op->attention.scale)};
     cl_mem k_src = rope_in_kernel ? op->attention.rope.k_src.buf->mem : out,
            v_src = rope_in_kernel ? op->attention.rope.v_src.buf->mem : out;

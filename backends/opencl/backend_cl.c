@@ -210,6 +210,9 @@ static clinfer_status cl_op(void *ctx, const clinfer_op *op) {
         break;
     case CLINFER_OP_EMBED:
         st = cl_embed(b, op);
+        if (st == CLINFER_OK && op->embed.scale != 0.0f)
+            st = cl_scale(b, op->embed.y, (size_t)op->embed.n * (size_t)op->embed.k,
+                          op->embed.scale);
         break;
     case CLINFER_OP_RMSNORM:
     case CLINFER_OP_LAYERNORM:
@@ -227,6 +230,7 @@ static clinfer_status cl_op(void *ctx, const clinfer_op *op) {
     case CLINFER_OP_ADD:
     case CLINFER_OP_GELU:
     case CLINFER_OP_SWIGLU:
+    case CLINFER_OP_GEGLU:
         st = cl_op_eltwise(b, op);
         break;
     default:

@@ -151,8 +151,8 @@ clinfer_status cl_matmul_norm(cl_backend_ctx *b, const clinfer_op *op, const cli
 /* Drops the 8-bit activations kept for the next matmul over the same x: call before anything
  * that may write or free a buffer other than through a matmul. */
 void cl_matmul_forget(cl_backend_ctx *b);
-/* RMSNORM and SWIGLU ops with the y_q8 hint (backend.h) that one launch of quantize.cl can run
- * while rounding y for the next matmul, which then finds it made; cl_rounding_op runs one such
+/* RMSNORM, SWIGLU and GEGLU ops with the y_q8 hint (backend.h) that one launch of quantize.cl can
+ * run while rounding y for the next matmul, which then finds it made; cl_rounding_op runs one such
  * op, already checked. */
 bool cl_round_output(const clinfer_op *op);
 clinfer_status cl_rounding_op(cl_backend_ctx *b, const clinfer_op *op);

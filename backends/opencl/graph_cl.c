@@ -2,8 +2,8 @@
  * how its work-groups take tasks and wait for each other without a launch between ops).
  *
  * cl_graph_run takes the longest run of ops at the head of a walk that the kernel can do:
- * single-token matmuls, embeddings, RMS norms, SwiGLUs and attentions, the weights all of one
- * type (the program is built per weight type and KV cache type), each weight in one part. Each
+ * single-token matmuls, embeddings, RMS norms, SwiGLUs, GeGLUs and attentions, the weights all of
+ * one type (the program is built per weight type and KV cache type), each weight in one part. Each
  * op is checked as its own launch would check it first; an op that fails the check, or that
  * the kernel cannot do, ends the run and goes through the per-op path, which reports it. Each
  * op becomes a record (its operands as slots of the launch's buffer arguments) split into
@@ -212,6 +212,7 @@ static bool encode_embed(encoder *e, const clinfer_op *op) {
     r[EMBED_M] = op->embed.m;
     put_ref(e, r, EMBED_IDS, op->embed.ids);
     put_ref(e, r, EMBED_Y, op->embed.y);
+    r[EMBED_SCALE] = float_bits(op->embed.scale);
     written(e, op->embed.y.buf);
     return true;
 }
@@ -234,7 +235,7 @@ static bool encode_rmsnorm(encoder *e, const clinfer_op *op) {
     return true;
 }
 
-static bool encode_swiglu(encoder *e, const clinfer_op *op) {
+static bool encode_glu(encoder *e, const clinfer_op *op) {
     size_t count = op->eltwise.count;
     if (count == 0 || count > INT32_MAX) return false;
     clinfer_ref a = op->eltwise.a, g = op->eltwise.b, y = op->eltwise.y;
@@ -242,13 +243,14 @@ static bool encode_swiglu(encoder *e, const clinfer_op *op) {
     if (!take_slots(e, mems, 3)) return false;
     bool want_q = cl_round_output(op);
     size_t per_task, tasks = split(e, (count + 31) / 32, 32 * 12, &per_task);
-    int32_t *r = record(e, G_SWIGLU, tasks);
-    put_ref(e, r, SWIGLU_A, a);
-    put_ref(e, r, SWIGLU_B, g);
-    put_ref(e, r, SWIGLU_Y, y);
-    r[SWIGLU_COUNT] = (int32_t)count;
-    r[SWIGLU_WANT_Q] = want_q;
-    r[SWIGLU_PER_TASK] = (int32_t)per_task;
+    int32_t *r = record(e, G_GLU, tasks);
+    put_ref(e, r, GLU_A, a);
+    put_ref(e, r, GLU_B, g);
+    put_ref(e, r, GLU_Y, y);
+    r[GLU_COUNT] = (int32_t)count;
+    r[GLU_WANT_Q] = want_q;
+    r[GLU_PER_TASK] = (int32_t)per_task;
+    r[GLU_GELU] = op->kind == CLINFER_OP_GEGLU;
     written(e, y.buf);
     if (want_q) rounded_from(e, y, count);
     return true;
@@ -277,6 +279,7 @@ static void put_attention(encoder *e, int32_t *r, const clinfer_op *op, size_t c
     r[ATT_FREQ_BASE] = float_bits(op->attention.rope.freq_base);
     r[ATT_FREQ_SCALE] = float_bits(op->attention.rope.freq_scale);
     r[ATT_ROUND_Q8] = round_q8;
+    r[ATT_WINDOW] = op->attention.window;
 }
 
 static bool encode_attention(encoder *e, const clinfer_op *op) {
@@ -322,7 +325,8 @@ static bool encode(encoder *e, const clinfer_op *op) {
     case CLINFER_OP_RMSNORM:
         return encode_rmsnorm(e, op);
     case CLINFER_OP_SWIGLU:
-        return encode_swiglu(e, op);
+    case CLINFER_OP_GEGLU:
+        return encode_glu(e, op);
     case CLINFER_OP_ATTENTION:
         return encode_attention(e, op);
     default:

@@ -115,7 +115,7 @@ clinfer_status cl_matmul_init(cl_backend_ctx *b) {
         const char *name;
     } rounding[] = {{&s->quantize, "quantize_q8_act"},
                     {&s->rmsnorm_q8, "rmsnorm_q8_act"},
-                    {&s->swiglu_q8, "swiglu_q8_act"}};
+                    {&s->glu_q8, "glu_q8_act"}};
     for (size_t i = 0; i < sizeof rounding / sizeof rounding[0]; i++) {
         *rounding[i].kernel = clCreateKernel(s->quantize_program, rounding[i].name, &err);
         CHECK(cl_error(err, rounding[i].name));
@@ -161,7 +161,7 @@ void cl_matmul_free(cl_backend_ctx *b) {
         if (bufs[i]->mem) clReleaseMemObject(bufs[i]->mem);
     if (s->done) clReleaseMemObject(s->done);
     if (s->filling) cl_release_arena(s->filling); /* weights still alive keep their arena */
-    cl_kernel rounding[] = {s->quantize, s->rmsnorm_q8, s->swiglu_q8};
+    cl_kernel rounding[] = {s->quantize, s->rmsnorm_q8, s->glu_q8};
     for (size_t i = 0; i < sizeof rounding / sizeof rounding[0]; i++)
         if (rounding[i]) clReleaseKernel(rounding[i]);
     if (s->quantize_program) clReleaseProgram(s->quantize_program);

@@ -77,7 +77,7 @@ struct cl_matmul_state {
     cl_kernel gemm, bias_fill;
     scratch stage;
     cl_program quantize_program;
-    cl_kernel quantize, rmsnorm_q8, swiglu_q8;
+    cl_kernel quantize, rmsnorm_q8, glu_q8;
     act_q8 act;
     act_q8 spare; /* where matvec_q8_il_norm rounds its output while it reads act (then swapped) */
     cl_mem done;  /* finished work-items of a matvec with the norm at its end; 0 between launches */

@@ -38,6 +38,8 @@ static const struct {
     [K_ADD] = {PROG_ELTWISE, "add", false},
     [K_GELU] = {PROG_ELTWISE, "gelu", false},
     [K_SWIGLU] = {PROG_ELTWISE, "swiglu", false},
+    [K_GEGLU] = {PROG_ELTWISE, "geglu", false},
+    [K_SCALE] = {PROG_ELTWISE, "scale", false},
     [K_STORE_F32] = {PROG_ELTWISE, "store_f32", false},
     [K_STORE_F16] = {PROG_ELTWISE, "store_f16", false},
 };
@@ -162,8 +164,8 @@ cleanup:
     return st;
 }
 
-/* add, gelu, swiglu: a and y hold count elements; b holds b_count (add: broadcast) or count
- * (swiglu). */
+/* add, gelu, swiglu, geglu: a and y hold count elements; b holds b_count (add: broadcast) or
+ * count (swiglu, geglu). */
 static const struct {
     kernel_id kernel;
     int operands; /* 1: a only, 2: a and b broadcast, 3: a and b of equal size */
@@ -171,6 +173,7 @@ static const struct {
     [CLINFER_OP_ADD] = {K_ADD, 2},
     [CLINFER_OP_GELU] = {K_GELU, 1},
     [CLINFER_OP_SWIGLU] = {K_SWIGLU, 3},
+    [CLINFER_OP_GEGLU] = {K_GEGLU, 3},
 };
 
 clinfer_status cl_op_eltwise(cl_backend_ctx *b, const clinfer_op *op) {
@@ -200,6 +203,13 @@ clinfer_status cl_op_eltwise(cl_backend_ctx *b, const clinfer_op *op) {
     }
 cleanup:
     return st;
+}
+
+clinfer_status cl_scale(cl_backend_ctx *b, clinfer_ref y, size_t count, float scale) {
+    cl_ulong y_off = y.offset, n = count;
+    size_t local = ELT_LOCAL, global = elementwise_global(count);
+    cl_arg args[] = {CL_ARG(y.buf->mem), CL_ARG(y_off), CL_ARG(n), CL_ARG(scale)};
+    return count ? cl_ops_launch(b, K_SCALE, 4, args, 1, &global, &local) : CLINFER_OK;
 }
 
 /* ---- lifetime -------------------------------------------------------------------------- */

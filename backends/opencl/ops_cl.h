@@ -32,6 +32,8 @@ typedef enum {
     K_ADD,
     K_GELU,
     K_SWIGLU,
+    K_GEGLU,
+    K_SCALE,
     K_STORE_F32,
     K_STORE_F16,
     K_COUNT
@@ -63,5 +65,7 @@ clinfer_status cl_op_rope(cl_backend_ctx *b, const clinfer_op *op);
 clinfer_status cl_op_store(cl_backend_ctx *b, const clinfer_op *op);
 clinfer_status cl_op_attention(cl_backend_ctx *b, const clinfer_op *op);
 clinfer_status cl_op_eltwise(cl_backend_ctx *b, const clinfer_op *op);
+/* y[i] *= scale, i < count, as one elementwise launch (the EMBED op's scale). */
+clinfer_status cl_scale(cl_backend_ctx *b, clinfer_ref y, size_t count, float scale);
 
 #endif

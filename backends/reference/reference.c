@@ -137,7 +137,7 @@ static clinfer_status op_embed(const clinfer_op *o) {
             return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
                                 "reference embed: ids[%d] = %d is outside 0 .. %d", i, (int)ids[i],
                                 o->embed.m - 1);
-    ref_embed(o->embed.w, ids, f32(o->embed.y), o->embed.n);
+    ref_embed(o->embed.w, ids, f32(o->embed.y), o->embed.n, o->embed.scale);
     return CLINFER_OK;
 }
 
@@ -173,7 +173,7 @@ static clinfer_status op_attention(ref_ctx *c, const clinfer_op *o) {
     ref_attention(f32(o->attention.q), at(o->attention.k, elem), at(o->attention.v, elem),
                   f32(o->attention.out), o->attention.kv_type, o->attention.n, o->attention.n_head,
                   o->attention.n_kv_head, o->attention.head_dim, o->attention.pos0,
-                  o->attention.scale, c->scratch);
+                  o->attention.window, o->attention.scale, c->scratch);
     return CLINFER_OK;
 }
 

@@ -28,8 +28,8 @@ void ref_round_q8(const float *x, float *xq, size_t count);
 /* y[n][m] (+)= x[n][k] . W[row0 .. row0 + m)[k]^T + bias[m]; row: scratch for k floats */
 void ref_matmul(const clinfer_buffer *w, int row0, int m, const float *x, float *y,
                 const float *bias, int n, bool accumulate, float *row);
-/* y[n][k] = W[ids[i]]; ids already checked against W's rows */
-void ref_embed(const clinfer_buffer *w, const int32_t *ids, float *y, int n);
+/* y[n][k] = W[ids[i]] * scale (0: 1); ids already checked against W's rows */
+void ref_embed(const clinfer_buffer *w, const int32_t *ids, float *y, int n, float scale);
 
 /* w may be NULL: a scale of 1; b may be NULL: no bias */
 void ref_rmsnorm(const float *x, const float *w, float *y, int n, int d, float eps);
@@ -38,11 +38,12 @@ void ref_layernorm(const float *x, const float *w, const float *b, float *y, int
 void ref_rope(float *x, int n, int n_heads, int head_dim, int n_rot, int pos0, float freq_base,
               float freq_scale, bool neox);
 void ref_store(const float *src, void *dst, clinfer_dtype dst_type, size_t count);
-/* k_cache, v_cache in kv_type; scratch: pos0 + n + 2 * head_dim floats */
+/* k_cache, v_cache in kv_type; window as the ATTENTION op's (0: none); scratch: pos0 + n +
+ * 2 * head_dim floats */
 void ref_attention(const float *q, const void *k_cache, const void *v_cache, float *out,
                    clinfer_dtype kv_type, int n, int n_head, int n_kv_head, int head_dim, int pos0,
-                   float scale, float *scratch);
-/* OP_ADD, OP_GELU, OP_SWIGLU; b is used by ADD and SWIGLU */
+                   int window, float scale, float *scratch);
+/* OP_ADD, OP_GELU, OP_SWIGLU, OP_GEGLU; b is used by all but GELU */
 void ref_eltwise(clinfer_op_kind kind, const float *a, const float *b, float *y, size_t count,
                  size_t b_count);
 

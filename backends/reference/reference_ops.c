@@ -53,11 +53,14 @@ void ref_matmul(const clinfer_buffer *w, int row0, int rows, const float *x, flo
     }
 }
 
-void ref_embed(const clinfer_buffer *w, const int32_t *ids, float *y, int n) {
+void ref_embed(const clinfer_buffer *w, const int32_t *ids, float *y, int n, float scale) {
     size_t k = (size_t)w->head.k;
     for (size_t i = 0; i < (size_t)n; i++) {
         const uint8_t *src = (const uint8_t *)w->data + (size_t)ids[i] * w->row_bytes;
         clinfer_dequantize_row(w->type, src, y + i * k, k);
+        if (scale != 0.0f)
+            for (size_t e = 0; e < k; e++)
+                y[i * k + e] *= scale;
     }
 }
 
@@ -135,29 +138,30 @@ static const float *cache_row(const void *cache, clinfer_dtype type, size_t inde
 
 void ref_attention(const float *q, const void *k_cache, const void *v_cache, float *out,
                    clinfer_dtype kv_type, int n, int n_head, int n_kv_head, int head_dim, int pos0,
-                   float scale, float *scratch) {
+                   int window, float scale, float *scratch) {
     /* scratch: scores[pos0 + n], then a converted cache row and the output accumulator */
     float *scores = scratch, *tmp = scratch + pos0 + n, *acc = tmp + head_dim;
     int group = n_head / n_kv_head;
     for (int i = 0; i < n; i++) {
         int n_pos = pos0 + i + 1; /* causal: token i sees cache positions 0 .. pos0 + i */
+        int first = window > 0 && n_pos > window ? n_pos - window : 0; /* the window's first */
         for (int h = 0; h < n_head; h++) {
             const float *qh = q + ((size_t)i * n_head + h) * head_dim;
             int kvh = h / group;
             float max = -INFINITY;
-            for (int t = 0; t < n_pos; t++) {
+            for (int t = first; t < n_pos; t++) {
                 size_t idx = (size_t)t * n_kv_head + kvh;
                 const float *kt = cache_row(k_cache, kv_type, idx, head_dim, tmp);
                 scores[t] = ref_dot(qh, kt, (size_t)head_dim) * scale;
                 max = fmaxf(max, scores[t]);
             }
             float sum = 0.0f;
-            for (int t = 0; t < n_pos; t++) {
+            for (int t = first; t < n_pos; t++) {
                 scores[t] = expf(scores[t] - max);
                 sum += scores[t];
             }
             memset(acc, 0, (size_t)head_dim * sizeof *acc);
-            for (int t = 0; t < n_pos; t++) {
+            for (int t = first; t < n_pos; t++) {
                 size_t idx = (size_t)t * n_kv_head + kvh;
                 const float *vt = cache_row(v_cache, kv_type, idx, head_dim, tmp);
                 float p = scores[t] / sum;
@@ -173,9 +177,13 @@ static float silu(float x) {
     return x / (1.0f + expf(-x));
 }
 
+static float gelu(float x) {
+    const float sqrt_2_over_pi = 0.7978845608028654f;
+    return 0.5f * x * (1.0f + tanhf(sqrt_2_over_pi * (x + 0.044715f * x * x * x)));
+}
+
 void ref_eltwise(clinfer_op_kind kind, const float *a, const float *b, float *y, size_t count,
                  size_t b_count) {
-    const float sqrt_2_over_pi = 0.7978845608028654f;
     size_t j = 0; /* i % b_count, without a division per element */
     for (size_t i = 0; i < count; i++) {
         float x = a[i];
@@ -184,10 +192,13 @@ void ref_eltwise(clinfer_op_kind kind, const float *a, const float *b, float *y,
             y[i] = x + b[j];
             break;
         case CLINFER_OP_GELU:
-            y[i] = 0.5f * x * (1.0f + tanhf(sqrt_2_over_pi * (x + 0.044715f * x * x * x)));
+            y[i] = gelu(x);
             break;
         case CLINFER_OP_SWIGLU:
             y[i] = silu(x) * b[i];
+            break;
+        case CLINFER_OP_GEGLU:
+            y[i] = gelu(x) * b[i];
             break;
         default: /* reference.c only routes the kinds above here */
             break;
