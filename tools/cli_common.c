@@ -251,10 +251,9 @@ double cli_now_ms(void) {
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
+/* By access(), not by opening: opening a FIFO (a model still being written) would block. */
 static bool file_exists(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (f) fclose(f);
-    return f != NULL;
+    return access(path, F_OK) == 0;
 }
 
 /* A model named on the command line as a registry name (tools/models.txt) or the name of a
