@@ -6,12 +6,18 @@
 # (and clinfer's output loads in llama.cpp at all). Prints a markdown table.
 #
 # The source is the default model (SmolLM2-135M-Instruct Q4_1) written back as F16 by clinfer
-# quantize --allow-requantize, so both tools start from the same F16 weights. The peer is the
-# llama.cpp build of bench/compare_llamacpp.sh ($CLINFER_BENCH_CACHE or ~/.cache/clinfer/llama.cpp
-# /build/bin); exit 77 when it is not built (this script does not build it).
+# quantize --allow-requantize, so both tools start from the same F16 weights. SmolLM2's rows of
+# 576 leave most matrices to the K types' 32-element fallbacks, so a second table does the same
+# for the K file types (--k-types) on a random-weight llama whose rows are all multiples of 256
+# (bench/make_shape_model.py: width 256, FFN 512, 2 layers, weights of std 0.1, F32), where every
+# matrix is in the mix's K types; it needs the gguf venv of bench/crosscheck_archs.sh and is left
+# out without it. The peer is the llama.cpp build of bench/compare_llamacpp.sh
+# ($CLINFER_BENCH_CACHE or ~/.cache/clinfer/llama.cpp/build/bin); exit 77 when it is not built
+# (this script does not build it).
 #
-# usage: bench/quantize_compare.sh [--bin CLINFER] [-f TEXT] [-c 512] [--chunks 4] [TYPE...]
-# TYPEs default to Q8_0 Q4_0 Q4_1 Q6_K Q4_K_M.
+# usage: bench/quantize_compare.sh [--bin CLINFER] [-f TEXT] [-c 512] [--chunks 4]
+#            [--k-types "Q2_K Q3_K_M Q5_K_M"] [TYPE...]
+# TYPEs default to Q8_0 Q4_0 Q4_1 Q6_K Q4_K_M Q2_K Q3_K_M Q5_K_M.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -22,18 +28,20 @@ text=/usr/share/common-licenses/GPL-3
 ctx=512
 chunks=4
 types=()
+k_types="Q2_K Q3_K_M Q5_K_M"
 while [ $# -gt 0 ]; do
     case $1 in
     --bin) clinfer=$2; shift ;;
     -f) text=$2; shift ;;
     -c) ctx=$2; shift ;;
     --chunks) chunks=$2; shift ;;
-    -h | --help) sed -n '2,15p' "$0"; exit 0 ;;
+    --k-types) k_types=$2; shift ;;
+    -h | --help) sed -n '2,21p' "$0"; exit 0 ;;
     *) types+=("$1") ;;
     esac
     shift
 done
-[ ${#types[@]} -gt 0 ] || types=(Q8_0 Q4_0 Q4_1 Q6_K Q4_K_M)
+[ ${#types[@]} -gt 0 ] || types=(Q8_0 Q4_0 Q4_1 Q6_K Q4_K_M Q2_K Q3_K_M Q5_K_M)
 say() { echo "quantize_compare: $*" >&2; }
 if [ ! -x "$peer/llama-quantize" ] || [ ! -x "$peer/llama-perplexity" ]; then
     say "skipped: llama.cpp's llama-quantize and llama-perplexity are not built in $peer" \
@@ -55,21 +63,51 @@ print('-' if '-' in (a, b) else int(abs(float(a) / float(b) - 1) <= 0.01))" "$1"
 }
 
 fail=0
-echo "| type | size clinfer / llama.cpp | llama-perplexity: clinfer's / llama.cpp's | clinfer perplexity: clinfer's / llama.cpp's |"
-echo "|---|---|---|---|"
-for type in "${types[@]}"; do
-    say "$type"
-    mine=$work/clinfer.$type.gguf theirs=$work/llama.$type.gguf
-    "$clinfer" quantize "$work/f16.gguf" "$mine" "$type" 2>"$work/q.log" || { cat "$work/q.log" >&2; exit 1; }
-    "$peer/llama-quantize" "$work/f16.gguf" "$theirs" "$type" 2 >"$work/lq.log" 2>&1 ||
+# compare SOURCE TYPE CTX: one table row, both tools' TYPE of SOURCE scored by both tools.
+compare() {
+    local src=$1 type=$2 c=$3
+    say "$type of $(basename "$src")"
+    local mine=$work/clinfer.$type.gguf theirs=$work/llama.$type.gguf
+    "$clinfer" quantize "$src" "$mine" "$type" 2>"$work/q.log" || { cat "$work/q.log" >&2; exit 1; }
+    "$peer/llama-quantize" "$src" "$theirs" "$type" 2 >"$work/lq.log" 2>&1 ||
         { cat "$work/lq.log" >&2; exit 1; }
-    p1=$(ppl_peer "$mine" "$text" "$ctx" "$chunks") p2=$(ppl_peer "$theirs" "$text" "$ctx" "$chunks")
-    c1=$(ppl_clinfer "$mine" "$text" "$ctx" "$chunks" --act q8)
-    c2=$(ppl_clinfer "$theirs" "$text" "$ctx" "$chunks" --act q8)
+    local p1 p2 c1 c2 w1 w2
+    p1=$(ppl_peer "$mine" "$text" "$c" "$chunks") p2=$(ppl_peer "$theirs" "$text" "$c" "$chunks")
+    c1=$(ppl_clinfer "$mine" "$text" "$c" "$chunks" --act q8)
+    c2=$(ppl_clinfer "$theirs" "$text" "$c" "$chunks" --act q8)
     w1=$(within "$p1" "$p2") w2=$(within "$c1" "$c2")
     [ "$p1" != - ] || { say "$type: llama.cpp cannot load clinfer's output"; fail=1; }
+    [ "$c2" != - ] || { say "$type: clinfer cannot load llama.cpp's output"; fail=1; }
     [ "$w1" != 0 ] && [ "$w2" != 0 ] || { say "$type: perplexities more than 1% apart"; fail=1; }
-    printf '| %s | %d / %d MiB | %s / %s | %s / %s |\n' "$type" \
-        $(($(stat -c %s "$mine") >> 20)) $(($(stat -c %s "$theirs") >> 20)) "$p1" "$p2" "$c1" "$c2"
+    # the same file in both tools (llama.cpp's output: the types it chose, its blocks)
+    [ "$(within "$p2" "$c2")" != 0 ] || { say "$type: the tools score one file 1% apart"; fail=1; }
+    printf '| %s | %d / %d KiB | %s / %s | %s / %s |\n' "$type" \
+        $(($(stat -c %s "$mine") >> 10)) $(($(stat -c %s "$theirs") >> 10)) "$p1" "$p2" "$c1" "$c2"
+}
+
+header() {
+    echo "| type | size clinfer / llama.cpp | llama-perplexity: clinfer's / llama.cpp's | clinfer perplexity: clinfer's / llama.cpp's |"
+    echo "|---|---|---|---|"
+}
+
+echo "SmolLM2-135M from F16, -c $ctx --chunks $chunks:"
+header
+for type in "${types[@]}"; do
+    compare "$work/f16.gguf" "$type" "$ctx"
 done
+
+venv=$peer_cache/../venv-gguf
+if [ -n "$k_types" ] && "$venv/bin/python" -c 'import gguf, numpy' 2>/dev/null; then
+    "$venv/bin/python" "$root/bench/make_shape_model.py" "$work/k256.gguf" --type F32 --dim 256 \
+        --layers 2 --heads 4 --kv-heads 2 --ffn 512 --ctx 512 --std 0.1 --seed 1 \
+        2>"$work/make.log" || { cat "$work/make.log" >&2; exit 1; }
+    echo
+    echo "Random-weight llama of width 256 from F32, -c 128 --chunks $chunks:"
+    header
+    for type in $k_types; do
+        compare "$work/k256.gguf" "$type" 128
+    done
+else
+    say "no K-width table: no venv with gguf and numpy at $venv"
+fi
 exit $fail
