@@ -15,9 +15,9 @@
 # matrix is in the mix's K types. Its perplexities are those of noise, so there only each file's
 # two scores are judged, not one quantizer's output against the other's. It needs a venv with
 # the gguf package (tools/gpu_check.sh's, or venv-gguf beside the peer's build) and is left out
-# without it (--k-only: only this table). The peer is the llama.cpp build of bench/compare_llamacpp.sh ($CLINFER_BENCH_CACHE or
-# ~/.cache/clinfer/llama.cpp/build/bin); exit 77 when it is not built (this script does not
-# build it).
+# without it (--k-only: only this table). The peer is the llama.cpp build of
+# bench/compare_llamacpp.sh ($CLINFER_BENCH_CACHE or ~/.cache/clinfer/llama.cpp/build/bin);
+# exit 77 when it is not built (this script does not build it).
 #
 # usage: bench/quantize_compare.sh [--bin CLINFER] [-f TEXT] [-c 512] [--chunks 4]
 #            [--k-types "Q2_K Q3_K_M Q5_K_M"] [--k-only] [TYPE...]
