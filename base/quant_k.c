@@ -265,24 +265,26 @@ static void pack_high_bit(const uint8_t *q, int bit, uint8_t *mask) {
         mask[e % 32] |= (uint8_t)(((q[e] >> bit) & 1) << (e / 32));
 }
 
-/* Sub-blocks of 32, q in 0..15, 6-bit scales and mins. */
+/* Q4_K (q in 0..15, qh NULL) and Q5_K (q in 0..31, the fifth bits in qh): sub-blocks of 32,
+ * 6-bit scales and mins packed as Q4_K's, the low 4 bits of q as Q4_K's nibbles. */
+static void quant_k4(const float *x, int nmax, uint16_t *d, uint16_t *dmin, uint8_t *scales,
+                     uint8_t *qs, uint8_t *qh) {
+    uint8_t qscale[8], qmin[8], q[QK_K];
+    quant_scale_min(x, 32, nmax, 63, d, dmin, qscale, qmin, q);
+    q4_K_pack_scales(scales, qscale, qmin);
+    pack_nibbles_k(q, qs);
+    if (qh) pack_high_bit(q, 4, qh);
+}
+
 void clinfer_quant_q4_K(const float *x, uint8_t *dst) {
     block_q4_K b;
-    uint8_t qscale[8], qmin[8], q[QK_K];
-    quant_scale_min(x, 32, 15, 63, &b.d, &b.dmin, qscale, qmin, q);
-    q4_K_pack_scales(b.scales, qscale, qmin);
-    pack_nibbles_k(q, b.qs);
+    quant_k4(x, 15, &b.d, &b.dmin, b.scales, b.qs, NULL);
     memcpy(dst, &b, sizeof b);
 }
 
-/* As Q4_K with q in 0..31: the low 4 bits as Q4_K's nibbles, the fifth in qh. */
 void clinfer_quant_q5_K(const float *x, uint8_t *dst) {
     block_q5_K b;
-    uint8_t qscale[8], qmin[8], q[QK_K];
-    quant_scale_min(x, 32, 31, 63, &b.d, &b.dmin, qscale, qmin, q);
-    q4_K_pack_scales(b.scales, qscale, qmin);
-    pack_nibbles_k(q, b.qs);
-    pack_high_bit(q, 4, b.qh);
+    quant_k4(x, 31, &b.d, &b.dmin, b.scales, b.qs, b.qh);
     memcpy(dst, &b, sizeof b);
 }
 

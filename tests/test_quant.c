@@ -231,21 +231,28 @@ static void test_q4_1_block(void) {
  * low 4 bits in scales[j + 4] (sc low nibble, mn high nibble) and the top 2 bits in bits 6-7 of
  * scales[j - 4] (sc) and scales[j] (mn). Elements 64c .. 64c + 31 are the low nibbles of
  * qs[32c ..], elements 64c + 32 .. 64c + 63 the high nibbles. */
+/* The scales and mins of the Q4_K and Q5_K blocks below: sub-block 0 sc 3, mn 2; sub-block 1
+ * sc 4, mn 1; sub-block 5 sc 37, mn 50; the others 0. */
+static void k4_test_scales(uint8_t s[K_SCALE_SIZE]) {
+    memset(s, 0, K_SCALE_SIZE);
+    s[0] = 3; /* sub-block 0: sc 3 */
+    s[4] = 2; /* sub-block 0: mn 2 */
+    s[1] = 4; /* sub-block 1: sc 4 */
+    s[5] = 1; /* sub-block 1: mn 1 */
+    /* sub-block 5: sc 37 = 0b10'0101, mn 50 = 0b11'0010 */
+    s[9] = 0x25;    /* low nibbles: sc 5, mn 2 */
+    s[1] |= 2 << 6; /* sc top bits 0b10 */
+    s[5] |= 3 << 6; /* mn top bits 0b11 */
+}
+
 static void test_q4_K_block(void) {
     block_q4_K b;
     memset(&b, 0, sizeof b);
     put_f16(&b.d, 1.0f);
     put_f16(&b.dmin, 0.5f);
-    b.scales[0] = 3; /* sub-block 0: sc 3 */
-    b.scales[4] = 2; /* sub-block 0: mn 2 */
-    b.scales[1] = 4; /* sub-block 1: sc 4 */
-    b.scales[5] = 1; /* sub-block 1: mn 1 */
-    /* sub-block 5: sc 37 = 0b10'0101, mn 50 = 0b11'0010 */
-    b.scales[9] = 0x25;    /* low nibbles: sc 5, mn 2 */
-    b.scales[1] |= 2 << 6; /* sc top bits 0b10 */
-    b.scales[5] |= 3 << 6; /* mn top bits 0b11 */
-    b.qs[0] = 0x72;        /* x[0] = 3 * 2 - 0.5 * 2 = 5; x[32] = 4 * 7 - 0.5 * 1 = 27.5 */
-    b.qs[64 + 7] = 0x90;   /* x[128 + 32 + 7 = 167] = 37 * 9 - 0.5 * 50 = 308 */
+    k4_test_scales(b.scales);
+    b.qs[0] = 0x72;      /* x[0] = 3 * 2 - 0.5 * 2 = 5; x[32] = 4 * 7 - 0.5 * 1 = 27.5 */
+    b.qs[64 + 7] = 0x90; /* x[128 + 32 + 7 = 167] = 37 * 9 - 0.5 * 50 = 308 */
     float y[QK_K];
     clinfer_dequantize_row(CLINFER_DT_Q4_K, &b, y, QK_K);
     EXPECT(y[0] == 5.0f, "%g", y[0]);
@@ -350,13 +357,7 @@ static void test_q5_K_block(void) {
     memset(&b, 0, sizeof b);
     put_f16(&b.d, 1.0f);
     put_f16(&b.dmin, 0.5f);
-    b.scales[0] = 3;    /* sub-block 0: sc 3 */
-    b.scales[4] = 2;    /* sub-block 0: mn 2 */
-    b.scales[1] = 4;    /* sub-block 1: sc 4 */
-    b.scales[5] = 1;    /* sub-block 1: mn 1 */
-    b.scales[9] = 0x25; /* sub-block 5: sc 37, mn 50 as in test_q4_K_block */
-    b.scales[1] |= 2 << 6;
-    b.scales[5] |= 3 << 6;
+    k4_test_scales(b.scales);
     b.qs[0] = 0x72;      /* e 0: nibble 2; e 32: nibble 7 */
     b.qh[0] = 0x03;      /* fifth bits of e 0 and e 32 */
     b.qs[64 + 7] = 0x90; /* e 167: nibble 9 */
