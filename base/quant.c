@@ -24,6 +24,9 @@ const int8_t clinfer_iq4nl_values[16] = {-127, -104, -83, -65, -49, -35, -22, -1
                                          1,    13,   25,  38,  53,  69,  89,  113};
 _Static_assert(sizeof(block_q4_K) == 4 + K_SCALE_SIZE + QK_K / 2, "block_q4_K size");
 _Static_assert(sizeof(block_q6_K) == QK_K / 2 + QK_K / 4 + QK_K / 16 + 2, "block_q6_K size");
+_Static_assert(sizeof(block_q2_K) == QK_K / 16 + QK_K / 4 + 4, "block_q2_K size");
+_Static_assert(sizeof(block_q3_K) == QK_K / 8 + QK_K / 4 + 12 + 2, "block_q3_K size");
+_Static_assert(sizeof(block_q5_K) == 4 + K_SCALE_SIZE + QK_K / 8 + QK_K / 2, "block_q5_K size");
 
 /* ---- IEEE 754 binary16 ------------------------------------------------------------------- */
 
@@ -301,10 +304,22 @@ static const dtype_info dtypes[CLINFER_DT_ID_LIMIT] = {
     /* split: f32 d */
     [CLINFER_DT_Q8_0] = {"Q8_0", QK8_0, sizeof(block_q8_0), dequant_q8_0, quant_q8_0, true, true,
                          {32, 2, 32, {{0, 2, 1}}, 4}},
+    /* split: f32 d, dmin, then scales[16] */
+    [CLINFER_DT_Q2_K] = {"Q2_K", QK_K, sizeof(block_q2_K), clinfer_dequant_q2_K,
+                         clinfer_quant_q2_K, true, true,
+                         {128, 16, 64, {{80, 4, 1}, {0, 16, 0}}, 24}},
+    /* split: hmask and qs together; f32 d, then scales[12] */
+    [CLINFER_DT_Q3_K] = {"Q3_K", QK_K, sizeof(block_q3_K), clinfer_dequant_q3_K,
+                         clinfer_quant_q3_K, true, true,
+                         {128, 0, 96, {{108, 2, 1}, {96, 12, 0}}, 16}},
     /* split: f32 d, dmin, then scales[12] */
     [CLINFER_DT_Q4_K] = {"Q4_K", QK_K, sizeof(block_q4_K), clinfer_dequant_q4_K,
                          clinfer_quant_q4_K, true, true,
                          {64, 16, 128, {{0, 4, 1}, {4, 12, 0}}, 20}},
+    /* split: qh and qs together; Q4_K's header */
+    [CLINFER_DT_Q5_K] = {"Q5_K", QK_K, sizeof(block_q5_K), clinfer_dequant_q5_K,
+                         clinfer_quant_q5_K, true, true,
+                         {64, 16, 160, {{0, 4, 1}, {4, 12, 0}}, 20}},
     /* split: ql and qh together; scales[16] then f32 d */
     [CLINFER_DT_Q6_K] = {"Q6_K", QK_K, sizeof(block_q6_K), clinfer_dequant_q6_K,
                          clinfer_quant_q6_K, true, true,

@@ -15,7 +15,10 @@ typedef enum {
     CLINFER_DT_Q5_0 = 6,
     CLINFER_DT_Q5_1 = 7,
     CLINFER_DT_Q8_0 = 8,
+    CLINFER_DT_Q2_K = 10,
+    CLINFER_DT_Q3_K = 11,
     CLINFER_DT_Q4_K = 12,
+    CLINFER_DT_Q5_K = 13,
     CLINFER_DT_Q6_K = 14,
     CLINFER_DT_IQ4_NL = 20,
     CLINFER_DT_BF16 = 30, /* read only: quantize input and host-converted vectors, no kernels */
@@ -74,6 +77,30 @@ typedef struct {
     uint8_t scales[K_SCALE_SIZE]; /* 8 sub-blocks of 32: 6-bit scale and 6-bit min each */
     uint8_t qs[QK_K / 2];
 } block_q4_K;
+
+/* Q2_K: 16 sub-blocks of 16, x = d * (scales[s] & 15) * q - dmin * (scales[s] >> 4), q 2 bits. */
+typedef struct {
+    uint8_t scales[QK_K / 16]; /* 4-bit scale (low nibble) and 4-bit min (high) per sub-block */
+    uint8_t qs[QK_K / 4];      /* 2-bit quants, four to a byte */
+    uint16_t d, dmin;
+} block_q2_K;
+
+/* Q3_K: 16 sub-blocks of 16, x = d * (scale - 32) * (q - 4), q 3 bits (a clear high bit in hmask
+ * subtracts the 4), scale 6 bits. */
+typedef struct {
+    uint8_t hmask[QK_K / 8]; /* high bits */
+    uint8_t qs[QK_K / 4];    /* low 2 bits */
+    uint8_t scales[12];      /* 16 six-bit scales */
+    uint16_t d;
+} block_q3_K;
+
+/* Q5_K: Q4_K's scales and mins with a fifth bit per quant. */
+typedef struct {
+    uint16_t d, dmin;
+    uint8_t scales[K_SCALE_SIZE];
+    uint8_t qh[QK_K / 8]; /* fifth bits */
+    uint8_t qs[QK_K / 2]; /* low 4 bits, as block_q4_K's */
+} block_q5_K;
 
 typedef struct {
     uint8_t ql[QK_K / 2];     /* low 4 bits */

@@ -1,6 +1,6 @@
-/* The K types' super-blocks (Q4_K, Q6_K): dequantization as the GGUF spec lays them out, and
- * quantization that searches each sub-block's scale (and Q4_K's min) for the least squared error
- * rather than rounding to its range. */
+/* The K types' super-blocks (Q2_K, Q3_K, Q4_K, Q5_K, Q6_K): dequantization as the GGUF spec lays
+ * them out, and quantization that searches each sub-block's scale (and min, for the types that
+ * have one) for the least squared error rather than rounding to its range. */
 #include <string.h>
 
 #include "quant_block.h"
@@ -35,6 +35,60 @@ void clinfer_dequant_q4_K(const uint8_t *src, float *y) {
                 *y++ = d1 * (float)nibble - m1;
             }
         }
+    }
+}
+
+/* Q2_K and Q3_K keep the low 2 bits of element e in byte 32 (e / 128) + e % 32 of qs, at bits
+ * 2 ((e / 32) % 4); Q3_K and Q5_K keep its high bit in byte e % 32 of their mask, at bit e / 32. */
+static int low2(const uint8_t *qs, int e) {
+    return (qs[32 * (e / 128) + e % 32] >> (2 * ((e / 32) % 4))) & 3;
+}
+
+static int high_bit(const uint8_t *mask, int e) {
+    return (mask[e % 32] >> (e / 32)) & 1;
+}
+
+/* Sub-block s (of 16): x = d * (scales[s] & 15) * q - dmin * (scales[s] >> 4). */
+void clinfer_dequant_q2_K(const uint8_t *src, float *y) {
+    block_q2_K b;
+    memcpy(&b, src, sizeof b);
+    float d = clinfer_f16_to_f32(b.d), dmin = clinfer_f16_to_f32(b.dmin);
+    for (int e = 0; e < QK_K; e++) {
+        uint8_t sc = b.scales[e / 16];
+        y[e] = d * (float)(sc & 15) * (float)low2(b.qs, e) - dmin * (float)(sc >> 4);
+    }
+}
+
+/* Q3_K's 16 six-bit scales in 12 bytes: the low 4 bits of scale j in the low (j < 8) or high
+ * (j >= 8) nibble of byte j % 8, its top 2 bits at bits 2 (j / 4) of byte 8 + j % 4. Stored
+ * biased by 32. */
+static int q3_K_scale(const uint8_t *s, int j) {
+    int low4 = j < 8 ? s[j] & 15 : s[j - 8] >> 4;
+    int high2 = (s[8 + j % 4] >> (2 * (j / 4))) & 3;
+    return (low4 | high2 << 4) - 32;
+}
+
+/* x = d * scale * (q - 4), q from 2 low bits and the mask's high bit. */
+void clinfer_dequant_q3_K(const uint8_t *src, float *y) {
+    block_q3_K b;
+    memcpy(&b, src, sizeof b);
+    float d = clinfer_f16_to_f32(b.d);
+    for (int e = 0; e < QK_K; e++) {
+        int q = low2(b.qs, e) + 4 * high_bit(b.hmask, e) - 4;
+        y[e] = d * (float)q3_K_scale(b.scales, e / 16) * (float)q;
+    }
+}
+
+/* Q4_K's layout with a fifth bit (16) from qh. */
+void clinfer_dequant_q5_K(const uint8_t *src, float *y) {
+    block_q5_K b;
+    memcpy(&b, src, sizeof b);
+    float d = clinfer_f16_to_f32(b.d), dmin = clinfer_f16_to_f32(b.dmin);
+    for (int e = 0; e < QK_K; e++) {
+        uint8_t sc, mn, byte = b.qs[32 * (e / 64) + e % 32];
+        q4_K_scale_min(b.scales, e / 32, &sc, &mn);
+        int q = ((e / 32) % 2 ? byte >> 4 : byte & 0x0f) + 16 * high_bit(b.qh, e);
+        y[e] = d * (float)sc * (float)q - dmin * (float)mn;
     }
 }
 
@@ -166,35 +220,110 @@ static float fit_scale(const float *x, int n, int nmax) {
     return best_scale;
 }
 
-/* Per sub-block of 32: x ~ scale * q - min with q in 0..15 and min >= 0 (fit_scale_min). Scales
- * and mins are then quantized to 6 bits against the super-block's d and dmin, and q is recomputed
+/* The types with scales and mins (Q2_K, Q4_K, Q5_K): per sub-block of `sub` elements,
+ * x ~ scale * q - min with q in 0..nmax and min >= 0 (fit_scale_min). Scales and mins are then
+ * quantized to 0..smax against the super-block's d and dmin, and q (element order) is recomputed
  * with the quantized values. */
-void clinfer_quant_q4_K(const float *x, uint8_t *dst) {
-    float scale[8], min[8], max_scale = 0.0f, max_min = 0.0f;
-    for (int j = 0; j < 8; j++) {
-        fit_scale_min(x + 32 * j, 32, 15, &scale[j], &min[j]);
+static void quant_scale_min(const float *x, int sub, int nmax, int smax, uint16_t *d16,
+                            uint16_t *dmin16, uint8_t *qscale, uint8_t *qmin, uint8_t *q) {
+    float scale[QK_K / 16], min[QK_K / 16], max_scale = 0.0f, max_min = 0.0f;
+    int n_sub = QK_K / sub;
+    for (int j = 0; j < n_sub; j++) {
+        fit_scale_min(x + sub * j, sub, nmax, &scale[j], &min[j]);
         max_scale = fmaxf(max_scale, scale[j]);
         max_min = fmaxf(max_min, min[j]);
     }
-    block_q4_K b;
-    b.d = clinfer_f32_to_f16(max_scale / 63.0f);
-    b.dmin = clinfer_f32_to_f16(max_min / 63.0f);
-    float d = clinfer_f16_to_f32(b.d), dmin = clinfer_f16_to_f32(b.dmin);
-    uint8_t qscale[8], qmin[8];
-    for (int j = 0; j < 8; j++) {
-        qscale[j] = (uint8_t)round_clamp(scale[j] * inverse(d), 0, 63);
-        qmin[j] = (uint8_t)round_clamp(min[j] * inverse(dmin), 0, 63);
-    }
-    q4_K_pack_scales(b.scales, qscale, qmin);
-    uint8_t q[QK_K];
-    for (int j = 0; j < 8; j++) {
+    *d16 = clinfer_f32_to_f16(max_scale / (float)smax);
+    *dmin16 = clinfer_f32_to_f16(max_min / (float)smax);
+    float d = clinfer_f16_to_f32(*d16), dmin = clinfer_f16_to_f32(*dmin16);
+    for (int j = 0; j < n_sub; j++) {
+        qscale[j] = (uint8_t)round_clamp(scale[j] * inverse(d), 0, smax);
+        qmin[j] = (uint8_t)round_clamp(min[j] * inverse(dmin), 0, smax);
         float id = inverse(d * (float)qscale[j]), m = dmin * (float)qmin[j];
-        for (int l = 0; l < 32; l++)
-            q[32 * j + l] = (uint8_t)round_clamp((x[32 * j + l] + m) * id, 0, 15);
+        for (int l = 0; l < sub; l++)
+            q[sub * j + l] = (uint8_t)round_clamp((x[sub * j + l] + m) * id, 0, nmax);
     }
+}
+
+/* Element 64c + l (l < 32) in the low nibble of qs[32c + l], 64c + 32 + l in its high one. */
+static void pack_nibbles_k(const uint8_t *q, uint8_t *qs) {
     for (int c = 0; c < QK_K / 64; c++)
         for (int l = 0; l < 32; l++)
-            b.qs[32 * c + l] = (uint8_t)(q[64 * c + l] | (q[64 * c + 32 + l] << 4));
+            qs[32 * c + l] = (uint8_t)((q[64 * c + l] & 0x0f) | (q[64 * c + 32 + l] & 0x0f) << 4);
+}
+
+/* Inverses of low2 and high_bit: bits 0-1 of q into qs, bit `bit` of q into the mask. */
+static void pack_low2(const uint8_t *q, uint8_t *qs) {
+    memset(qs, 0, QK_K / 4);
+    for (int e = 0; e < QK_K; e++)
+        qs[32 * (e / 128) + e % 32] |= (uint8_t)((q[e] & 3) << (2 * ((e / 32) % 4)));
+}
+
+static void pack_high_bit(const uint8_t *q, int bit, uint8_t *mask) {
+    memset(mask, 0, QK_K / 8);
+    for (int e = 0; e < QK_K; e++)
+        mask[e % 32] |= (uint8_t)(((q[e] >> bit) & 1) << (e / 32));
+}
+
+/* Q4_K (q in 0..15, qh NULL) and Q5_K (q in 0..31, the fifth bits in qh): sub-blocks of 32,
+ * 6-bit scales and mins packed as Q4_K's, the low 4 bits of q as Q4_K's nibbles. */
+static void quant_k4(const float *x, int nmax, uint16_t *d, uint16_t *dmin, uint8_t *scales,
+                     uint8_t *qs, uint8_t *qh) {
+    uint8_t qscale[8], qmin[8], q[QK_K];
+    quant_scale_min(x, 32, nmax, 63, d, dmin, qscale, qmin, q);
+    q4_K_pack_scales(scales, qscale, qmin);
+    pack_nibbles_k(q, qs);
+    if (qh) pack_high_bit(q, 4, qh);
+}
+
+void clinfer_quant_q4_K(const float *x, uint8_t *dst) {
+    block_q4_K b;
+    quant_k4(x, 15, &b.d, &b.dmin, b.scales, b.qs, NULL);
+    memcpy(dst, &b, sizeof b);
+}
+
+void clinfer_quant_q5_K(const float *x, uint8_t *dst) {
+    block_q5_K b;
+    quant_k4(x, 31, &b.d, &b.dmin, b.scales, b.qs, b.qh);
+    memcpy(dst, &b, sizeof b);
+}
+
+/* Sub-blocks of 16, q in 0..3, 4-bit scales and mins. */
+void clinfer_quant_q2_K(const float *x, uint8_t *dst) {
+    block_q2_K b;
+    uint8_t qscale[16], qmin[16], q[QK_K];
+    quant_scale_min(x, 16, 3, 15, &b.d, &b.dmin, qscale, qmin, q);
+    for (int j = 0; j < 16; j++)
+        b.scales[j] = (uint8_t)(qscale[j] | qmin[j] << 4);
+    pack_low2(q, b.qs);
+    memcpy(dst, &b, sizeof b);
+}
+
+/* Per sub-block of 16: a symmetric scale (q in -4..3, fit_scale); the scale of largest magnitude
+ * then maps to -32, the others to their nearest of -32..31 in its steps, and q is recomputed. */
+void clinfer_quant_q3_K(const float *x, uint8_t *dst) {
+    float scale[QK_K / 16];
+    for (int j = 0; j < QK_K / 16; j++)
+        scale[j] = fit_scale(x + 16 * j, 16, 4);
+    block_q3_K b;
+    b.d = clinfer_f32_to_f16(extreme(scale, QK_K / 16) / -32.0f);
+    float d = clinfer_f16_to_f32(b.d);
+    uint8_t q[QK_K]; /* stored form, q + 4 in 0..7 */
+    memset(b.scales, 0, sizeof b.scales);
+    for (int j = 0; j < QK_K / 16; j++) {
+        int sc = round_clamp(scale[j] * inverse(d), -32, 31);
+        int biased = sc + 32;
+        if (j < 8)
+            b.scales[j] |= (uint8_t)(biased & 15);
+        else
+            b.scales[j - 8] |= (uint8_t)((biased & 15) << 4);
+        b.scales[8 + j % 4] |= (uint8_t)((biased >> 4) << (2 * (j / 4)));
+        float id = inverse(d * (float)sc);
+        for (int l = 0; l < 16; l++)
+            q[16 * j + l] = (uint8_t)(round_clamp(x[16 * j + l] * id, -4, 3) + 4);
+    }
+    pack_low2(q, b.qs);
+    pack_high_bit(q, 2, b.hmask);
     memcpy(dst, &b, sizeof b);
 }
 

@@ -420,7 +420,12 @@ typedef enum {
     CLINFER_FTYPE_Q8_0 = 7,
     CLINFER_FTYPE_Q5_0 = 8,
     CLINFER_FTYPE_Q5_1 = 9,
+    CLINFER_FTYPE_Q2_K = 10,
+    CLINFER_FTYPE_Q3_K_S = 11,
+    CLINFER_FTYPE_Q3_K_M = 12,
     CLINFER_FTYPE_Q4_K_M = 15,
+    CLINFER_FTYPE_Q5_K_S = 16,
+    CLINFER_FTYPE_Q5_K_M = 17,
     CLINFER_FTYPE_Q6_K = 18,
 } clinfer_file_type;
 

@@ -1,7 +1,5 @@
 /* Which type each tensor gets: the rules of llama.cpp's llama-quantize (src/llama-quant.cpp)
- * for the file types clinfer writes, so its files hold what llama.cpp's would. Where llama.cpp
- * picks a type clinfer has no blocks for, the nearest one that loses no precision stands in:
- * Q6_K for Q5_K (see quant_mix_choose). */
+ * for the file types clinfer writes, so its files hold what llama.cpp's would. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,7 +22,12 @@ static const struct {
     {CLINFER_FTYPE_Q8_0, "Q8_0", CLINFER_DT_Q8_0},
     {CLINFER_FTYPE_Q5_0, "Q5_0", CLINFER_DT_Q5_0},
     {CLINFER_FTYPE_Q5_1, "Q5_1", CLINFER_DT_Q5_1},
+    {CLINFER_FTYPE_Q2_K, "Q2_K", CLINFER_DT_Q2_K},
+    {CLINFER_FTYPE_Q3_K_S, "Q3_K_S", CLINFER_DT_Q3_K},
+    {CLINFER_FTYPE_Q3_K_M, "Q3_K_M", CLINFER_DT_Q3_K},
     {CLINFER_FTYPE_Q4_K_M, "Q4_K_M", CLINFER_DT_Q4_K},
+    {CLINFER_FTYPE_Q5_K_S, "Q5_K_S", CLINFER_DT_Q5_K},
+    {CLINFER_FTYPE_Q5_K_M, "Q5_K_M", CLINFER_DT_Q5_K},
     {CLINFER_FTYPE_Q6_K, "Q6_K", CLINFER_DT_Q6_K},
 };
 #define N_FILE_TYPES (sizeof file_types / sizeof file_types[0])
@@ -38,11 +41,19 @@ const char *clinfer_file_type_name(clinfer_file_type type) {
 clinfer_status clinfer_file_type_from_name(const char *name, clinfer_file_type *out) {
     if (!name || !out)
         return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "clinfer_file_type_from_name: NULL");
-    if (!strcasecmp(name, "Q4_K")) { /* llama-quantize's alias */
-        *out = CLINFER_FTYPE_Q4_K_M;
-        return CLINFER_OK;
-    }
-    char known[128] = "";
+    static const struct {
+        const char *alias;
+        clinfer_file_type ft;
+    } aliases[] = {/* llama-quantize's */
+                   {"Q3_K", CLINFER_FTYPE_Q3_K_M},
+                   {"Q4_K", CLINFER_FTYPE_Q4_K_M},
+                   {"Q5_K", CLINFER_FTYPE_Q5_K_M}};
+    for (size_t i = 0; i < sizeof aliases / sizeof aliases[0]; i++)
+        if (!strcasecmp(name, aliases[i].alias)) {
+            *out = aliases[i].ft;
+            return CLINFER_OK;
+        }
+    char known[192] = "";
     for (size_t i = 0; i < N_FILE_TYPES; i++) {
         if (!strcasecmp(name, file_types[i].name)) {
             *out = file_types[i].ft;
@@ -52,7 +63,8 @@ clinfer_status clinfer_file_type_from_name(const char *name, clinfer_file_type *
                  file_types[i].name);
     }
     return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
-                        "unknown file type '%.32s' (known: %s; Q4_K means Q4_K_M)", name, known);
+                        "unknown file type '%.32s' (known: %s; Q3_K, Q4_K and Q5_K mean their _M)",
+                        name, known);
 }
 
 bool quant_mix_base_type(clinfer_file_type ft, clinfer_dtype *out) {
@@ -159,6 +171,7 @@ typedef struct {
     clinfer_file_type ft;
     clinfer_dtype base;
     bool falcon, is_70b, tied; /* tied: no output.weight, token_embd is the LM head too */
+    bool gqa4;                 /* at least 4 query heads per KV head */
     uint32_t n_layer, n_expert;
     int n_attn_v; /* attn_v-like tensors in the file */
 } mix;
@@ -168,11 +181,58 @@ static bool use_more_bits(int i, int n) {
     return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2;
 }
 
-/* clinfer has no Q5_K: where llama.cpp picks it, Q6_K (more bits, never less precise). */
-#define WANT_Q5_K CLINFER_DT_Q6_K
-
 static bool fits(clinfer_dtype type, int64_t ne0) {
     return ne0 % (int64_t)clinfer_dtype_block_elems(type) == 0;
+}
+
+/* The K file types' attn_v. */
+static clinfer_dtype attn_v_type(const mix *m, clinfer_dtype type, int i_v) {
+    clinfer_file_type ft = m->ft;
+    if (ft == CLINFER_FTYPE_Q2_K)
+        type = m->gqa4 ? CLINFER_DT_Q4_K : CLINFER_DT_Q3_K;
+    else if (ft == CLINFER_FTYPE_Q3_K_M)
+        type = i_v < 2 ? CLINFER_DT_Q5_K : CLINFER_DT_Q4_K;
+    else if ((ft == CLINFER_FTYPE_Q4_K_M || ft == CLINFER_FTYPE_Q5_K_M) &&
+             use_more_bits(i_v, m->n_attn_v))
+        type = CLINFER_DT_Q6_K;
+    /* 70B: eight heads share each attn_v, which is small enough to afford more bits */
+    if (m->is_70b && (type == CLINFER_DT_Q3_K || type == CLINFER_DT_Q4_K)) type = CLINFER_DT_Q5_K;
+    return m->n_expert == 8 ? CLINFER_DT_Q8_0 : type;
+}
+
+static clinfer_dtype ffn_down_type(const mix *m, clinfer_dtype type, int i_down) {
+    int n = (int)m->n_layer;
+    switch (m->ft) {
+    case CLINFER_FTYPE_Q2_K:
+        return CLINFER_DT_Q3_K;
+    case CLINFER_FTYPE_Q3_K_M:
+        return i_down < n / 16                          ? CLINFER_DT_Q5_K
+               : !m->falcon || use_more_bits(i_down, n) ? CLINFER_DT_Q4_K
+                                                        : CLINFER_DT_Q3_K;
+    case CLINFER_FTYPE_Q4_K_M:
+        if (m->falcon)
+            return i_down < n / 16            ? CLINFER_DT_Q6_K
+                   : use_more_bits(i_down, n) ? CLINFER_DT_Q5_K
+                                              : CLINFER_DT_Q4_K;
+        return use_more_bits(i_down, n) ? CLINFER_DT_Q6_K : type;
+    case CLINFER_FTYPE_Q5_K_M:
+        return use_more_bits(i_down, n) ? CLINFER_DT_Q6_K : type;
+    default:
+        return type;
+    }
+}
+
+static clinfer_dtype attn_out_type(const mix *m, clinfer_dtype type) {
+    clinfer_file_type ft = m->ft;
+    if (m->falcon) return type;
+    if (m->n_expert == 8)
+        return ft == CLINFER_FTYPE_Q2_K || ft == CLINFER_FTYPE_Q3_K_S ||
+                       ft == CLINFER_FTYPE_Q3_K_M || ft == CLINFER_FTYPE_Q4_K_M
+                   ? CLINFER_DT_Q5_K
+                   : type;
+    return ft == CLINFER_FTYPE_Q2_K     ? CLINFER_DT_Q3_K
+           : ft == CLINFER_FTYPE_Q3_K_M ? CLINFER_DT_Q4_K
+                                        : type;
 }
 
 /* The mix's type for a quantizable tensor of a quantized file type, before the row-length check.
@@ -180,38 +240,39 @@ static bool fits(clinfer_dtype type, int64_t ne0) {
  * order (by layer). */
 static clinfer_dtype mix_type(const mix *m, role r, int64_t ne0, int i_v, int i_down) {
     clinfer_dtype type = m->base;
-    bool k_m = m->ft == CLINFER_FTYPE_Q4_K_M;
     if (r == ROLE_OUTPUT || (m->tied && r == ROLE_TOKEN_EMBD)) {
         /* the LM head: Q6_K, unless the file is Q8_0 or its rows do not fit the base type */
         if (m->falcon || !fits(type, ne0)) return CLINFER_DT_Q8_0;
         return type == CLINFER_DT_Q8_0 ? type : CLINFER_DT_Q6_K;
     }
-    if (r == ROLE_ATTN_V) {
-        if (k_m && use_more_bits(i_v, m->n_attn_v)) type = CLINFER_DT_Q6_K;
-        /* 70B: eight heads share each attn_v, which is small enough to afford more bits */
-        if (m->is_70b && type == CLINFER_DT_Q4_K) type = WANT_Q5_K;
-        if (m->n_expert == 8) type = CLINFER_DT_Q8_0;
-    } else if (r == ROLE_ATTN_K) {
-        if (m->n_expert == 8) type = CLINFER_DT_Q8_0;
-    } else if (r == ROLE_FFN_DOWN && k_m) {
-        int n = (int)m->n_layer;
-        if (m->falcon)
-            type = i_down < n / 16            ? CLINFER_DT_Q6_K
-                   : use_more_bits(i_down, n) ? WANT_Q5_K
-                                              : CLINFER_DT_Q4_K;
-        else if (use_more_bits(i_down, n))
-            type = CLINFER_DT_Q6_K;
-    } else if (r == ROLE_ATTN_OUT && k_m && !m->falcon && m->n_expert == 8) {
-        type = WANT_Q5_K;
-    }
+    if (r == ROLE_ATTN_V) return attn_v_type(m, type, i_v);
+    if (r == ROLE_ATTN_K) return m->n_expert == 8 ? CLINFER_DT_Q8_0 : type;
+    if (r == ROLE_FFN_DOWN) return ffn_down_type(m, type, i_down);
+    if (r == ROLE_ATTN_OUT) return attn_out_type(m, type);
     return type;
 }
 
-/* A type whose blocks fit rows of ne0, as llama.cpp falls back: from Q4_K to Q5_0 and from Q6_K
- * to Q8_0 (32-element blocks). Rows that fit no 32-element block stay F16. */
+/* A type whose blocks fit rows of ne0, as llama.cpp falls back to 32-element blocks: Q2_K and
+ * Q3_K to Q4_0, Q4_K to Q5_0, Q5_K to Q5_1, Q6_K to Q8_0. Rows that fit no 32-element block
+ * stay F16. */
 static clinfer_dtype fallback(clinfer_dtype type, int64_t ne0) {
-    if (type == CLINFER_DT_Q4_K) type = CLINFER_DT_Q5_0;
-    if (type == CLINFER_DT_Q6_K) type = CLINFER_DT_Q8_0;
+    switch (type) {
+    case CLINFER_DT_Q2_K:
+    case CLINFER_DT_Q3_K:
+        type = CLINFER_DT_Q4_0;
+        break;
+    case CLINFER_DT_Q4_K:
+        type = CLINFER_DT_Q5_0;
+        break;
+    case CLINFER_DT_Q5_K:
+        type = CLINFER_DT_Q5_1;
+        break;
+    case CLINFER_DT_Q6_K:
+        type = CLINFER_DT_Q8_0;
+        break;
+    default:
+        break;
+    }
     return fits(type, ne0) ? type : CLINFER_DT_F16;
 }
 
@@ -282,8 +343,9 @@ clinfer_status quant_mix_choose(const gguf_file *f, clinfer_file_type ft, quant_
     uint32_t n_head = hparam(f, arch, "attention.head_count", 0);
     m.falcon = gguf_str_eq(arch, "falcon");
     /* llama.cpp tells a 70B from the metadata alone this way */
-    m.is_70b = gguf_str_eq(arch, "llama") && m.n_layer == 80 &&
-               n_head != hparam(f, arch, "attention.head_count_kv", n_head);
+    uint32_t n_head_kv = hparam(f, arch, "attention.head_count_kv", n_head);
+    m.is_70b = gguf_str_eq(arch, "llama") && m.n_layer == 80 && n_head != n_head_kv;
+    m.gqa4 = n_head_kv && n_head / n_head_kv >= 4; /* llama.cpp's n_gqa() */
 
     for (size_t i = 0; i < n; i++) {
         const gguf_tensor *t = gguf_tensor_at(f, i);

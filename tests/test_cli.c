@@ -339,7 +339,7 @@ static void test_quantize(const char *missing, const char *not_gguf) {
     EXPECT(tiny_model_write(&spec, src) == 0, "cannot write %s", src);
     ERR(missing, "quantize", missing, dst, "Q8_0");
     ERR("not a GGUF file", "quantize", not_gguf, dst, "Q8_0");
-    ERR("unknown file type 'Q5_K_M'", "quantize", src, dst, "Q5_K_M");
+    ERR("unknown file type 'Q3_K_L'", "quantize", src, dst, "Q3_K_L");
     ERR("expected IN OUT TYPE, got 2", "quantize", src, dst);
     ERR("--threads", "quantize", src, dst, "Q8_0", "-t", "many");
     ERR("--bogus", "quantize", "--bogus", src, dst, "Q8_0");

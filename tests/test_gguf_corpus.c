@@ -202,7 +202,7 @@ static void t_type_retired(gguf_writer *w) {
     raw_tensor(w, "t", 1, (const uint64_t[]){32}, 4 /* ggml's retired Q4_2 */, 0);
 }
 static void t_type_unsupported(gguf_writer *w) {
-    raw_tensor(w, "t", 1, (const uint64_t[]){256}, 13 /* Q5_K */, 0);
+    raw_tensor(w, "t", 1, (const uint64_t[]){256}, 23 /* IQ4_XS */, 0);
 }
 static void t_offset_unaligned(gguf_writer *w) {
     raw_tensor(w, "t", 1, (const uint64_t[]){8}, CLINFER_DT_F32, 4);
@@ -373,7 +373,7 @@ static const bad_case cases[] = {
     {"tensor-type-unknown", NULL, t_type_unknown, NULL, FMT, "unknown tensor type 99"},
     {"tensor-type-retired", NULL, t_type_retired, NULL, FMT, "unknown tensor type 4"},
     {"tensor-type-unsupported", NULL, t_type_unsupported, NULL, CLINFER_ERR_UNSUPPORTED,
-     "tensor type Q5_K (13)"},
+     "tensor type IQ4_XS (23)"},
     {"offset-unaligned", NULL, t_offset_unaligned, NULL, FMT,
      "'t': offset 4 is not a multiple of the alignment 32"},
     {"tensors-overlap", NULL, t_overlap, NULL, FMT, "'t1' (offset 1024, size 64) overlaps"},

@@ -23,7 +23,8 @@ static void test_dtype_table(void) {
         {CLINFER_DT_Q5_0, "Q5_0", 32, 22},     {CLINFER_DT_Q5_1, "Q5_1", 32, 24},
         {CLINFER_DT_IQ4_NL, "IQ4_NL", 32, 18}, {CLINFER_DT_Q8_0, "Q8_0", 32, 34},
         {CLINFER_DT_Q4_K, "Q4_K", 256, 144},   {CLINFER_DT_Q6_K, "Q6_K", 256, 210},
-        {CLINFER_DT_BF16, "BF16", 1, 2},
+        {CLINFER_DT_Q2_K, "Q2_K", 256, 84},    {CLINFER_DT_Q3_K, "Q3_K", 256, 110},
+        {CLINFER_DT_Q5_K, "Q5_K", 256, 176},   {CLINFER_DT_BF16, "BF16", 1, 2},
     };
     for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
         clinfer_dtype t = table[i].type;
@@ -37,7 +38,7 @@ static void test_dtype_table(void) {
         EXPECT(clinfer_dtype_is_weight(t) == (t != CLINFER_DT_BF16), "%s", table[i].name);
     }
     /* GGUF ids that exist in the format but not here, and nonsense ids */
-    static const uint32_t invalid[] = {4, 5, 9, 10, 11, 13, 15, 29, 31, 1000, UINT32_MAX};
+    static const uint32_t invalid[] = {4, 5, 9, 15, 16, 29, 31, 1000, UINT32_MAX};
     for (size_t i = 0; i < sizeof invalid / sizeof invalid[0]; i++)
         EXPECT(!clinfer_dtype_valid(invalid[i]), "type %u", invalid[i]);
 }
@@ -230,21 +231,28 @@ static void test_q4_1_block(void) {
  * low 4 bits in scales[j + 4] (sc low nibble, mn high nibble) and the top 2 bits in bits 6-7 of
  * scales[j - 4] (sc) and scales[j] (mn). Elements 64c .. 64c + 31 are the low nibbles of
  * qs[32c ..], elements 64c + 32 .. 64c + 63 the high nibbles. */
+/* The scales and mins of the Q4_K and Q5_K blocks below: sub-block 0 sc 3, mn 2; sub-block 1
+ * sc 4, mn 1; sub-block 5 sc 37, mn 50; the others 0. */
+static void k4_test_scales(uint8_t s[K_SCALE_SIZE]) {
+    memset(s, 0, K_SCALE_SIZE);
+    s[0] = 3; /* sub-block 0: sc 3 */
+    s[4] = 2; /* sub-block 0: mn 2 */
+    s[1] = 4; /* sub-block 1: sc 4 */
+    s[5] = 1; /* sub-block 1: mn 1 */
+    /* sub-block 5: sc 37 = 0b10'0101, mn 50 = 0b11'0010 */
+    s[9] = 0x25;    /* low nibbles: sc 5, mn 2 */
+    s[1] |= 2 << 6; /* sc top bits 0b10 */
+    s[5] |= 3 << 6; /* mn top bits 0b11 */
+}
+
 static void test_q4_K_block(void) {
     block_q4_K b;
     memset(&b, 0, sizeof b);
     put_f16(&b.d, 1.0f);
     put_f16(&b.dmin, 0.5f);
-    b.scales[0] = 3; /* sub-block 0: sc 3 */
-    b.scales[4] = 2; /* sub-block 0: mn 2 */
-    b.scales[1] = 4; /* sub-block 1: sc 4 */
-    b.scales[5] = 1; /* sub-block 1: mn 1 */
-    /* sub-block 5: sc 37 = 0b10'0101, mn 50 = 0b11'0010 */
-    b.scales[9] = 0x25;    /* low nibbles: sc 5, mn 2 */
-    b.scales[1] |= 2 << 6; /* sc top bits 0b10 */
-    b.scales[5] |= 3 << 6; /* mn top bits 0b11 */
-    b.qs[0] = 0x72;        /* x[0] = 3 * 2 - 0.5 * 2 = 5; x[32] = 4 * 7 - 0.5 * 1 = 27.5 */
-    b.qs[64 + 7] = 0x90;   /* x[128 + 32 + 7 = 167] = 37 * 9 - 0.5 * 50 = 308 */
+    k4_test_scales(b.scales);
+    b.qs[0] = 0x72;      /* x[0] = 3 * 2 - 0.5 * 2 = 5; x[32] = 4 * 7 - 0.5 * 1 = 27.5 */
+    b.qs[64 + 7] = 0x90; /* x[128 + 32 + 7 = 167] = 37 * 9 - 0.5 * 50 = 308 */
     float y[QK_K];
     clinfer_dequantize_row(CLINFER_DT_Q4_K, &b, y, QK_K);
     EXPECT(y[0] == 5.0f, "%g", y[0]);
@@ -285,6 +293,84 @@ static void test_q6_K_block(void) {
     EXPECT(y[16] == 0.0f, "%g", y[16]);     /* sub-block 1 has scale 0 */
 }
 
+/* Q2_K: 16 sub-blocks of 16, x = d * (scales[s] & 15) * q - dmin * (scales[s] >> 4), q 2 bits.
+ * In each half of 128 elements (qs advancing by 32), element 32g + l takes bits 2g, 2g + 1 of
+ * qs[l] (l < 32). */
+static void test_q2_K_block(void) {
+    block_q2_K b;
+    memset(&b, 0, sizeof b);
+    put_f16(&b.d, 1.0f);
+    put_f16(&b.dmin, 0.5f);
+    b.qs[0] = 0xe4;       /* 0b11'10'01'00: q 0 (e 0), 1 (e 32), 2 (e 64), 3 (e 96) */
+    b.qs[16] = 0x03;      /* e 16: q 3 */
+    b.qs[32 + 17] = 0x08; /* e 128 + 32 + 17 = 177: q 2 */
+    b.scales[0] = 0x23;   /* sc 3, mn 2 */
+    b.scales[1] = 0x07;
+    b.scales[2] = 0x01;
+    b.scales[4] = 0x15;
+    b.scales[6] = 0xf4;
+    b.scales[11] = 0x36;
+    float y[QK_K];
+    clinfer_dequantize_row(CLINFER_DT_Q2_K, &b, y, QK_K);
+    EXPECT(y[0] == -1.0f, "%g", y[0]);     /* 3 * 0 - 0.5 * 2 */
+    EXPECT(y[1] == -1.0f, "%g", y[1]);     /* the same sub-block's min */
+    EXPECT(y[16] == 21.0f, "%g", y[16]);   /* 7 * 3 */
+    EXPECT(y[32] == 1.0f, "%g", y[32]);    /* 1 * 1 */
+    EXPECT(y[64] == 9.5f, "%g", y[64]);    /* 5 * 2 - 0.5 * 1 */
+    EXPECT(y[96] == 4.5f, "%g", y[96]);    /* 4 * 3 - 0.5 * 15 */
+    EXPECT(y[177] == 10.5f, "%g", y[177]); /* 6 * 2 - 0.5 * 3 */
+    EXPECT(y[255] == 0.0f, "%g", y[255]);  /* scale and min 0 */
+}
+
+/* Q3_K: x = d * (scale - 32) * (q - 4): q's low 2 bits as Q2_K's, its high bit at bit e / 32 of
+ * hmask[e % 32]. Scale j (6 bits, biased by 32) keeps its low 4 bits in the low (j < 8) or high
+ * (j >= 8) nibble of scales[j % 8] and its top 2 bits at bits 2 (j / 4) of scales[8 + j % 4]. */
+static void test_q3_K_block(void) {
+    block_q3_K b;
+    memset(&b, 0, sizeof b);
+    memset(b.hmask, 0xff, sizeof b.hmask); /* high bits set: q = the low 2 bits */
+    put_f16(&b.d, 0.5f);
+    b.scales[0] = 0x02;   /* scale 0: low 2; scale 8: low 0 */
+    b.scales[8] = 0x02;   /* scale 0: top 2 -> 34, i.e. 2 */
+    b.scales[1] = 0x50;   /* scale 9: low 5, top 0 -> -27; scale 1: 0 -> -32 */
+    b.scales[7] = 0xf0;   /* scale 15: low 15 */
+    b.scales[11] = 0xc0;  /* scale 15: top 3 -> 63, i.e. 31 */
+    b.qs[0] = 0x03;       /* e 0: q 3 */
+    b.hmask[1] = 0xfe;    /* e 1: high bit clear, q 0 - 4 */
+    b.qs[16] = 0x01;      /* e 16: q 1 */
+    b.qs[32 + 22] = 0x02; /* e 150 (second half, l 22): q 2 */
+    b.qs[63] = 0xc0;      /* e 255: low 2 bits 3 */
+    b.hmask[31] = 0x7f;   /* e 255: high bit clear, q 3 - 4 */
+    float y[QK_K];
+    clinfer_dequantize_row(CLINFER_DT_Q3_K, &b, y, QK_K);
+    EXPECT(y[0] == 3.0f, "%g", y[0]);       /* 0.5 * 2 * 3 */
+    EXPECT(y[1] == -4.0f, "%g", y[1]);      /* 0.5 * 2 * -4 */
+    EXPECT(y[16] == -16.0f, "%g", y[16]);   /* 0.5 * -32 * 1 */
+    EXPECT(y[150] == -27.0f, "%g", y[150]); /* 0.5 * -27 * 2 */
+    EXPECT(y[255] == -15.5f, "%g", y[255]); /* 0.5 * 31 * -1 */
+    EXPECT(y[254] == 0.0f, "%g", y[254]);   /* q 0 */
+}
+
+/* Q5_K: Q4_K's scales, mins and nibbles, plus a fifth bit (16) at bit e / 32 of qh[e % 32]. */
+static void test_q5_K_block(void) {
+    block_q5_K b;
+    memset(&b, 0, sizeof b);
+    put_f16(&b.d, 1.0f);
+    put_f16(&b.dmin, 0.5f);
+    k4_test_scales(b.scales);
+    b.qs[0] = 0x72;      /* e 0: nibble 2; e 32: nibble 7 */
+    b.qh[0] = 0x03;      /* fifth bits of e 0 and e 32 */
+    b.qs[64 + 7] = 0x90; /* e 167: nibble 9 */
+    b.qh[7] = 0x20;      /* e 167 (bit 5): fifth bit */
+    float y[QK_K];
+    clinfer_dequantize_row(CLINFER_DT_Q5_K, &b, y, QK_K);
+    EXPECT(y[0] == 53.0f, "%g", y[0]);      /* 3 * 18 - 0.5 * 2 */
+    EXPECT(y[32] == 91.5f, "%g", y[32]);    /* 4 * 23 - 0.5 * 1 */
+    EXPECT(y[39] == -0.5f, "%g", y[39]);    /* q 0 (qh[7] bit 1 clear) */
+    EXPECT(y[167] == 900.0f, "%g", y[167]); /* 37 * 25 - 0.5 * 50 */
+    EXPECT(y[135] == 0.0f, "%g", y[135]);   /* sub-block 4: sc 0, mn 0 */
+}
+
 static void test_f16_row(void) {
     uint16_t h[5] = {0x3c00, 0xc000, 0x0001, 0x7bff, 0x8000};
     float y[5];
@@ -312,7 +398,8 @@ static void test_unaligned_row(void) {
 
 /* Round trips on random rows: uniform around 0, shifted away from 0 (exercises Q4_1 and Q4_K
  * mins), and sums of uniforms with outliers. Worst measured NMSE per type: F16 4e-8, Q8_0 6.5e-5,
- * Q4_0 1.8e-2, Q4_1 8.3e-3, Q4_K 7.4e-3, Q6_K 6.2e-4 (Q8_0/Q4_0/Q4_1 equal gguf-py's reference
+ * Q4_0 1.8e-2, Q4_1 8.3e-3, Q4_K 7.4e-3, Q6_K 6.2e-4, Q2_K 8.6e-2, Q3_K 3.7e-2, Q5_K 1.9e-3
+ * (all three on the outlier shape; Q8_0/Q4_0/Q4_1 equal gguf-py's reference
  * quantizers on the same data); the bounds leave about a factor 2. */
 static void test_round_trips(void) {
     static const struct {
@@ -322,6 +409,7 @@ static void test_round_trips(void) {
         {CLINFER_DT_F32, 0.0},     {CLINFER_DT_F16, 1e-7},    {CLINFER_DT_Q8_0, 1.5e-4},
         {CLINFER_DT_Q4_0, 3.5e-2}, {CLINFER_DT_Q4_1, 1.6e-2}, {CLINFER_DT_Q5_0, 9e-3},
         {CLINFER_DT_Q5_1, 4e-3},   {CLINFER_DT_Q4_K, 1.6e-2}, {CLINFER_DT_Q6_K, 1.5e-3},
+        {CLINFER_DT_Q2_K, 1.7e-1}, {CLINFER_DT_Q3_K, 7.5e-2}, {CLINFER_DT_Q5_K, 4e-3},
     };
     enum { N = 4 * QK_K };
     static float x[N], y[N];
@@ -360,7 +448,8 @@ static void test_round_trips(void) {
  * round against the range: on normally distributed weights, as trained ones roughly are, that
  * takes the error below plain range rounding (measured NMSE: Q4_K 6.10e-3 and Q6_K 3.62e-4 with
  * it, 4.95e-3 and 2.98e-4 with the fits; ggml's reference quantizers, 5.08e-3 and 3.14e-4 on
- * like data). */
+ * like data). Q2_K, Q3_K and Q5_K, fitted the same way: 7.15e-2, 2.06e-2 and 1.24e-3 (ggml's
+ * reference quantizers, 8.86e-2, 2.28e-2 and 1.30e-3 on like data). */
 static void test_k_fits(void) {
     enum { N = 16 * QK_K };
     static float x[N], y[N];
@@ -373,7 +462,11 @@ static void test_k_fits(void) {
     static const struct {
         clinfer_dtype type;
         double bound;
-    } types[] = {{CLINFER_DT_Q4_K, 5.4e-3}, {CLINFER_DT_Q6_K, 3.3e-4}};
+    } types[] = {{CLINFER_DT_Q4_K, 5.4e-3},
+                 {CLINFER_DT_Q6_K, 3.3e-4},
+                 {CLINFER_DT_Q2_K, 1},
+                 {CLINFER_DT_Q3_K, 1},
+                 {CLINFER_DT_Q5_K, 1}};
     for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) {
         clinfer_quantize_row(types[t].type, x, q, N);
         clinfer_dequantize_row(types[t].type, q, y, N);
@@ -433,6 +526,9 @@ int main(void) {
     test_q4_1_block();
     test_q4_K_block();
     test_q6_K_block();
+    test_q2_K_block();
+    test_q3_K_block();
+    test_q5_K_block();
     test_f16_row();
     test_unaligned_row();
     test_round_trips();

@@ -1,7 +1,7 @@
 /* The type each tensor gets (src/quant_mix.c), on synthetic files of zeros built in memory: the
  * layers llama-quantize's "more bits" rule picks over 32 layers, the LM head, tied embeddings,
- * fused QKV, tensors never quantized, the row-length fallbacks, and the 70B and 8-expert rules
- * (with Q6_K standing in for the Q5_K clinfer lacks). */
+ * fused QKV, tensors never quantized, the row-length fallbacks, the 70B and 8-expert rules, and
+ * the K mixes' attn_v / ffn_down / attn_output rules. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -73,32 +73,46 @@ static quant_choice choice_of(const model *m, const char *name) {
                clinfer_dtype_name(want));                                                          \
     } while (0)
 
-/* A 32-layer llama: attn_v and ffn_down get Q6_K in the first and last 4 layers and every third
- * from layer 6; everything else Q4_K but the LM head (Q6_K) and the norms (F32). */
-static void test_llama_32_layers(void) {
+static const char *const llama_mats[] = {"attn_q.weight",      "attn_k.weight",   "attn_v.weight",
+                                         "attn_output.weight", "ffn_gate.weight", "ffn_up.weight",
+                                         "ffn_down.weight"};
+#define N_LLAMA_MATS (sizeof llama_mats / sizeof llama_mats[0])
+
+/* A 32-layer llama of 256-wide matrices, with n_head query and n_head_kv KV heads. */
+static gguf_writer *llama_32(uint32_t n_head, uint32_t n_head_kv) {
     gguf_writer *w = new_model("llama", 32);
-    static const char *const mats[] = {"attn_q.weight",      "attn_k.weight",   "attn_v.weight",
-                                       "attn_output.weight", "ffn_gate.weight", "ffn_up.weight",
-                                       "ffn_down.weight"};
+    gw_kv_u32(w, "llama.attention.head_count", n_head);
+    gw_kv_u32(w, "llama.attention.head_count_kv", n_head_kv);
     matrix(w, "token_embd.weight", 256, 4);
     for (uint32_t il = 0; il < 32; il++) {
         char name[64];
         snprintf(name, sizeof name, "blk.%u.attn_norm.weight", il);
         gw_tensor(w, name, CLINFER_DT_F32, 1, (const int64_t[]){256}, NULL);
-        for (size_t j = 0; j < sizeof mats / sizeof mats[0]; j++)
-            layer_matrix(w, il, mats[j], 256);
+        for (size_t j = 0; j < N_LLAMA_MATS; j++)
+            layer_matrix(w, il, llama_mats[j], 256);
     }
     matrix(w, "output.weight", 256, 4);
+    return w;
+}
+
+/* llama-quantize's "more bits" layers of 32: the first and last 4 and every third from 6. */
+static bool more_bits_32(uint32_t il) {
+    return il < 4 || il >= 28 || (il >= 6 && (il - 6) % 3 == 0);
+}
+
+/* A 32-layer llama in Q4_K_M: attn_v and ffn_down get Q6_K in the "more bits" layers; everything
+ * else Q4_K but the LM head (Q6_K) and the norms (F32). */
+static void test_llama_32_layers(void) {
     model m;
-    if (!choose(&m, w, CLINFER_FTYPE_Q4_K_M)) return;
+    if (!choose(&m, llama_32(8, 8), CLINFER_FTYPE_Q4_K_M)) return;
     for (uint32_t il = 0; il < 32; il++) {
-        bool more = il < 4 || il >= 28 || (il >= 6 && (il - 6) % 3 == 0);
-        for (size_t j = 0; j < sizeof mats / sizeof mats[0]; j++) {
+        for (size_t j = 0; j < N_LLAMA_MATS; j++) {
             char name[64];
-            snprintf(name, sizeof name, "blk.%u.%s", il, mats[j]);
-            bool sensitive =
-                !strcmp(mats[j], "attn_v.weight") || !strcmp(mats[j], "ffn_down.weight");
-            EXPECT_TYPE(&m, name, more && sensitive ? CLINFER_DT_Q6_K : CLINFER_DT_Q4_K);
+            snprintf(name, sizeof name, "blk.%u.%s", il, llama_mats[j]);
+            bool sensitive = !strcmp(llama_mats[j], "attn_v.weight") ||
+                             !strcmp(llama_mats[j], "ffn_down.weight");
+            EXPECT_TYPE(&m, name,
+                        more_bits_32(il) && sensitive ? CLINFER_DT_Q6_K : CLINFER_DT_Q4_K);
         }
         char norm[64];
         snprintf(norm, sizeof norm, "blk.%u.attn_norm.weight", il);
@@ -107,6 +121,63 @@ static void test_llama_32_layers(void) {
     EXPECT_TYPE(&m, "token_embd.weight", CLINFER_DT_Q4_K);
     EXPECT_TYPE(&m, "output.weight", CLINFER_DT_Q6_K);
     done(&m);
+}
+
+/* The other K mixes over the same 32 layers (llama.cpp's rules for a llama that is no 70B and
+ * no MoE), per tensor: attn_v in the first two layers, in the other "more bits" layers and in
+ * the rest; ffn_down in the first two (32 / 16), the "more bits" ones and the rest; attn_output;
+ * every other matrix (token_embd included). Q2_K's attn_v depends on grouped heads: Q4_K from 4
+ * query heads per KV head (9 / 3 is 3). */
+static void test_k_mixes(void) {
+    enum { V01, V_MORE, V_REST, D01, D_MORE, D_REST, OUT, OTHER, N_PLACES };
+    static const struct {
+        clinfer_file_type ft;
+        uint32_t n_head;
+        clinfer_dtype want[N_PLACES];
+    } cases[] = {
+#define Q(t) CLINFER_DT_##t
+        {CLINFER_FTYPE_Q2_K,
+         9,
+         {Q(Q3_K), Q(Q3_K), Q(Q3_K), Q(Q3_K), Q(Q3_K), Q(Q3_K), Q(Q3_K), Q(Q2_K)}},
+        {CLINFER_FTYPE_Q2_K,
+         12,
+         {Q(Q4_K), Q(Q4_K), Q(Q4_K), Q(Q3_K), Q(Q3_K), Q(Q3_K), Q(Q3_K), Q(Q2_K)}},
+        {CLINFER_FTYPE_Q3_K_S,
+         9,
+         {Q(Q3_K), Q(Q3_K), Q(Q3_K), Q(Q3_K), Q(Q3_K), Q(Q3_K), Q(Q3_K), Q(Q3_K)}},
+        {CLINFER_FTYPE_Q3_K_M,
+         9,
+         {Q(Q5_K), Q(Q4_K), Q(Q4_K), Q(Q5_K), Q(Q4_K), Q(Q4_K), Q(Q4_K), Q(Q3_K)}},
+        {CLINFER_FTYPE_Q5_K_S,
+         9,
+         {Q(Q5_K), Q(Q5_K), Q(Q5_K), Q(Q5_K), Q(Q5_K), Q(Q5_K), Q(Q5_K), Q(Q5_K)}},
+        {CLINFER_FTYPE_Q5_K_M,
+         9,
+         {Q(Q6_K), Q(Q6_K), Q(Q5_K), Q(Q6_K), Q(Q6_K), Q(Q5_K), Q(Q5_K), Q(Q5_K)}},
+#undef Q
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const clinfer_dtype *want = cases[i].want;
+        const char *ft = clinfer_file_type_name(cases[i].ft);
+        model m;
+        if (!choose(&m, llama_32(cases[i].n_head, 3), cases[i].ft)) continue;
+        for (uint32_t il = 0; il < 32; il++)
+            for (size_t j = 0; j < N_LLAMA_MATS; j++) {
+                char name[64];
+                snprintf(name, sizeof name, "blk.%u.%s", il, llama_mats[j]);
+                int place = il < 2 ? 0 : more_bits_32(il) ? 1 : 2;
+                clinfer_dtype t = !strcmp(llama_mats[j], "attn_v.weight")        ? want[V01 + place]
+                                  : !strcmp(llama_mats[j], "ffn_down.weight")    ? want[D01 + place]
+                                  : !strcmp(llama_mats[j], "attn_output.weight") ? want[OUT]
+                                                                                 : want[OTHER];
+                quant_choice c = choice_of(&m, name);
+                EXPECT(c.type == t, "%s %s: %s, want %s", ft, name, clinfer_dtype_name(c.type),
+                       clinfer_dtype_name(t));
+            }
+        EXPECT_TYPE(&m, "token_embd.weight", want[OTHER]);
+        EXPECT_TYPE(&m, "output.weight", CLINFER_DT_Q6_K);
+        done(&m);
+    }
 }
 
 /* The LM head per file type; tied, token_embd is the head. */
@@ -121,6 +192,9 @@ static void test_lm_head(void) {
         {CLINFER_FTYPE_Q5_1, CLINFER_DT_Q5_1, CLINFER_DT_Q6_K},
         {CLINFER_FTYPE_Q8_0, CLINFER_DT_Q8_0, CLINFER_DT_Q8_0},
         {CLINFER_FTYPE_Q6_K, CLINFER_DT_Q6_K, CLINFER_DT_Q6_K},
+        {CLINFER_FTYPE_Q2_K, CLINFER_DT_Q2_K, CLINFER_DT_Q6_K},
+        {CLINFER_FTYPE_Q3_K_M, CLINFER_DT_Q3_K, CLINFER_DT_Q6_K},
+        {CLINFER_FTYPE_Q5_K_M, CLINFER_DT_Q5_K, CLINFER_DT_Q6_K},
         {CLINFER_FTYPE_F16, CLINFER_DT_F16, CLINFER_DT_F16},
         {CLINFER_FTYPE_F32, CLINFER_DT_F32, CLINFER_DT_F32},
     };
@@ -139,9 +213,9 @@ static void test_lm_head(void) {
         }
 }
 
-/* Rows that do not fit the mix's block: Q4_K falls back to Q5_0 and Q6_K to Q8_0, as in
- * llama.cpp, rows that fit no 32-block to F16; the flag says so. A tied head of 320 (Q6_K in
- * this mix) is Q8_0. */
+/* Rows that do not fit the mix's block: Q4_K falls back to Q5_0, Q6_K to Q8_0, Q2_K and Q3_K to
+ * Q4_0 and Q5_K to Q5_1, as in llama.cpp, rows that fit no 32-block to F16; the flag says so. A
+ * tied head of 320 (Q6_K in this mix) is Q8_0. */
 static void test_fallback(void) {
     gguf_writer *w = new_model("llama", 1);
     matrix(w, "token_embd.weight", 320, 4);
@@ -158,6 +232,21 @@ static void test_fallback(void) {
                    choice_of(&m, "blk.0.attn_k.weight").fallback &&
                    !choice_of(&m, "blk.0.ffn_down.weight").fallback,
                "fallback flags");
+        done(&m);
+    }
+    static const struct {
+        clinfer_file_type ft;
+        clinfer_dtype q, down; /* attn_q and ffn_down of 320 */
+    } k_cases[] = {{CLINFER_FTYPE_Q2_K, CLINFER_DT_Q4_0, CLINFER_DT_Q4_0},
+                   {CLINFER_FTYPE_Q3_K_M, CLINFER_DT_Q4_0, CLINFER_DT_Q5_0},
+                   {CLINFER_FTYPE_Q5_K_M, CLINFER_DT_Q5_1, CLINFER_DT_Q8_0}};
+    for (size_t i = 0; i < sizeof k_cases / sizeof k_cases[0]; i++) {
+        w = new_model("llama", 1);
+        layer_matrix(w, 0, "attn_q.weight", 320);
+        layer_matrix(w, 0, "ffn_down.weight", 320);
+        if (!choose(&m, w, k_cases[i].ft)) continue;
+        EXPECT_TYPE(&m, "blk.0.attn_q.weight", k_cases[i].q);
+        EXPECT_TYPE(&m, "blk.0.ffn_down.weight", k_cases[i].down);
         done(&m);
     }
     w = new_model("llama", 1);
@@ -198,7 +287,7 @@ static void test_kept_and_fused(void) {
 }
 
 /* A llama of 80 layers with grouped KV heads is a 70B to llama.cpp: every attn_v gets at least
- * Q5_K (here Q6_K). Eight experts: attn_v and attn_k Q8_0, attn_output Q5_K (here Q6_K). */
+ * Q5_K. Eight experts: attn_v and attn_k Q8_0, attn_output Q5_K. */
 static void test_70b_and_experts(void) {
     gguf_writer *w = new_model("llama", 80);
     gw_kv_u32(w, "llama.attention.head_count", 64);
@@ -208,7 +297,7 @@ static void test_70b_and_experts(void) {
     layer_matrix(w, 0, "attn_q.weight", 256);
     model m;
     if (choose(&m, w, CLINFER_FTYPE_Q4_K_M)) {
-        EXPECT_TYPE(&m, "blk.40.attn_v.weight", CLINFER_DT_Q6_K); /* not a "more bits" layer */
+        EXPECT_TYPE(&m, "blk.40.attn_v.weight", CLINFER_DT_Q5_K); /* not a "more bits" layer */
         EXPECT_TYPE(&m, "blk.0.attn_q.weight", CLINFER_DT_Q4_K);
         done(&m);
     }
@@ -224,7 +313,7 @@ static void test_70b_and_experts(void) {
     if (choose(&m, w, CLINFER_FTYPE_Q4_K_M)) {
         EXPECT_TYPE(&m, "blk.0.attn_v.weight", CLINFER_DT_Q8_0);
         EXPECT_TYPE(&m, "blk.0.attn_k.weight", CLINFER_DT_Q8_0);
-        EXPECT_TYPE(&m, "blk.0.attn_output.weight", CLINFER_DT_Q6_K);
+        EXPECT_TYPE(&m, "blk.0.attn_output.weight", CLINFER_DT_Q5_K);
         EXPECT_TYPE(&m, "blk.0.ffn_down_exps.weight", CLINFER_DT_Q4_K);
         EXPECT_TYPE(&m, "blk.1.ffn_down_exps.weight", CLINFER_DT_Q6_K);
         done(&m);
@@ -238,9 +327,15 @@ static void test_names_and_errors(void) {
     EXPECT(ft == CLINFER_FTYPE_Q4_K_M && ft == 15, "q4_k_m is %d", (int)ft);
     EXPECT_OK(clinfer_file_type_from_name("Q4_K", &ft));
     EXPECT(ft == CLINFER_FTYPE_Q4_K_M, "Q4_K is %d", (int)ft);
-    EXPECT(clinfer_file_type_from_name("Q5_K_M", &ft) == CLINFER_ERR_INVALID_ARGUMENT &&
+    EXPECT_OK(clinfer_file_type_from_name("q3_k", &ft));
+    EXPECT(ft == CLINFER_FTYPE_Q3_K_M && ft == 12, "Q3_K is %d", (int)ft);
+    EXPECT_OK(clinfer_file_type_from_name("Q5_K", &ft));
+    EXPECT(ft == CLINFER_FTYPE_Q5_K_M && ft == 17, "Q5_K is %d", (int)ft);
+    EXPECT_OK(clinfer_file_type_from_name("Q2_K", &ft));
+    EXPECT(ft == CLINFER_FTYPE_Q2_K && ft == 10, "Q2_K is %d", (int)ft);
+    EXPECT(clinfer_file_type_from_name("Q3_K_L", &ft) == CLINFER_ERR_INVALID_ARGUMENT &&
                strstr(clinfer_last_error(), "Q4_K_M"),
-           "Q5_K_M: %s", clinfer_last_error());
+           "Q3_K_L: %s", clinfer_last_error());
     EXPECT(!strcmp(clinfer_file_type_name(CLINFER_FTYPE_Q6_K), "Q6_K") &&
                clinfer_file_type_name((clinfer_file_type)5) == NULL,
            "names");
@@ -275,6 +370,7 @@ static void test_names_and_errors(void) {
 
 int main(void) {
     test_llama_32_layers();
+    test_k_mixes();
     test_lm_head();
     test_fallback();
     test_kept_and_fused();

@@ -36,9 +36,11 @@ static const struct {
     clinfer_file_type ft;
     double logits_nmse;
 } targets[] = {
-    {CLINFER_FTYPE_F32, 1e-9},  {CLINFER_FTYPE_F16, 1e-5},    {CLINFER_FTYPE_Q8_0, 2e-4},
-    {CLINFER_FTYPE_Q6_K, 2e-3}, {CLINFER_FTYPE_Q4_K_M, 3e-2}, {CLINFER_FTYPE_Q4_0, 3e-2},
-    {CLINFER_FTYPE_Q4_1, 3e-2}, {CLINFER_FTYPE_Q5_0, 1e-2},   {CLINFER_FTYPE_Q5_1, 1e-2},
+    {CLINFER_FTYPE_F32, 1e-9},    {CLINFER_FTYPE_F16, 1e-5},    {CLINFER_FTYPE_Q8_0, 2e-4},
+    {CLINFER_FTYPE_Q6_K, 2e-3},   {CLINFER_FTYPE_Q4_K_M, 3e-2}, {CLINFER_FTYPE_Q4_0, 3e-2},
+    {CLINFER_FTYPE_Q4_1, 3e-2},   {CLINFER_FTYPE_Q5_0, 1e-2},   {CLINFER_FTYPE_Q5_1, 1e-2},
+    {CLINFER_FTYPE_Q2_K, 1.5e-1}, {CLINFER_FTYPE_Q3_K_S, 6e-2}, {CLINFER_FTYPE_Q3_K_M, 6e-2},
+    {CLINFER_FTYPE_Q5_K_S, 1e-2}, {CLINFER_FTYPE_Q5_K_M, 1e-2},
 };
 
 /* A tensor against its F32 source: NMSE bound per element type, about twice what rounding to
@@ -56,7 +58,12 @@ static double type_bound(clinfer_dtype type) {
         return 5e-4;
     case CLINFER_DT_Q5_0: /* step a / 16: 9.8e-4 */
     case CLINFER_DT_Q5_1:
+    case CLINFER_DT_Q5_K:
         return 2e-3;
+    case CLINFER_DT_Q3_K: /* step a / 4: 1.6e-2 */
+        return 3e-2;
+    case CLINFER_DT_Q2_K: /* 4 levels per 16 elements: 4.8e-2 measured (tests/test_quant.c) */
+        return 1e-1;
     default: /* the 4-bit types */
         return 8e-3;
     }
@@ -72,28 +79,46 @@ static bool exists(const char *path) {
 
 /* What llama-quantize gives a tensor of these two-layer models: 1-D tensors keep their type;
  * the LM head (output, or token_embd when tied) gets Q6_K, or Q8_0 in Q8_0 files and where its
- * rows do not fit the file's type; Q4_K_M gives attn_v and ffn_down Q6_K in the last of two
- * layers; then rows of 320 fall back, Q4_K to Q5_0 and Q6_K to Q8_0 (the LM head's too). */
+ * rows do not fit the file's type. In the last of two layers Q4_K_M and Q5_K_M give attn_v and
+ * ffn_down Q6_K; Q3_K_M gives attn_v Q5_K, ffn_down and attn_output Q4_K; Q2_K gives attn_v Q3_K
+ * (Q4_K from 4 query heads per KV head), ffn_down and attn_output Q3_K. Then rows of 320 fall
+ * back: Q2_K and Q3_K to Q4_0, Q4_K to Q5_0, Q5_K to Q5_1, Q6_K to Q8_0 (the LM head's too). */
 static clinfer_dtype expected_type(const gguf_tensor *t, const char *name, clinfer_file_type ft,
-                                   bool tied) {
+                                   const fixture *fx) {
     static const clinfer_dtype base[] = {
-        [CLINFER_FTYPE_F32] = CLINFER_DT_F32,   [CLINFER_FTYPE_F16] = CLINFER_DT_F16,
-        [CLINFER_FTYPE_Q4_0] = CLINFER_DT_Q4_0, [CLINFER_FTYPE_Q4_1] = CLINFER_DT_Q4_1,
-        [CLINFER_FTYPE_Q8_0] = CLINFER_DT_Q8_0, [CLINFER_FTYPE_Q4_K_M] = CLINFER_DT_Q4_K,
-        [CLINFER_FTYPE_Q6_K] = CLINFER_DT_Q6_K, [CLINFER_FTYPE_Q5_0] = CLINFER_DT_Q5_0,
-        [CLINFER_FTYPE_Q5_1] = CLINFER_DT_Q5_1};
+        [CLINFER_FTYPE_F32] = CLINFER_DT_F32,     [CLINFER_FTYPE_F16] = CLINFER_DT_F16,
+        [CLINFER_FTYPE_Q4_0] = CLINFER_DT_Q4_0,   [CLINFER_FTYPE_Q4_1] = CLINFER_DT_Q4_1,
+        [CLINFER_FTYPE_Q8_0] = CLINFER_DT_Q8_0,   [CLINFER_FTYPE_Q4_K_M] = CLINFER_DT_Q4_K,
+        [CLINFER_FTYPE_Q6_K] = CLINFER_DT_Q6_K,   [CLINFER_FTYPE_Q5_0] = CLINFER_DT_Q5_0,
+        [CLINFER_FTYPE_Q5_1] = CLINFER_DT_Q5_1,   [CLINFER_FTYPE_Q2_K] = CLINFER_DT_Q2_K,
+        [CLINFER_FTYPE_Q3_K_S] = CLINFER_DT_Q3_K, [CLINFER_FTYPE_Q3_K_M] = CLINFER_DT_Q3_K,
+        [CLINFER_FTYPE_Q5_K_S] = CLINFER_DT_Q5_K, [CLINFER_FTYPE_Q5_K_M] = CLINFER_DT_Q5_K};
     clinfer_dtype type = base[ft];
     int64_t k = t->ne[0];
     if (t->n_dims == 1) return t->type;
     if (type == CLINFER_DT_F32 || type == CLINFER_DT_F16) return type;
     bool fits = k % (int64_t)clinfer_dtype_block_elems(type) == 0;
-    if (!strcmp(name, "output.weight") || (tied && !strcmp(name, "token_embd.weight")))
+    bool v = strstr(name, "attn_v.weight") != NULL, down = strstr(name, "ffn_down.") != NULL;
+    bool out = strstr(name, "attn_output.weight") != NULL, last = !strncmp(name, "blk.1.", 6);
+    if (!strcmp(name, "output.weight") || (fx->tied && !strcmp(name, "token_embd.weight")))
         type = !fits || type == CLINFER_DT_Q8_0 ? CLINFER_DT_Q8_0 : CLINFER_DT_Q6_K;
-    else if (ft == CLINFER_FTYPE_Q4_K_M &&
-             (!strcmp(name, "blk.1.attn_v.weight") || !strcmp(name, "blk.1.ffn_down.weight")))
+    else if ((ft == CLINFER_FTYPE_Q4_K_M || ft == CLINFER_FTYPE_Q5_K_M) && last && (v || down))
         type = CLINFER_DT_Q6_K;
+    else if (ft == CLINFER_FTYPE_Q3_K_M && (v || down || out))
+        type = v ? CLINFER_DT_Q5_K : CLINFER_DT_Q4_K;
+    else if (ft == CLINFER_FTYPE_Q2_K && (v || down || out))
+        type = v && fx->n_head >= 4 * fx->n_head_kv ? CLINFER_DT_Q4_K : CLINFER_DT_Q3_K;
     if (k % (int64_t)clinfer_dtype_block_elems(type) == 0) return type;
-    return type == CLINFER_DT_Q4_K ? CLINFER_DT_Q5_0 : CLINFER_DT_Q8_0;
+    switch (type) {
+    case CLINFER_DT_Q4_K:
+        return CLINFER_DT_Q5_0;
+    case CLINFER_DT_Q5_K:
+        return CLINFER_DT_Q5_1;
+    case CLINFER_DT_Q6_K:
+        return CLINFER_DT_Q8_0;
+    default: /* Q2_K, Q3_K */
+        return CLINFER_DT_Q4_0;
+    }
 }
 
 static float *dequantized(const gguf_tensor *t) {
@@ -106,7 +131,7 @@ static float *dequantized(const gguf_tensor *t) {
 /* Every tensor of out has the expected type and dequantizes near its source; the metadata is
  * the source's plus file type and quantization version. */
 static void check_tensors(const char *src_path, const char *out_path, clinfer_file_type ft,
-                          bool tied) {
+                          const fixture *fx) {
     gguf_file *src = NULL, *out = NULL;
     EXPECT_OK(gguf_open(src_path, &src));
     EXPECT_OK(gguf_open(out_path, &out));
@@ -128,7 +153,7 @@ static void check_tensors(const char *src_path, const char *out_path, clinfer_fi
         char name[GGUF_SHOW + 1];
         snprintf(name, sizeof name, "%.*s", gguf_show_len(s->name), s->name.ptr);
         EXPECT(gguf_str_eq(o->name, name), "%s: tensor %zu is not %s", out_path, i, name);
-        clinfer_dtype want = expected_type(s, name, ft, tied);
+        clinfer_dtype want = expected_type(s, name, ft, fx);
         EXPECT(o->type == want, "%s: %s is %s, want %s", out_path, name,
                clinfer_dtype_name(o->type), clinfer_dtype_name(want));
         float *x = dequantized(s), *y = dequantized(o);
@@ -200,7 +225,7 @@ static void test_fixture(const fixture *fx) {
         EXPECT_OK(quantize(src, out, ft, 2));
         snprintf(tmp, sizeof tmp, "%s.tmp", out);
         EXPECT(!exists(tmp), "%s left behind", tmp);
-        check_tensors(src, out, ft, fx->tied);
+        check_tensors(src, out, ft, fx);
         for (int cl = 0; cl < 1 + have_opencl; cl++) {
             float *got = logits_of(out, cl ? CLINFER_BACKEND_OPENCL : CLINFER_BACKEND_REFERENCE);
             double e = got ? nmse(got, want, n_logits) : 1.0;
@@ -285,7 +310,7 @@ static void test_bf16(void) {
            "loading BF16 weights: %s: %s", clinfer_status_str(st), clinfer_last_error());
     clinfer_model_free(m);
     EXPECT_OK(quantize(src, out, CLINFER_FTYPE_Q8_0, 0));
-    check_tensors(src, out, CLINFER_FTYPE_Q8_0, false);
+    check_tensors(src, out, CLINFER_FTYPE_Q8_0, &fixtures[0]);
     float *logits = logits_of(out, CLINFER_BACKEND_REFERENCE);
     free(logits);
     remove(out);

@@ -145,6 +145,7 @@ int main(void) {
     test_paths("llama", CLINFER_DT_F16, false);
     test_paths("gpt2", CLINFER_DT_Q8_0, false);
     test_paths("gpt2", CLINFER_DT_Q4_K, false);
+    test_paths("llama", CLINFER_DT_Q5_K, false); /* a type the tolerances once left out */
     /* two layers: rmsnorm 3 is layer 1's attn_norm, matmul 5 layer 0's ffn_gate */
     test_fault("llama", CLINFER_DT_Q4_1, "corrupt-rmsnorm:3:7", "prefill", 1, "rmsnorm attn_norm",
                "y");

@@ -58,7 +58,7 @@ uint32_t tiny_model_n_vocab(void) {
 }
 
 void tiny_model_default(tiny_model_spec *s, const char *arch, clinfer_dtype type) {
-    bool k_type = type == CLINFER_DT_Q4_K || type == CLINFER_DT_Q6_K;
+    bool k_type = clinfer_dtype_block_elems(type) == QK_K; /* rows of whole super-blocks */
     bool gpt2 = !strcmp(arch, "gpt2"), gemma3 = !strcmp(arch, "gemma3");
     bool mistral = !strcmp(arch, "mistral");
     *s = (tiny_model_spec){

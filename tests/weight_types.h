@@ -1,17 +1,31 @@
 /* Every weight type the backends run, from the type table (base/quant.c), so that the op,
- * model and graph tests cover a new type without being edited. */
+ * model and graph tests cover a new type without being edited. CLINFER_TEST_TYPES="Q2_K,Q5_K"
+ * limits them to those named (a run under a simulator, which takes minutes per type). */
 #ifndef CLINFER_TEST_WEIGHT_TYPES_H
 #define CLINFER_TEST_WEIGHT_TYPES_H
 
 #include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "quant.h"
+
+/* Whether CLINFER_TEST_TYPES, when set, names type (a whole item of its comma list). */
+static inline bool weight_type_picked(clinfer_dtype type) {
+    const char *list = getenv("CLINFER_TEST_TYPES"), *name = clinfer_dtype_name(type);
+    size_t len = strlen(name);
+    if (!list || !*list) return true;
+    for (const char *p = list; (p = strstr(p, name)) != NULL; p += len)
+        if ((p == list || p[-1] == ',') && (p[len] == ',' || p[len] == '\0')) return true;
+    return false;
+}
 
 /* Fills out (in type-id order) and returns the count. */
 static inline size_t weight_types(clinfer_dtype out[CLINFER_DT_ID_LIMIT]) {
     size_t n = 0;
     for (uint32_t t = 0; t < CLINFER_DT_ID_LIMIT; t++)
-        if (clinfer_dtype_valid(t) && clinfer_dtype_is_weight((clinfer_dtype)t))
+        if (clinfer_dtype_valid(t) && clinfer_dtype_is_weight((clinfer_dtype)t) &&
+            weight_type_picked((clinfer_dtype)t))
             out[n++] = (clinfer_dtype)t;
     return n;
 }

@@ -14,13 +14,14 @@ static void usage(FILE *out) {
             "usage: clinfer quantize IN.gguf OUT.gguf TYPE [-t N] [--allow-requantize]\n\n"
             "Writes the model IN (F32, F16 or BF16 weights) to OUT with its matrices as TYPE,\n"
             "each tensor's type chosen as llama.cpp's llama-quantize chooses it: norms and\n"
-            "biases keep theirs; in the K mixes the output matrix and some attn_v and ffn_down\n"
-            "layers get Q6_K. All metadata is kept. OUT appears only once complete.\n\n"
+            "biases keep theirs; the output matrix gets Q6_K and, in the K mixes, attn_v,\n"
+            "ffn_down and attn_output get more bits on some layers. All metadata is kept.\n"
+            "OUT appears only once complete.\n\n"
             "TYPE:");
     for (int t = 0; t < 64; t++) /* the library's list, in llama.cpp's numbering */
         if (clinfer_file_type_name((clinfer_file_type)t))
             fprintf(out, " %s", clinfer_file_type_name((clinfer_file_type)t));
-    fprintf(out, " (Q4_K is Q4_K_M)\n\n"
+    fprintf(out, " (Q3_K, Q4_K, Q5_K are their _M)\n\n"
                  "  -t, --threads N       threads; 0 is one per CPU (default); the file is the\n"
                  "                        same for any N\n"
                  "      --allow-requantize  quantize tensors that are quantized already (they\n"
