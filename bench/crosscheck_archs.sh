@@ -19,7 +19,7 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 source "$root/bench/peer.sh"
 peer=$peer_bin
-venv=$peer_cache/../venv-gguf
+venv=$peer_venv
 clinfer=$root/build/clinfer
 archs=()
 while [ $# -gt 0 ]; do

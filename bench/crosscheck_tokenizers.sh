@@ -5,7 +5,7 @@
 # texts in more scripts, marks, digit runs and whitespace). Both tools tokenize the corpus
 # without BOS (llama-tokenize --ids, clinfer tokenize); the ids must be equal. The peer is the
 # llama.cpp build of bench/compare_llamacpp.sh, with its llama-tokenize target built; the gguf
-# package comes from the venv in or beside its cache. Exit 77 without them or the vocab files; 1 when a file
+# package comes from bench/peer.sh's venv. Exit 77 without them or the vocab files; 1 when a file
 # differs (the first texts that differ are printed).
 #
 # usage: bench/crosscheck_tokenizers.sh [--bin CLINFER]
@@ -13,8 +13,7 @@ set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 source "$root/bench/peer.sh"
-venv=$peer_cache/venv-gguf
-[ -d "$venv" ] || venv=$peer_cache/../venv-gguf
+venv=$peer_venv
 clinfer=$root/build/clinfer
 [ "${1:-}" = --bin ] && clinfer=$2
 say() { echo "crosscheck_tokenizers: $*" >&2; }

@@ -14,7 +14,7 @@
 # (bench/make_shape_model.py: width 256, FFN 512, 2 layers, weights of std 0.1, F32), where every
 # matrix is in the mix's K types. Its perplexities are those of noise, so there only each file's
 # two scores are judged, not one quantizer's output against the other's. It needs a venv with
-# the gguf package (tools/gpu_check.sh's, or venv-gguf beside the peer's build) and is left out
+# the gguf package (bench/peer.sh's peer_venv) and is left out
 # without it (--k-only: only this table). The peer is the llama.cpp build of
 # bench/compare_llamacpp.sh ($CLINFER_BENCH_CACHE or ~/.cache/clinfer/llama.cpp/build/bin);
 # exit 77 when it is not built (this script does not build it).
@@ -113,9 +113,7 @@ if [ "$k_only" = 0 ]; then
     echo
 fi
 
-# the venv tools/gpu_check.sh makes, or one beside the peer's build
-venv=$peer_cache/../venv-gguf
-[ -x "$venv/bin/python" ] || venv=$peer_cache/venv-gguf
+venv=$peer_venv
 if [ -n "$k_types" ] && "$venv/bin/python" -c 'import gguf, numpy' 2>/dev/null; then
     "$venv/bin/python" "$root/bench/make_shape_model.py" "$work/k256.gguf" --type F32 --dim 256 \
         --layers 2 --heads 4 --kv-heads 2 --ffn 512 --ctx 512 --std 0.1 --seed 1 \
