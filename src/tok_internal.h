@@ -27,8 +27,7 @@ enum {
 };
 
 typedef struct {
-    const char *text; /* in the vocabulary's arena; len bytes (hybriddna's k-mers end before
-                         the NUL that follows the rest) */
+    const char *text; /* in the arena; len bytes, then a NUL (but for hybriddna's k-mers) */
     uint32_t len;
     int32_t type;
     float score;
