@@ -2,8 +2,8 @@
  * in a run of plain text is DNA, upper-cased and cut into 6-mers (the last padded with 'A').
  * A k-mer's token is the one whose text is the k-mer followed by U+E000, a marker that keeps
  * k-mers apart from BPE tokens of the same letters; "<oov>" stands in for a k-mer without one.
- * As in llama.cpp, the block runs after special tokens are taken out, so a "<dna>" that is a
- * user-defined token (or a control token, with parse_special) is only that token. */
+ * As in llama.cpp, blocks are looked for after special tokens are taken out, so a "<dna>" that
+ * is a user-defined token (or a control token, with parse_special) stands alone. */
 #include <string.h>
 
 #include "error.h"
