@@ -1,8 +1,10 @@
 /* The "hybriddna" tokenizer model (byte-level BPE whose <dna> blocks become 6-mer tokens) on a
  * vocabulary generated here, with <dna> and </dna> as normal, control and user-defined tokens,
- * and without <oov> (plain BPE). The expected ids are those llama.cpp's llama-tokenize
- * (--ids --no-bos, with --parse-special and --no-parse-special) gave for the same vocabularies,
- * which this test writes to DIR/hybriddna-*.gguf when run as `test_tokenizer_hybriddna DIR`. */
+ * and without <oov> (plain BPE). The expected ids are those llama.cpp's llama-tokenize gave for
+ * the same vocabularies (`llama-tokenize -m F --ids --no-bos -p TEXT`, which parses special
+ * tokens, and the same with --no-parse-special; checked when this test was written, as were the
+ * k-mers' pieces). Run as `test_tokenizer_hybriddna DIR`, it writes them to DIR/hybriddna-*.gguf.
+ */
 #include <stdio.h>
 
 #include "gpt2_bytes.h"
