@@ -1,5 +1,6 @@
 /* The vocabulary's layout, shared by the tokenizer files (tokenizer.c loads it and dispatches;
- * tok_bpe.c, tok_spm.c, tok_wpm.c, tok_ugm.c, tok_rwkv.c, tok_plamo2.c hold the algorithms;
+ * tok_bpe.c, tok_dna.c, tok_spm.c, tok_wpm.c, tok_ugm.c, tok_rwkv.c, tok_plamo2.c hold the
+ * algorithms;
  * tok_merge.c the shared pair merging, tok_prefix.c the prefix search; tok_pretok.c and
  * tok_pretok_table.c the regex pre-tokenizers). Not for use outside the tokenizer. */
 #ifndef CLINFER_TOK_INTERNAL_H
@@ -26,7 +27,7 @@ enum {
 };
 
 typedef struct {
-    const char *text; /* in the vocabulary's arena, NUL-terminated for convenience */
+    const char *text; /* in the arena; len bytes, then a NUL (but for hybriddna's k-mers) */
     uint32_t len;
     int32_t type;
     float score;
@@ -76,10 +77,14 @@ struct clinfer_vocab {
     bool add_bos;
     bool add_space_prefix; /* SentencePiece: a space before the text, as SentencePiece adds */
 
-    tok_pretok *pretok;   /* BPE */
-    bool drop_whitespace; /* BPE of the "whitespace" model: whitespace only separates */
-    bool lowercase;       /* WordPiece and whitespace: tokenizer.ggml.normalizer.lowercase */
-    bool strip_accents;   /* WordPiece: tokenizer.ggml.normalizer.strip_accents */
+    tok_pretok *pretok;           /* BPE */
+    bool drop_whitespace;         /* BPE of the "whitespace" model: whitespace only separates */
+    struct {                      /* BPE of the "hybriddna" model (tok_dna.c) */
+        int32_t open, close, oov; /* <dna> </dna> <oov>, -1 where absent */
+        bool on;                  /* all three are there: <dna> blocks are DNA */
+    } dna;
+    bool lowercase;     /* WordPiece and whitespace: tokenizer.ggml.normalizer.lowercase */
+    bool strip_accents; /* WordPiece: tokenizer.ggml.normalizer.strip_accents */
     tok_pretok_traits bpe;
     char byte_char[256][3];  /* byte-level BPE: the UTF-8 of each byte's stand-in character */
     int16_t char_byte[512];  /* ... and back: code point -> byte, -1 where none */
@@ -124,6 +129,10 @@ size_t tok_char_len(const char *s, size_t n);
 /* Each tokenizer appends the ids of one run of plain text (special tokens already taken out). */
 clinfer_status tok_bpe_init(clinfer_vocab *v, const char *pre, size_t pre_len);
 clinfer_status tok_bpe_encode(const clinfer_vocab *v, const char *text, size_t len, tok_ids *out);
+/* hybriddna: finds its tokens and drops the marker from the k-mers' texts (tokens[], not
+ * by_text); then, when dna.on, encodes runs with their <dna> blocks. */
+void tok_dna_init(clinfer_vocab *v);
+clinfer_status tok_dna_encode(const clinfer_vocab *v, const char *text, size_t len, tok_ids *out);
 clinfer_status tok_spm_encode(const clinfer_vocab *v, const char *text, size_t len, tok_ids *out);
 /* The text with each space written as U+2581 (and one more before it with prefix), in
  * *escaped (allocated, free() it), *n bytes long. */

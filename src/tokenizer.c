@@ -1,5 +1,5 @@
 /* Vocabulary loading and validation, special-token matching, pieces, and the dispatch to the
- * model's algorithm (tok_bpe.c, tok_spm.c, tok_wpm.c, tok_ugm.c). */
+ * model's algorithm (tok_bpe.c, tok_dna.c, tok_spm.c, tok_wpm.c, tok_ugm.c). */
 #include "tokenizer.h"
 
 #include <stdio.h>
@@ -276,11 +276,14 @@ static const struct {
     const char *name;
     tok_model model;
     bool drop_whitespace; /* the whitespace model: BPE that splits on spaces and drops them */
+    bool dna;             /* hybriddna: BPE with <dna> blocks of k-mers (tok_dna.c) */
     const char *pre;      /* a pre-tokenizer the model implies, whatever tokenizer.ggml.pre says */
-} tok_models[] = {{"gpt2", TOK_BPE, false, NULL},      {"gemma4", TOK_BPE, false, "gemma4"},
-                  {"whitespace", TOK_BPE, true, NULL}, {"llama", TOK_SPM, false, NULL},
-                  {"bert", TOK_WPM, false, NULL},      {"t5", TOK_UGM, false, NULL},
-                  {"rwkv", TOK_RWKV, false, NULL},     {"plamo2", TOK_PLAMO2, false, NULL}};
+} tok_models[] = {
+    {"gpt2", TOK_BPE, false, false, NULL},      {"gemma4", TOK_BPE, false, false, "gemma4"},
+    {"whitespace", TOK_BPE, true, false, NULL}, {"hybriddna", TOK_BPE, false, true, NULL},
+    {"llama", TOK_SPM, false, false, NULL},     {"bert", TOK_WPM, false, false, NULL},
+    {"t5", TOK_UGM, false, false, NULL},        {"rwkv", TOK_RWKV, false, false, NULL},
+    {"plamo2", TOK_PLAMO2, false, false, NULL}};
 #define N_TOK_MODELS (sizeof tok_models / sizeof tok_models[0])
 
 const char *clinfer_vocab_model_at(size_t index) {
@@ -340,6 +343,7 @@ clinfer_status clinfer_vocab_load(const gguf_file *f, clinfer_vocab **out) {
         v->byte_token[b] = tok_strmap_get(&v->by_text, name, 6);
     }
     if (v->model == TOK_BPE) CHECK(tok_bpe_init(v, pre.ptr, (size_t)pre.len));
+    if (tok_models[k].dna) tok_dna_init(v); /* before index_specials sees the texts */
     if (v->model == TOK_UGM) CHECK(tok_ugm_init(v, f));
     if (v->model == TOK_RWKV) CHECK(tok_rwkv_init(v));
     if (v->model == TOK_PLAMO2) CHECK(tok_plamo2_init(v));
@@ -413,7 +417,7 @@ static clinfer_status encode_run(const clinfer_vocab *v, const char *text, size_
     if (len == 0) return CLINFER_OK;
     switch (v->model) {
     case TOK_BPE:
-        return tok_bpe_encode(v, text, len, out);
+        return v->dna.on ? tok_dna_encode(v, text, len, out) : tok_bpe_encode(v, text, len, out);
     case TOK_SPM:
         return tok_spm_encode(v, text, len, out);
     case TOK_WPM:

@@ -6,6 +6,7 @@
 
 #include "check.h"
 #include "gguf_writer.h"
+#include "gpt2_bytes.h"
 #include "tokenizer.h"
 
 typedef enum {
@@ -39,25 +40,6 @@ static clinfer_status load(gguf_writer *w, clinfer_vocab **v) {
     return st;
 }
 
-/* GPT-2's stand-in character for each byte, as UTF-8. */
-static void byte_char(int b, char out[3]) {
-    static int map[256];
-    if (!map['!']) {
-        int next = 256;
-        for (int i = 0; i < 256; i++)
-            map[i] = (i >= '!' && i <= '~') || (i >= 0xA1 && i <= 0xAC) || (i >= 0xAE) ? i : next++;
-    }
-    int cp = map[b];
-    if (cp < 0x80) {
-        out[0] = (char)cp;
-        out[1] = '\0';
-    } else {
-        out[0] = (char)(0xC0 | (cp >> 6));
-        out[1] = (char)(0x80 | (cp & 0x3F));
-        out[2] = '\0';
-    }
-}
-
 /* 256 byte characters, then "ab" "bc" "abc", a user-defined and a control token. */
 static gguf_writer *bpe_vocab(breakage brk) {
     static char chars[256][3];
@@ -79,7 +61,7 @@ static gguf_writer *bpe_vocab(breakage brk) {
                             brk == BREAK_MERGE ? "abc" : "a c"};
     gguf_writer *w = gw_new();
     gw_kv_str(w, "tokenizer.ggml.model",
-              brk == BREAK_MODEL      ? "hybriddna"
+              brk == BREAK_MODEL      ? "gpt3"
               : brk == BREAK_NO_VOCAB ? "none"
                                       : "gpt2");
     gw_kv_str(w, "tokenizer.ggml.pre",

@@ -15,6 +15,8 @@ clinfer_test(test_tokenizer_rwkv SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_tokenize
 clinfer_test(test_tokenizer_plamo2 SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_tokenizer_plamo2.c)
 clinfer_test(test_tokenizer_whitespace
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_tokenizer_whitespace.c)
+clinfer_test(test_tokenizer_hybriddna
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_tokenizer_hybriddna.c)
 
 # `clinfer tokenize` on a vocab-only file: GPT-2's ids for "Hello world" (as in the vectors),
 # and a one-line error for a file that is not GGUF. with_vocab.sh finds the file when the test
