@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # clinfer against llama.cpp's CPU backend on the same GGUF files, in one run.
 #
-#  1. Builds llama.cpp's llama-bench and llama-quantize once from the llama-cpp-python source
-#     distribution on PyPI (tools/fetch_llamacpp_sdist.sh: pinned, SHA-256 checked; it carries
+#  1. Builds the llama.cpp programs of bench/peer.sh (llama-bench, llama-quantize, llama-simple,
+#     ...) once from the llama-cpp-python source distribution on PyPI (tools/fetch_llamacpp_sdist.sh: pinned, SHA-256 checked; it carries
 #     llama.cpp's source in vendor/llama.cpp) into its cache folder: $CLINFER_BENCH_CACHE, else
 #     ~/.cache/clinfer/llama.cpp.
 #  2. Builds clinfer (build-compare/ of this checkout) unless $CLINFER_BIN names a binary.
@@ -54,16 +54,18 @@ jobs_for_load() { awk '{ print ($1 < 1.0) ? 2 : 1 }' /proc/loadavg; }
 
 # ---- 1. llama.cpp, once -------------------------------------------------------------------
 llama_bin=$peer_bin
-if [ ! -x "$llama_bin/llama-bench" ] || [ ! -x "$llama_bin/llama-quantize" ]; then
+missing=()
+for t in "${peer_targets[@]}"; do [ -x "$llama_bin/$t" ] || missing+=("$t"); done
+if [ ${#missing[@]} -gt 0 ]; then
     sdist=$(bash "$root/tools/fetch_llamacpp_sdist.sh")
     src="$cache/$(basename "$sdist" .tar.gz)/vendor/llama.cpp"
     [ -f "$src/CMakeLists.txt" ] || tar -xzf "$sdist" -C "$cache"
     jobs=$(jobs_for_load)
-    say "building llama-bench and llama-quantize (CPU backend, -j$jobs; about 10 minutes)"
+    say "building ${missing[*]} (CPU backend, -j$jobs; about 15 minutes)"
     cmake -S "$src" -B "$cache/build" -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON \
         -DLLAMA_CURL=OFF -DBUILD_SHARED_LIBS=OFF -DLLAMA_BUILD_TESTS=OFF \
-        -DLLAMA_BUILD_SERVER=OFF >"$cache/cmake.log"
-    cmake --build "$cache/build" -j"$jobs" --target llama-bench llama-quantize >"$cache/build.log"
+        -DLLAMA_BUILD_SERVER=ON >"$cache/cmake.log"
+    cmake --build "$cache/build" -j"$jobs" --target "${missing[@]}" >"$cache/build.log"
 fi
 
 # ---- 2. clinfer ---------------------------------------------------------------------------

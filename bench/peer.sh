@@ -7,6 +7,8 @@
 # its further arguments.
 peer_cache=${CLINFER_BENCH_CACHE:-$HOME/.cache/clinfer/llama.cpp}
 peer_bin=$peer_cache/build/bin
+# The llama.cpp programs the bench scripts and the CTest label peer run.
+peer_targets=(llama-bench llama-quantize llama-perplexity llama-simple llama-tokenize llama-server)
 peer_venv=$peer_cache/../venv-gguf
 
 ppl_peer() {
