@@ -2,9 +2,9 @@
 # clinfer against llama.cpp's CPU backend on the same GGUF files, in one run.
 #
 #  1. Builds the llama.cpp programs of bench/peer.sh (llama-bench, llama-quantize, llama-simple,
-#     ...) once from the llama-cpp-python source distribution on PyPI (tools/fetch_llamacpp_sdist.sh: pinned, SHA-256 checked; it carries
-#     llama.cpp's source in vendor/llama.cpp) into its cache folder: $CLINFER_BENCH_CACHE, else
-#     ~/.cache/clinfer/llama.cpp.
+#     ...) once from the llama-cpp-python source distribution on PyPI
+#     (tools/fetch_llamacpp_sdist.sh: pinned, SHA-256 checked; it carries llama.cpp's source in
+#     vendor/llama.cpp) into its cache folder: $CLINFER_BENCH_CACHE, else ~/.cache/clinfer/llama.cpp.
 #  2. Builds clinfer (build-compare/ of this checkout) unless $CLINFER_BIN names a binary.
 #  3. Takes the default model (tools/fetch_model.sh: SmolLM2-135M-Instruct Q4_1) and makes F16,
 #     Q8_0 and Q4_0 variants of it with `llama-quantize --allow-requantize --pure` (every matrix
