@@ -4,7 +4,7 @@
 # and hides races that a GPU shows; Oclgrind reports them. tests/oclgrind_run.sh fails a test on
 # any report (data race, invalid access, API misuse, barrier divergence) and skips (77) where
 # oclgrind is not installed. Oclgrind interprets every work-item, so the matmul test runs its
-# smaller grid (CLINFER_TEST_SMALL). The whole label takes about 15 minutes on 2 cores; a new
+# smaller grid (CLINFER_TEST_SMALL). The whole label takes about half an hour on 2 cores; a new
 # weight type alone: CLINFER_TEST_TYPES=Q5_K ctest -R oclgrind_cl_matmul (tests/weight_types.h).
 #
 # Kernel paths: gpu-local-reduce (the simulator's own) and cpu-rows (forced). gpu-subgroup is not
