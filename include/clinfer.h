@@ -260,6 +260,9 @@ typedef struct {
     /* Keep the logits of every token of each eval, not only the last one's (perplexity,
      * scoring): clinfer_get_logits_ith. Costs n_batch rows of logits on the device. */
     bool logits_all;
+    /* Keep the hidden state of every token of each eval (clinfer_get_embeddings_ith): costs a
+     * read of n_batch rows of n_embd per chunk. */
+    bool embeddings;
 } clinfer_context_params;
 
 void clinfer_context_params_default(clinfer_context_params *params);
@@ -296,6 +299,27 @@ clinfer_status clinfer_get_logits(clinfer_context *ctx, const float **logits, si
  * tokens before the last need a context made with logits_all. Valid until the next eval. */
 clinfer_status clinfer_get_logits_ith(clinfer_context *ctx, int32_t i, const float **logits,
                                       size_t *n_vocab);
+
+/* ---- embeddings: hidden states (contexts made with clinfer_context_params.embeddings) ---- */
+
+/* Token i's hidden state of the last eval (i < 0 counts from its end): the final layer's output
+ * after the output norm, the vector the LM head multiplies (llama.cpp's per-token embedding).
+ * *n_embd receives its length. Valid until the next eval. */
+clinfer_status clinfer_get_embeddings_ith(clinfer_context *ctx, int32_t i, const float **embd,
+                                          size_t *n_embd);
+
+typedef enum {
+    CLINFER_POOLING_MEAN = 0, /* the mean of every token's hidden state */
+    CLINFER_POOLING_LAST,     /* the last token's */
+} clinfer_pooling;
+
+/* One vector for the whole last eval (evaluate a text in one clinfer_eval after a reset), into
+ * out[capacity]; normalize: scaled to Euclidean length 1 (as OpenAI's and llama-server's
+ * /v1/embeddings return them). *n_embd receives the length, and CLINFER_ERR_BUFFER_TOO_SMALL
+ * when it exceeds capacity. */
+clinfer_status clinfer_get_embeddings_pooled(clinfer_context *ctx, clinfer_pooling pooling,
+                                             bool normalize, float *out, size_t capacity,
+                                             size_t *n_embd);
 
 /* ---- sampling ------------------------------------------------------------------------ */
 

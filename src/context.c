@@ -34,7 +34,10 @@ struct clinfer_context {
     float *logits;     /* [n_logits][n_vocab]: the last eval's last token, or all (logits_all) */
     size_t n_logits, logits_cap; /* rows held (0: none since create or reset), allocated */
     size_t n_eval;               /* tokens of the last eval */
-    exec_profile *profile;       /* when profiling is on or CLINFER_TRACE is set */
+    float *embd;                 /* [n_eval][n_embd] with embeddings: hidden states after the
+                                  * output norm; embd_cap rows allocated */
+    size_t embd_cap;
+    exec_profile *profile; /* when profiling is on or CLINFER_TRACE is set */
 };
 
 const char *clinfer_activations_name(clinfer_activations a) {
@@ -204,6 +207,7 @@ clinfer_status clinfer_context_create(clinfer_model *model, const clinfer_contex
         c->state.activations =
             model->n_params < SMALL_MODEL_PARAMS ? CLINFER_ACT_F32 : CLINFER_ACT_Q8;
     c->state.logits_all = params->logits_all;
+    c->state.embeddings = params->embeddings;
     c->plans = calloc((size_t)c->n_batch + 1, sizeof *c->plans);
     c->logits = malloc((size_t)model->hp.n_vocab * sizeof *c->logits);
     c->logits_cap = 1;
@@ -248,6 +252,7 @@ void clinfer_context_free(clinfer_context *c) {
         exec_plan_free(c->plans[n]);
     free(c->plans);
     free(c->logits);
+    free(c->embd);
     free(c);
 }
 
@@ -255,6 +260,7 @@ void clinfer_context_reset(clinfer_context *c) {
     if (!c) return;
     c->n_past = 0;
     c->n_logits = 0;
+    c->n_eval = 0;
 }
 
 const clinfer_model *clinfer_context_model(const clinfer_context *c) {
@@ -298,24 +304,41 @@ cleanup:
     return st;
 }
 
+/* Room for rows of hidden states on the host. */
+static clinfer_status reserve_embd(clinfer_context *c, size_t rows) {
+    if (rows <= c->embd_cap) return CLINFER_OK;
+    float *p = realloc(c->embd, rows * c->model->hp.n_embd * sizeof *p);
+    if (!p)
+        return clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY,
+                            "eval: no memory for %zu rows of hidden states", rows);
+    c->embd = p;
+    c->embd_cap = rows;
+    return CLINFER_OK;
+}
+
 /* Runs every chunk of n_batch tokens; the head runs after the last (after each with
- * logits_all, whose rows are read before the next chunk overwrites them). */
+ * logits_all or embeddings, whose rows are read before the next chunk overwrites them). */
 static clinfer_status eval_chunks(clinfer_context *c, const int32_t *tokens, size_t n) {
     clinfer_status st = CLINFER_OK;
     const clinfer_backend *be = c->backend;
-    bool all = c->state.logits_all;
+    bool all = c->state.logits_all, embd = c->state.embeddings;
     size_t row_bytes = (size_t)c->model->hp.n_vocab * sizeof(float);
+    size_t embd_bytes = (size_t)c->model->hp.n_embd * sizeof(float);
     CHECK(reserve_logits(c, all ? n : 1));
+    if (embd) CHECK(reserve_embd(c, n));
     /* All ids at once, at their positions: chunks read them there, and a (blocking) write
      * between chunks would wait for the device. */
     CHECK(be->i->buffer_write(be->ctx, c->state.buf[EXEC_IDS], c->n_past * sizeof(int32_t),
                               n * sizeof(int32_t), tokens));
     for (size_t done = 0; done < n;) {
         size_t nb = n - done < c->n_batch ? n - done : c->n_batch;
-        bool last = done + nb == n;
+        bool last = done + nb == n, head = all || embd || last;
         exec_plan *plan;
         CHECK(plan_for(c, nb, &plan));
-        CHECK(exec_plan_run(c->backend, plan, (int)(c->n_past + done), all || last, c->profile));
+        CHECK(exec_plan_run(c->backend, plan, (int)(c->n_past + done), head, c->profile));
+        if (embd)
+            CHECK(be->i->buffer_read(be->ctx, c->state.buf[EXEC_XN], 0, nb * embd_bytes,
+                                     (char *)c->embd + done * embd_bytes));
         /* The one wait of an evaluation (per chunk with logits_all): the read completes after
          * every enqueued op. */
         if (all || last)
@@ -408,4 +431,28 @@ clinfer_status clinfer_get_logits_ith(clinfer_context *c, int32_t i, const float
     *logits = c->logits + (size_t)row * c->model->hp.n_vocab;
     if (n_vocab) *n_vocab = c->model->hp.n_vocab;
     return CLINFER_OK;
+}
+
+clinfer_status clinfer_get_embeddings_ith(clinfer_context *c, int32_t i, const float **embd,
+                                          size_t *n_embd) {
+    if (!c || !embd)
+        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "get_embeddings: NULL argument");
+    if (!c->state.embeddings)
+        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
+                            "get_embeddings: the context was made without embeddings");
+    if (!c->n_logits)
+        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
+                            "get_embeddings: nothing evaluated since create or reset");
+    int64_t n_eval = (int64_t)c->n_eval, at = i < 0 ? n_eval + i : i;
+    if (at < 0 || at >= n_eval)
+        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
+                            "get_embeddings: token %d is outside the last eval's %lld", i,
+                            (long long)n_eval);
+    *embd = c->embd + (size_t)at * c->model->hp.n_embd;
+    if (n_embd) *n_embd = c->model->hp.n_embd;
+    return CLINFER_OK;
+}
+
+size_t clinfer_context_n_eval(const clinfer_context *c) {
+    return c && c->n_logits ? c->n_eval : 0;
 }
