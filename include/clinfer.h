@@ -42,6 +42,7 @@ enum {
     CLINFER_ERR_NOT_FOUND = -2009,        /* a named key, tensor or device does not exist */
     CLINFER_ERR_CONTEXT_FULL = -2010,     /* the tokens do not fit the context length */
     CLINFER_ERR_BUFFER_TOO_SMALL = -2011, /* the caller's output array is too small */
+    CLINFER_ERR_ABORTED = -2012,          /* a caller's callback asked to stop */
 };
 
 /* A short name for a status: "CL_OUT_OF_RESOURCES", "CLINFER_ERR_FORMAT", ... */
@@ -49,6 +50,28 @@ const char *clinfer_status_str(clinfer_status status);
 
 /* The message of the last failure on this thread ("" when none). */
 const char *clinfer_last_error(void);
+
+/* ---- callbacks: diagnostics, stopping an eval, load progress ---------------------------- */
+
+typedef enum {
+    CLINFER_LOG_WARN = 0, /* something went wrong and was worked around (a damaged cache entry) */
+    CLINFER_LOG_INFO,     /* load steps and sizes (clinfer_model_params.verbose), profiles */
+    CLINFER_LOG_DEBUG,    /* the backend's decisions: CLINFER_VERBOSE=1 */
+} clinfer_log_level;
+
+/* message: one line or more, without a trailing newline; valid during the call. */
+typedef void (*clinfer_log_callback)(clinfer_log_level level, const char *message, void *user);
+
+/* Where the library's diagnostics go, for the whole process: the library never prints. NULL
+ * (the default): nowhere. Calls are serialised (never two at once), from whichever thread logs. */
+void clinfer_log_set(clinfer_log_callback callback, void *user);
+
+/* Asked between chunks of an eval (clinfer_context_set_abort): return true to stop. */
+typedef bool (*clinfer_abort_callback)(void *user);
+
+/* Told the fraction (0 to 1) of a model's weights loaded so far (clinfer_model_params.progress):
+ * return false to stop the load (CLINFER_ERR_ABORTED). */
+typedef bool (*clinfer_progress_callback)(float fraction, void *user);
 
 /* ---- what this build supports ---------------------------------------------------------- */
 
@@ -175,10 +198,12 @@ typedef struct {
 typedef struct {
     clinfer_backend_kind backend;
     clinfer_backend_options options; /* for CLINFER_BACKEND_OPENCL */
-    bool verbose;                    /* log load steps to stderr */
+    bool verbose;                    /* log load steps (CLINFER_LOG_INFO, clinfer_log_set) */
     /* Only the tokenizer (a vocab-only GGUF file will do): no weights, no backend, no
      * contexts; the token functions below work. */
     bool vocab_only;
+    clinfer_progress_callback progress; /* NULL: not told */
+    void *progress_user;
 } clinfer_model_params;
 
 void clinfer_model_params_default(clinfer_model_params *params);
@@ -290,6 +315,11 @@ uint32_t clinfer_context_n_past(const clinfer_context *ctx);
 uint32_t clinfer_context_n_ctx(const clinfer_context *ctx);
 /* The activations the context runs with: params.activations, CLINFER_ACT_DEFAULT resolved. */
 clinfer_activations clinfer_context_activations(const clinfer_context *ctx);
+
+/* Asked before each chunk of n_batch tokens of an eval (each token of clinfer_generate): when it
+ * returns true the eval stops with CLINFER_ERR_ABORTED and the context holds what it held before
+ * (NULL: never asked). */
+void clinfer_context_set_abort(clinfer_context *ctx, clinfer_abort_callback callback, void *user);
 
 /* Appends tokens to the sequence; afterwards the logits of the last one are available.
  * CLINFER_ERR_CONTEXT_FULL if they do not fit (nothing is evaluated then). */

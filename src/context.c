@@ -7,6 +7,7 @@
 
 #include "arch.h"
 #include "error.h"
+#include "log.h"
 #include "options.h"
 
 #define DEFAULT_N_BATCH 256
@@ -37,7 +38,9 @@ struct clinfer_context {
     float *embd;                 /* [n_eval][n_embd] with embeddings: hidden states after the
                                   * output norm; embd_cap rows allocated */
     size_t embd_cap;
-    exec_profile *profile; /* when profiling is on or CLINFER_TRACE is set */
+    exec_profile *profile;        /* when profiling is on or CLINFER_TRACE is set */
+    clinfer_abort_callback abort; /* asked before each chunk (NULL: never) */
+    void *abort_user;
 };
 
 const char *clinfer_activations_name(clinfer_activations a) {
@@ -220,12 +223,12 @@ clinfer_status clinfer_context_create(clinfer_model *model, const clinfer_contex
     CHECK(create_buffers(c, params->kv_f32));
     CHECK(exec_profile_create(model->profile, &c->profile));
     if (model->verbose)
-        fprintf(stderr,
-                "clinfer: context n_ctx %u, n_batch %u: KV cache (%s) %.1f MiB, "
-                "scratch %.1f MiB, activations %s\n",
-                c->n_ctx, c->n_batch, clinfer_dtype_name(c->state.kv_type),
-                plan.kv_bytes / 1048576.0, plan.scratch_bytes / 1048576.0,
-                clinfer_activations_name(c->state.activations));
+        clinfer_log(CLINFER_LOG_INFO,
+                    "context n_ctx %u, n_batch %u: KV cache (%s) %.1f MiB, "
+                    "scratch %.1f MiB, activations %s",
+                    c->n_ctx, c->n_batch, clinfer_dtype_name(c->state.kv_type),
+                    plan.kv_bytes / 1048576.0, plan.scratch_bytes / 1048576.0,
+                    clinfer_activations_name(c->state.activations));
     *out = c;
 cleanup:
     if (st != CLINFER_OK) {
@@ -239,7 +242,10 @@ void clinfer_context_free(clinfer_context *c) {
     if (!c) return;
     const clinfer_backend *be = c->backend;
     exec_state *s = &c->state;
-    exec_profile_free(c->profile, stderr);
+    FILE *out;
+    clinfer_log_stream *log = clinfer_log_stream_begin(&out);
+    exec_profile_free(c->profile, out);
+    clinfer_log_stream_end(log, CLINFER_LOG_INFO);
     for (int i = 0; be && i < EXEC_COUNT; i++)
         if (s->buf[i]) be->i->buffer_free(be->ctx, s->buf[i]);
     for (uint32_t i = 0; be && c->kv_bufs && i < 2 * c->n_kv_bufs; i++)
@@ -265,6 +271,12 @@ void clinfer_context_reset(clinfer_context *c) {
 
 const clinfer_model *clinfer_context_model(const clinfer_context *c) {
     return c ? c->model : NULL;
+}
+
+void clinfer_context_set_abort(clinfer_context *c, clinfer_abort_callback callback, void *user) {
+    if (!c) return;
+    c->abort = callback;
+    c->abort_user = user;
 }
 
 uint32_t clinfer_context_n_past(const clinfer_context *c) {
@@ -297,7 +309,10 @@ static clinfer_status plan_for(clinfer_context *c, size_t n, exec_plan **out) {
         CHECK(exec_plan_build(c->model, &c->state, (int)n, &c->plans[n]));
         clinfer_dev_options dev;
         clinfer_dev_options_get(&dev);
-        if (dev.print_plan) exec_plan_print(c->plans[n], stderr);
+        FILE *out;
+        clinfer_log_stream *log = dev.print_plan ? clinfer_log_stream_begin(&out) : NULL;
+        if (log) exec_plan_print(c->plans[n], out);
+        clinfer_log_stream_end(log, CLINFER_LOG_DEBUG);
     }
     *out = c->plans[n];
 cleanup:
@@ -333,6 +348,13 @@ static clinfer_status eval_chunks(clinfer_context *c, const int32_t *tokens, siz
     for (size_t done = 0; done < n;) {
         size_t nb = n - done < c->n_batch ? n - done : c->n_batch;
         bool last = done + nb == n, head = all || embd || last;
+        if (c->abort && c->abort(c->abort_user)) {
+            st = clinfer_fail(CLINFER_ERR_ABORTED,
+                              "eval: the abort callback stopped it after %zu "
+                              "of %zu tokens",
+                              done, n);
+            goto cleanup;
+        }
         exec_plan *plan;
         CHECK(plan_for(c, nb, &plan));
         CHECK(exec_plan_run(c->backend, plan, (int)(c->n_past + done), head, c->profile));
