@@ -254,15 +254,21 @@ static bool on_text(const char *text, size_t len, void *user) {
     return go_on;
 }
 
+/* The slot context's abort callback: a cancelled job (the client left) stops its eval at the
+ * next chunk of the prompt. */
+static bool job_cancelled(void *user) {
+    serve_job *job = user;
+    pthread_mutex_lock(&job->pool->lock);
+    bool cancelled = job->cancelled;
+    pthread_mutex_unlock(&job->pool->lock);
+    return cancelled;
+}
+
 /* Each input evaluated alone on the slot's context, then pooled; stops at a cancel. */
 static clinfer_status run_embed(slot *s, serve_job *job, clinfer_generate_stats *stats) {
     clinfer_status st = CLINFER_OK;
     double t0 = cli_now_ms();
     for (size_t i = 0, start = 0; i < job->n_inputs && st == CLINFER_OK; start = job->ends[i++]) {
-        pthread_mutex_lock(&s->pool->lock);
-        bool cancelled = job->cancelled;
-        pthread_mutex_unlock(&s->pool->lock);
-        if (cancelled) break;
         clinfer_context_reset(s->ctx);
         st = clinfer_eval(s->ctx, job->tokens + start, job->ends[i] - start);
         if (st == CLINFER_OK)
@@ -287,9 +293,12 @@ static clinfer_status run_generate(slot *s, serve_job *job, clinfer_generate_sta
 
 static void run_job(slot *s, serve_job *job) {
     clinfer_context_reset(s->ctx);
+    clinfer_context_set_abort(s->ctx, job_cancelled, job);
     clinfer_generate_stats stats = {0};
     clinfer_status st = job->n_inputs ? run_embed(s, job, &stats) : run_generate(s, job, &stats);
     const char *msg = clinfer_last_error();
+    clinfer_context_set_abort(s->ctx, NULL, NULL);
+    if (st == CLINFER_ERR_ABORTED) st = CLINFER_OK; /* the client left: nobody to tell */
 
     serve_pool *p = s->pool;
     pthread_mutex_lock(&p->lock);
