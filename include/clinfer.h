@@ -63,7 +63,8 @@ typedef enum {
 typedef void (*clinfer_log_callback)(clinfer_log_level level, const char *message, void *user);
 
 /* Where the library's diagnostics go, for the whole process: the library never prints. NULL
- * (the default): nowhere. Calls are serialised (never two at once), from whichever thread logs. */
+ * (the default): nowhere. Calls are serialised (never two at once), from whichever thread logs;
+ * a callback must not call clinfer_log_set itself. */
 void clinfer_log_set(clinfer_log_callback callback, void *user);
 
 /* Asked between chunks of an eval (clinfer_context_set_abort): return true to stop. */
