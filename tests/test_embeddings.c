@@ -1,7 +1,8 @@
-/* Hidden states (clinfer_context_params.embeddings) on a tiny f32 llama model, on the reference
- * backend and on OpenCL where there is a device:
+/* Hidden states (clinfer_context_params.embeddings) on tiny f32 llama, gpt2 and gemma3 models (an
+ * RMS norm, a layer norm with bias, gemma's 1 + w), on the reference backend and on OpenCL where
+ * there is a device:
  *   - the last token's state is the vector the LM head multiplies: output.weight (read from the
- *     file) times it gives the logits the context returns;
+ *     file; token_embd.weight where tied) times it gives the logits the context returns;
  *   - an eval of 20 tokens in chunks of 7 gives each token the state that evaluating the tokens
  *     one by one gives;
  *   - mean pooling is the mean of the per-token states, last pooling the last one's, and
@@ -54,11 +55,13 @@ static double cosine(const float *a, const float *b, size_t n) {
     return ab / sqrt(aa * bb);
 }
 
-/* The logits of the last token against output.weight times its state. */
+/* The logits of the last token against output.weight (tied: token_embd.weight) times its
+ * state. */
 static void check_head(clinfer_context *c, const char *what) {
     gguf_file *f = NULL;
     EXPECT_OK(gguf_open(model_path, &f));
     const gguf_tensor *w = f ? gguf_find_tensor(f, "output.weight") : NULL;
+    if (f && !w) w = gguf_find_tensor(f, "token_embd.weight"); /* tied */
     EXPECT(w && w->type == CLINFER_DT_F32, "%s: no f32 output.weight", what);
     const float *embd = NULL, *logits = NULL;
     size_t d = 0, nv = 0;
@@ -204,26 +207,32 @@ static void test_default_model(void) {
 }
 
 int main(void) {
-    tiny_model_spec spec;
-    tiny_model_default(&spec, "llama", CLINFER_DT_F32);
-    snprintf(model_path, sizeof model_path, "/tmp/clinfer_embd_%d.gguf", (int)getpid());
-    if (tiny_model_write(&spec, model_path) != 0) return 1;
     size_t n_devices = 0;
     bool have_opencl = clinfer_device_count(&n_devices) == CLINFER_OK && n_devices > 0;
-    float *ref = test_backend(CLINFER_BACKEND_REFERENCE, "reference", 1e-10);
-    test_without();
-    if (have_opencl) {
-        float *dev = test_backend(CLINFER_BACKEND_OPENCL, "OpenCL", 1e-6);
-        size_t d = spec.n_embd;
-        if (ref && dev) {
-            double e = nmse(dev, ref, (size_t)N_TOKENS * d);
-            EXPECT(e < 1e-8, "OpenCL's states differ from the reference's: NMSE %g", e);
-            printf("OpenCL against reference: NMSE %.2e\n", e);
+    static const char *const archs[] = {"llama", "gpt2", "gemma3"}; /* RMS, layer and 1+w norms */
+    for (size_t a = 0; a < sizeof archs / sizeof archs[0]; a++) {
+        tiny_model_spec spec;
+        tiny_model_default(&spec, archs[a], CLINFER_DT_F32);
+        snprintf(model_path, sizeof model_path, "/tmp/clinfer_embd_%d.gguf", (int)getpid());
+        if (tiny_model_write(&spec, model_path) != 0) return 1;
+        char what[64];
+        snprintf(what, sizeof what, "%s, reference", archs[a]);
+        float *ref = test_backend(CLINFER_BACKEND_REFERENCE, what, 1e-10);
+        if (a == 0) test_without();
+        if (have_opencl) {
+            snprintf(what, sizeof what, "%s, OpenCL", archs[a]);
+            float *dev = test_backend(CLINFER_BACKEND_OPENCL, what, 1e-6);
+            if (ref && dev) {
+                double e = nmse(dev, ref, (size_t)N_TOKENS * spec.n_embd);
+                EXPECT(e < 1e-8, "%s: OpenCL's states differ from the reference's: NMSE %g",
+                       archs[a], e);
+                printf("%s: OpenCL against reference: NMSE %.2e\n", archs[a], e);
+            }
+            free(dev);
         }
-        free(dev);
+        free(ref);
+        remove(model_path);
     }
-    free(ref);
     if (have_opencl) test_default_model();
-    remove(model_path);
     return finish("test_embeddings");
 }
