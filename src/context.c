@@ -350,9 +350,8 @@ static clinfer_status eval_chunks(clinfer_context *c, const int32_t *tokens, siz
         bool last = done + nb == n, head = all || embd || last;
         if (c->abort && c->abort(c->abort_user)) {
             st = clinfer_fail(CLINFER_ERR_ABORTED,
-                              "eval: the abort callback stopped it after %zu "
-                              "of %zu tokens",
-                              done, n);
+                              "eval: the abort callback stopped it after %zu of %zu tokens", done,
+                              n);
             goto cleanup;
         }
         exec_plan *plan;
