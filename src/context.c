@@ -430,18 +430,29 @@ clinfer_status clinfer_get_logits(clinfer_context *c, const float **logits, size
     return clinfer_get_logits_ith(c, -1, logits, n_vocab);
 }
 
+/* Token i of the last eval (i < 0 from its end) as an index from its start, for caller's error
+ * messages. */
+static clinfer_status eval_token(const clinfer_context *c, int32_t i, const char *caller,
+                                 int64_t *at) {
+    if (!c->n_logits)
+        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
+                            "%s: nothing evaluated since create or reset", caller);
+    int64_t n_eval = (int64_t)c->n_eval;
+    *at = i < 0 ? n_eval + i : i;
+    if (*at < 0 || *at >= n_eval)
+        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
+                            "%s: token %d is outside the last eval's %lld", caller, i,
+                            (long long)n_eval);
+    return CLINFER_OK;
+}
+
 clinfer_status clinfer_get_logits_ith(clinfer_context *c, int32_t i, const float **logits,
                                       size_t *n_vocab) {
     if (!c || !logits)
         return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "get_logits: NULL argument");
-    if (!c->n_logits)
-        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
-                            "get_logits: no logits (nothing evaluated since create or reset)");
-    int64_t n_eval = (int64_t)c->n_eval, at = i < 0 ? n_eval + i : i;
-    if (at < 0 || at >= n_eval)
-        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
-                            "get_logits: token %d is outside the last eval's %lld", i,
-                            (long long)n_eval);
+    int64_t n_eval = (int64_t)c->n_eval, at;
+    clinfer_status st = eval_token(c, i, "get_logits", &at);
+    if (st != CLINFER_OK) return st;
     /* without logits_all the one row held is the last token's */
     int64_t row = c->state.logits_all ? at : at - (n_eval - 1);
     if (row < 0)
@@ -461,14 +472,9 @@ clinfer_status clinfer_get_embeddings_ith(clinfer_context *c, int32_t i, const f
     if (!c->state.embeddings)
         return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
                             "get_embeddings: the context was made without embeddings");
-    if (!c->n_logits)
-        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
-                            "get_embeddings: nothing evaluated since create or reset");
-    int64_t n_eval = (int64_t)c->n_eval, at = i < 0 ? n_eval + i : i;
-    if (at < 0 || at >= n_eval)
-        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
-                            "get_embeddings: token %d is outside the last eval's %lld", i,
-                            (long long)n_eval);
+    int64_t at;
+    clinfer_status st = eval_token(c, i, "get_embeddings", &at);
+    if (st != CLINFER_OK) return st;
     *embd = c->embd + (size_t)at * c->model->hp.n_embd;
     if (n_embd) *n_embd = c->model->hp.n_embd;
     return CLINFER_OK;
