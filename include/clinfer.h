@@ -42,6 +42,7 @@ enum {
     CLINFER_ERR_NOT_FOUND = -2009,        /* a named key, tensor or device does not exist */
     CLINFER_ERR_CONTEXT_FULL = -2010,     /* the tokens do not fit the context length */
     CLINFER_ERR_BUFFER_TOO_SMALL = -2011, /* the caller's output array is too small */
+    CLINFER_ERR_ABORTED = -2012,          /* a caller's callback asked to stop */
 };
 
 /* A short name for a status: "CL_OUT_OF_RESOURCES", "CLINFER_ERR_FORMAT", ... */
@@ -49,6 +50,29 @@ const char *clinfer_status_str(clinfer_status status);
 
 /* The message of the last failure on this thread ("" when none). */
 const char *clinfer_last_error(void);
+
+/* ---- callbacks: diagnostics, stopping an eval, load progress ---------------------------- */
+
+typedef enum {
+    CLINFER_LOG_WARN = 0, /* something went wrong and was worked around (a damaged cache entry) */
+    CLINFER_LOG_INFO,     /* load steps and sizes (clinfer_model_params.verbose), profiles */
+    CLINFER_LOG_DEBUG,    /* the backend's decisions: CLINFER_VERBOSE=1 */
+} clinfer_log_level;
+
+/* message: one line or more, without a trailing newline; valid during the call. */
+typedef void (*clinfer_log_callback)(clinfer_log_level level, const char *message, void *user);
+
+/* Where the library's diagnostics go, for the whole process: the library never prints. NULL
+ * (the default): nowhere. Calls are serialised (never two at once), from whichever thread logs;
+ * a callback must not call clinfer_log_set itself. */
+void clinfer_log_set(clinfer_log_callback callback, void *user);
+
+/* Asked between chunks of an eval (clinfer_context_set_abort): return true to stop. */
+typedef bool (*clinfer_abort_callback)(void *user);
+
+/* Told the fraction (0 to 1) of a model's weights loaded so far (clinfer_model_params.progress):
+ * return false to stop the load (CLINFER_ERR_ABORTED). */
+typedef bool (*clinfer_progress_callback)(float fraction, void *user);
 
 /* ---- what this build supports ---------------------------------------------------------- */
 
@@ -175,10 +199,12 @@ typedef struct {
 typedef struct {
     clinfer_backend_kind backend;
     clinfer_backend_options options; /* for CLINFER_BACKEND_OPENCL */
-    bool verbose;                    /* log load steps to stderr */
+    bool verbose;                    /* log load steps (CLINFER_LOG_INFO, clinfer_log_set) */
     /* Only the tokenizer (a vocab-only GGUF file will do): no weights, no backend, no
      * contexts; the token functions below work. */
     bool vocab_only;
+    clinfer_progress_callback progress; /* NULL: not told */
+    void *progress_user;
 } clinfer_model_params;
 
 void clinfer_model_params_default(clinfer_model_params *params);
@@ -260,6 +286,9 @@ typedef struct {
     /* Keep the logits of every token of each eval, not only the last one's (perplexity,
      * scoring): clinfer_get_logits_ith. Costs n_batch rows of logits on the device. */
     bool logits_all;
+    /* Keep the hidden state of every token of each eval (clinfer_get_embeddings_ith): costs a
+     * read of n_batch rows of n_embd per chunk. */
+    bool embeddings;
 } clinfer_context_params;
 
 void clinfer_context_params_default(clinfer_context_params *params);
@@ -288,6 +317,11 @@ uint32_t clinfer_context_n_ctx(const clinfer_context *ctx);
 /* The activations the context runs with: params.activations, CLINFER_ACT_DEFAULT resolved. */
 clinfer_activations clinfer_context_activations(const clinfer_context *ctx);
 
+/* Asked before each chunk of n_batch tokens of an eval (each token of clinfer_generate): when it
+ * returns true the eval stops with CLINFER_ERR_ABORTED and the context holds what it held before
+ * (NULL: never asked). */
+void clinfer_context_set_abort(clinfer_context *ctx, clinfer_abort_callback callback, void *user);
+
 /* Appends tokens to the sequence; afterwards the logits of the last one are available.
  * CLINFER_ERR_CONTEXT_FULL if they do not fit (nothing is evaluated then). */
 clinfer_status clinfer_eval(clinfer_context *ctx, const int32_t *tokens, size_t n);
@@ -296,6 +330,27 @@ clinfer_status clinfer_get_logits(clinfer_context *ctx, const float **logits, si
  * tokens before the last need a context made with logits_all. Valid until the next eval. */
 clinfer_status clinfer_get_logits_ith(clinfer_context *ctx, int32_t i, const float **logits,
                                       size_t *n_vocab);
+
+/* ---- embeddings: hidden states (contexts made with clinfer_context_params.embeddings) ---- */
+
+/* Token i's hidden state of the last eval (i < 0 counts from its end): the final layer's output
+ * after the output norm, the vector the LM head multiplies (llama.cpp's per-token embedding).
+ * *n_embd receives its length. Valid until the next eval. */
+clinfer_status clinfer_get_embeddings_ith(clinfer_context *ctx, int32_t i, const float **embd,
+                                          size_t *n_embd);
+
+typedef enum {
+    CLINFER_POOLING_MEAN = 0, /* the mean of every token's hidden state */
+    CLINFER_POOLING_LAST,     /* the last token's */
+} clinfer_pooling;
+
+/* One vector for the whole last eval (evaluate a text in one clinfer_eval after a reset), into
+ * out[capacity]; normalize: scaled to Euclidean length 1 (as OpenAI's and llama-server's
+ * /v1/embeddings return them). *n_embd receives the length, and CLINFER_ERR_BUFFER_TOO_SMALL
+ * when it exceeds capacity. */
+clinfer_status clinfer_get_embeddings_pooled(clinfer_context *ctx, clinfer_pooling pooling,
+                                             bool normalize, float *out, size_t capacity,
+                                             size_t *n_embd);
 
 /* ---- sampling ------------------------------------------------------------------------ */
 

@@ -58,6 +58,8 @@ struct clinfer_loader {
     bool upload; /* false: the checking pass */
     float *host; /* upload pass: the staged vectors */
     size_t used; /* vector elements so far */
+    clinfer_progress_callback progress; /* upload pass: told after each layer (may be NULL) */
+    void *progress_user;
 };
 
 /* The tensor name of shape [ne0, ne1]; NULL with *st set where it is missing (*st OK where it

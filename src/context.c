@@ -7,6 +7,7 @@
 
 #include "arch.h"
 #include "error.h"
+#include "log.h"
 #include "options.h"
 
 #define DEFAULT_N_BATCH 256
@@ -34,7 +35,12 @@ struct clinfer_context {
     float *logits;     /* [n_logits][n_vocab]: the last eval's last token, or all (logits_all) */
     size_t n_logits, logits_cap; /* rows held (0: none since create or reset), allocated */
     size_t n_eval;               /* tokens of the last eval */
-    exec_profile *profile;       /* when profiling is on or CLINFER_TRACE is set */
+    float *embd;                 /* [n_eval][n_embd] with embeddings: hidden states after the
+                                  * output norm; embd_cap rows allocated */
+    size_t embd_cap;
+    exec_profile *profile;        /* when profiling is on or CLINFER_TRACE is set */
+    clinfer_abort_callback abort; /* asked before each chunk (NULL: never) */
+    void *abort_user;
 };
 
 const char *clinfer_activations_name(clinfer_activations a) {
@@ -204,6 +210,7 @@ clinfer_status clinfer_context_create(clinfer_model *model, const clinfer_contex
         c->state.activations =
             model->n_params < SMALL_MODEL_PARAMS ? CLINFER_ACT_F32 : CLINFER_ACT_Q8;
     c->state.logits_all = params->logits_all;
+    c->state.embeddings = params->embeddings;
     c->plans = calloc((size_t)c->n_batch + 1, sizeof *c->plans);
     c->logits = malloc((size_t)model->hp.n_vocab * sizeof *c->logits);
     c->logits_cap = 1;
@@ -216,12 +223,12 @@ clinfer_status clinfer_context_create(clinfer_model *model, const clinfer_contex
     CHECK(create_buffers(c, params->kv_f32));
     CHECK(exec_profile_create(model->profile, &c->profile));
     if (model->verbose)
-        fprintf(stderr,
-                "clinfer: context n_ctx %u, n_batch %u: KV cache (%s) %.1f MiB, "
-                "scratch %.1f MiB, activations %s\n",
-                c->n_ctx, c->n_batch, clinfer_dtype_name(c->state.kv_type),
-                plan.kv_bytes / 1048576.0, plan.scratch_bytes / 1048576.0,
-                clinfer_activations_name(c->state.activations));
+        clinfer_log(CLINFER_LOG_INFO,
+                    "context n_ctx %u, n_batch %u: KV cache (%s) %.1f MiB, "
+                    "scratch %.1f MiB, activations %s",
+                    c->n_ctx, c->n_batch, clinfer_dtype_name(c->state.kv_type),
+                    plan.kv_bytes / 1048576.0, plan.scratch_bytes / 1048576.0,
+                    clinfer_activations_name(c->state.activations));
     *out = c;
 cleanup:
     if (st != CLINFER_OK) {
@@ -235,7 +242,10 @@ void clinfer_context_free(clinfer_context *c) {
     if (!c) return;
     const clinfer_backend *be = c->backend;
     exec_state *s = &c->state;
-    exec_profile_free(c->profile, stderr);
+    FILE *out;
+    clinfer_log_stream *log = clinfer_log_stream_begin(&out);
+    exec_profile_free(c->profile, out);
+    clinfer_log_stream_end(log, CLINFER_LOG_INFO);
     for (int i = 0; be && i < EXEC_COUNT; i++)
         if (s->buf[i]) be->i->buffer_free(be->ctx, s->buf[i]);
     for (uint32_t i = 0; be && c->kv_bufs && i < 2 * c->n_kv_bufs; i++)
@@ -248,6 +258,7 @@ void clinfer_context_free(clinfer_context *c) {
         exec_plan_free(c->plans[n]);
     free(c->plans);
     free(c->logits);
+    free(c->embd);
     free(c);
 }
 
@@ -255,10 +266,17 @@ void clinfer_context_reset(clinfer_context *c) {
     if (!c) return;
     c->n_past = 0;
     c->n_logits = 0;
+    c->n_eval = 0;
 }
 
 const clinfer_model *clinfer_context_model(const clinfer_context *c) {
     return c ? c->model : NULL;
+}
+
+void clinfer_context_set_abort(clinfer_context *c, clinfer_abort_callback callback, void *user) {
+    if (!c) return;
+    c->abort = callback;
+    c->abort_user = user;
 }
 
 uint32_t clinfer_context_n_past(const clinfer_context *c) {
@@ -291,31 +309,57 @@ static clinfer_status plan_for(clinfer_context *c, size_t n, exec_plan **out) {
         CHECK(exec_plan_build(c->model, &c->state, (int)n, &c->plans[n]));
         clinfer_dev_options dev;
         clinfer_dev_options_get(&dev);
-        if (dev.print_plan) exec_plan_print(c->plans[n], stderr);
+        FILE *out;
+        clinfer_log_stream *log = dev.print_plan ? clinfer_log_stream_begin(&out) : NULL;
+        if (log) exec_plan_print(c->plans[n], out);
+        clinfer_log_stream_end(log, CLINFER_LOG_DEBUG);
     }
     *out = c->plans[n];
 cleanup:
     return st;
 }
 
+/* Room for rows of hidden states on the host. */
+static clinfer_status reserve_embd(clinfer_context *c, size_t rows) {
+    if (rows <= c->embd_cap) return CLINFER_OK;
+    float *p = realloc(c->embd, rows * c->model->hp.n_embd * sizeof *p);
+    if (!p)
+        return clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY,
+                            "eval: no memory for %zu rows of hidden states", rows);
+    c->embd = p;
+    c->embd_cap = rows;
+    return CLINFER_OK;
+}
+
 /* Runs every chunk of n_batch tokens; the head runs after the last (after each with
- * logits_all, whose rows are read before the next chunk overwrites them). */
+ * logits_all or embeddings, whose rows are read before the next chunk overwrites them). */
 static clinfer_status eval_chunks(clinfer_context *c, const int32_t *tokens, size_t n) {
     clinfer_status st = CLINFER_OK;
     const clinfer_backend *be = c->backend;
-    bool all = c->state.logits_all;
+    bool all = c->state.logits_all, embd = c->state.embeddings;
     size_t row_bytes = (size_t)c->model->hp.n_vocab * sizeof(float);
+    size_t embd_bytes = (size_t)c->model->hp.n_embd * sizeof(float);
     CHECK(reserve_logits(c, all ? n : 1));
+    if (embd) CHECK(reserve_embd(c, n));
     /* All ids at once, at their positions: chunks read them there, and a (blocking) write
      * between chunks would wait for the device. */
     CHECK(be->i->buffer_write(be->ctx, c->state.buf[EXEC_IDS], c->n_past * sizeof(int32_t),
                               n * sizeof(int32_t), tokens));
     for (size_t done = 0; done < n;) {
         size_t nb = n - done < c->n_batch ? n - done : c->n_batch;
-        bool last = done + nb == n;
+        bool last = done + nb == n, head = all || embd || last;
+        if (c->abort && c->abort(c->abort_user)) {
+            st = clinfer_fail(CLINFER_ERR_ABORTED,
+                              "eval: the abort callback stopped it after %zu of %zu tokens", done,
+                              n);
+            goto cleanup;
+        }
         exec_plan *plan;
         CHECK(plan_for(c, nb, &plan));
-        CHECK(exec_plan_run(c->backend, plan, (int)(c->n_past + done), all || last, c->profile));
+        CHECK(exec_plan_run(c->backend, plan, (int)(c->n_past + done), head, c->profile));
+        if (embd)
+            CHECK(be->i->buffer_read(be->ctx, c->state.buf[EXEC_XN], 0, nb * embd_bytes,
+                                     (char *)c->embd + done * embd_bytes));
         /* The one wait of an evaluation (per chunk with logits_all): the read completes after
          * every enqueued op. */
         if (all || last)
@@ -386,18 +430,29 @@ clinfer_status clinfer_get_logits(clinfer_context *c, const float **logits, size
     return clinfer_get_logits_ith(c, -1, logits, n_vocab);
 }
 
+/* Token i of the last eval (i < 0 from its end) as an index from its start, for caller's error
+ * messages. */
+static clinfer_status eval_token(const clinfer_context *c, int32_t i, const char *caller,
+                                 int64_t *at) {
+    if (!c->n_logits)
+        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
+                            "%s: nothing evaluated since create or reset", caller);
+    int64_t n_eval = (int64_t)c->n_eval;
+    *at = i < 0 ? n_eval + i : i;
+    if (*at < 0 || *at >= n_eval)
+        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
+                            "%s: token %d is outside the last eval's %lld", caller, i,
+                            (long long)n_eval);
+    return CLINFER_OK;
+}
+
 clinfer_status clinfer_get_logits_ith(clinfer_context *c, int32_t i, const float **logits,
                                       size_t *n_vocab) {
     if (!c || !logits)
         return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "get_logits: NULL argument");
-    if (!c->n_logits)
-        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
-                            "get_logits: no logits (nothing evaluated since create or reset)");
-    int64_t n_eval = (int64_t)c->n_eval, at = i < 0 ? n_eval + i : i;
-    if (at < 0 || at >= n_eval)
-        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
-                            "get_logits: token %d is outside the last eval's %lld", i,
-                            (long long)n_eval);
+    int64_t n_eval = (int64_t)c->n_eval, at;
+    clinfer_status st = eval_token(c, i, "get_logits", &at);
+    if (st != CLINFER_OK) return st;
     /* without logits_all the one row held is the last token's */
     int64_t row = c->state.logits_all ? at : at - (n_eval - 1);
     if (row < 0)
@@ -408,4 +463,23 @@ clinfer_status clinfer_get_logits_ith(clinfer_context *c, int32_t i, const float
     *logits = c->logits + (size_t)row * c->model->hp.n_vocab;
     if (n_vocab) *n_vocab = c->model->hp.n_vocab;
     return CLINFER_OK;
+}
+
+clinfer_status clinfer_get_embeddings_ith(clinfer_context *c, int32_t i, const float **embd,
+                                          size_t *n_embd) {
+    if (!c || !embd)
+        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "get_embeddings: NULL argument");
+    if (!c->state.embeddings)
+        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
+                            "get_embeddings: the context was made without embeddings");
+    int64_t at;
+    clinfer_status st = eval_token(c, i, "get_embeddings", &at);
+    if (st != CLINFER_OK) return st;
+    *embd = c->embd + (size_t)at * c->model->hp.n_embd;
+    if (n_embd) *n_embd = c->model->hp.n_embd;
+    return CLINFER_OK;
+}
+
+size_t clinfer_context_n_eval(const clinfer_context *c) {
+    return c && c->n_logits ? c->n_eval : 0;
 }

@@ -1,5 +1,6 @@
-/* What verification (src/verify.c) needs of a context beyond the public API: to walk the plan of
- * a batch itself, op by op, instead of clinfer_eval running it. */
+/* What the core needs of a context beyond the public API: verification (src/verify.c) walks the
+ * plan of a batch itself, op by op, instead of clinfer_eval running it; pooling (src/embed.c)
+ * counts the last eval's tokens. */
 #ifndef CLINFER_CONTEXT_H
 #define CLINFER_CONTEXT_H
 
@@ -17,5 +18,8 @@ typedef struct {
 clinfer_status clinfer_context_stage(clinfer_context *c, const int32_t *tokens, size_t n,
                                      context_batch *out);
 void clinfer_context_advance(clinfer_context *c, size_t n);
+
+/* Tokens of the last eval (0: none since create or reset). */
+size_t clinfer_context_n_eval(const clinfer_context *c);
 
 #endif

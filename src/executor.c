@@ -300,14 +300,15 @@ void exec_attention_block(builder *b, const clinfer_model *m, const exec_state *
     output_projection(b, m, s, &l->wo, exec_at(buf[EXEC_ATT], 0), l->bo, l->attn_post_norm, n);
 }
 
-/* Output norm and LM head over the last token's row, or every row with logits_all. */
+/* Output norm and LM head over the last token's row, or every row with logits_all; the norm
+ * over every row with embeddings (the head then reads the last normed row). */
 static void head(builder *b, const clinfer_model *m, const exec_state *s, int n) {
-    int rows = s->logits_all ? n : 1;
-    size_t first = (size_t)(n - rows) * m->hp.n_embd;
-    exec_norm(b, &m->hp, exec_at(s->buf[EXEC_X], first), m->output_norm, m->output_norm_b,
-              exec_at(s->buf[EXEC_XN], 0), rows);
-    exec_matmul(b, &m->output, exec_at(s->buf[EXEC_XN], 0), exec_at(s->buf[EXEC_LOGITS], 0),
-                (clinfer_ref){0}, rows, false);
+    int rows = s->logits_all ? n : 1, normed = s->logits_all || s->embeddings ? n : 1;
+    size_t d = m->hp.n_embd;
+    exec_norm(b, &m->hp, exec_at(s->buf[EXEC_X], (size_t)(n - normed) * d), m->output_norm,
+              m->output_norm_b, exec_at(s->buf[EXEC_XN], 0), normed);
+    exec_matmul(b, &m->output, exec_at(s->buf[EXEC_XN], (size_t)(normed - rows) * d),
+                exec_at(s->buf[EXEC_LOGITS], 0), (clinfer_ref){0}, rows, false);
 }
 
 /* Whether layer il (n_layer: the head) takes f32 activations under policy a. */

@@ -16,7 +16,8 @@
 /* Activation buffers of one context, sized for n_batch tokens, and the sequence's ids. */
 typedef enum {
     EXEC_X,       /* [n][n_embd] the residual stream */
-    EXEC_XN,      /* [n][n_embd] normalised input of a sub-layer (gpt2: token rows first) */
+    EXEC_XN,      /* [n][n_embd] normalised input of a sub-layer (gpt2: token rows first); after
+                   * the output norm its rows are the hidden states the LM head reads */
     EXEC_POS,     /* [n][n_embd] gpt2's position rows; unused otherwise */
     EXEC_QKV,     /* [n][n_head][head_dim] queries, then [n][n_head_kv][head_dim] keys, then
                    * values the same (keys and values before they are stored in the cache) */
@@ -42,6 +43,7 @@ typedef struct {
     clinfer_dtype kv_type;           /* CLINFER_DT_F16 or CLINFER_DT_F32 */
     clinfer_activations activations; /* which matmuls take x_q8 (clinfer_context_params) */
     bool logits_all;                 /* the head runs over every token (clinfer_context_params) */
+    bool embeddings; /* the output norm runs over every token: EXEC_XN keeps their hidden states */
 } exec_state;
 
 typedef struct exec_plan exec_plan;

@@ -11,6 +11,7 @@
 #include "arch.h"
 #include "chat.h"
 #include "error.h"
+#include "log.h"
 #include "supported.h"
 #include "tokenizer.h"
 
@@ -288,6 +289,17 @@ cleanup:
     return st;
 }
 
+/* Tells the upload pass's progress: parts of n_layer + 2 done (the embeddings, each layer, the
+ * output), which the callback may stop. */
+static clinfer_status told(const clinfer_loader *ld, uint32_t parts) {
+    if (!ld->upload || !ld->progress) return CLINFER_OK;
+    float f = (float)parts / (float)(ld->m->hp.n_layer + 2);
+    return ld->progress(f, ld->progress_user)
+               ? CLINFER_OK
+               : clinfer_fail(CLINFER_ERR_ABORTED,
+                              "model: the progress callback stopped the load at %.0f%%", 100 * f);
+}
+
 /* One pass over every tensor of the model (see clinfer_loader). */
 static clinfer_status load_all(clinfer_loader *ld) {
     clinfer_status st = CLINFER_OK;
@@ -295,10 +307,13 @@ static clinfer_status load_all(clinfer_loader *ld) {
     const clinfer_hparams *hp = &m->hp;
     uint32_t E = hp->n_embd;
 
+    CHECK(told(ld, 0));
     CHECK(clinfer_load_matrix(ld, "token_embd.weight", E, hp->n_vocab, true, &m->tok_embd));
     if (hp->arch->load_globals) CHECK(hp->arch->load_globals(ld));
+    CHECK(told(ld, 1));
     for (uint32_t il = 0; il < hp->n_layer; il++) {
         CHECK(load_layer(ld, il));
+        CHECK(told(ld, il + 2));
     }
     CHECK(clinfer_load_vector(ld, "output_norm.weight", E, true, &m->output_norm));
     CHECK(clinfer_load_vector(ld, "output_norm.bias", E, hp->arch->layer_norm, &m->output_norm_b));
@@ -307,6 +322,7 @@ static clinfer_status load_all(clinfer_loader *ld) {
         m->output = m->tok_embd;
     else
         CHECK(clinfer_load_matrix(ld, "output.weight", E, hp->n_vocab, true, &m->output));
+    CHECK(told(ld, hp->n_layer + 2));
 cleanup:
     return st;
 }
@@ -335,10 +351,15 @@ static clinfer_status check_tensors(clinfer_model *m, size_t *n_vectors) {
     return st;
 }
 
-static clinfer_status upload_tensors(clinfer_model *m, size_t n_vectors) {
+static clinfer_status upload_tensors(clinfer_model *m, size_t n_vectors,
+                                     const clinfer_model_params *p) {
     clinfer_status st = CLINFER_OK;
     const clinfer_backend_i *bi = m->backend->i;
-    clinfer_loader ld = {.m = m, .upload = true, .host = malloc(n_vectors * sizeof(float))};
+    clinfer_loader ld = {.m = m,
+                         .upload = true,
+                         .host = malloc(n_vectors * sizeof(float)),
+                         .progress = p->progress,
+                         .progress_user = p->progress_user};
     if (!ld.host) {
         st = clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "model: no memory for %zu vector elements",
                           n_vectors);
@@ -380,7 +401,7 @@ static clinfer_status create_backend(clinfer_model *m, const clinfer_model_param
     char reason[256] = "";
     clinfer_status st =
         clinfer_backend_create(p->backend, &p->options, reason, sizeof reason, &m->backend);
-    if (st == CLINFER_OK && m->verbose) fprintf(stderr, "clinfer: backend: %s\n", reason);
+    if (st == CLINFER_OK && m->verbose) clinfer_log(CLINFER_LOG_INFO, "backend: %s", reason);
     return st;
 }
 
@@ -421,22 +442,22 @@ clinfer_status clinfer_model_load(const char *path, const clinfer_model_params *
     size_t n_vectors = 0;
     CHECK(check_tensors(m, &n_vectors));
     CHECK(create_backend(m, params));
-    CHECK(upload_tensors(m, n_vectors));
+    CHECK(upload_tensors(m, n_vectors, params));
     if (m->verbose) {
         const clinfer_hparams *hp = &m->hp;
-        fprintf(stderr,
-                "clinfer: %s '%s': %u layers, n_embd %u, %u heads (%u kv, dim %u), n_ff %u, "
-                "vocab %u, context %u\n",
-                m->architecture, m->name, hp->n_layer, hp->n_embd, hp->n_head, hp->n_head_kv,
-                hp->head_dim, hp->n_ff, hp->n_vocab, hp->n_ctx_train);
+        clinfer_log(CLINFER_LOG_INFO,
+                    "%s '%s': %u layers, n_embd %u, %u heads (%u kv, dim %u), n_ff %u, "
+                    "vocab %u, context %u",
+                    m->architecture, m->name, hp->n_layer, hp->n_embd, hp->n_head, hp->n_head_kv,
+                    hp->head_dim, hp->n_ff, hp->n_vocab, hp->n_ctx_train);
         clinfer_memory_plan plan;
         if (clinfer_model_memory_plan(m, NULL, &plan) == CLINFER_OK)
-            fprintf(stderr,
-                    "clinfer: memory on %s: weights %.1f MiB; per context (n_ctx %u, n_batch "
-                    "%u): KV cache %.1f MiB, scratch %.1f MiB\n",
-                    m->backend->i->describe(m->backend->ctx), plan.weight_bytes / 1048576.0,
-                    plan.n_ctx, plan.n_batch, plan.kv_bytes / 1048576.0,
-                    plan.scratch_bytes / 1048576.0);
+            clinfer_log(CLINFER_LOG_INFO,
+                        "memory on %s: weights %.1f MiB; per context (n_ctx %u, n_batch "
+                        "%u): KV cache %.1f MiB, scratch %.1f MiB",
+                        m->backend->i->describe(m->backend->ctx), plan.weight_bytes / 1048576.0,
+                        plan.n_ctx, plan.n_batch, plan.kv_bytes / 1048576.0,
+                        plan.scratch_bytes / 1048576.0);
     }
     *out = m;
 cleanup:

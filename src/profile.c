@@ -235,10 +235,10 @@ static void print_table(const exec_profile *p, FILE *out) {
 
 void exec_profile_free(exec_profile *p, FILE *out) {
     if (!p) return;
-    if (p->table) print_table(p, out);
+    if (p->table && out) print_table(p, out);
     if (p->trace) {
         fputs("\n]}\n", p->trace);
-        if (fclose(p->trace) != 0) fprintf(out, "profile: writing the trace failed\n");
+        if (fclose(p->trace) != 0 && out) fprintf(out, "profile: writing the trace failed\n");
     }
     free(p->timing);
     free(p->runs);

@@ -79,6 +79,7 @@ static const struct {
     {CLINFER_ERR_NOT_FOUND, "CLINFER_ERR_NOT_FOUND"},
     {CLINFER_ERR_CONTEXT_FULL, "CLINFER_ERR_CONTEXT_FULL"},
     {CLINFER_ERR_BUFFER_TOO_SMALL, "CLINFER_ERR_BUFFER_TOO_SMALL"},
+    {CLINFER_ERR_ABORTED, "CLINFER_ERR_ABORTED"},
 };
 
 const char *clinfer_status_str(clinfer_status status) {

@@ -233,6 +233,7 @@ static clinfer_status open_sides(verifier *v, const char *path, const clinfer_mo
     else
         clinfer_context_params_default(&c);
     if (!c.n_ctx) c.n_ctx = (uint32_t)n_tokens;
+    c.embeddings = false; /* the rows compared are the head's of the last token */
     c.n_batch = n_tokens > 1 ? (uint32_t)n_tokens - 1 : 1; /* the prefill in one batch */
     for (int side = 0; side < SIDES; side++) {
         CHECK(clinfer_model_load(path, &params[side], &v->model[side]));

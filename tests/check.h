@@ -56,6 +56,13 @@ static inline bool text_collect(const char *text, size_t len, void *user) {
     return true;
 }
 
+/* A clinfer_log_callback printing on stderr, as the CLI's does: for tests that read the
+ * library's diagnostics there. */
+static inline void check_log_to_stderr(clinfer_log_level level, const char *message, void *user) {
+    (void)user;
+    fprintf(stderr, "clinfer: %s%s\n", level == CLINFER_LOG_WARN ? "warning: " : "", message);
+}
+
 static inline int finish(const char *name) {
     printf("%s: %d checks, %d failed\n", name, check_count, check_failures);
     return check_failures ? 1 : 0;

@@ -19,3 +19,10 @@ add_test(NAME gemma3_greedy
   COMMAND bash ${PROJECT_SOURCE_DIR}/bench/gemma3_greedy.sh --bin $<TARGET_FILE:clinfer_cli>)
 set_tests_properties(gemma3_greedy PROPERTIES LABELS peer SKIP_RETURN_CODE 77 TIMEOUT 1200
   ENVIRONMENT "${CLINFER_TEST_ENV}")
+# clinfer serve's /v1/embeddings against llama-server --embeddings --pooling mean on the default
+# model ($CLINFER_MODEL): cosine similarity of each text's vectors at least 0.999
+# (bench/embeddings_compare.sh); skipped (77) without the model or the peer.
+add_test(NAME embeddings_compare
+  COMMAND bash ${PROJECT_SOURCE_DIR}/bench/embeddings_compare.sh --bin $<TARGET_FILE:clinfer_cli>)
+set_tests_properties(embeddings_compare PROPERTIES LABELS peer SKIP_RETURN_CODE 77 TIMEOUT 600
+  ENVIRONMENT "${CLINFER_TEST_ENV}")

@@ -217,6 +217,7 @@ static void test_bench_command(const char *binary, const char *model_path) {
 
 int main(int argc, char **argv) {
     char path[128];
+    clinfer_log_set(check_log_to_stderr, NULL); /* the profile table and warnings */
     snprintf(path, sizeof path, "profile_tiny_%d.gguf", (int)getpid());
     tiny_model_spec spec;
     tiny_model_default(&spec, "llama", CLINFER_DT_Q8_0);

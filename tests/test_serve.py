@@ -1,6 +1,7 @@
 """`clinfer serve` on a tiny generated model (reference backend: no device, no download), through
 the standard library's HTTP client and through curl: every endpoint, streamed against whole
-answers, stop strings, seeds, 8 concurrent clients against the same requests one at a time,
+answers, embeddings (their shape, length 1, a batch against single texts, token ids,
+base64), stop strings, seeds, 8 concurrent clients against the same requests one at a time,
 each bad request of the list with its status, the API key, a full queue, a client that leaves
 mid-stream, /health before the model is loaded, SIGTERM during a stream and a second signal.
 Usage: test_serve.py CLINFER WRITE_TINY_MODEL"""
@@ -28,6 +29,7 @@ subprocess.run([writer, model, "llama"], check=True)
 BASE = ["--reference", "--chat-template", "llama2", "-q"]
 CHAT = "/v1/chat/completions"
 COMPL = "/v1/completions"
+EMBD = "/v1/embeddings"
 
 
 def msgs(text):
@@ -105,6 +107,59 @@ def endpoints(s):
                  "clinfer_time_to_first_token_seconds_count"):
         check(metric(text, name) is not None, f"/metrics has {name}")
     check(metric(text, "clinfer_slots") == 4, "/metrics: 4 slots")
+
+
+def embeddings(s):
+    """Vectors of length 1 and of n_embd (64 in the tiny model), the same for a text alone or in
+    a batch, for its token ids, and through base64; different texts, different vectors."""
+    def vec(body):
+        st, r = s.request("POST", EMBD, body)
+        check(st == 200, f"embeddings {body}: {st} {r}")
+        return r if st == 200 else None
+
+    one = vec({"input": "hello there", "model": "tiny"})
+    if not one:
+        return
+    e = one["data"][0]["embedding"]
+    check(one["object"] == "list" and one["model"] == "tiny" and len(one["data"]) == 1 and
+          one["data"][0]["object"] == "embedding" and one["data"][0]["index"] == 0,
+          f"embeddings shape: { {k: v for k, v in one.items() if k != 'data'} }")
+    check(len(e) == 64 and abs(sum(x * x for x in e) - 1) < 1e-5, f"a vector of {len(e)}, "
+          f"squared length {sum(x * x for x in e)}")
+    u = one["usage"]
+    check(u["prompt_tokens"] > 0 and u["total_tokens"] == u["prompt_tokens"], f"usage {u}")
+    many = vec({"input": ["the cat", "hello there", "x"]})
+    if many:
+        d = many["data"]
+        check([x["index"] for x in d] == [0, 1, 2], f"indices {[x['index'] for x in d]}")
+        diff = max(abs(a - b) for a, b in zip(d[1]["embedding"], e))
+        check(diff < 1e-6, f"a text in a batch against alone: differs by {diff}")
+        cos = sum(a * b for a, b in zip(d[0]["embedding"], e))
+        check(cos < 0.9999, f"two texts, cosine {cos}")
+        single = [vec({"input": t})["usage"]["prompt_tokens"] for t in ("the cat", "x")]
+        check(many["usage"]["prompt_tokens"] == u["prompt_tokens"] + sum(single),
+              f"batch usage {many['usage']} against {u} and {single}")
+    out = subprocess.run([clinfer, "tokenize", "-m", model, "hi there"], capture_output=True,
+                         text=True, check=True).stdout
+    ids = [int(t) for t in out.replace("[", " ").replace("]", " ").replace(",", " ").split()]
+    by_ids, by_text = vec({"input": ids}), vec({"input": "hi there"})
+    two = vec({"input": [ids, ids[1:]]})
+    if by_ids and by_text and two:
+        check(by_ids["usage"]["prompt_tokens"] == len(ids), f"ids usage {by_ids['usage']}")
+        check(len(two["data"]) == 2 and two["data"][0]["embedding"] == by_ids["data"][0]
+              ["embedding"] and two["data"][1]["embedding"] != by_ids["data"][0]["embedding"],
+              "an array of token arrays gives each its vector")
+        diff = max(abs(a - b) for a, b in
+                   zip(by_ids["data"][0]["embedding"], by_text["data"][0]["embedding"]))
+        check(diff < 1e-6, f"token ids {ids} against their text: differ by {diff}")
+    b64 = vec({"input": "hello there", "encoding_format": "base64"})
+    if b64:
+        import base64
+        import struct
+        raw = base64.b64decode(b64["data"][0]["embedding"])
+        got = struct.unpack(f"<{len(raw) // 4}f", raw)
+        check(len(got) == 64 and max(abs(a - b) for a, b in zip(got, e)) < 1e-6,
+              "base64 decodes to the float vector")
 
 
 def curl(s):
@@ -193,7 +248,22 @@ def bad_requests(s):
     expect(404, "GET", "/v2/nothing")
     expect(405, "GET", CHAT)
     expect(405, "POST", "/v1/models", {})
-    expect(501, "POST", "/v1/embeddings", {"input": "x"})
+    expect(405, "GET", EMBD)
+    expect(400, "POST", EMBD, {}, contains="input")
+    expect(400, "POST", EMBD, {"input": ""}, contains="empty")
+    expect(400, "POST", EMBD, {"input": []}, contains="empty")
+    expect(400, "POST", EMBD, {"input": [[]]}, contains="empty")
+    expect(400, "POST", EMBD, {"input": 5}, contains="input")
+    expect(400, "POST", EMBD, {"input": ["a", 3]}, contains="input[1]")
+    expect(400, "POST", EMBD, {"input": [1, -2]}, contains="token id")
+    expect(400, "POST", EMBD, {"input": [1, 2.5]}, contains="token id")
+    expect(400, "POST", EMBD, {"input": [1, 99999]}, contains="vocabulary")
+    expect(400, "POST", EMBD, {"input": ["a"] * 2049}, contains="at most")
+    expect(400, "POST", EMBD, {"input": "x" * 400}, contains="context")
+    expect(400, "POST", EMBD, {"input": "a", "encoding_format": "int8"}, contains="encoding")
+    expect(400, "POST", EMBD, {"input": "a", "dimensions": 8}, contains="dimensions")
+    expect(400, "POST", EMBD, {"input": "a", "model": 1}, contains="model")
+    expect(400, "POST", EMBD, raw=b"[1]")
     # a body over 16x the limit is answered before it is read, and the server goes on
     c = socket.create_connection(("127.0.0.1", s.port))
     c.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 99999999\r\n\r\n")
@@ -331,6 +401,7 @@ def second_signal():
 s = Server(clinfer, model, *BASE, "-np", "4", "--alias", "tiny", "--max-body", "65536")
 try:
     endpoints(s)
+    embeddings(s)
     curl(s)
     concurrent(s)
     bad_requests(s)

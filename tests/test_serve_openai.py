@@ -1,7 +1,8 @@
 """`clinfer serve` through the official `openai` Python client from PyPI, installed into a venv
 in the build tree (kept for later runs); skipped (77) when the registry cannot be reached.
 Chat, streaming (the streamed text equals the whole answer at temperature 0), completions,
-models, an API key, and an error status raised as the client's exception.
+embeddings (base64, as the client asks by default, and float), models, an API key, and an
+error status raised as the client's exception.
 Usage: test_serve_openai.py CLINFER WRITE_TINY_MODEL VENV_DIR"""
 import atexit
 import os
@@ -74,6 +75,20 @@ try:
         stream=True) if ch.choices)
     check(streamed == ctext, f"streamed completion {streamed!r} != {ctext!r}")
 
+    # embeddings: the client asks for base64 unless told, and decodes it
+    e = client.embeddings.create(model="tiny.gguf", input=["hello there", "the cat"])
+    floats = client.embeddings.create(model="tiny.gguf", input="hello there",
+                                      encoding_format="float")
+    v, f = e.data[0].embedding, floats.data[0].embedding
+    check(len(e.data) == 2 and [d.index for d in e.data] == [0, 1] and len(v) == 64 and
+          e.usage.prompt_tokens > 0, f"embeddings: {len(e.data)} vectors of {len(v)}, {e.usage}")
+    check(max(abs(a - b) for a, b in zip(v, f)) < 1e-6 and abs(sum(x * x for x in v) - 1) < 1e-5,
+          "base64 and float embeddings agree and have length 1")
+    try:
+        client.embeddings.create(model="tiny.gguf", input="")
+        check(False, "an empty input was accepted")
+    except openai.BadRequestError as err:
+        check(err.status_code == 400 and "empty" in str(err), f"400: {err}")
     try:
         client.chat.completions.create(model="tiny.gguf", messages=messages, max_tokens=5000)
         check(False, "max_tokens past the context was accepted")

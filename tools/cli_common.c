@@ -395,3 +395,8 @@ void cli_print_stats(double load_ms, const clinfer_generate_stats *s) {
             "prefill %.1f tok/s (%zu tokens, %.0f ms), decode %.1f tok/s (%zu tokens, %.0f ms)\n",
             prefill, s->n_prompt, s->prefill_ms, decode, s->n_generated, s->decode_ms);
 }
+
+void cli_log(clinfer_log_level level, const char *message, void *user) {
+    (void)user;
+    fprintf(stderr, "clinfer: %s%s\n", level == CLINFER_LOG_WARN ? "warning: " : "", message);
+}

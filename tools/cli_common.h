@@ -159,6 +159,10 @@ bool cli_parse_float(const char *option, const char *arg, float lo, float hi, fl
 
 double cli_now_ms(void);
 
+/* The library's diagnostics on stderr, "clinfer: " first (clinfer_log_set; main sets it): what
+ * -v and CLINFER_VERBOSE=1 turn on, and warnings. */
+void cli_log(clinfer_log_level level, const char *message, void *user);
+
 /* --profile: clinfer_backend_options.profile (a per-op table on stderr as each context is
  * freed). */
 #define CLI_PROFILE_HELP                                                                           \

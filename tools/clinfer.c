@@ -2,6 +2,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "cli_common.h"
 #include "clinfer.h"
 
 /* Each subcommand lives in its own tools/cmd_<name>.c. */
@@ -89,6 +90,7 @@ static int llama_cpp_flags(int argc, char **argv) {
 }
 
 int main(int argc, char **argv) {
+    clinfer_log_set(cli_log, NULL);
     argc = llama_cpp_flags(argc, argv);
     if (argc < 2) {
         usage(stderr);

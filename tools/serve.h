@@ -1,7 +1,8 @@
 /* clinfer serve: an OpenAI-compatible HTTP server. tools/cmd_serve.c reads the options, loads
  * the model and waits for SIGINT/SIGTERM; tools/serve_http.c answers requests (libmicrohttpd,
  * a thread per connection); tools/serve_slots.c runs generations on the slots;
- * tools/serve_json.c writes the response bodies; tools/serve_request.c parses request bodies. */
+ * tools/serve_json.c writes the response bodies; tools/serve_request.c parses request bodies;
+ * tools/serve_embed.c answers /v1/embeddings. */
 #ifndef CLINFER_SERVE_H
 #define CLINFER_SERVE_H
 
@@ -19,6 +20,7 @@
 #define SERVE_ENDPOINTS(X)                                                                         \
     X(chat, "/v1/chat/completions")                                                                \
     X(completions, "/v1/completions")                                                              \
+    X(embeddings, "/v1/embeddings")                                                                \
     X(models, "/v1/models")                                                                        \
     X(health, "/health")                                                                           \
     X(metrics, "/metrics")                                                                         \
@@ -63,6 +65,21 @@ int serve_http_start(serve_server *s, char *err, size_t size);
 /* Stops accepting connections, waits for the requests in flight to be answered, then closes. */
 void serve_http_stop(serve_server *s);
 
+#define SERVE_WAIT_MS 50 /* how often a waiting connection looks at its socket */
+
+/* Whether the client closed its end of the connection fd (or the socket failed). */
+bool serve_client_gone(int fd);
+
+/* Tokenizes text as prompts are (special tokens parsed, BOS as the model wants) into *tokens
+ * (malloc'ed; freed first). 0, or -1 with *err set. */
+int serve_tokenize(clinfer_model *model, const char *text, int32_t **tokens, size_t *n,
+                   serve_error *err);
+
+/* POST /v1/embeddings (serve_embed.c): 0 with the response body in *out (malloc'ed), -1 with
+ * *err set, 1 when the client left while waiting (nothing to answer). fd: the connection's. */
+int serve_embeddings(serve_server *s, const char *body, size_t len, int fd, char **out,
+                     serve_error *err);
+
 /* ---- response bodies (serve_json.c); each malloc'ed, NULL on out of memory ---------------- */
 
 char *serve_json_error(const serve_error *e);
@@ -77,6 +94,10 @@ char *serve_json_chunk(const serve_server *s, serve_kind kind, const char *id, l
                        const char *role, const char *text, size_t len, serve_finish finish);
 char *serve_json_usage_chunk(const serve_server *s, serve_kind kind, const char *id, long created,
                              size_t n_prompt, size_t n_generated);
+/* OpenAI's embeddings list: n vectors of d floats (base64: their little-endian bytes in
+ * base64), with the prompt tokens as usage. */
+char *serve_json_embeddings(const serve_server *s, const float *v, size_t n, size_t d, bool base64,
+                            size_t n_prompt);
 /* The Prometheus text of /metrics. */
 char *serve_metrics_text(serve_server *s);
 

@@ -16,7 +16,6 @@
 
 #include "serve.h"
 
-#define WAIT_MS 50       /* how often a waiting connection looks at its socket */
 #define CHUNK_BYTES 4096 /* text taken from a job at once */
 
 typedef struct {
@@ -70,7 +69,7 @@ static enum MHD_Result send_error(request *r, struct MHD_Connection *c, const se
     } while (0)
 
 /* Whether the client closed its end (or the socket failed). */
-static bool client_gone(int fd) {
+bool serve_client_gone(int fd) {
     struct pollfd p = {.fd = fd, .events = POLLRDHUP};
     return fd >= 0 && poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR));
 }
@@ -127,7 +126,7 @@ static ssize_t next_event(stream *st) {
                                 SERVE_FINISH_NONE);
         break;
     case PHASE_TEXT: {
-        bool finished = serve_job_wait(job, &st->seen, text, sizeof text, &n, WAIT_MS);
+        bool finished = serve_job_wait(job, &st->seen, text, sizeof text, &n, SERVE_WAIT_MS);
         if (n) {
             json = serve_json_chunk(st->s, st->kind, st->id, st->created, NULL, text, n,
                                     SERVE_FINISH_NONE);
@@ -135,7 +134,7 @@ static ssize_t next_event(stream *st) {
         }
         if (finished) {
             st->phase = PHASE_FINISH;
-        } else if (client_gone(st->fd)) {
+        } else if (serve_client_gone(st->fd)) {
             serve_job_cancel(job);
             return MHD_CONTENT_READER_END_WITH_ERROR;
         }
@@ -200,7 +199,7 @@ static enum MHD_Result answer_whole(request *r, struct MHD_Connection *c, serve_
     size_t len = 0, seen = 0, n;
     char chunk[CHUNK_BYTES];
     for (bool finished = false; !finished;) {
-        finished = serve_job_wait(job, &seen, chunk, sizeof chunk, &n, WAIT_MS);
+        finished = serve_job_wait(job, &seen, chunk, sizeof chunk, &n, SERVE_WAIT_MS);
         if (n) {
             char *grown = realloc(text, len + n + 1);
             if (!grown) {
@@ -210,7 +209,7 @@ static enum MHD_Result answer_whole(request *r, struct MHD_Connection *c, serve_
             text = grown;
             memcpy(text + len, chunk, n);
             len += n;
-        } else if (!finished && client_gone(fd)) {
+        } else if (!finished && serve_client_gone(fd)) {
             free(text);
             serve_job_cancel(job);
             return MHD_NO; /* nobody to answer */
@@ -269,23 +268,9 @@ static int prompt_tokens(serve_server *s, const serve_request *req, int32_t **to
         }
         text = rendered;
     }
-    /* a token per byte and BOS is enough unless a piece is under a byte: then as told */
-    size_t len = strlen(text), cap = len + 2;
-    clinfer_status st = CLINFER_ERR_BUFFER_TOO_SMALL;
-    for (int attempt = 0; attempt < 2 && st == CLINFER_ERR_BUFFER_TOO_SMALL; attempt++) {
-        free(*tokens);
-        *tokens = malloc((attempt ? *n : cap) * sizeof **tokens);
-        st = *tokens ? clinfer_tokenize(s->model, text, len, clinfer_token_add_bos(s->model), true,
-                                        *tokens, attempt ? *n : cap, n)
-                     : CLINFER_ERR_OUT_OF_MEMORY;
-    }
+    int rc = serve_tokenize(s->model, text, tokens, n, err);
     clinfer_free(rendered);
-    if (st != CLINFER_OK) {
-        serve_error_set(err, 500, "server_error", "tokenizing the prompt failed: %s",
-                        clinfer_last_error());
-        return -1;
-    }
-    return 0;
+    return rc;
 }
 
 static enum MHD_Result answer_generate(request *r, struct MHD_Connection *c, serve_kind kind) {
@@ -345,6 +330,14 @@ static enum MHD_Result answer_generate(request *r, struct MHD_Connection *c, ser
     return send_error(r, c, &e);
 }
 
+static enum MHD_Result answer_embeddings(request *r, struct MHD_Connection *c) {
+    char *body = NULL;
+    serve_error e;
+    int rc = serve_embeddings(r->s, r->body ? r->body : "", r->len, connection_fd(c), &body, &e);
+    if (rc > 0) return MHD_NO; /* the client left: nobody to answer */
+    return rc ? send_error(r, c, &e) : send_owned(r, c, 200, body, "application/json");
+}
+
 /* ---- routing ------------------------------------------------------------------------------- */
 
 static serve_endpoint endpoint_of(const char *url) {
@@ -355,6 +348,8 @@ static serve_endpoint endpoint_of(const char *url) {
                   {"/chat/completions", SERVE_EP_chat},
                   {"/v1/completions", SERVE_EP_completions},
                   {"/completions", SERVE_EP_completions},
+                  {"/v1/embeddings", SERVE_EP_embeddings},
+                  {"/embeddings", SERVE_EP_embeddings},
                   {"/v1/models", SERVE_EP_models},
                   {"/models", SERVE_EP_models},
                   {"/health", SERVE_EP_health},
@@ -383,11 +378,9 @@ static enum MHD_Result dispatch(request *r, struct MHD_Connection *c, const char
                                 const char *method) {
     serve_server *s = r->s;
     bool post = !strcmp(method, "POST"), get = !strcmp(method, "GET");
-    bool wants_post = r->ep == SERVE_EP_chat || r->ep == SERVE_EP_completions;
+    bool wants_post =
+        r->ep == SERVE_EP_chat || r->ep == SERVE_EP_completions || r->ep == SERVE_EP_embeddings;
     if (r->ep == SERVE_EP_other) {
-        if (!strcmp(url, "/v1/embeddings") || !strcmp(url, "/embeddings"))
-            FAIL(501, "not_implemented_error",
-                 "embeddings are not offered yet: the library gives no hidden states");
         FAIL(404, "not_found_error", "no endpoint %s", url);
     }
     if (wants_post ? !post : !get)
@@ -413,6 +406,8 @@ static enum MHD_Result dispatch(request *r, struct MHD_Connection *c, const char
         return send_owned(r, c, 200, serve_metrics_text(s), "text/plain; version=0.0.4");
     case SERVE_EP_chat:
         return answer_generate(r, c, SERVE_CHAT);
+    case SERVE_EP_embeddings:
+        return answer_embeddings(r, c);
     default:
         return answer_generate(r, c, SERVE_COMPLETION);
     }

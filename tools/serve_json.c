@@ -140,3 +140,61 @@ char *serve_json_usage_chunk(const serve_server *s, serve_kind kind, const char 
     add_usage(root, n_prompt, n_generated);
     return print_and_free(root);
 }
+
+/* The vector's little-endian f32 bytes in base64, as OpenAI's encoding_format "base64". */
+static cJSON *base64_floats(const float *v, size_t d) {
+    static const char digits[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    size_t n = 4 * d;
+    unsigned char *b = malloc(n);
+    char *s = malloc(4 * ((n + 2) / 3) + 1), *o = s;
+    if (!b || !s) {
+        free(b);
+        free(s);
+        return NULL;
+    }
+    for (size_t i = 0; i < d; i++) {
+        uint32_t u;
+        memcpy(&u, &v[i], 4);
+        for (int k = 0; k < 4; k++)
+            b[4 * i + k] = (unsigned char)(u >> (8 * k));
+    }
+    for (size_t i = 0; i < n; i += 3) {
+        uint32_t w = (uint32_t)b[i] << 16 | (i + 1 < n ? (uint32_t)b[i + 1] << 8 : 0) |
+                     (i + 2 < n ? b[i + 2] : 0);
+        *o++ = digits[w >> 18];
+        *o++ = digits[(w >> 12) & 63];
+        *o++ = i + 1 < n ? digits[(w >> 6) & 63] : '=';
+        *o++ = i + 2 < n ? digits[w & 63] : '=';
+    }
+    *o = '\0';
+    cJSON *j = cJSON_CreateString(s);
+    free(b);
+    free(s);
+    return j;
+}
+
+char *serve_json_embeddings(const serve_server *s, const float *v, size_t n, size_t d, bool base64,
+                            size_t n_prompt) {
+    cJSON *root = cJSON_CreateObject();
+    cJSON_AddStringToObject(root, "object", "list");
+    cJSON *data = cJSON_AddArrayToObject(root, "data");
+    for (size_t i = 0; i < n; i++) {
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddItemToArray(data, e);
+        cJSON_AddStringToObject(e, "object", "embedding");
+        cJSON_AddNumberToObject(e, "index", (double)i);
+        cJSON *vec = base64 ? base64_floats(v + i * d, d) : cJSON_CreateArray();
+        for (size_t j = 0; !base64 && vec && j < d; j++)
+            cJSON_AddItemToArray(vec, cJSON_CreateNumber(v[i * d + j]));
+        if (!vec || !cJSON_AddItemToObject(e, "embedding", vec)) {
+            cJSON_Delete(vec);
+            cJSON_Delete(root);
+            return NULL;
+        }
+    }
+    cJSON_AddStringToObject(root, "model", s->model_id);
+    cJSON *usage = cJSON_AddObjectToObject(root, "usage");
+    cJSON_AddNumberToObject(usage, "prompt_tokens", (double)n_prompt);
+    cJSON_AddNumberToObject(usage, "total_tokens", (double)n_prompt);
+    return print_and_free(root);
+}

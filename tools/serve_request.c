@@ -242,3 +242,85 @@ void serve_request_free(serve_request *req) {
         free(req->stop[i]);
     *req = (serve_request){0};
 }
+
+/* Token ids: a non-empty array of whole numbers in [0, INT32_MAX]. */
+static int token_array(const cJSON *a, size_t i, serve_input *in, serve_error *err) {
+    int n = cJSON_GetArraySize(a);
+    if (n == 0) return BAD("input[%zu] is empty", i);
+    if (!(in->tokens = malloc((size_t)n * sizeof *in->tokens))) return NO_MEMORY();
+    const cJSON *t;
+    cJSON_ArrayForEach(t, a) {
+        double v = cJSON_IsNumber(t) ? t->valuedouble : -1;
+        if (!(v >= 0 && v <= INT32_MAX && v == floor(v)))
+            return BAD("input[%zu][%zu] must be a token id (a whole number >= 0)", i, in->n_tokens);
+        in->tokens[in->n_tokens++] = (int32_t)v;
+    }
+    return 0;
+}
+
+static int one_input(const cJSON *v, size_t i, serve_input *in, serve_error *err) {
+    if (cJSON_IsString(v)) {
+        if (!v->valuestring[0]) return BAD("input[%zu] is an empty string", i);
+        return (in->text = dup_string(v->valuestring)) ? 0 : NO_MEMORY();
+    }
+    if (cJSON_IsArray(v)) return token_array(v, i, in, err);
+    return BAD("input[%zu] must be a string or an array of token ids", i);
+}
+
+static int parse_inputs(const cJSON *root, serve_embed_request *req, serve_error *err) {
+    const cJSON *in = field(root, "input");
+    if (!in) return BAD("'input' is required");
+    /* one input: a string, or an array of numbers (token ids); else an array of inputs */
+    bool single = cJSON_IsString(in) || (cJSON_IsArray(in) && cJSON_IsNumber(in->child));
+    if (!single && !cJSON_IsArray(in))
+        return BAD("'input' must be a string, an array of strings, an array of token ids or an "
+                   "array of such arrays");
+    int n = single ? 1 : cJSON_GetArraySize(in);
+    if (n == 0) return BAD("'input' is empty");
+    if (n > SERVE_MAX_INPUTS) return BAD("'input' has %d entries; at most %d", n, SERVE_MAX_INPUTS);
+    if (!(req->inputs = calloc((size_t)n, sizeof *req->inputs))) return NO_MEMORY();
+    const cJSON *v = single ? in : in->child;
+    for (size_t i = 0; i < (size_t)n; i++, v = v->next) {
+        req->n_inputs = i + 1; /* freed from here on, whatever happens */
+        if (one_input(v, i, &req->inputs[i], err)) return -1;
+    }
+    return 0;
+}
+
+int serve_embed_request_parse(const char *body, size_t len, serve_embed_request *req,
+                              serve_error *err) {
+    *req = (serve_embed_request){0};
+    cJSON *root = cJSON_ParseWithLength(body, len);
+    int rc = -1;
+    double dims = 0;
+    const cJSON *model = root ? field(root, "model") : NULL, *format = NULL;
+    if (!root)
+        BAD("the body is not valid JSON");
+    else if (!cJSON_IsObject(root))
+        BAD("the body must be a JSON object");
+    else if (model && !cJSON_IsString(model))
+        BAD("'model' must be a string");
+    else if ((format = field(root, "encoding_format")) &&
+             !(cJSON_IsString(format) &&
+               (!strcmp(format->valuestring, "float") || !strcmp(format->valuestring, "base64"))))
+        BAD("'encoding_format' must be \"float\" or \"base64\"");
+    else if (number(root, "dimensions", 1, INT32_MAX, true, &dims, err) >= 0 &&
+             !parse_inputs(root, req, err))
+        rc = 0;
+    if (rc == 0) {
+        req->base64 = format && !strcmp(format->valuestring, "base64");
+        req->dimensions = (int32_t)dims;
+    }
+    cJSON_Delete(root);
+    if (rc) serve_embed_request_free(req);
+    return rc;
+}
+
+void serve_embed_request_free(serve_embed_request *req) {
+    for (size_t i = 0; req->inputs && i < req->n_inputs; i++) {
+        free(req->inputs[i].text);
+        free(req->inputs[i].tokens);
+    }
+    free(req->inputs);
+    *req = (serve_embed_request){0};
+}

@@ -47,4 +47,27 @@ int serve_request_parse(const char *body, size_t len, serve_kind kind, serve_req
                         serve_error *err);
 void serve_request_free(serve_request *req);
 
+#define SERVE_MAX_INPUTS 2048 /* inputs per embeddings request, as OpenAI allows */
+
+/* One input of an embeddings request: a text, or token ids as given (text NULL). */
+typedef struct {
+    char *text;
+    int32_t *tokens;
+    size_t n_tokens;
+} serve_input;
+
+typedef struct {
+    serve_input *inputs;
+    size_t n_inputs;    /* 1 .. SERVE_MAX_INPUTS */
+    bool base64;        /* encoding_format "base64": little-endian f32 bytes, base64-encoded */
+    int32_t dimensions; /* 0: not given */
+} serve_embed_request;
+
+/* Parses the body of an embeddings request: 'input' a string, an array of strings, an array of
+ * token ids or an array of such arrays; ids are only checked to be non-negative 32-bit (the
+ * vocabulary is the server's). As serve_request_parse otherwise. */
+int serve_embed_request_parse(const char *body, size_t len, serve_embed_request *req,
+                              serve_error *err);
+void serve_embed_request_free(serve_embed_request *req);
+
 #endif

@@ -36,6 +36,8 @@ static char *dup_string(const char *s) {
 
 static void job_free(serve_job *job) {
     free(job->tokens);
+    free(job->ends);
+    free(job->embeddings);
     for (size_t i = 0; i < job->n_stop; i++)
         free(job->stop[i]);
     free(job->text);
@@ -64,6 +66,29 @@ serve_job *serve_job_create(serve_pool *pool, const int32_t *tokens, size_t n_to
         job_free(job);
         return NULL;
     }
+    return job;
+}
+
+serve_job *serve_job_create_embed(serve_pool *pool, const int32_t *tokens, const size_t *ends,
+                                  size_t n_inputs, size_t n_embd) {
+    serve_job *job = calloc(1, sizeof *job);
+    if (!job) return NULL;
+    pthread_cond_init(&job->changed, NULL);
+    job->pool = pool;
+    job->refs = 1;
+    job->n_tokens = ends[n_inputs - 1]; /* n_inputs >= 1 and each input non-empty: the caller */
+    job->tokens = malloc(job->n_tokens * sizeof *tokens);
+    job->ends = malloc(n_inputs * sizeof *ends);
+    job->embeddings = malloc(n_inputs * n_embd * sizeof *job->embeddings);
+    job->n_inputs = n_inputs;
+    job->n_embd = n_embd;
+    job->submitted_ms = cli_now_ms();
+    if (!job->tokens || !job->ends || !job->embeddings) {
+        job_free(job);
+        return NULL;
+    }
+    memcpy(job->tokens, tokens, job->n_tokens * sizeof *tokens);
+    memcpy(job->ends, ends, n_inputs * sizeof *ends);
     return job;
 }
 
@@ -229,16 +254,51 @@ static bool on_text(const char *text, size_t len, void *user) {
     return go_on;
 }
 
-static void run_job(slot *s, serve_job *job) {
-    clinfer_context_reset(s->ctx);
+/* The slot context's abort callback: a cancelled job (the client left) stops its eval at the
+ * next chunk of the prompt. */
+static bool job_cancelled(void *user) {
+    serve_job *job = user;
+    pthread_mutex_lock(&job->pool->lock);
+    bool cancelled = job->cancelled;
+    pthread_mutex_unlock(&job->pool->lock);
+    return cancelled;
+}
+
+/* Each input evaluated alone on the slot's context, then pooled; stops at a cancel. */
+static clinfer_status run_embed(slot *s, serve_job *job, clinfer_generate_stats *stats) {
+    clinfer_status st = CLINFER_OK;
+    double t0 = cli_now_ms();
+    for (size_t i = 0, start = 0; i < job->n_inputs && st == CLINFER_OK; start = job->ends[i++]) {
+        clinfer_context_reset(s->ctx);
+        st = clinfer_eval(s->ctx, job->tokens + start, job->ends[i] - start);
+        if (st == CLINFER_OK)
+            st =
+                clinfer_get_embeddings_pooled(s->ctx, CLINFER_POOLING_MEAN, true,
+                                              job->embeddings + i * job->n_embd, job->n_embd, NULL);
+        if (st == CLINFER_OK) stats->n_prompt += job->ends[i] - start;
+    }
+    stats->prefill_ms = cli_now_ms() - t0;
+    return st;
+}
+
+static clinfer_status run_generate(slot *s, serve_job *job, clinfer_generate_stats *stats) {
     clinfer_sampler *sampler = NULL;
-    clinfer_generate_stats stats = {0};
     clinfer_status st = clinfer_sampler_create(&job->sampling, &sampler);
     if (st == CLINFER_OK)
         st = clinfer_generate(s->ctx, job->tokens, job->n_tokens, job->n_predict, sampler, on_text,
-                              job, &stats);
-    const char *msg = clinfer_last_error();
+                              job, stats);
     clinfer_sampler_free(sampler);
+    return st;
+}
+
+static void run_job(slot *s, serve_job *job) {
+    clinfer_context_reset(s->ctx);
+    clinfer_context_set_abort(s->ctx, job_cancelled, job);
+    clinfer_generate_stats stats = {0};
+    clinfer_status st = job->n_inputs ? run_embed(s, job, &stats) : run_generate(s, job, &stats);
+    const char *msg = clinfer_last_error();
+    clinfer_context_set_abort(s->ctx, NULL, NULL);
+    if (st == CLINFER_ERR_ABORTED) st = CLINFER_OK; /* the client left: nobody to tell */
 
     serve_pool *p = s->pool;
     pthread_mutex_lock(&p->lock);
@@ -308,6 +368,7 @@ clinfer_status serve_pool_create(clinfer_model *model, size_t n_slots, uint32_t 
     clinfer_context_params cp;
     clinfer_context_params_default(&cp);
     cp.n_ctx = n_ctx;
+    cp.embeddings = true; /* a read of n_embd floats per token beside the logits */
     clinfer_status st = CLINFER_OK;
     for (size_t i = 0; i < n_slots && st == CLINFER_OK; i++) {
         slots[i].pool = p;

@@ -25,6 +25,10 @@ typedef struct serve_job {
     clinfer_sampler_params sampling;
     char *stop[SERVE_MAX_STOP];
     size_t n_stop;
+    /* an embeddings job (n_inputs > 0): input i's tokens end at ends[i]; each is evaluated alone
+     * and its mean hidden state, normalized, written to embeddings[i * n_embd] */
+    size_t *ends, n_inputs, n_embd;
+    float *embeddings;
 
     /* output, under the pool's lock; `changed` is signalled on each change */
     pthread_cond_t changed;
@@ -54,7 +58,8 @@ typedef struct {
     size_t queued, active, slots, queue_cap;
 } serve_pool_stats;
 
-/* Creates n_slots contexts of n_ctx tokens (0: the model's) and their workers. queue_cap: how
+/* Creates n_slots contexts of n_ctx tokens (0: the model's; they keep hidden states, for
+ * embeddings jobs) and their workers. queue_cap: how
  * many jobs may wait for a slot. Prints nothing; on failure clinfer_last_error() says why. */
 clinfer_status serve_pool_create(clinfer_model *model, size_t n_slots, uint32_t n_ctx,
                                  size_t queue_cap, serve_pool **out);
@@ -66,6 +71,10 @@ uint32_t serve_pool_n_ctx(const serve_pool *pool);
  * out of memory. The caller holds one reference. */
 serve_job *serve_job_create(serve_pool *pool, const int32_t *tokens, size_t n_tokens,
                             const serve_request *req, uint64_t seed);
+/* An embeddings job of n_inputs inputs whose tokens lie one after another in tokens (copied),
+ * input i's ending at ends[i]; n_embd: the model's. NULL on out of memory. */
+serve_job *serve_job_create_embed(serve_pool *pool, const int32_t *tokens, const size_t *ends,
+                                  size_t n_inputs, size_t n_embd);
 /* Queues a job (the pool takes its own reference): false when the queue is full. */
 bool serve_pool_submit(serve_pool *pool, serve_job *job);
 /* Drops the caller's reference; a job not done yet is cancelled first (the client left). */
