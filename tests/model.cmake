@@ -15,3 +15,6 @@ if(CLINFER_WITH_CLBLAST)
 endif()
 # Contexts of one model decoding at once from several threads, on every backend.
 clinfer_test(test_contexts SOURCES test_contexts.c tiny_model.c)
+# Batches of several sequences (clinfer_batch_eval) against each sequence alone, the sequence
+# operations, bad batches; reference and OpenCL.
+clinfer_test(test_batch SOURCES test_batch.c tiny_model.c)
