@@ -373,6 +373,7 @@ clinfer_status clinfer_context_stage(clinfer_context *c, const int32_t *tokens, 
     if (st != CLINFER_OK) return st;
     const clinfer_backend *be = c->backend;
     c->n_logits = 0;
+    c->from_batch = false;
     CHECK(be->i->buffer_write(be->ctx, c->state.buf[EXEC_IDS], c->seq_len[0] * sizeof(int32_t),
                               n * sizeof(int32_t), tokens));
     *out = (context_batch){.backend = be, .state = &c->state, .pos0 = (int)c->seq_len[0]};

@@ -246,12 +246,8 @@ static void bad_input(clinfer_model *m) {
 
 static void run_model(const char *path, clinfer_backend_kind kind, clinfer_toggle graph,
                       const char *what, bool errors) {
-    clinfer_model_params p;
-    clinfer_model_params_default(&p);
-    p.backend = kind;
-    p.options.graph = graph;
     clinfer_model *m = NULL;
-    EXPECT_OK(clinfer_model_load(path, &p, &m));
+    EXPECT_OK(tiny_model_load(path, kind, graph, &m));
     if (!m) return;
     decode_together(m, what);
     sequence_ops(m, what);
