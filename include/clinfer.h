@@ -346,11 +346,11 @@ clinfer_status clinfer_seq_copy_prefix(clinfer_context *ctx, uint32_t src, uint3
 /* ---- sampling ------------------------------------------------------------------------ */
 
 typedef struct {
-    float temperature;     /* <= 0: greedy */
-    int32_t top_k;         /* <= 0: off */
-    float top_p;           /* >= 1: off */
-    float min_p;           /* <= 0: off */
-    float repeat_penalty;  /* 1: off */
+    float temperature;    /* <= 0: greedy */
+    int32_t top_k;        /* <= 0: off */
+    float top_p;          /* >= 1: off */
+    float min_p;          /* <= 0: off */
+    float repeat_penalty; /* 1: off */
     int32_t repeat_last_n; /* the window of the penalties: the last N tokens (prompt included) */
     uint64_t seed;
     /* OpenAI's: a token seen c times in the window loses presence_penalty (if c > 0) plus
