@@ -7,6 +7,7 @@
  *   exactly the greedy tokens of each sequence alone through clinfer_eval;
  * - copying a prefix, truncating and clearing a sequence, then continuing, give the logits of
  *   evaluating the same tokens from scratch;
+ * - with logits_all, a batch's every row equals clinfer_eval's;
  * - bad batches and sequence calls are refused with a status naming the problem, leaving the
  *   sequences as they were. */
 #include <stdio.h>
@@ -176,6 +177,39 @@ static void sequence_ops(clinfer_model *m, const char *what) {
     clinfer_context_free(ctx);
 }
 
+/* With logits_all every entry may ask for logits, more of them than there are sequences: a
+ * prompt's rows equal clinfer_eval's rows of the same prompt. */
+static void all_logits(clinfer_model *m, const char *what) {
+    clinfer_context_params cp;
+    clinfer_context_params_default(&cp);
+    cp.n_seq_max = 2;
+    cp.logits_all = true;
+    clinfer_context *ctx = NULL, *one = NULL;
+    EXPECT_OK(clinfer_context_create(m, &cp, &ctx));
+    EXPECT_OK(clinfer_context_create(m, &cp, &one));
+    int32_t p[6];
+    clinfer_batch_entry e[6];
+    for (int i = 0; i < 6; i++) {
+        p[i] = prompt_token(3, i);
+        e[i] = (clinfer_batch_entry){p[i], (uint32_t)i, 1, true};
+    }
+    if (ctx && one) {
+        EXPECT_OK(clinfer_batch_eval(ctx, e, 6));
+        EXPECT_OK(clinfer_eval(one, p, 6));
+        double worst = 0;
+        for (int i = 0; i < 6; i++) {
+            const float *a = NULL, *b = NULL;
+            EXPECT_OK(clinfer_get_logits_ith(ctx, i, &a, NULL));
+            EXPECT_OK(clinfer_get_logits_ith(one, i, &b, NULL));
+            double err = a && b ? nmse(a, b, tiny_model_n_vocab()) : 1;
+            if (err > worst) worst = err;
+        }
+        EXPECT(worst < 1e-8, "%s: logits_all rows NMSE %.3g", what, worst);
+    }
+    clinfer_context_free(ctx);
+    clinfer_context_free(one);
+}
+
 static void expect_refused(clinfer_context *ctx, const clinfer_batch_entry *e, size_t n,
                            clinfer_status want, const char *needle, const char *what) {
     uint32_t before[N_SEQ];
@@ -251,6 +285,7 @@ static void run_model(const char *path, clinfer_backend_kind kind, clinfer_toggl
     if (!m) return;
     decode_together(m, what);
     sequence_ops(m, what);
+    all_logits(m, what);
     if (errors) bad_input(m);
     clinfer_model_free(m);
 }
