@@ -289,6 +289,10 @@ typedef struct {
     /* Keep the hidden state of every token of each eval (clinfer_get_embeddings_ith): costs a
      * read of n_batch rows of n_embd per chunk. */
     bool embeddings;
+    /* Sequences the context holds at once (clinfer_batch_eval); 0: 1. Each owns n_ctx rows of
+     * KV cache of its own, so the cache takes n_seq_max times one sequence's. Without
+     * logits_all, one batch may ask for the logits of up to n_seq_max entries. */
+    uint32_t n_seq_max;
 } clinfer_context_params;
 
 void clinfer_context_params_default(clinfer_context_params *params);
@@ -296,9 +300,10 @@ void clinfer_context_params_default(clinfer_context_params *params);
 /* What a context of this model needs on the device. */
 typedef struct {
     uint64_t weight_bytes;   /* the model's weights (shared by all contexts) */
-    uint64_t kv_bytes;       /* one context's KV cache */
+    uint64_t kv_bytes;       /* one context's KV cache (all its sequences) */
     uint64_t scratch_bytes;  /* one context's activations, logits and token ids */
     uint32_t n_ctx, n_batch; /* the effective values the figures were computed for */
+    uint32_t n_seq_max;
 } clinfer_memory_plan;
 
 /* Resolves params (NULL: defaults) against the model: n_ctx 0 means the training context,
@@ -311,8 +316,8 @@ clinfer_status clinfer_model_memory_plan(const clinfer_model *model,
 clinfer_status clinfer_context_create(clinfer_model *model, const clinfer_context_params *params,
                                       clinfer_context **out);
 void clinfer_context_free(clinfer_context *ctx);
-void clinfer_context_reset(clinfer_context *ctx); /* forget all tokens */
-uint32_t clinfer_context_n_past(const clinfer_context *ctx);
+void clinfer_context_reset(clinfer_context *ctx);            /* forget all tokens */
+uint32_t clinfer_context_n_past(const clinfer_context *ctx); /* sequence 0's tokens */
 uint32_t clinfer_context_n_ctx(const clinfer_context *ctx);
 /* The activations the context runs with: params.activations, CLINFER_ACT_DEFAULT resolved. */
 clinfer_activations clinfer_context_activations(const clinfer_context *ctx);
@@ -352,14 +357,55 @@ clinfer_status clinfer_get_embeddings_pooled(clinfer_context *ctx, clinfer_pooli
                                              bool normalize, float *out, size_t capacity,
                                              size_t *n_embd);
 
+/* ---- batches of several sequences ------------------------------------------------------
+ *
+ * A context made with n_seq_max > 1 holds that many sequences (ids 0 .. n_seq_max - 1), each in
+ * a KV cache region of n_ctx rows of its own. clinfer_eval appends to sequence 0; a batch
+ * evaluates tokens of any sequences in one step, prompt tokens and decode tokens mixed: every
+ * matrix product runs once over all the batch's tokens (n columns), and each token attends to
+ * its own sequence's cached tokens up to its position. A server decodes all its streams with
+ * one batch per step (one entry per stream) instead of one evaluation per stream. */
+
+typedef struct {
+    int32_t token;
+    uint32_t pos; /* its position in its sequence */
+    uint32_t seq; /* its sequence, < n_seq_max */
+    bool logits;  /* keep its logits (clinfer_get_logits_ith(ctx, entry index)) */
+} clinfer_batch_entry;
+
+/* Evaluates n entries (1 <= n <= n_batch) as one step. A sequence's entries, in batch order,
+ * continue it: the first at the position after its last token (clinfer_seq_len), the next ones
+ * each one further; entries of different sequences may interleave. At most n_seq_max entries may
+ * ask for logits (every entry with logits_all). Afterwards clinfer_get_logits_ith(ctx, i) gives
+ * entry i's logits (i < 0 counts from the end), valid until the next evaluation. Bad input
+ * (sequence, token, position, count) is refused with CLINFER_ERR_INVALID_ARGUMENT naming the
+ * entry, a position at or past n_ctx with CLINFER_ERR_CONTEXT_FULL; nothing is evaluated then. */
+clinfer_status clinfer_batch_eval(clinfer_context *ctx, const clinfer_batch_entry *entries,
+                                  size_t n);
+
+uint32_t clinfer_context_n_seq_max(const clinfer_context *ctx);
+/* The tokens sequence seq holds (0 for a seq out of range). */
+uint32_t clinfer_seq_len(const clinfer_context *ctx, uint32_t seq);
+/* The tokens it has room for: n_ctx - clinfer_seq_len (0 for a seq out of range). */
+uint32_t clinfer_seq_room(const clinfer_context *ctx, uint32_t seq);
+/* Forgets sequence seq's tokens. */
+clinfer_status clinfer_seq_clear(clinfer_context *ctx, uint32_t seq);
+/* Keeps the first n_keep tokens of seq (positions 0 .. n_keep - 1), forgetting the rest; an
+ * n_keep at or past its length changes nothing. */
+clinfer_status clinfer_seq_truncate(clinfer_context *ctx, uint32_t seq, uint32_t n_keep);
+/* Makes dst hold the first n tokens of src (a shared system prompt evaluated once), replacing
+ * what dst held: their KV cache rows are copied. n <= clinfer_seq_len(src), src != dst. */
+clinfer_status clinfer_seq_copy_prefix(clinfer_context *ctx, uint32_t src, uint32_t dst,
+                                       uint32_t n);
+
 /* ---- sampling ------------------------------------------------------------------------ */
 
 typedef struct {
-    float temperature;    /* <= 0: greedy */
-    int32_t top_k;        /* <= 0: off */
-    float top_p;          /* >= 1: off */
-    float min_p;          /* <= 0: off */
-    float repeat_penalty; /* 1: off */
+    float temperature;     /* <= 0: greedy */
+    int32_t top_k;         /* <= 0: off */
+    float top_p;           /* >= 1: off */
+    float min_p;           /* <= 0: off */
+    float repeat_penalty;  /* 1: off */
     int32_t repeat_last_n; /* the window of the penalties: the last N tokens (prompt included) */
     uint64_t seed;
     /* OpenAI's: a token seen c times in the window loses presence_penalty (if c > 0) plus

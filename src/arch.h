@@ -107,6 +107,8 @@ void exec_norm(exec_builder *b, const clinfer_hparams *hp, clinfer_ref x, clinfe
 /* Rows ids (EXEC_IDS or EXEC_POS_IDS) of w into y, multiplied by scale (0: not). */
 void exec_embed(exec_builder *b, const clinfer_matrix *w, clinfer_ref ids, clinfer_ref y, int n,
                 float scale);
+/* Rows of position_embd at the batch's positions (EXEC_POS_IDS) into EXEC_POS (gpt2). */
+void exec_position_embed(exec_builder *b, const clinfer_model *m, const exec_state *s, int n);
 /* The token ids' rows of token_embd into EXEC_X, scaled by hp.embd_scale: an arch's embed. */
 void exec_token_embed(exec_builder *b, const clinfer_model *m, const exec_state *s, int n);
 /* Norm, q/k/v (each head's q and k RMS-normed where the layer has q_norm, k_norm), the cache

@@ -55,7 +55,7 @@ static void embed(exec_builder *b, const clinfer_model *m, const exec_state *s, 
     clinfer_ref tokens = exec_at(buf[EXEC_XN], 0), positions = exec_at(buf[EXEC_POS], 0);
     size_t count = (size_t)n * m->hp.n_embd;
     exec_embed(b, &m->tok_embd, exec_at(buf[EXEC_IDS], 0), tokens, n, 0.0f);
-    exec_embed(b, &m->pos_embd, exec_at(buf[EXEC_POS_IDS], 0), positions, n, 0.0f);
+    exec_position_embed(b, m, s, n);
     exec_push(b,
               (clinfer_op){.kind = CLINFER_OP_ADD,
                            .eltwise = {.a = tokens,

@@ -18,30 +18,9 @@
  * spare. Large models keep llama.cpp's 8-bit activations and their speed. */
 #define SMALL_MODEL_PARAMS 1000000000ull
 #define MAX_N_CTX (1u << 24)
+#define MAX_N_SEQ 4096u
 /* CL_DEVICE_MAX_MEM_ALLOC_SIZE is at least this on every OpenCL device */
 #define KV_GROUP_BYTES ((size_t)128 << 20)
-
-struct clinfer_context {
-    clinfer_model *model;
-    /* An instance of the model's backend (backend.h): contexts on one model run at once, each
-     * on its own queue and scratch, reading the shared weights. */
-    clinfer_backend *backend;
-    uint32_t n_ctx, n_batch;
-    uint32_t n_past;
-    exec_state state;
-    clinfer_buffer **kv_bufs; /* [2 * n_kv_bufs]: K then V of each group of layers */
-    uint32_t n_kv_bufs;
-    exec_plan **plans; /* [n_batch + 1]: the plan for n tokens, built on first use */
-    float *logits;     /* [n_logits][n_vocab]: the last eval's last token, or all (logits_all) */
-    size_t n_logits, logits_cap; /* rows held (0: none since create or reset), allocated */
-    size_t n_eval;               /* tokens of the last eval */
-    float *embd;                 /* [n_eval][n_embd] with embeddings: hidden states after the
-                                  * output norm; embd_cap rows allocated */
-    size_t embd_cap;
-    exec_profile *profile;        /* when profiling is on or CLINFER_TRACE is set */
-    clinfer_abort_callback abort; /* asked before each chunk (NULL: never) */
-    void *abort_user;
-};
 
 const char *clinfer_activations_name(clinfer_activations a) {
     static const char *const names[] = {[CLINFER_ACT_DEFAULT] = "default",
@@ -54,6 +33,12 @@ const char *clinfer_activations_name(clinfer_activations a) {
 
 void clinfer_context_params_default(clinfer_context_params *params) {
     *params = (clinfer_context_params){0};
+}
+
+/* EXEC_LOGITS' rows: every token of a batch with logits_all, else one per sequence (a decode
+ * step of every sequence). */
+static size_t logit_rows(bool logits_all, uint32_t n_seq, uint32_t n_batch) {
+    return logits_all ? n_batch : n_seq < n_batch ? n_seq : n_batch;
 }
 
 static size_t kv_elem_bytes(bool kv_f32) {
@@ -84,19 +69,24 @@ clinfer_status clinfer_model_memory_plan(const clinfer_model *m,
                             hp->n_ctx_train, hp->arch->name);
     uint32_t n_batch = params->n_batch ? params->n_batch : DEFAULT_N_BATCH;
     if (n_batch > n_ctx) n_batch = n_ctx;
+    uint32_t n_seq = params->n_seq_max ? params->n_seq_max : 1;
+    if (n_seq > MAX_N_SEQ)
+        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "context: n_seq_max %u exceeds %u", n_seq,
+                            MAX_N_SEQ);
 
     size_t sizes[EXEC_COUNT];
-    exec_buffer_sizes(hp, n_ctx, n_batch, params->logits_all, sizes);
+    exec_buffer_sizes(hp, n_ctx, n_batch, logit_rows(params->logits_all, n_seq, n_batch), sizes);
     uint64_t scratch = 0;
     for (int i = 0; i < EXEC_COUNT; i++)
         scratch += sizes[i];
     *out = (clinfer_memory_plan){
         .weight_bytes = m->weight_bytes,
-        .kv_bytes = 2ull * hp->n_layer * n_ctx * hp->n_head_kv * hp->head_dim *
+        .kv_bytes = 2ull * hp->n_layer * n_seq * n_ctx * hp->n_head_kv * hp->head_dim *
                     kv_elem_bytes(params->kv_f32),
         .scratch_bytes = scratch,
         .n_ctx = n_ctx,
         .n_batch = n_batch,
+        .n_seq_max = n_seq,
     };
     return CLINFER_OK;
 }
@@ -133,12 +123,13 @@ static clinfer_status create_buffers(clinfer_context *c, bool kv_f32) {
     exec_state *s = &c->state;
     int32_t *positions = NULL;
     size_t sizes[EXEC_COUNT];
-    exec_buffer_sizes(hp, c->n_ctx, c->n_batch, s->logits_all, sizes);
+    exec_buffer_sizes(hp, c->n_ctx, c->n_batch, c->n_logit_rows, sizes);
     for (int i = 0; i < EXEC_COUNT; i++)
         if (sizes[i]) CHECK(alloc(c, sizes[i], &s->buf[i]));
 
     s->kv_type = kv_f32 ? CLINFER_DT_F32 : CLINFER_DT_F16;
-    size_t cache = (size_t)c->n_ctx * hp->n_head_kv * hp->head_dim; /* elements per layer */
+    /* elements per layer: each sequence's n_ctx rows after the one before */
+    size_t cache = (size_t)c->n_seq * c->n_ctx * hp->n_head_kv * hp->head_dim;
     size_t cache_bytes = cache * kv_elem_bytes(kv_f32);
     /* Layers share buffers of at most KV_GROUP_BYTES: few buffers (a graph launch names every
      * buffer of a decode step), none past what every OpenCL device can allocate. */
@@ -205,6 +196,8 @@ clinfer_status clinfer_context_create(clinfer_model *model, const clinfer_contex
     c->model = model;
     c->n_ctx = plan.n_ctx;
     c->n_batch = plan.n_batch;
+    c->n_seq = plan.n_seq_max;
+    c->n_logit_rows = logit_rows(params->logits_all, c->n_seq, c->n_batch);
     c->state.activations = params->activations;
     if (params->activations == CLINFER_ACT_DEFAULT)
         c->state.activations =
@@ -214,7 +207,8 @@ clinfer_status clinfer_context_create(clinfer_model *model, const clinfer_contex
     c->plans = calloc((size_t)c->n_batch + 1, sizeof *c->plans);
     c->logits = malloc((size_t)model->hp.n_vocab * sizeof *c->logits);
     c->logits_cap = 1;
-    if (!c->plans || !c->logits) {
+    c->seq_len = calloc(c->n_seq, sizeof *c->seq_len);
+    if (!c->plans || !c->logits || !c->seq_len) {
         st = clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "context_create: no memory for %u logits",
                           model->hp.n_vocab);
         goto cleanup;
@@ -259,14 +253,17 @@ void clinfer_context_free(clinfer_context *c) {
     free(c->plans);
     free(c->logits);
     free(c->embd);
+    free(c->seq_len);
+    free(c->entry_row);
     free(c);
 }
 
 void clinfer_context_reset(clinfer_context *c) {
     if (!c) return;
-    c->n_past = 0;
+    memset(c->seq_len, 0, c->n_seq * sizeof *c->seq_len);
     c->n_logits = 0;
     c->n_eval = 0;
+    c->from_batch = false;
 }
 
 const clinfer_model *clinfer_context_model(const clinfer_context *c) {
@@ -280,7 +277,7 @@ void clinfer_context_set_abort(clinfer_context *c, clinfer_abort_callback callba
 }
 
 uint32_t clinfer_context_n_past(const clinfer_context *c) {
-    return c ? c->n_past : 0;
+    return c ? c->seq_len[0] : 0;
 }
 uint32_t clinfer_context_n_ctx(const clinfer_context *c) {
     return c ? c->n_ctx : 0;
@@ -289,8 +286,7 @@ clinfer_activations clinfer_context_activations(const clinfer_context *c) {
     return c ? c->state.activations : CLINFER_ACT_DEFAULT;
 }
 
-/* Room for rows of logits on the host. */
-static clinfer_status reserve_logits(clinfer_context *c, size_t rows) {
+clinfer_status clinfer_context_reserve_logits(clinfer_context *c, size_t rows) {
     if (rows <= c->logits_cap) return CLINFER_OK;
     size_t n_vocab = c->model->hp.n_vocab;
     float *p = realloc(c->logits, rows * n_vocab * sizeof *p);
@@ -339,11 +335,11 @@ static clinfer_status eval_chunks(clinfer_context *c, const int32_t *tokens, siz
     bool all = c->state.logits_all, embd = c->state.embeddings;
     size_t row_bytes = (size_t)c->model->hp.n_vocab * sizeof(float);
     size_t embd_bytes = (size_t)c->model->hp.n_embd * sizeof(float);
-    CHECK(reserve_logits(c, all ? n : 1));
+    CHECK(clinfer_context_reserve_logits(c, all ? n : 1));
     if (embd) CHECK(reserve_embd(c, n));
     /* All ids at once, at their positions: chunks read them there, and a (blocking) write
      * between chunks would wait for the device. */
-    CHECK(be->i->buffer_write(be->ctx, c->state.buf[EXEC_IDS], c->n_past * sizeof(int32_t),
+    CHECK(be->i->buffer_write(be->ctx, c->state.buf[EXEC_IDS], c->seq_len[0] * sizeof(int32_t),
                               n * sizeof(int32_t), tokens));
     for (size_t done = 0; done < n;) {
         size_t nb = n - done < c->n_batch ? n - done : c->n_batch;
@@ -356,7 +352,7 @@ static clinfer_status eval_chunks(clinfer_context *c, const int32_t *tokens, siz
         }
         exec_plan *plan;
         CHECK(plan_for(c, nb, &plan));
-        CHECK(exec_plan_run(c->backend, plan, (int)(c->n_past + done), head, c->profile));
+        CHECK(exec_plan_run(c->backend, plan, (int)(c->seq_len[0] + done), head, c->profile));
         if (embd)
             CHECK(be->i->buffer_read(be->ctx, c->state.buf[EXEC_XN], 0, nb * embd_bytes,
                                      (char *)c->embd + done * embd_bytes));
@@ -377,10 +373,10 @@ static clinfer_status check_tokens(const clinfer_context *c, const int32_t *toke
     if (!c || (!tokens && n))
         return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "eval: NULL argument");
     if (n == 0) return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "eval: no tokens");
-    if (n > c->n_ctx - c->n_past)
+    if (n > c->n_ctx - c->seq_len[0])
         return clinfer_fail(CLINFER_ERR_CONTEXT_FULL,
-                            "eval: %zu tokens after %u do not fit the context of %u", n, c->n_past,
-                            c->n_ctx);
+                            "eval: %zu tokens after %u do not fit the context of %u", n,
+                            c->seq_len[0], c->n_ctx);
     uint32_t n_vocab = c->model->hp.n_vocab;
     for (size_t i = 0; i < n; i++)
         if (tokens[i] < 0 || (uint32_t)tokens[i] >= n_vocab)
@@ -396,11 +392,12 @@ clinfer_status clinfer_eval(clinfer_context *c, const int32_t *tokens, size_t n)
     c->n_logits = 0;
     st = eval_chunks(c, tokens, n);
     if (st != CLINFER_OK) {
-        clinfer_error_prefix("eval of %zu tokens at position %u", n, c->n_past);
+        clinfer_error_prefix("eval of %zu tokens at position %u", n, c->seq_len[0]);
         return st;
     }
-    c->n_past += (uint32_t)n;
+    c->seq_len[0] += (uint32_t)n;
     c->n_logits = c->state.logits_all ? n : 1;
+    c->from_batch = false;
     c->n_eval = n;
     return CLINFER_OK;
 }
@@ -414,16 +411,17 @@ clinfer_status clinfer_context_stage(clinfer_context *c, const int32_t *tokens, 
     if (st != CLINFER_OK) return st;
     const clinfer_backend *be = c->backend;
     c->n_logits = 0;
-    CHECK(be->i->buffer_write(be->ctx, c->state.buf[EXEC_IDS], c->n_past * sizeof(int32_t),
+    c->from_batch = false;
+    CHECK(be->i->buffer_write(be->ctx, c->state.buf[EXEC_IDS], c->seq_len[0] * sizeof(int32_t),
                               n * sizeof(int32_t), tokens));
-    *out = (context_batch){.backend = be, .state = &c->state, .pos0 = (int)c->n_past};
+    *out = (context_batch){.backend = be, .state = &c->state, .pos0 = (int)c->seq_len[0]};
     CHECK(plan_for(c, n, &out->plan));
 cleanup:
     return st;
 }
 
 void clinfer_context_advance(clinfer_context *c, size_t n) {
-    c->n_past += (uint32_t)n;
+    c->seq_len[0] += (uint32_t)n;
 }
 
 clinfer_status clinfer_get_logits(clinfer_context *c, const float **logits, size_t *n_vocab) {
@@ -434,7 +432,7 @@ clinfer_status clinfer_get_logits(clinfer_context *c, const float **logits, size
  * messages. */
 static clinfer_status eval_token(const clinfer_context *c, int32_t i, const char *caller,
                                  int64_t *at) {
-    if (!c->n_logits)
+    if (!c->n_logits && !c->from_batch)
         return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
                             "%s: nothing evaluated since create or reset", caller);
     int64_t n_eval = (int64_t)c->n_eval;
@@ -454,7 +452,10 @@ clinfer_status clinfer_get_logits_ith(clinfer_context *c, int32_t i, const float
     clinfer_status st = eval_token(c, i, "get_logits", &at);
     if (st != CLINFER_OK) return st;
     /* without logits_all the one row held is the last token's */
-    int64_t row = c->state.logits_all ? at : at - (n_eval - 1);
+    int64_t row = c->from_batch ? c->entry_row[at] : c->state.logits_all ? at : at - (n_eval - 1);
+    if (row < 0 && c->from_batch)
+        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
+                            "get_logits: entry %d of the last batch did not ask for logits", i);
     if (row < 0)
         return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
                             "get_logits: token %d of %lld: only the last token's logits are kept "
@@ -472,6 +473,10 @@ clinfer_status clinfer_get_embeddings_ith(clinfer_context *c, int32_t i, const f
     if (!c->state.embeddings)
         return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
                             "get_embeddings: the context was made without embeddings");
+    if (c->from_batch)
+        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
+                            "get_embeddings: the last evaluation was a batch; hidden states are "
+                            "kept by clinfer_eval only");
     int64_t at;
     clinfer_status st = eval_token(c, i, "get_embeddings", &at);
     if (st != CLINFER_OK) return st;

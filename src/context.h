@@ -6,6 +6,40 @@
 
 #include "executor.h"
 
+/* Shared by context.c (one sequence: clinfer_eval) and batch.c (several: the batch call and the
+ * sequence operations). */
+struct clinfer_context {
+    clinfer_model *model;
+    /* An instance of the model's backend (backend.h): contexts on one model run at once, each
+     * on its own queue and scratch, reading the shared weights. */
+    clinfer_backend *backend;
+    uint32_t n_ctx, n_batch; /* n_ctx: per sequence */
+    uint32_t n_seq;          /* sequences, each with n_ctx rows of KV cache of its own */
+    uint32_t *seq_len;       /* [n_seq] tokens each holds; clinfer_eval's sequence is 0 */
+    exec_state state;
+    clinfer_buffer **kv_bufs; /* [2 * n_kv_bufs]: K then V of each group of layers */
+    uint32_t n_kv_bufs;
+    exec_plan **plans; /* [n_batch + 1]: the plan for n tokens, built on first use */
+    float *logits;     /* [n_logits][n_vocab]: the last eval's last token, or all (logits_all) */
+    size_t n_logits, logits_cap; /* rows held (0: none since create or reset), allocated */
+    size_t n_logit_rows;         /* EXEC_LOGITS' rows: what one batch may ask for */
+    size_t n_eval;               /* tokens of the last eval, or entries of the last batch */
+    /* from_batch: the last evaluation was clinfer_batch_eval, whose entry i's row of logits is
+     * entry_row[i] (-1: it asked for none) */
+    bool from_batch;
+    int32_t *entry_row;
+    size_t entry_cap;
+    float *embd; /* [n_eval][n_embd] with embeddings: hidden states after the output norm;
+                  * embd_cap rows allocated */
+    size_t embd_cap;
+    exec_profile *profile;        /* when profiling is on or CLINFER_TRACE is set */
+    clinfer_abort_callback abort; /* asked before each chunk (NULL: never) */
+    void *abort_user;
+};
+
+/* Room for rows of logits on the host. */
+clinfer_status clinfer_context_reserve_logits(clinfer_context *c, size_t rows);
+
 typedef struct {
     exec_plan *plan;                /* for the batch's n tokens */
     const clinfer_backend *backend; /* the context's, which runs it */

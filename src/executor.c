@@ -18,6 +18,7 @@ typedef struct {
 
 struct exec_plan {
     int n;
+    bool bound;            /* a layout plan: positions already in its ops */
     size_t n_body;         /* steps up to the last layer */
     size_t n_steps;        /* plus output norm and LM head */
     clinfer_op *walk;      /* n_steps: the ops of the walk under way, at its position */
@@ -25,8 +26,8 @@ struct exec_plan {
     plan_step steps[];
 };
 
-void exec_buffer_sizes(const clinfer_hparams *hp, uint32_t n_ctx, uint32_t n_batch, bool logits_all,
-                       size_t bytes[EXEC_COUNT]) {
+void exec_buffer_sizes(const clinfer_hparams *hp, uint32_t n_ctx, uint32_t n_batch,
+                       size_t logit_rows, size_t bytes[EXEC_COUNT]) {
     size_t n = n_batch, f = sizeof(float);
     size_t q_dim = (size_t)hp->n_head * hp->head_dim, kv_dim = (size_t)hp->n_head_kv * hp->head_dim;
     bool positions = hp->arch->learned_positions;
@@ -37,7 +38,7 @@ void exec_buffer_sizes(const clinfer_hparams *hp, uint32_t n_ctx, uint32_t n_bat
     bytes[EXEC_ATT] = n * q_dim * f;
     bytes[EXEC_FF_A] = (hp->arch->gated_ffn ? 2 : 1) * n * hp->n_ff * f;
     bytes[EXEC_FF_C] = n * hp->n_ff * f;
-    bytes[EXEC_LOGITS] = (logits_all ? n : 1) * hp->n_vocab * f;
+    bytes[EXEC_LOGITS] = logit_rows * hp->n_vocab * f;
     bytes[EXEC_IDS] = (size_t)n_ctx * sizeof(int32_t);
     bytes[EXEC_POS_IDS] = positions ? (size_t)n_ctx * sizeof(int32_t) : 0;
 }
@@ -52,9 +53,11 @@ typedef struct exec_builder {
     clinfer_activations activations; /* exec_state's */
     bool f32_now;                    /* the ops being pushed take f32 x (f32_here) */
     int layer;                       /* of the ops pushed now (-1: embedding, n_layer: head) */
+    const exec_layout *layout;       /* NULL: one sequence, positions bound at run */
 } builder;
 
 void exec_push(builder *b, clinfer_op op, size_t pos_stride) {
+    if (b->layout) pos_stride = 0; /* bound already */
     if (b->steps)
         b->steps[b->count] = (plan_step){.op = op, .pos_stride = pos_stride, .layer = b->layer};
     b->count++;
@@ -222,30 +225,92 @@ void exec_gated_ffn(builder *b, const clinfer_model *m, const exec_state *s, int
     output_projection(b, m, s, &l->ffn_down, act, l->ffn_down_b, l->ffn_post_norm, n);
 }
 
-void exec_attention_block(builder *b, const clinfer_model *m, const exec_state *s, int il, int n) {
+/* Rotation, cache writes and attention of one run of tokens: batch rows [row, row + n) at
+ * positions pos0 .. (bound at run where pos_stride is not 0), whose cache rows start at
+ * cache_row0. */
+typedef struct {
+    int row, n, pos0;
+    size_t cache_row0;
+} attend_run;
+
+static void attend(builder *b, const clinfer_model *m, const exec_state *s, int il, int n_batch,
+                   const attend_run *r) {
     const clinfer_hparams *hp = &m->hp;
-    const clinfer_layer *l = &m->layers[il];
     clinfer_buffer *const *buf = s->buf;
-    size_t kv_dim = (size_t)hp->n_head_kv * hp->head_dim;
-    clinfer_ref x = exec_at(buf[EXEC_X], 0), xn = exec_at(buf[EXEC_XN], 0);
-    size_t q_count = (size_t)n * hp->n_head * hp->head_dim, kv_count = (size_t)n * kv_dim;
-    clinfer_ref q = exec_at(buf[EXEC_QKV], 0), k = exec_at(buf[EXEC_QKV], q_count),
-                v = exec_at(buf[EXEC_QKV], q_count + kv_count);
+    size_t q_dim = (size_t)hp->n_head * hp->head_dim, kv_dim = (size_t)hp->n_head_kv * hp->head_dim;
+    size_t q_count = (size_t)n_batch * q_dim, kv_count = (size_t)n_batch * kv_dim;
+    clinfer_ref q = exec_at(buf[EXEC_QKV], (size_t)r->row * q_dim),
+                k = exec_at(buf[EXEC_QKV], q_count + (size_t)r->row * kv_dim),
+                v = exec_at(buf[EXEC_QKV], q_count + kv_count + (size_t)r->row * kv_dim);
+    clinfer_ref kc = s->k_cache[il], vc = s->v_cache[il];
+    kc.offset += r->cache_row0 * kv_dim;
+    vc.offset += r->cache_row0 * kv_dim;
+    /* where the run's keys and values go */
+    clinfer_ref kw = {kc.buf, kc.offset + (size_t)r->pos0 * kv_dim},
+                vw = {vc.buf, vc.offset + (size_t)r->pos0 * kv_dim};
     layer_attention la = attention_of(hp, il);
     float scale = hp->attn_scale > 0.0f ? hp->attn_scale : 1.0f / sqrtf((float)hp->head_dim);
 
     clinfer_op attention = {.kind = CLINFER_OP_ATTENTION,
                             .attention = {.q = q,
-                                          .k = s->k_cache[il],
-                                          .v = s->v_cache[il],
-                                          .out = exec_at(buf[EXEC_ATT], 0),
+                                          .k = kc,
+                                          .v = vc,
+                                          .out = exec_at(buf[EXEC_ATT], (size_t)r->row * q_dim),
                                           .kv_type = s->kv_type,
-                                          .n = n,
+                                          .n = r->n,
                                           .n_head = (int)hp->n_head,
                                           .n_kv_head = (int)hp->n_head_kv,
                                           .head_dim = (int)hp->head_dim,
+                                          .pos0 = r->pos0,
                                           .window = la.window,
                                           .scale = scale}};
+    if (!hp->n_rot) { /* no rotation to fuse the cache writes into */
+        clinfer_ref caches[2] = {kw, vw};
+        clinfer_ref fresh[2] = {k, v};
+        for (int i = 0; i < 2; i++)
+            exec_push(b,
+                      (clinfer_op){.kind = CLINFER_OP_STORE,
+                                   .store = {.src = fresh[i],
+                                             .dst = caches[i],
+                                             .dst_type = s->kv_type,
+                                             .count = (size_t)r->n * kv_dim}},
+                      kv_dim);
+    } else if (r->n == 1) {
+        /* Decode: the attention launch rotates the token's q and k and fills the caches
+         * itself, one launch less than a separate rope. */
+        attention.attention.rope.n_rot = (int)hp->n_rot;
+        attention.attention.rope.freq_base = la.freq_base;
+        attention.attention.rope.freq_scale = la.freq_scale;
+        attention.attention.rope.neox = hp->rope_neox;
+        attention.attention.rope.k_src = k;
+        attention.attention.rope.v_src = v;
+    } else {
+        /* The launch that rotates the keys also writes them and v into the caches, saving two
+         * store launches. */
+        clinfer_op queries = rope_op(hp, &la, q, r->n, (int)hp->n_head);
+        queries.rope.pos0 = r->pos0;
+        exec_push(b, queries, 0);
+        clinfer_op keys = rope_op(hp, &la, k, r->n, (int)hp->n_head_kv);
+        keys.rope.pos0 = r->pos0;
+        keys.rope.k_dst = kw;
+        keys.rope.v_src = v;
+        keys.rope.v_dst = vw;
+        keys.rope.kv_heads = (int)hp->n_head_kv;
+        keys.rope.kv_type = s->kv_type;
+        exec_push(b, keys, kv_dim);
+    }
+    exec_push(b, attention, 0);
+}
+
+void exec_attention_block(builder *b, const clinfer_model *m, const exec_state *s, int il, int n) {
+    const clinfer_hparams *hp = &m->hp;
+    const clinfer_layer *l = &m->layers[il];
+    clinfer_buffer *const *buf = s->buf;
+    size_t q_count = (size_t)n * hp->n_head * hp->head_dim,
+           kv_count = (size_t)n * hp->n_head_kv * hp->head_dim;
+    clinfer_ref x = exec_at(buf[EXEC_X], 0), xn = exec_at(buf[EXEC_XN], 0);
+    clinfer_ref q = exec_at(buf[EXEC_QKV], 0), k = exec_at(buf[EXEC_QKV], q_count),
+                v = exec_at(buf[EXEC_QKV], q_count + kv_count);
 
     exec_norm(b, hp, x, l->attn_norm, l->attn_norm_b, xn, n);
     exec_matmul(b, &l->wq, xn, q, l->bq, n, false);
@@ -264,45 +329,56 @@ void exec_attention_block(builder *b, const clinfer_model *m, const exec_state *
                                             .d = (int)hp->head_dim,
                                             .eps = hp->norm_eps}},
                       0);
-    if (!hp->n_rot) { /* no rotation to fuse the cache writes into */
-        clinfer_ref caches[2] = {s->k_cache[il], s->v_cache[il]};
-        clinfer_ref fresh[2] = {k, v};
-        for (int i = 0; i < 2; i++)
-            exec_push(b,
-                      (clinfer_op){.kind = CLINFER_OP_STORE,
-                                   .store = {.src = fresh[i],
-                                             .dst = caches[i],
-                                             .dst_type = s->kv_type,
-                                             .count = kv_count}},
-                      kv_dim);
-    } else if (n == 1) {
-        /* Decode: the attention launch rotates the token's q and k and fills the caches
-         * itself, one launch less than a separate rope. */
-        attention.attention.rope.n_rot = (int)hp->n_rot;
-        attention.attention.rope.freq_base = la.freq_base;
-        attention.attention.rope.freq_scale = la.freq_scale;
-        attention.attention.rope.neox = hp->rope_neox;
-        attention.attention.rope.k_src = k;
-        attention.attention.rope.v_src = v;
+    if (!b->layout) {
+        attend(b, m, s, il, n, &(attend_run){0, n, 0, 0});
     } else {
-        /* The launch that rotates the keys also writes them and v into the caches, saving two
-         * store launches. */
-        exec_push(b, rope_op(hp, &la, q, n, (int)hp->n_head), 0);
-        clinfer_op keys = rope_op(hp, &la, k, n, (int)hp->n_head_kv);
-        keys.rope.k_dst = s->k_cache[il];
-        keys.rope.v_src = v;
-        keys.rope.v_dst = s->v_cache[il];
-        keys.rope.kv_heads = (int)hp->n_head_kv;
-        keys.rope.kv_type = s->kv_type;
-        exec_push(b, keys, kv_dim);
+        for (int i = 0; i < b->layout->n_runs; i++) {
+            const exec_run *r = &b->layout->runs[i];
+            attend(b, m, s, il, n, &(attend_run){r->row, r->n, r->pos0, r->cache_row0});
+        }
     }
-    exec_push(b, attention, 0);
     output_projection(b, m, s, &l->wo, exec_at(buf[EXEC_ATT], 0), l->bo, l->attn_post_norm, n);
+}
+
+void exec_position_embed(builder *b, const clinfer_model *m, const exec_state *s, int n) {
+    clinfer_ref ids = exec_at(s->buf[EXEC_POS_IDS], 0);
+    clinfer_ref y = exec_at(s->buf[EXEC_POS], 0);
+    if (!b->layout) {
+        exec_embed(b, &m->pos_embd, ids, y, n, 0.0f);
+        return;
+    }
+    for (int i = 0; i < b->layout->n_runs; i++) {
+        const exec_run *r = &b->layout->runs[i];
+        exec_embed(b, &m->pos_embd, exec_at(ids.buf, (size_t)r->pos0),
+                   exec_at(y.buf, (size_t)r->row * m->hp.n_embd), r->n, 0.0f);
+    }
+}
+
+/* A layout plan's head: the output norm of each run of consecutive out_rows into the next rows
+ * of EXEC_XN, then the LM head over those n_out rows. */
+static void layout_head(builder *b, const clinfer_model *m, const exec_state *s) {
+    const exec_layout *l = b->layout;
+    size_t d = m->hp.n_embd;
+    if (!l->n_out) return;
+    for (int j = 0; j < l->n_out;) {
+        int len = 1;
+        while (j + len < l->n_out && l->out_rows[j + len] == l->out_rows[j] + len)
+            len++;
+        exec_norm(b, &m->hp, exec_at(s->buf[EXEC_X], (size_t)l->out_rows[j] * d), m->output_norm,
+                  m->output_norm_b, exec_at(s->buf[EXEC_XN], (size_t)j * d), len);
+        j += len;
+    }
+    exec_matmul(b, &m->output, exec_at(s->buf[EXEC_XN], 0), exec_at(s->buf[EXEC_LOGITS], 0),
+                (clinfer_ref){0}, l->n_out, false);
 }
 
 /* Output norm and LM head over the last token's row, or every row with logits_all; the norm
  * over every row with embeddings (the head then reads the last normed row). */
 static void head(builder *b, const clinfer_model *m, const exec_state *s, int n) {
+    if (b->layout) {
+        layout_head(b, m, s);
+        return;
+    }
     int rows = s->logits_all ? n : 1, normed = s->logits_all || s->embeddings ? n : 1;
     size_t d = m->hp.n_embd;
     exec_norm(b, &m->hp, exec_at(s->buf[EXEC_X], (size_t)(n - normed) * d), m->output_norm,
@@ -341,7 +417,12 @@ static size_t build(builder *b, const clinfer_model *m, const exec_state *s, int
 
 clinfer_status exec_plan_build(const clinfer_model *m, const exec_state *s, int n,
                                exec_plan **out) {
-    builder counter = {.activations = s->activations};
+    return exec_plan_build_layout(m, s, n, NULL, out);
+}
+
+clinfer_status exec_plan_build_layout(const clinfer_model *m, const exec_state *s, int n,
+                                      const exec_layout *layout, exec_plan **out) {
+    builder counter = {.activations = s->activations, .layout = layout};
     build(&counter, m, s, n);
     exec_plan *p = calloc(1, sizeof *p + counter.count * sizeof(plan_step));
     if (p) p->walk = malloc(counter.count * sizeof *p->walk);
@@ -351,8 +432,9 @@ clinfer_status exec_plan_build(const clinfer_model *m, const exec_state *s, int 
         return clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "executor: no memory for a plan of %zu ops",
                             counter.count);
     }
-    builder filler = {p->steps, p->w_type, 0, s->activations, false, 0};
+    builder filler = {p->steps, p->w_type, 0, s->activations, false, 0, layout};
     p->n = n;
+    p->bound = layout != NULL;
     p->n_body = build(&filler, m, s, n);
     p->n_steps = filler.count;
     *out = p;
@@ -376,6 +458,7 @@ double exec_now_ms(void) {
 /* Step i's op at position pos0. */
 static clinfer_op step_op(const exec_plan *p, size_t i, int pos0) {
     clinfer_op op = p->steps[i].op;
+    if (p->bound) return op;
     size_t shift = (size_t)pos0 * p->steps[i].pos_stride;
     switch (op.kind) {
     case CLINFER_OP_ROPE:

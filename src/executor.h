@@ -25,21 +25,22 @@ typedef enum {
     EXEC_FF_A,    /* [n][n_ff] gate, then [n][n_ff] up (gpt2: up only); for one token both
                    * are one row, which one matmul over the stacked weight writes */
     EXEC_FF_C,    /* [n][n_ff] activated */
-    EXEC_LOGITS,  /* [n_vocab] of the last token; with logits_all [n][n_vocab], every token's */
+    EXEC_LOGITS,  /* [n_vocab] of the last token; with logits_all [n][n_vocab], every token's;
+                   * a layout plan's [n_out][n_vocab] */
     EXEC_IDS,     /* [n_ctx] int32: the sequence's token ids, written once per eval */
     EXEC_POS_IDS, /* [n_ctx] int32 0 .. n_ctx - 1: gpt2's position_embd rows; unused otherwise */
     EXEC_COUNT
 } exec_buffer_id;
 
-/* Bytes of each activation buffer (0: not needed by this architecture); logits_all: logits for
- * every token of a batch, not only the last. */
-void exec_buffer_sizes(const clinfer_hparams *hp, uint32_t n_ctx, uint32_t n_batch, bool logits_all,
-                       size_t bytes[EXEC_COUNT]);
+/* Bytes of each activation buffer (0: not needed by this architecture); logit_rows: the rows of
+ * logits one batch may ask for (1: the last token's only). */
+void exec_buffer_sizes(const clinfer_hparams *hp, uint32_t n_ctx, uint32_t n_batch,
+                       size_t logit_rows, size_t bytes[EXEC_COUNT]);
 
 /* What a plan reads and writes besides the model's weights. */
 typedef struct {
     clinfer_buffer *buf[EXEC_COUNT];
-    clinfer_ref *k_cache, *v_cache;  /* n_layer each: [n_ctx][n_head_kv][head_dim] */
+    clinfer_ref *k_cache, *v_cache;  /* n_layer each: [n_seq][n_ctx][n_head_kv][head_dim] */
     clinfer_dtype kv_type;           /* CLINFER_DT_F16 or CLINFER_DT_F32 */
     clinfer_activations activations; /* which matmuls take x_q8 (clinfer_context_params) */
     bool logits_all;                 /* the head runs over every token (clinfer_context_params) */
@@ -54,6 +55,27 @@ double exec_now_ms(void);
 clinfer_status exec_plan_build(const clinfer_model *model, const exec_state *state, int n,
                                exec_plan **out);
 void exec_plan_free(exec_plan *plan);
+
+/* A batch of tokens of several sequences (src/batch.c): batch rows [row, row + n) are tokens of
+ * one sequence at positions pos0 .. pos0 + n - 1, whose KV cache rows start at cache_row0 (each
+ * sequence owns n_ctx rows). Matmuls and norms run over all the batch's rows at once; rotation,
+ * cache writes and attention once per run. */
+typedef struct {
+    int row, n, pos0;
+    size_t cache_row0;
+} exec_run;
+typedef struct {
+    const exec_run *runs;
+    int n_runs;
+    const int *out_rows; /* ascending batch rows whose logits the head computes, into
+                          * EXEC_LOGITS rows 0 .. n_out - 1 */
+    int n_out;
+} exec_layout;
+
+/* A plan for exactly this layout, its positions bound: exec_plan_run's pos0 is not looked at,
+ * and with_logits runs the head over out_rows (none where n_out is 0). */
+clinfer_status exec_plan_build_layout(const clinfer_model *model, const exec_state *state, int n,
+                                      const exec_layout *layout, exec_plan **out);
 
 /* Enqueues the plan on be (the context's backend, holding the state's buffers) for a batch whose
  * first token sits at position pos0; with_logits adds the output norm and LM head (the last

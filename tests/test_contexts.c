@@ -20,12 +20,8 @@
 
 static void decode_at_once(const char *path, clinfer_backend_kind kind, clinfer_toggle graph,
                            const char *what) {
-    clinfer_model_params p;
-    clinfer_model_params_default(&p);
-    p.backend = kind;
-    p.options.graph = graph;
     clinfer_model *m = NULL;
-    EXPECT_OK(clinfer_model_load(path, &p, &m));
+    EXPECT_OK(tiny_model_load(path, kind, graph, &m));
     if (!m) return;
     size_t n = (size_t)(N_DECODE + 1) * tiny_model_n_vocab();
     tiny_model_job jobs[THREADS + 1];

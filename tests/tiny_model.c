@@ -252,6 +252,15 @@ clinfer_status tiny_model_decode(clinfer_model *m, const clinfer_context_params 
     return st;
 }
 
+clinfer_status tiny_model_load(const char *path, clinfer_backend_kind kind, clinfer_toggle graph,
+                               clinfer_model **out) {
+    clinfer_model_params p;
+    clinfer_model_params_default(&p);
+    p.backend = kind;
+    p.options.graph = graph;
+    return clinfer_model_load(path, &p, out);
+}
+
 void *tiny_model_run_job(void *arg) {
     tiny_model_job *j = arg;
     j->st = tiny_model_decode(j->model, NULL, j->n_prompt, j->n_decode, j->logits);

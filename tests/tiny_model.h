@@ -29,11 +29,16 @@ typedef struct {
 /* n_embd 64 (256 for the K types, whose rows are 256-element super-blocks), 2 layers, 4 heads,
  * 2 KV heads (gpt2: 4), n_ff 128 (256 for K types), context 128, rope base 10000. gemma3: 3
  * layers (sliding_window_pattern 3: 2 local, the last global), 1 KV head, a sliding window of 4,
- * rope base 1e6 (10000 on the local layers). arch "mistral" is llama with a sliding window of 4 on every layer. */
+ * rope base 1e6 (10000 on the local layers). arch "mistral" is llama with a sliding window of 4 on
+ * every layer. */
 void tiny_model_default(tiny_model_spec *spec, const char *arch, clinfer_dtype type);
 
 /* The vocabulary size of every tiny model. */
 uint32_t tiny_model_n_vocab(void);
+
+/* Loads a model on backend kind with graph launches as graph says. */
+clinfer_status tiny_model_load(const char *path, clinfer_backend_kind kind, clinfer_toggle graph,
+                               clinfer_model **out);
 
 /* Writes the model; 0 on success, -1 on failure (message on stderr). */
 int tiny_model_write(const tiny_model_spec *spec, const char *path);
