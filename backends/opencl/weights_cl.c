@@ -2,7 +2,8 @@
  * upload (clinfer_block_split, from the type table), rows split over several allocations where one
  * array would exceed the device's (or CLINFER_MAX_ALLOC's) limit, Q8_0/Q4_0/Q4_1 rows interleaved
  * by 16 where the device built matvec_q8_il (PoCL on an AVX2 host), and on CPU devices the arrays
- * placed as sub-buffers of a few large arenas. */
+ * placed as sub-buffers of a few large arenas. f32/f16 rows of a mapped model file are not
+ * copied on devices that share host memory: the buffers are made on the mapping. */
 #include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -104,11 +105,72 @@ size_t cl_stored_row_bytes(const clinfer_block_split *l, int il, int k) {
     return (size_t)k / blk_elems(l) * (l->s_bytes ? l->q_len + scale_bytes(l, il) : blk_bytes(l));
 }
 
-/* Uploads bytes of host data as a weight array: a sub-buffer of an arena where weights go to
- * arenas (a new arena when the one being filled lacks room), else a buffer of its own. */
+void cl_weight_host_data(cl_backend_ctx *b, const void *base, size_t size) {
+    b->mm->host = base;
+    b->mm->host_size = size;
+}
+
+/* Whether bytes of host data are used where they lie: inside the declared host data, on a
+ * device that reads host memory directly. */
+static bool in_place(const cl_backend_ctx *b, const void *host, size_t bytes) {
+    const struct cl_matmul_state *s = b->mm;
+    const uint8_t *p = host;
+    return s->host_unified && s->host && p >= s->host && bytes <= s->host_size &&
+           (size_t)(p - s->host) <= s->host_size - bytes;
+}
+
+/* Places an array of the declared host data without copying it: its own CL_MEM_USE_HOST_PTR
+ * buffer, or where weights go to arenas a sub-buffer of a window, such a buffer over up to
+ * ARENA_BYTES of the host data that graph launches take as an arena. A window starts at its
+ * first array; later ones join it while their distance from its start is a multiple of the
+ * sub-buffer alignment (PoCL takes host pointers of any alignment, sub-buffers only at
+ * CL_DEVICE_MEM_BASE_ADDR_ALIGN) and they end inside it. */
+static clinfer_status place_in_place(cl_backend_ctx *b, size_t bytes, const void *host,
+                                     weight_array *a) {
+    struct cl_matmul_state *s = b->mm;
+    const uint8_t *p = host;
+    void *ptr = (void *)(uintptr_t)host;
+    cl_mem_flags flags = CL_MEM_READ_ONLY | CL_MEM_USE_HOST_PTR;
+    if (!s->arenas) return cl_create_buffer(b, flags, bytes, ptr, &a->mem);
+    cl_arena *w = s->window;
+    const uint8_t *base = w ? (const uint8_t *)w->base : NULL;
+    if (!w || p < base || (size_t)(p - base) % s->align || (size_t)(p - base) + bytes > w->size) {
+        size_t size = bytes > ARENA_BYTES ? bytes : ARENA_BYTES;
+        size_t left = s->host_size - (size_t)(p - s->host);
+        if (size > left) size = left;
+        if (size > cl_alloc_limit(b)) size = bytes; /* parts never exceed the limit */
+        cl_arena *arena = calloc(1, sizeof *arena);
+        if (!arena) return clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "OpenCL matmul: window");
+        clinfer_status st = cl_create_buffer(b, flags, size, ptr, &arena->mem);
+        if (st != CLINFER_OK) {
+            free(arena);
+            return st;
+        }
+        arena->size = arena->used = size;
+        arena->base = host;
+        arena->holders = 1; /* the state's, while arrays join it */
+        if (w) cl_release_arena(w);
+        s->window = w = arena;
+        base = p;
+    }
+    cl_int err = CL_SUCCESS;
+    cl_buffer_region region = {(size_t)(p - base), bytes};
+    a->mem = clCreateSubBuffer(w->mem, CL_MEM_READ_ONLY, CL_BUFFER_CREATE_TYPE_REGION, &region,
+                               &err);
+    if (err != CL_SUCCESS) return cl_error(err, "placing a weight array in a window");
+    w->holders++;
+    a->arena = w;
+    a->offset = region.origin;
+    return CLINFER_OK;
+}
+
+/* Uploads bytes of host data as a weight array: in place where in_place says so, a sub-buffer
+ * of an arena where weights go to arenas (a new arena when the one being filled lacks room),
+ * else a buffer of its own. */
 static clinfer_status place(cl_backend_ctx *b, size_t bytes, const void *host, weight_array *a) {
     struct cl_matmul_state *s = b->mm;
     void *src = (void *)(uintptr_t)host;
+    if (in_place(b, host, bytes)) return place_in_place(b, bytes, host, a);
     if (!s->arenas)
         return cl_create_buffer(b, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, bytes, src, &a->mem);
     size_t at = s->filling ? cl_round_up(s->filling->used, s->align) : 0;
@@ -241,8 +303,14 @@ clinfer_status cl_weight_create(cl_backend_ctx *b, clinfer_dtype type, int m, in
         CHECK(upload_part(b, l, data, k, il, p));
     }
     buf->weight = w;
-    buf->head = (clinfer_buffer_head){
-        .bytes = (size_t)m * cl_stored_row_bytes(l, il, k), .weight = true, .m = m, .k = k};
+    buf->head = (clinfer_buffer_head){.bytes = (size_t)m * cl_stored_row_bytes(l, il, k),
+                                      .weight = true,
+                                      /* f32/f16 parts are the GGUF rows: see upload_part */
+                                      .in_place = !l->s_bytes &&
+                                                  in_place(b, data, (size_t)m * blk_bytes(l) *
+                                                                        ((size_t)k / blk_elems(l))),
+                                      .m = m,
+                                      .k = k};
     *out = buf;
     return CLINFER_OK;
 cleanup:
