@@ -20,8 +20,8 @@ typedef struct clinfer_buffer clinfer_buffer;
 typedef struct clinfer_backend clinfer_backend;
 
 typedef struct {
-    size_t bytes; /* its size (weights: as stored) */
-    bool weight;  /* made by weight_create (then m rows of k elements) */
+    size_t bytes;  /* its size (weights: as stored) */
+    bool weight;   /* made by weight_create (then m rows of k elements) */
     bool in_place; /* a weight that reads the caller's data where it lies (see host_data) */
     int m, k;
 } clinfer_buffer_head;

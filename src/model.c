@@ -214,7 +214,8 @@ clinfer_matrix clinfer_rows_of(const clinfer_matrix *whole, int row0, int m) {
 static bool adjacent(const gguf_tensor *const *t, const uint32_t *rows, size_t n,
                      size_t row_bytes) {
     for (size_t j = 1; j < n; j++)
-        if ((const uint8_t *)t[j]->data != (const uint8_t *)t[j - 1]->data + rows[j - 1] * row_bytes)
+        if ((const uint8_t *)t[j]->data !=
+            (const uint8_t *)t[j - 1]->data + rows[j - 1] * row_bytes)
             return false;
     return true;
 }

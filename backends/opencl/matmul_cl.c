@@ -126,7 +126,7 @@ clinfer_status cl_matmul_init(cl_backend_ctx *b) {
                                    &align_bits, NULL),
                    "clGetDeviceInfo(CL_DEVICE_MEM_BASE_ADDR_ALIGN)"));
     s->align = align_bits >= 8 ? align_bits / 8 : 1;
-    s->arenas = b->info.type == CLINFER_DEVICE_CPU;     /* for graph launches */
+    s->arenas = b->info.type == CLINFER_DEVICE_CPU; /* for graph launches */
     cl_bool unified = CL_FALSE; /* deprecated in OpenCL 2.0, still answered; false on error */
     clGetDeviceInfo(b->device, CL_DEVICE_HOST_UNIFIED_MEMORY, sizeof unified, &unified, NULL);
     s->host_unified = unified == CL_TRUE;
