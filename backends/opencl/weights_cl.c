@@ -76,10 +76,15 @@ static void split_blocks(const clinfer_block_split *l, const uint8_t *data, size
  * into rows interleaved by 16 (word_at in cl/weights.clh). */
 static void interleave16(const uint8_t *src, uint8_t *dst, size_t rows, size_t nb, size_t w,
                          size_t size) {
-    for (size_t r = 0; r < rows; r++)
-        for (size_t i = 0; i < nb * w; i++) /* block i / w, word i % w */
-            memcpy(dst + (((r / 16 * nb) * w + i) * 16 + r % 16) * size,
-                   src + (r * nb * w + i) * size, size);
+    size_t words = nb * w, row = words * size; /* word i: block i / w, word i % w */
+    /* dst in order, 16 rows' word i after another; constant-size copies inline (size 2 or 4) */
+    for (size_t g = 0; g < rows / 16; g++, src += 16 * row)
+        for (size_t i = 0; i < words; i++)
+            for (size_t r = 0; r < 16; r++, dst += size)
+                if (size == 4)
+                    memcpy(dst, src + r * row + i * 4, 4);
+                else
+                    memcpy(dst, src + r * row + i * size, size);
 }
 
 /* The scales of rows [row0, row0 + rows) as they are in the GGUF blocks (f16: Q8_0 and Q4_0 d,
