@@ -20,8 +20,9 @@ typedef struct clinfer_buffer clinfer_buffer;
 typedef struct clinfer_backend clinfer_backend;
 
 typedef struct {
-    size_t bytes; /* its size (weights: as stored) */
-    bool weight;  /* made by weight_create (then m rows of k elements) */
+    size_t bytes;  /* its size (weights: as stored) */
+    bool weight;   /* made by weight_create (then m rows of k elements) */
+    bool in_place; /* a weight that reads the caller's data where it lies (see host_data) */
     int m, k;
 } clinfer_buffer_head;
 
@@ -235,6 +236,11 @@ typedef struct clinfer_backend_i {
      * devices a whole decode step in one), with the results of running them one by one;
      * *taken says how many (0: none, and nothing is enqueued: the caller runs ops[0] alone). */
     clinfer_status (*op_run)(void *ctx, const clinfer_op *ops, size_t n, size_t *taken);
+    /* Optional (NULL: weights are always copied): declares that host memory [base, base + size)
+     * (a mapped model file) stays readable and unchanged until this backend is destroyed, so
+     * weight_create may use data inside it in place instead of copying it; such weights have
+     * head.in_place set, and the caller must keep those pages (no madvise DONTNEED). */
+    void (*host_data)(void *ctx, const void *base, size_t size);
 } clinfer_backend_i;
 
 #define CLINFER_BACKEND_API 1

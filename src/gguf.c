@@ -397,6 +397,13 @@ void gguf_release(const gguf_file *f, const void *ptr, size_t len) {
     if (lo < hi) madvise((void *)lo, hi - lo, MADV_DONTNEED);
 }
 
+bool gguf_mapping(const gguf_file *f, const void **base, size_t *size) {
+    if (!f || !f->map) return false;
+    *base = f->map;
+    *size = f->size;
+    return true;
+}
+
 void gguf_close(gguf_file *f) {
     if (!f) return;
     for (size_t i = 0; f->kvs && i < f->kv_cap; i++)

@@ -63,6 +63,10 @@ void gguf_close(gguf_file *f);
  * stay readable. No effect on files opened from memory or on pointers outside the mapping. */
 void gguf_release(const gguf_file *f, const void *ptr, size_t len);
 
+/* The file's mapping (gguf_open), which lives until gguf_close; false for files opened from
+ * memory. */
+bool gguf_mapping(const gguf_file *f, const void **base, size_t *size);
+
 uint32_t gguf_version(const gguf_file *f);
 uint64_t gguf_file_size(const gguf_file *f);
 

@@ -188,7 +188,9 @@ clinfer_status clinfer_upload_rows(clinfer_loader *ld, const gguf_tensor *t, con
                              clinfer_dtype_name(t->type), rows, k);
         return st;
     }
-    gguf_release(m->gguf, data, (size_t)rows * row_bytes); /* the backend holds a copy now */
+    /* every backend's buffer starts with its head (backend.h) */
+    if (!((const clinfer_buffer_head *)out->w)->in_place) /* the backend holds a copy now */
+        gguf_release(m->gguf, data, (size_t)rows * row_bytes);
     out->type = t->type;
     out->m = rows;
     out->k = k;
@@ -208,6 +210,17 @@ clinfer_matrix clinfer_rows_of(const clinfer_matrix *whole, int row0, int m) {
     return (clinfer_matrix){whole->w, whole->type, m, whole->k, row0};
 }
 
+/* Whether the n tensors' rows follow one another in the file: then they are stacked as they
+ * lie, with no copy. */
+static bool adjacent(const gguf_tensor *const *t, const uint32_t *rows, size_t n,
+                     size_t row_bytes) {
+    for (size_t j = 1; j < n; j++)
+        if ((const uint8_t *)t[j]->data !=
+            (const uint8_t *)t[j - 1]->data + rows[j - 1] * row_bytes)
+            return false;
+    return true;
+}
+
 clinfer_status clinfer_load_stacked(clinfer_loader *ld, const char *const *names,
                                     const uint32_t *rows, size_t n, uint32_t k,
                                     clinfer_matrix *const *out) {
@@ -225,18 +238,16 @@ clinfer_status clinfer_load_stacked(clinfer_loader *ld, const char *const *names
             continue;
         }
         if (!ld->upload) continue;
-        if (!(host = malloc(total * row_bytes)))
-            CHECK(clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "model: %zu bytes to stack '%s'",
-                               total * row_bytes, names[i]));
-        size_t at = 0;
-        for (size_t j = i; j < end; j++) {
-            memcpy(host + at * row_bytes, t[j]->data, rows[j] * row_bytes);
-            gguf_release(ld->m->gguf, t[j]->data, rows[j] * row_bytes);
-            at += rows[j];
-        }
         gguf_tensor stacked = *t[i];
         stacked.ne[1] = (int64_t)total;
-        stacked.data = host;
+        if (!adjacent(t + i, rows + i, end - i, row_bytes) &&
+            !(stacked.data = host = malloc(total * row_bytes)))
+            CHECK(clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "model: %zu bytes to stack '%s'",
+                               total * row_bytes, names[i]));
+        for (size_t j = i, at = 0; host && j < end; at += rows[j++]) {
+            memcpy(host + at * row_bytes, t[j]->data, rows[j] * row_bytes);
+            gguf_release(ld->m->gguf, t[j]->data, rows[j] * row_bytes);
+        }
         CHECK(clinfer_upload_rows(ld, &stacked, names[i], 0, (int)total, out[i]));
         free(host);
         host = NULL;
@@ -442,6 +453,10 @@ clinfer_status clinfer_model_load(const char *path, const clinfer_model_params *
     size_t n_vectors = 0;
     CHECK(check_tensors(m, &n_vectors));
     CHECK(create_backend(m, params));
+    const void *map = NULL;
+    size_t map_size = 0;
+    if (m->backend->i->host_data && gguf_mapping(m->gguf, &map, &map_size))
+        m->backend->i->host_data(m->backend->ctx, map, map_size);
     CHECK(upload_tensors(m, n_vectors, params));
     if (m->verbose) {
         const clinfer_hparams *hp = &m->hp;

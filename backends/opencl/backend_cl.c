@@ -177,6 +177,10 @@ static clinfer_status cl_weight_create_i(void *ctx, clinfer_dtype type, int m, i
     return st;
 }
 
+static void cl_host_data_i(void *ctx, const void *base, size_t size) {
+    cl_weight_host_data(ctx, base, size);
+}
+
 /* The test hook CLINFER_FAULT="corrupt-<op>:N:V" (fault.h): V over the op's first output, as a
  * kernel gone wrong would leave it. */
 static clinfer_status corrupt_output(cl_backend_ctx *b, const clinfer_op *op) {
@@ -311,6 +315,7 @@ static const clinfer_backend_i cl_interface = {
     .timing_collect = cl_timing_collect,
     .instance = cl_instance,
     .memory = cl_memory,
+    .host_data = cl_host_data_i,
 };
 
 /* What a backend and its instances each have: a queue (timing kernels where a context made now

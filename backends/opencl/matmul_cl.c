@@ -126,7 +126,10 @@ clinfer_status cl_matmul_init(cl_backend_ctx *b) {
                                    &align_bits, NULL),
                    "clGetDeviceInfo(CL_DEVICE_MEM_BASE_ADDR_ALIGN)"));
     s->align = align_bits >= 8 ? align_bits / 8 : 1;
-    s->arenas = b->info.type == CLINFER_DEVICE_CPU;     /* for graph launches */
+    s->arenas = b->info.type == CLINFER_DEVICE_CPU; /* for graph launches */
+    cl_bool unified = CL_FALSE; /* deprecated in OpenCL 2.0, still answered; false on error */
+    clGetDeviceInfo(b->device, CL_DEVICE_HOST_UNIFIED_MEMORY, sizeof unified, &unified, NULL);
+    s->host_unified = unified == CL_TRUE;
     if (s->cpu && b->info.type == CLINFER_DEVICE_CPU) { /* see norm_fusable */
         cl_int zero = 0;
         CHECK(cl_create_buffer(b, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, sizeof zero, &zero,
@@ -161,6 +164,7 @@ void cl_matmul_free(cl_backend_ctx *b) {
         if (bufs[i]->mem) clReleaseMemObject(bufs[i]->mem);
     if (s->done) clReleaseMemObject(s->done);
     if (s->filling) cl_release_arena(s->filling); /* weights still alive keep their arena */
+    if (s->window) cl_release_arena(s->window);
     cl_kernel rounding[] = {s->quantize, s->rmsnorm_q8, s->glu_q8};
     for (size_t i = 0; i < sizeof rounding / sizeof rounding[0]; i++)
         if (rounding[i]) clReleaseKernel(rounding[i]);

@@ -52,6 +52,7 @@ typedef struct {
  * in it nor the state, while it is the one being filled. */
 typedef struct cl_arena {
     cl_mem mem;
+    const void *base; /* a window on host data (place_in_place): the host memory it is */
     size_t size, used;
     int holders;
 } cl_arena;
@@ -89,6 +90,12 @@ struct cl_matmul_state {
     cl_arena *filling; /* weights go to arenas (CPU devices): the one being filled, or NULL */
     int arenas;
     size_t align; /* CL_DEVICE_MEM_BASE_ADDR_ALIGN in bytes: where sub-buffers may start */
+    /* Host data weights may use in place (host_data), on devices that share host memory; the
+     * window of it that arrays are placed in now (an arena over the host memory), or NULL. */
+    const uint8_t *host;
+    size_t host_size;
+    int host_unified;
+    cl_arena *window;
 };
 
 struct cl_weight {
@@ -113,6 +120,8 @@ typedef struct {
 uint64_t cl_alloc_limit(const cl_backend_ctx *b);
 size_t cl_stored_row_bytes(const clinfer_block_split *l, int il, int k);
 void cl_release_arena(cl_arena *arena); /* drops a holder; the last releases it */
+/* Declares host memory that weights may use in place (the backend's host_data). */
+void cl_weight_host_data(cl_backend_ctx *b, const void *base, size_t size);
 
 /* matmul_cl.c: err as a status naming what; a buffer of bytes (from host with
  * CL_MEM_COPY_HOST_PTR); matvec.cl built for type (once; what its weights' layout needs). */

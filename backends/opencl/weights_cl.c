@@ -2,7 +2,8 @@
  * upload (clinfer_block_split, from the type table), rows split over several allocations where one
  * array would exceed the device's (or CLINFER_MAX_ALLOC's) limit, Q8_0/Q4_0/Q4_1 rows interleaved
  * by 16 where the device built matvec_q8_il (PoCL on an AVX2 host), and on CPU devices the arrays
- * placed as sub-buffers of a few large arenas. */
+ * placed as sub-buffers of a few large arenas. f32/f16 rows of a mapped model file are not
+ * copied on devices that share host memory: the buffers are made on the mapping. */
 #include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -75,10 +76,15 @@ static void split_blocks(const clinfer_block_split *l, const uint8_t *data, size
  * into rows interleaved by 16 (word_at in cl/weights.clh). */
 static void interleave16(const uint8_t *src, uint8_t *dst, size_t rows, size_t nb, size_t w,
                          size_t size) {
-    for (size_t r = 0; r < rows; r++)
-        for (size_t i = 0; i < nb * w; i++) /* block i / w, word i % w */
-            memcpy(dst + (((r / 16 * nb) * w + i) * 16 + r % 16) * size,
-                   src + (r * nb * w + i) * size, size);
+    size_t words = nb * w, row = words * size; /* word i: block i / w, word i % w */
+    /* dst in order, 16 rows' word i after another; constant-size copies inline (size 2 or 4) */
+    for (size_t g = 0; g < rows / 16; g++, src += 16 * row)
+        for (size_t i = 0; i < words; i++)
+            for (size_t r = 0; r < 16; r++, dst += size)
+                if (size == 4)
+                    memcpy(dst, src + r * row + i * 4, 4);
+                else
+                    memcpy(dst, src + r * row + i * size, size);
 }
 
 /* The scales of rows [row0, row0 + rows) as they are in the GGUF blocks (f16: Q8_0 and Q4_0 d,
@@ -104,37 +110,98 @@ size_t cl_stored_row_bytes(const clinfer_block_split *l, int il, int k) {
     return (size_t)k / blk_elems(l) * (l->s_bytes ? l->q_len + scale_bytes(l, il) : blk_bytes(l));
 }
 
-/* Uploads bytes of host data as a weight array: a sub-buffer of an arena where weights go to
- * arenas (a new arena when the one being filled lacks room), else a buffer of its own. */
-static clinfer_status place(cl_backend_ctx *b, size_t bytes, const void *host, weight_array *a) {
+void cl_weight_host_data(cl_backend_ctx *b, const void *base, size_t size) {
+    b->mm->host = base;
+    b->mm->host_size = size;
+}
+
+/* Whether bytes of host data are used where they lie: inside the declared host data, on a
+ * device that reads host memory directly. */
+static bool in_place(const cl_backend_ctx *b, const void *host, size_t bytes) {
+    const struct cl_matmul_state *s = b->mm;
+    const uint8_t *p = host;
+    return s->host_unified && s->host && p >= s->host && bytes <= s->host_size &&
+           (size_t)(p - s->host) <= s->host_size - bytes;
+}
+
+/* Places an array of the declared host data without copying it: its own CL_MEM_USE_HOST_PTR
+ * buffer, or where weights go to arenas a sub-buffer of a window, such a buffer over up to
+ * ARENA_BYTES of the host data that graph launches take as an arena. A window starts at its
+ * first array; later ones join it while their distance from its start is a multiple of the
+ * sub-buffer alignment (PoCL takes host pointers of any alignment, sub-buffers only at
+ * CL_DEVICE_MEM_BASE_ADDR_ALIGN) and they end inside it. */
+static clinfer_status place_in_place(cl_backend_ctx *b, size_t bytes, const void *host,
+                                     weight_array *a) {
     struct cl_matmul_state *s = b->mm;
-    void *src = (void *)(uintptr_t)host;
-    if (!s->arenas)
-        return cl_create_buffer(b, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, bytes, src, &a->mem);
-    size_t at = s->filling ? cl_round_up(s->filling->used, s->align) : 0;
-    if (!s->filling || at + bytes > s->filling->size) {
-        uint64_t size = bytes > ARENA_BYTES ? bytes : ARENA_BYTES;
-        if (size > cl_alloc_limit(b)) size = cl_alloc_limit(b); /* parts never exceed it */
+    const uint8_t *p = host;
+    void *ptr = (void *)(uintptr_t)host;
+    cl_mem_flags flags = CL_MEM_READ_ONLY | CL_MEM_USE_HOST_PTR;
+    if (!s->arenas) return cl_create_buffer(b, flags, bytes, ptr, &a->mem);
+    cl_arena *w = s->window;
+    const uint8_t *base = w ? (const uint8_t *)w->base : NULL;
+    if (!w || p < base || (size_t)(p - base) % s->align || (size_t)(p - base) + bytes > w->size) {
+        size_t size = bytes > ARENA_BYTES ? bytes : ARENA_BYTES;
+        size_t left = s->host_size - (size_t)(p - s->host);
+        if (size > left) size = left;
+        if (size > cl_alloc_limit(b)) size = bytes; /* parts never exceed the limit */
         cl_arena *arena = calloc(1, sizeof *arena);
-        if (!arena) return clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "OpenCL matmul: arena");
-        clinfer_status st = cl_create_buffer(b, CL_MEM_READ_ONLY, size, NULL, &arena->mem);
+        if (!arena) return clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "OpenCL matmul: window");
+        clinfer_status st = cl_create_buffer(b, flags, size, ptr, &arena->mem);
         if (st != CLINFER_OK) {
             free(arena);
             return st;
         }
-        arena->size = size;
-        arena->holders = 1; /* the state's, while it fills it */
-        if (s->filling) cl_release_arena(s->filling);
-        s->filling = arena;
+        arena->size = arena->used = size;
+        arena->base = host;
+        arena->holders = 1; /* the state's, while arrays join it */
+        if (w) cl_release_arena(w);
+        s->window = w = arena;
+        base = p;
+    }
+    cl_int err = CL_SUCCESS;
+    cl_buffer_region region = {(size_t)(p - base), bytes};
+    a->mem =
+        clCreateSubBuffer(w->mem, CL_MEM_READ_ONLY, CL_BUFFER_CREATE_TYPE_REGION, &region, &err);
+    if (err != CL_SUCCESS) return cl_error(err, "placing a weight array in a window");
+    w->holders++;
+    a->arena = w;
+    a->offset = region.origin;
+    return CLINFER_OK;
+}
+
+/* A new arena of size bytes for s->filling. */
+static clinfer_status new_arena(cl_backend_ctx *b, uint64_t size) {
+    struct cl_matmul_state *s = b->mm;
+    cl_arena *arena = calloc(1, sizeof *arena);
+    if (!arena) return clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "OpenCL matmul: arena");
+    clinfer_status st = cl_create_buffer(b, CL_MEM_READ_ONLY, (size_t)size, NULL, &arena->mem);
+    if (st != CLINFER_OK) {
+        free(arena);
+        return st;
+    }
+    arena->size = (size_t)size;
+    arena->holders = 1; /* the state's, while it fills it */
+    if (s->filling) cl_release_arena(s->filling);
+    s->filling = arena;
+    return CLINFER_OK;
+}
+
+/* Makes a a sub-buffer of bytes in the arena being filled (a new arena when it lacks room). */
+static clinfer_status reserve(cl_backend_ctx *b, size_t bytes, weight_array *a) {
+    struct cl_matmul_state *s = b->mm;
+    size_t at = s->filling ? cl_round_up(s->filling->used, s->align) : 0;
+    if (!s->filling || at + bytes > s->filling->size) {
+        uint64_t size = bytes > ARENA_BYTES ? bytes : ARENA_BYTES;
+        if (size > cl_alloc_limit(b)) size = cl_alloc_limit(b); /* parts never exceed it */
+        clinfer_status st = new_arena(b, size);
+        if (st != CLINFER_OK) return st;
         at = 0;
     }
     cl_arena *arena = s->filling;
-    cl_int err =
-        clEnqueueWriteBuffer(b->queue, arena->mem, CL_TRUE, at, bytes, host, 0, NULL, NULL);
+    cl_int err = CL_SUCCESS;
     cl_buffer_region region = {at, bytes};
-    if (err == CL_SUCCESS)
-        a->mem = clCreateSubBuffer(arena->mem, CL_MEM_READ_ONLY, CL_BUFFER_CREATE_TYPE_REGION,
-                                   &region, &err);
+    a->mem = clCreateSubBuffer(arena->mem, CL_MEM_READ_ONLY, CL_BUFFER_CREATE_TYPE_REGION, &region,
+                               &err);
     if (err != CL_SUCCESS) return cl_error(err, "placing a weight array in an arena");
     arena->used = at + bytes;
     arena->holders++;
@@ -143,26 +210,73 @@ static clinfer_status place(cl_backend_ctx *b, size_t bytes, const void *host, w
     return CLINFER_OK;
 }
 
+/* Uploads bytes of host data as a weight array: in place where in_place says so, a sub-buffer
+ * of an arena where weights go to arenas, else a buffer of its own. */
+static clinfer_status place(cl_backend_ctx *b, size_t bytes, const void *host, weight_array *a) {
+    void *src = (void *)(uintptr_t)host;
+    if (in_place(b, host, bytes)) return place_in_place(b, bytes, host, a);
+    if (!b->mm->arenas)
+        return cl_create_buffer(b, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, bytes, src, &a->mem);
+    clinfer_status st = reserve(b, bytes, a);
+    if (st != CLINFER_OK) return st;
+    return cl_error(clEnqueueWriteBuffer(b->queue, a->arena->mem, CL_TRUE, a->offset, bytes, host,
+                                         0, NULL, NULL),
+                    "writing a weight array to its arena");
+}
+
 static void release_array(weight_array *a) {
     if (a->mem) clReleaseMemObject(a->mem);
     if (a->arena) cl_release_arena(a->arena);
 }
 
-/* Uploads part p; with il its rows are interleaved by 16, zero rows padding the last group. */
+/* Maps arrays q and s of arenas for the host to write (*qd, *sd), the first without waiting:
+ * the queue is in order, so the second map's completion covers both. */
+static clinfer_status map_arrays(cl_backend_ctx *b, const weight_array *q, size_t q_bytes,
+                                 const weight_array *s, size_t s_bytes, uint8_t **qd,
+                                 uint8_t **sd) {
+    cl_int err = CL_SUCCESS;
+    *qd = clEnqueueMapBuffer(b->queue, q->arena->mem, CL_FALSE, CL_MAP_WRITE_INVALIDATE_REGION,
+                             q->offset, q_bytes, 0, NULL, NULL, &err);
+    if (err == CL_SUCCESS)
+        *sd = clEnqueueMapBuffer(b->queue, s->arena->mem, CL_TRUE, CL_MAP_WRITE_INVALIDATE_REGION,
+                                 s->offset, s_bytes, 0, NULL, NULL, &err);
+    return cl_error(err, "mapping a weight part's arrays");
+}
+
+/* Unmaps what map_arrays mapped (each where it was) and waits, so that every queue sees them. */
+static clinfer_status unmap_arrays(cl_backend_ctx *b, const weight_part *p, uint8_t *qd,
+                                   uint8_t *sd) {
+    cl_int err = CL_SUCCESS, e;
+    if (qd && (e = clEnqueueUnmapMemObject(b->queue, p->q.arena->mem, qd, 0, NULL, NULL))) err = e;
+    if (sd && (e = clEnqueueUnmapMemObject(b->queue, p->s.arena->mem, sd, 0, NULL, NULL))) err = e;
+    if ((e = clFinish(b->queue))) err = e;
+    return cl_error(err, "unmapping a weight part's arrays");
+}
+
+/* Uploads part p; with il its rows are interleaved by 16, zero rows padding the last group.
+ * Where weights go to arenas the arrays are laid out straight into them (mapped). */
 static clinfer_status upload_part(cl_backend_ctx *b, const clinfer_block_split *l,
                                   const uint8_t *data, int k, int il, weight_part *p) {
     clinfer_status st = CLINFER_OK;
     size_t nb_row = (size_t)k / blk_elems(l), row_bytes = nb_row * blk_bytes(l);
-    uint8_t *q = NULL, *s = NULL, *qi = NULL, *si = NULL;
     if (!l->s_bytes) /* f32/f16: the GGUF rows are the layout */
         return place(b, (size_t)p->rows * row_bytes, data + (size_t)p->row0 * row_bytes, &p->q);
     size_t rows = il ? cl_round_up((size_t)p->rows, 16) : (size_t)p->rows;
     size_t q_bytes = rows * nb_row * l->q_len, s_bytes = rows * nb_row * scale_bytes(l, il);
-    q = calloc(1, q_bytes);
-    s = calloc(1, s_bytes);
+    uint8_t *qd = NULL, *sd = NULL; /* the mapped arrays in their arenas */
+    /* q, s: the split arrays; qi, si: interleaved; the ones that are not qd, sd are copies */
+    uint8_t *q = NULL, *s = NULL, *qi = NULL, *si = NULL;
+    bool direct = b->mm->arenas;
+    if (direct) {
+        CHECK(reserve(b, q_bytes, &p->q));
+        CHECK(reserve(b, s_bytes, &p->s));
+        CHECK(map_arrays(b, &p->q, q_bytes, &p->s, s_bytes, &qd, &sd));
+    }
+    q = il || !direct ? calloc(1, q_bytes) : qd;
+    s = il || !direct ? calloc(1, s_bytes) : sd;
     if (il) {
-        qi = malloc(q_bytes);
-        si = malloc(s_bytes);
+        qi = direct ? qd : malloc(q_bytes);
+        si = direct ? sd : malloc(s_bytes);
     }
     if (!q || !s || (il && (!qi || !si)))
         CHECK(clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY,
@@ -176,13 +290,19 @@ static clinfer_status upload_part(cl_backend_ctx *b, const clinfer_block_split *
     } else {
         split_blocks(l, data, row_bytes, p->row0, p->rows, k, q, s);
     }
-    CHECK(place(b, q_bytes, il ? (void *)qi : q, &p->q));
-    CHECK(place(b, s_bytes, il ? (void *)si : s, &p->s));
+    if (!direct) {
+        CHECK(place(b, q_bytes, il ? (void *)qi : q, &p->q));
+        CHECK(place(b, s_bytes, il ? (void *)si : s, &p->s));
+    }
 cleanup:
-    free(q);
-    free(s);
-    free(qi);
-    free(si);
+    if (q != qd) free(q);
+    if (s != sd) free(s);
+    if (qi != qd) free(qi);
+    if (si != sd) free(si);
+    if (qd || sd) {
+        clinfer_status un = unmap_arrays(b, p, qd, sd);
+        if (st == CLINFER_OK) st = un;
+    }
     return st;
 }
 
@@ -242,7 +362,13 @@ clinfer_status cl_weight_create(cl_backend_ctx *b, clinfer_dtype type, int m, in
     }
     buf->weight = w;
     buf->head = (clinfer_buffer_head){
-        .bytes = (size_t)m * cl_stored_row_bytes(l, il, k), .weight = true, .m = m, .k = k};
+        .bytes = (size_t)m * cl_stored_row_bytes(l, il, k),
+        .weight = true,
+        /* f32/f16 parts are the GGUF rows: see upload_part */
+        .in_place =
+            !l->s_bytes && in_place(b, data, (size_t)m * blk_bytes(l) * ((size_t)k / blk_elems(l))),
+        .m = m,
+        .k = k};
     *out = buf;
     return CLINFER_OK;
 cleanup:
