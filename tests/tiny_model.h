@@ -14,6 +14,10 @@
 typedef struct {
     const char *arch;   /* "llama", "qwen2", "qwen3", "phi3", "gemma3", "gpt2" */
     clinfer_dtype type; /* every weight matrix; norms and biases are f32 */
+    /* n_mix > 0: a mix of types as in Q4_K_M files, each matrix taking type or one of mix by a
+     * hash of its name (every type's rows must fit the dimensions type sets) */
+    clinfer_dtype mix[3];
+    int n_mix;
     uint32_t n_embd, n_layer, n_head, n_head_kv, n_ff, n_ctx;
     bool tied;                /* no output.weight: the LM head reuses token_embd.weight */
     uint64_t seed;            /* of the random weights */
@@ -29,7 +33,8 @@ typedef struct {
 /* n_embd 64 (256 for the K types, whose rows are 256-element super-blocks), 2 layers, 4 heads,
  * 2 KV heads (gpt2: 4), n_ff 128 (256 for K types), context 128, rope base 10000. gemma3: 3
  * layers (sliding_window_pattern 3: 2 local, the last global), 1 KV head, a sliding window of 4,
- * rope base 1e6 (10000 on the local layers). arch "mistral" is llama with a sliding window of 4 on every layer. */
+ * rope base 1e6 (10000 on the local layers). arch "mistral" is llama with a sliding window of 4 on
+ * every layer. */
 void tiny_model_default(tiny_model_spec *spec, const char *arch, clinfer_dtype type);
 
 /* The vocabulary size of every tiny model. */
