@@ -371,6 +371,15 @@ int main(void) {
     test_ops();
     test_concurrent();
     test_build_failure();
+    /* mixed types, as quantized files have them: Q4_K_M's Q4_K + Q6_K (with Q5_0 and Q8_0
+     * where rows do not fit super-blocks), and the 32-element and float types */
+    static const clinfer_dtype q4_k_m[] = {CLINFER_DT_Q6_K, CLINFER_DT_Q8_0, CLINFER_DT_Q5_0};
+    static const clinfer_dtype small[] = {CLINFER_DT_Q5_0, CLINFER_DT_F16, CLINFER_DT_F32};
+    test_model("llama", CLINFER_DT_Q4_K, q4_k_m, 1, false, false);
+    test_model("qwen2", CLINFER_DT_Q4_K, q4_k_m, 3, false, false);
+    test_model("gemma3", CLINFER_DT_Q4_K, q4_k_m, 3, true, true);
+    test_model("llama", CLINFER_DT_Q8_0, small, 3, false, false);
+    test_model("phi3", CLINFER_DT_Q4_0, small, 2, false, true);
     static const char *const archs[] = {"llama",  "qwen2",   "qwen3", "phi3",
                                         "gemma3", "mistral", "gpt2"};
     clinfer_dtype types[CLINFER_DT_ID_LIMIT];
@@ -381,14 +390,5 @@ int main(void) {
     test_model("llama", CLINFER_DT_Q4_0, NULL, 0, true, false);
     test_model("qwen2", CLINFER_DT_Q8_0, NULL, 0, false, true);
     test_model("llama", CLINFER_DT_F16, NULL, 0, true, false);
-    /* mixed types, as quantized files have them: Q4_K_M's Q4_K + Q6_K (with Q5_0 and Q8_0
-     * where rows do not fit super-blocks), and the 32-element and float types */
-    static const clinfer_dtype q4_k_m[] = {CLINFER_DT_Q6_K, CLINFER_DT_Q8_0, CLINFER_DT_Q5_0};
-    static const clinfer_dtype small[] = {CLINFER_DT_Q5_0, CLINFER_DT_F16, CLINFER_DT_F32};
-    test_model("llama", CLINFER_DT_Q4_K, q4_k_m, 1, false, false);
-    test_model("qwen2", CLINFER_DT_Q4_K, q4_k_m, 3, false, false);
-    test_model("gemma3", CLINFER_DT_Q4_K, q4_k_m, 3, true, true);
-    test_model("llama", CLINFER_DT_Q8_0, small, 3, false, false);
-    test_model("phi3", CLINFER_DT_Q4_0, small, 2, false, true);
     return finish("test_graph");
 }
