@@ -36,8 +36,9 @@ typedef __global uchar *slot_t;
 #define WANT_F(r) ((r)[G_Q8 + 3])
 
 /* The readers and weight task of each weight type the program is built for (graph_cl.c passes
- * -DGT_<type>=<code>; the code is the records' G_WTYPE), side by side under names suffixed with
- * the code (graph_typed_open.clh). */
+ * -DGT_<type>=<code> for each of GT_N types; the code is the records' G_WTYPE), side by side
+ * under names suffixed with the code (graph_typed_open.clh). A type without a block here fails
+ * the build: graph launches are then off for its models. */
 #define GT_CAT2(a, b) a##_##b
 #define GT_CAT(a, b) GT_CAT2(a, b)
 #define GT_NAME(name) GT_CAT(name, GT_CODE)
@@ -144,6 +145,12 @@ typedef __global uchar *slot_t;
 #include "weights.clh"
 #include "weights_q8.clh"
 #include "graph_typed_close.clh"
+#endif
+#if GT_N != defined(GT_F32) + defined(GT_F16) + defined(GT_Q8_0) + defined(GT_Q4_0) +               \
+                defined(GT_Q4_1) + defined(GT_Q5_0) + defined(GT_Q5_1) + defined(GT_IQ4_NL) +          \
+                defined(GT_Q2_K) + defined(GT_Q3_K) + defined(GT_Q4_K) + defined(GT_Q5_K) +            \
+                defined(GT_Q6_K)
+#error "graph.cl has no readers for one of the weight types it is built for (GT_N of them)"
 #endif
 
 #define WEIGHT_CASE(code)                                                                          \

@@ -372,14 +372,16 @@ static cl_kernel graph_kernel(cl_backend_ctx *b, uint32_t types, bool kv_f16) {
     int len = snprintf(options, sizeof options,
                        "%s-DMAX_HEAD_DIM=256 -cl-fp32-correctly-rounded-divide-sqrt",
                        kv_f16 ? "-DKV_F16 " : ""),
-        names_len = 0;
+        names_len = 0, n_types = 0;
     for (int t = 0; t < 32; t++) /* 13 types at most: the buffers hold them all */
         if (types >> t & 1) {
             const char *name = clinfer_dtype_name((clinfer_dtype)t);
+            n_types++;
             len += snprintf(options + len, sizeof options - (size_t)len, " -DGT_%s=%d", name,
                             type_code((clinfer_dtype)t));
             names_len += snprintf(names + names_len, sizeof names - (size_t)names_len, " %s", name);
         }
+    snprintf(options + len, sizeof options - (size_t)len, " -DGT_N=%d", n_types);
     graph_program *p = &g->programs[g->n_programs++];
     *p = (graph_program){.types = types, .kv_f16 = kv_f16};
     cl_int err = CL_SUCCESS;
