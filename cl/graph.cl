@@ -15,15 +15,14 @@
  * that have left, and per record the tasks finished. The last work-group to leave zeroes them
  * for the next launch. Buffers reach the kernel as G_SLOTS arguments; a record names an operand
  * by slot and offset (graph_record.clh lays the records out for both sides). The program is
- * built for one weight type (weights.clh's -DWT_) and one KV cache type (-DKV_F16 or not); every
+ * built for the weight types of the run (each record of a weight names its type, and each type
+ * has its own readers, see graph_typed_open.clh) and one KV cache type (-DKV_F16 or not); every
  * op computes exactly what the per-op kernels do, through the same functions, so a graph gives
  * the same bits as the launches it replaces. */
 
 #include "glu.clh"
 #include "rope.clh"
 #include "round_q8.clh"
-#include "weights.clh"
-#include "weights_q8.clh"
 #include "attention.clh"
 #include "graph_record.clh"
 
@@ -36,23 +35,172 @@ typedef __global uchar *slot_t;
 #define XF(r) ((__global float *)slots[(r)[G_Q8 + 2]])
 #define WANT_F(r) ((r)[G_Q8 + 3])
 
-static void embed_task(__global const int *r, int task, const slot_t *slots) {
-    wq_t wq = BYTES(r, EMBED_Q);
-    ws_t ws = BYTES(r, EMBED_S);
-    int il = r[EMBED_IL], k = r[EMBED_K], m = r[EMBED_M];
-    int row = ((__global const int *)slots[r[EMBED_IDS]])[(uint)r[EMBED_IDS + 1] + task];
-    __global float *o = F32(r, EMBED_Y) + (size_t)task * k;
-    if (row < 0 || row >= m) { /* as dequant_rows: ids outside the weight give zeros */
-        for (int e = 0; e < k; e++)
-            o[e] = 0.0f;
-        return;
+/* The readers and weight task of each weight type the program is built for (graph_cl.c passes
+ * -DGT_<type>=<code> for each of GT_N types; the code is the records' G_WTYPE), side by side
+ * under names suffixed with the code (graph_typed_open.clh). A type without a block here fails
+ * the build: graph launches are then off for its models. */
+#define GT_CAT2(a, b) a##_##b
+#define GT_CAT(a, b) GT_CAT2(a, b)
+#define GT_NAME(name) GT_CAT(name, GT_CODE)
+#ifdef GT_F32
+#define WT_F32
+#define GT_CODE GT_F32
+#include "graph_typed_open.clh"
+#include "weights.clh"
+#include "weights_q8.clh"
+#include "graph_typed_close.clh"
+#endif
+#ifdef GT_F16
+#define WT_F16
+#define GT_CODE GT_F16
+#include "graph_typed_open.clh"
+#include "weights.clh"
+#include "weights_q8.clh"
+#include "graph_typed_close.clh"
+#endif
+#ifdef GT_Q8_0
+#define WT_Q8_0
+#define GT_CODE GT_Q8_0
+#include "graph_typed_open.clh"
+#include "weights.clh"
+#include "weights_q8.clh"
+#include "graph_typed_close.clh"
+#endif
+#ifdef GT_Q4_0
+#define WT_Q4_0
+#define GT_CODE GT_Q4_0
+#include "graph_typed_open.clh"
+#include "weights.clh"
+#include "weights_q8.clh"
+#include "graph_typed_close.clh"
+#endif
+#ifdef GT_Q4_1
+#define WT_Q4_1
+#define GT_CODE GT_Q4_1
+#include "graph_typed_open.clh"
+#include "weights.clh"
+#include "weights_q8.clh"
+#include "graph_typed_close.clh"
+#endif
+#ifdef GT_Q5_0
+#define WT_Q5_0
+#define GT_CODE GT_Q5_0
+#include "graph_typed_open.clh"
+#include "weights.clh"
+#include "weights_q8.clh"
+#include "graph_typed_close.clh"
+#endif
+#ifdef GT_Q5_1
+#define WT_Q5_1
+#define GT_CODE GT_Q5_1
+#include "graph_typed_open.clh"
+#include "weights.clh"
+#include "weights_q8.clh"
+#include "graph_typed_close.clh"
+#endif
+#ifdef GT_IQ4_NL
+#define WT_IQ4_NL
+#define GT_CODE GT_IQ4_NL
+#include "graph_typed_open.clh"
+#include "weights.clh"
+#include "weights_q8.clh"
+#include "graph_typed_close.clh"
+#endif
+#ifdef GT_Q2_K
+#define WT_Q2_K
+#define GT_CODE GT_Q2_K
+#include "graph_typed_open.clh"
+#include "weights.clh"
+#include "weights_q8.clh"
+#include "graph_typed_close.clh"
+#endif
+#ifdef GT_Q3_K
+#define WT_Q3_K
+#define GT_CODE GT_Q3_K
+#include "graph_typed_open.clh"
+#include "weights.clh"
+#include "weights_q8.clh"
+#include "graph_typed_close.clh"
+#endif
+#ifdef GT_Q4_K
+#define WT_Q4_K
+#define GT_CODE GT_Q4_K
+#include "graph_typed_open.clh"
+#include "weights.clh"
+#include "weights_q8.clh"
+#include "graph_typed_close.clh"
+#endif
+#ifdef GT_Q5_K
+#define WT_Q5_K
+#define GT_CODE GT_Q5_K
+#include "graph_typed_open.clh"
+#include "weights.clh"
+#include "weights_q8.clh"
+#include "graph_typed_close.clh"
+#endif
+#ifdef GT_Q6_K
+#define WT_Q6_K
+#define GT_CODE GT_Q6_K
+#include "graph_typed_open.clh"
+#include "weights.clh"
+#include "weights_q8.clh"
+#include "graph_typed_close.clh"
+#endif
+#if GT_N != defined(GT_F32) + defined(GT_F16) + defined(GT_Q8_0) + defined(GT_Q4_0) +               \
+                defined(GT_Q4_1) + defined(GT_Q5_0) + defined(GT_Q5_1) + defined(GT_IQ4_NL) +          \
+                defined(GT_Q2_K) + defined(GT_Q3_K) + defined(GT_Q4_K) + defined(GT_Q5_K) +            \
+                defined(GT_Q6_K)
+#error "graph.cl has no readers for one of the weight types it is built for (GT_N of them)"
+#endif
+
+#define WEIGHT_CASE(code)                                                                          \
+    case code:                                                                                     \
+        GT_CAT(weight_task, code)(r, task, slots);                                                 \
+        break;
+
+/* An EMBED or MATMUL task, by the weight's type. */
+static void weight_task(__global const int *r, int task, const slot_t *slots) {
+    switch (r[G_WTYPE]) {
+#ifdef GT_F32
+        WEIGHT_CASE(GT_F32)
+#endif
+#ifdef GT_F16
+        WEIGHT_CASE(GT_F16)
+#endif
+#ifdef GT_Q8_0
+        WEIGHT_CASE(GT_Q8_0)
+#endif
+#ifdef GT_Q4_0
+        WEIGHT_CASE(GT_Q4_0)
+#endif
+#ifdef GT_Q4_1
+        WEIGHT_CASE(GT_Q4_1)
+#endif
+#ifdef GT_Q5_0
+        WEIGHT_CASE(GT_Q5_0)
+#endif
+#ifdef GT_Q5_1
+        WEIGHT_CASE(GT_Q5_1)
+#endif
+#ifdef GT_IQ4_NL
+        WEIGHT_CASE(GT_IQ4_NL)
+#endif
+#ifdef GT_Q2_K
+        WEIGHT_CASE(GT_Q2_K)
+#endif
+#ifdef GT_Q3_K
+        WEIGHT_CASE(GT_Q3_K)
+#endif
+#ifdef GT_Q4_K
+        WEIGHT_CASE(GT_Q4_K)
+#endif
+#ifdef GT_Q5_K
+        WEIGHT_CASE(GT_Q5_K)
+#endif
+#ifdef GT_Q6_K
+        WEIGHT_CASE(GT_Q6_K)
+#endif
     }
-    for (int b = 0; b <= k / BLK; b++) /* the blocks, then the tail */
-        dequant_block(wq, ws, il, row, k, b, o);
-    float scale = as_float(r[EMBED_SCALE]);
-    if (scale != 0.0f)
-        for (int e = 0; e < k; e++)
-            o[e] *= scale;
 }
 
 static void rmsnorm_task(__global const int *r, int task, const slot_t *slots) {
@@ -72,34 +220,6 @@ static void quantize_task(__global const int *r, int task, const slot_t *slots) 
         for (int j = 0; j < 4; j++)
             v[j] = vload8(4 * i + j, x);
         round_block(v, i, XQ(r), XD(r), XF(r), WANT_F(r));
-    }
-}
-
-static void matmul_task(__global const int *r, int task, const slot_t *slots) {
-    wq_t wq = BYTES(r, MATMUL_Q);
-    ws_t ws = BYTES(r, MATMUL_S);
-    int il = r[MATMUL_IL], k = r[MATMUL_K], r0 = r[MATMUL_R0], rows = r[MATMUL_ROWS];
-    int flags = r[MATMUL_FLAGS], variant = r[MATMUL_VARIANT], per_task = r[MATMUL_PER_TASK];
-    __global const float *x = F32(r, MATMUL_X);
-    __global float *y = F32(r, MATMUL_Y);
-    __global const float *bias = F32(r, MATMUL_BIAS);
-#ifdef IL_DOTS
-    if (variant == CL_MM_IL) { /* per_task groups of 16 rows, from the group holding row r0 */
-        int g_end = (r0 + rows - 1) / 16 + 1;
-        for (int g = r0 / 16 + task * per_task; g < min(g_end, r0 / 16 + (task + 1) * per_task);
-             g++)
-            il_rows(wq, ws, k, r0, rows, g, 0, 1, XQ(r), XD(r), y, 0, rows, bias, 0, flags);
-        return;
-    }
-#endif
-    for (int i = task * per_task; i < min(rows, (task + 1) * per_task); i++) {
-#ifdef Q8_DOTS
-        float s = variant == CL_MM_Q8 ? q8_row_dot(wq, ws, k, r0 + i, XQ(r), XD(r))
-                                   : row_dot(wq, ws, il, r0 + i, k, x);
-#else
-        float s = row_dot(wq, ws, il, r0 + i, k, x);
-#endif
-        store_y(y, i, s, bias, 0, flags);
     }
 }
 
@@ -170,16 +290,14 @@ typedef struct {
 static void run_task(__global const int *r, int task, const slot_t *slots, rope_cache *rope) {
     switch (r[G_KIND]) {
     case G_EMBED:
-        embed_task(r, task, slots);
+    case G_MATMUL:
+        weight_task(r, task, slots);
         break;
     case G_RMSNORM:
         rmsnorm_task(r, task, slots);
         break;
     case G_QUANTIZE:
         quantize_task(r, task, slots);
-        break;
-    case G_MATMUL:
-        matmul_task(r, task, slots);
         break;
     case G_ATTENTION: {
         attn_args a = attention_of(r, slots);

@@ -4,7 +4,9 @@
  *     weight type, f16 and f32 KV caches, 8-bit and f32 activations; a prompt, then single
  *     tokens until attention splits the positions into chunks; the logits of every step are
  *     identical with CLINFER_GRAPH=0, and the trace shows that graph launches ran the decode
- *     steps (all but gpt2, none of whose runs is long enough);
+ *     steps (all but gpt2, none of whose runs is long enough); models mixing weight types
+ *     (Q4_K_M's and others) through one program of every type's readers, their logits also
+ *     checked against the reference backend's;
  *   - two models decoding at once from two threads, their graph launches sharing the device's
  *     threads: both finish, with the logits of decoding alone;
  *   - a device on which graph.cl fails to build decodes through per-op launches, as without it;
@@ -32,15 +34,19 @@ enum { PER_OP, GRAPH, SIDES };
 
 /* ---- models ------------------------------------------------------------------------------ */
 
-static clinfer_model *load(const char *path, bool graph) {
+static clinfer_model *load_on(const char *path, bool graph, clinfer_backend_kind backend) {
     clinfer_model_params p;
     clinfer_model_params_default(&p);
-    p.backend = CLINFER_BACKEND_OPENCL;
+    p.backend = backend;
     if (!graph) setenv("CLINFER_GRAPH", "0", 1);
     clinfer_model *m = NULL;
     EXPECT_OK(clinfer_model_load(path, &p, &m));
     unsetenv("CLINFER_GRAPH");
     return m;
+}
+
+static clinfer_model *load(const char *path, bool graph) {
+    return load_on(path, graph, CLINFER_BACKEND_OPENCL);
 }
 
 /* Graph events in a Chrome trace written by CLINFER_TRACE. */
@@ -54,14 +60,22 @@ static int graph_events(const char *path) {
     return n;
 }
 
-static void test_model(const char *arch, clinfer_dtype type, bool kv_f32, bool f32_act) {
-    char path[128], trace[128], what[64];
-    snprintf(what, sizeof what, "%s %s%s%s", arch, clinfer_dtype_name(type),
-             kv_f32 ? " kv f32" : "", f32_act ? " f32 act" : "");
+/* The model of arch with weights of type, or of type and the n_mix types of mix (n_mix > 0). */
+static void test_model(const char *arch, clinfer_dtype type, const clinfer_dtype *mix, int n_mix,
+                       bool kv_f32, bool f32_act) {
+    char path[128], trace[128], what[96];
+    int len = snprintf(what, sizeof what, "%s %s", arch, clinfer_dtype_name(type));
+    for (int i = 0; i < n_mix; i++)
+        len += snprintf(what + len, sizeof what - (size_t)len, "+%s", clinfer_dtype_name(mix[i]));
+    snprintf(what + len, sizeof what - (size_t)len, "%s%s", kv_f32 ? " kv f32" : "",
+             f32_act ? " f32 act" : "");
     snprintf(path, sizeof path, "graph_model_%d.gguf", (int)getpid());
     snprintf(trace, sizeof trace, "graph_trace_%d.json", (int)getpid());
     tiny_model_spec spec;
     tiny_model_default(&spec, arch, type);
+    for (int i = 0; i < n_mix; i++)
+        spec.mix[i] = mix[i];
+    spec.n_mix = n_mix;
     EXPECT(tiny_model_write(&spec, path) == 0, "writing %s", path);
     size_t n = (size_t)(N_DECODE + 1) * tiny_model_n_vocab();
     float *logits[SIDES] = {calloc(n, sizeof(float)), calloc(n, sizeof(float))};
@@ -85,6 +99,20 @@ static void test_model(const char *arch, clinfer_dtype type, bool kv_f32, bool f
     int graphs = graph_events(trace), want = strcmp(arch, "gpt2") ? N_DECODE : 0;
     EXPECT(want ? graphs >= want : graphs == 0, "%s: %d graph launches for %d decode steps", what,
            graphs, N_DECODE);
+    if (n_mix) { /* the mix's readers side by side in one program: the reference's logits too */
+        float *ref = calloc(n, sizeof(float));
+        clinfer_model *m = load_on(path, false, CLINFER_BACKEND_REFERENCE);
+        if (m) EXPECT_OK(tiny_model_decode(m, &cp, N_PROMPT, N_DECODE, ref));
+        clinfer_model_free(m);
+        double worst = 0;
+        for (size_t i = 0; i < n; i += tiny_model_n_vocab()) {
+            double err = nmse(logits[GRAPH] + i, ref + i, tiny_model_n_vocab());
+            if (!(err <= worst)) worst = err;
+        }
+        EXPECT(worst < 1e-4, "%s: graph vs reference logits NMSE %.3g", what, worst);
+        printf("%s: graph vs reference logits NMSE at most %.3g\n", what, worst);
+        free(ref);
+    }
     printf("%s: %d steps identical, %d graph launches\n", what, N_DECODE + 1, graphs);
     free(logits[PER_OP]);
     free(logits[GRAPH]);
@@ -343,15 +371,24 @@ int main(void) {
     test_ops();
     test_concurrent();
     test_build_failure();
+    /* mixed types, as quantized files have them: Q4_K_M's Q4_K + Q6_K (with Q5_0 and Q8_0
+     * where rows do not fit super-blocks), and the 32-element and float types */
+    static const clinfer_dtype q4_k_m[] = {CLINFER_DT_Q6_K, CLINFER_DT_Q8_0, CLINFER_DT_Q5_0};
+    static const clinfer_dtype small[] = {CLINFER_DT_Q5_0, CLINFER_DT_F16, CLINFER_DT_F32};
+    test_model("llama", CLINFER_DT_Q4_K, q4_k_m, 1, false, false);
+    test_model("qwen2", CLINFER_DT_Q4_K, q4_k_m, 3, false, false);
+    test_model("gemma3", CLINFER_DT_Q4_K, q4_k_m, 3, true, true);
+    test_model("llama", CLINFER_DT_Q8_0, small, 3, false, false);
+    test_model("phi3", CLINFER_DT_Q4_0, small, 2, false, true);
     static const char *const archs[] = {"llama",  "qwen2",   "qwen3", "phi3",
                                         "gemma3", "mistral", "gpt2"};
     clinfer_dtype types[CLINFER_DT_ID_LIMIT];
     size_t n_types = weight_types(types);
     for (size_t a = 0; a < sizeof archs / sizeof archs[0]; a++)
         for (size_t t = 0; t < n_types; t++)
-            test_model(archs[a], types[t], false, false);
-    test_model("llama", CLINFER_DT_Q4_0, true, false);
-    test_model("qwen2", CLINFER_DT_Q8_0, false, true);
-    test_model("llama", CLINFER_DT_F16, true, false);
+            test_model(archs[a], types[t], NULL, 0, false, false);
+    test_model("llama", CLINFER_DT_Q4_0, NULL, 0, true, false);
+    test_model("qwen2", CLINFER_DT_Q8_0, NULL, 0, false, true);
+    test_model("llama", CLINFER_DT_F16, NULL, 0, true, false);
     return finish("test_graph");
 }

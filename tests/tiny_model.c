@@ -80,12 +80,22 @@ void tiny_model_default(tiny_model_spec *s, const char *arch, clinfer_dtype type
     };
 }
 
-/* Rows of random values in [-scale, scale) stored as the spec's type. */
+/* The type of matrix `name`: the spec's, or in a mix one picked by an FNV-1a hash of the name. */
+static clinfer_dtype matrix_type(const tiny_model_spec *s, const char *name) {
+    uint32_t h = 2166136261u;
+    for (const char *c = name; *c; c++)
+        h = (h ^ (uint8_t)*c) * 16777619u;
+    int pick = s->n_mix > 0 ? (int)(h % (uint32_t)(s->n_mix + 1)) : 0;
+    return pick ? s->mix[pick - 1] : s->type;
+}
+
+/* Rows of random values in [-scale, scale) stored as the spec's type (or its mix's). */
 static int add_matrix(gguf_writer *w, const tiny_model_spec *s, const char *name, uint32_t k,
                       uint32_t m, float scale) {
     if (s->omit_tensor && !strcmp(name, s->omit_tensor)) return 0;
     if (s->misshape_tensor && !strcmp(name, s->misshape_tensor)) m++;
-    size_t row_bytes = clinfer_dtype_row_bytes(s->type, k);
+    clinfer_dtype type = matrix_type(s, name);
+    size_t row_bytes = clinfer_dtype_row_bytes(type, k);
     float *row = malloc(k * sizeof *row);
     uint8_t *data = malloc(row_bytes * m);
     if (!row || !data) {
@@ -96,9 +106,9 @@ static int add_matrix(gguf_writer *w, const tiny_model_spec *s, const char *name
     }
     for (uint32_t r = 0; r < m; r++) {
         rng_fill(row, k, -scale, scale);
-        clinfer_quantize_row(s->type, row, data + r * row_bytes, k);
+        clinfer_quantize_row(type, row, data + r * row_bytes, k);
     }
-    gw_tensor(w, name, s->type, 2, (const int64_t[]){k, m}, data);
+    gw_tensor(w, name, type, 2, (const int64_t[]){k, m}, data);
     free(row);
     free(data);
     return 0;

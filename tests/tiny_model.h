@@ -14,6 +14,10 @@
 typedef struct {
     const char *arch;   /* "llama", "qwen2", "qwen3", "phi3", "gemma3", "gpt2" */
     clinfer_dtype type; /* every weight matrix; norms and biases are f32 */
+    /* n_mix > 0: a mix of types as in Q4_K_M files, each matrix taking type or one of mix by a
+     * hash of its name (every type's rows must fit the dimensions type sets) */
+    clinfer_dtype mix[3];
+    int n_mix;
     uint32_t n_embd, n_layer, n_head, n_head_kv, n_ff, n_ctx;
     bool tied;                /* no output.weight: the LM head reuses token_embd.weight */
     uint64_t seed;            /* of the random weights */

@@ -2,8 +2,9 @@
  * how its work-groups take tasks and wait for each other without a launch between ops).
  *
  * cl_graph_run takes the longest run of ops at the head of a walk that the kernel can do:
- * single-token matmuls, embeddings, RMS norms, SwiGLUs, GeGLUs and attentions, the weights all of
- * one type (the program is built per weight type and KV cache type), each weight in one part. Each
+ * single-token matmuls, embeddings, RMS norms, SwiGLUs, GeGLUs and attentions, each weight in one
+ * part, of any mix of weight types (the program is built for the set of types of the run, each
+ * with its own readers, and one KV cache type). Each
  * op is checked as its own launch would check it first; an op that fails the check, or that
  * the kernel cannot do, ends the run and goes through the per-op path, which reports it. Each
  * op becomes a record (its operands as slots of the launch's buffer arguments) split into
@@ -37,12 +38,23 @@ enum {
     SLOT_XF,
     SLOT_PART,
     FIRST_FREE_SLOT,
+    MAX_PROGRAMS = 8, /* sets of weight types and KV cache types built for (a model has one or
+                       * two: the runs' sets are mostly the model's) */
 };
 
+/* A graph program: built for a set of weight types (bit t: clinfer_dtype t) and a KV cache
+ * type when first needed. */
+typedef struct {
+    uint32_t types;
+    bool kv_f16;
+    bool failed; /* the program did not build: per-op launches */
+    cl_program program;
+    cl_kernel kernel;
+} graph_program;
+
 struct cl_graph_state {
-    cl_program programs[CLINFER_DT_ID_LIMIT][2]; /* [type][kv f16]; built when first needed */
-    cl_kernel kernels[CLINFER_DT_ID_LIMIT][2];
-    bool failed[CLINFER_DT_ID_LIMIT][2]; /* the program did not build: per-op launches */
+    graph_program programs[MAX_PROGRAMS];
+    int n_programs;
     cl_mem ctl;
     int32_t *recs; /* MAX_RECS records being encoded */
 };
@@ -51,9 +63,9 @@ struct cl_graph_state {
  * activations hold. */
 typedef struct {
     cl_backend_ctx *b;
-    int type;   /* the weights' clinfer_dtype; -1 until an op with a weight fixes it */
-    int kv_f16; /* -1 until an attention fixes it */
-    int want_f; /* the roundings also write d * q for f32 kernels (no integer dots here) */
+    uint32_t types; /* of the run's weights: bit t for clinfer_dtype t */
+    int kv_f16;     /* -1 until an attention fixes it */
+    int want_f;     /* the roundings also write d * q for f32 kernels (no integer dots here) */
     cl_mem slots[G_SLOTS];
     int n_slots;
     int32_t *recs;
@@ -137,10 +149,16 @@ static size_t split(const encoder *e, size_t work, size_t unit_bytes, size_t *pe
 
 /* ---- ops ------------------------------------------------------------------------------- */
 
-/* The op's weight type must be the run's (the first weight fixes it). */
-static bool same_type(encoder *e, clinfer_dtype type) {
-    if (!clinfer_dtype_valid(type) || (e->type >= 0 && e->type != (int)type)) return false;
-    e->type = (int)type;
+/* The code of a weight type in records and program options (cl/graph_typed_open.clh): 2 * type,
+ * plus 1 where its matmuls take 8-bit x. */
+static int32_t type_code(clinfer_dtype type) {
+    return 2 * (int32_t)type + (clinfer_dtype_takes_q8_act(type) ? 1 : 0);
+}
+
+/* Whether the kernel has readers for the op's weight type, adding it to the run's set. */
+static bool take_type(encoder *e, clinfer_dtype type) {
+    if (!clinfer_dtype_valid(type) || (unsigned)type >= 32) return false;
+    e->types |= 1u << type;
     return true;
 }
 
@@ -158,7 +176,7 @@ static void rounded_from(encoder *e, clinfer_ref x, size_t count) {
 static bool encode_matmul(encoder *e, const clinfer_op *op) {
     cl_weight_view w;
     if (op->matmul.n != 1 || cl_weight_view_of(e->b, op, &w) != CLINFER_OK || w.parts != 1 ||
-        !same_type(e, w.type))
+        !take_type(e, w.type))
         return false;
     clinfer_ref x = op->matmul.x, y = op->matmul.y, bias = op->matmul.bias;
     int k = op->matmul.k, m = op->matmul.m, x_q8 = op->matmul.x_q8;
@@ -179,6 +197,7 @@ static bool encode_matmul(encoder *e, const clinfer_op *op) {
     int r0 = op->matmul.row0, g0 = r0 / 16, work = il ? (r0 + m - 1) / 16 + 1 - g0 : m;
     size_t per_task, tasks = split(e, (size_t)work, w.row_bytes * (il ? 16 : 1), &per_task);
     int32_t *r = record(e, G_MATMUL, tasks);
+    r[G_WTYPE] = type_code(w.type);
     put_mem(e, r, MATMUL_Q, w.q, w.q_off);
     put_mem(e, r, MATMUL_S, w.s, w.s_off);
     r[MATMUL_IL] = w.il;
@@ -200,11 +219,12 @@ static bool encode_matmul(encoder *e, const clinfer_op *op) {
 
 static bool encode_embed(encoder *e, const clinfer_op *op) {
     cl_weight_view w;
-    if (cl_weight_view_of(e->b, op, &w) != CLINFER_OK || w.parts != 1 || !same_type(e, w.type))
+    if (cl_weight_view_of(e->b, op, &w) != CLINFER_OK || w.parts != 1 || !take_type(e, w.type))
         return false;
     cl_mem mems[4] = {w.q, w.s, op->embed.ids.buf->mem, op->embed.y.buf->mem};
     if (!take_slots(e, mems, 4)) return false;
     int32_t *r = record(e, G_EMBED, (size_t)op->embed.n);
+    r[G_WTYPE] = type_code(w.type);
     put_mem(e, r, EMBED_Q, w.q, w.q_off);
     put_mem(e, r, EMBED_S, w.s, w.s_off);
     r[EMBED_IL] = w.il;
@@ -336,33 +356,46 @@ static bool encode(encoder *e, const clinfer_op *op) {
 
 /* ---- programs and launch --------------------------------------------------------------- */
 
-/* The kernel for weight type `type` and the KV cache type; NULL where the program does not
- * build on this device (graph launches are then off for that pair, and the per-op launches do
- * the work: CLINFER_VERBOSE says why). */
-static cl_kernel graph_kernel(cl_backend_ctx *b, clinfer_dtype wtype, int kv_f16) {
+/* The kernel for a run with weights of `types` and the KV cache type: that of a program built for
+ * a set holding them all, or of one built now; NULL where the program does not build on this
+ * device (graph launches are then off for that set, and the per-op launches do the work:
+ * CLINFER_VERBOSE says why) or no room is left for another. */
+static cl_kernel graph_kernel(cl_backend_ctx *b, uint32_t types, bool kv_f16) {
     struct cl_graph_state *g = b->graph;
-    int type = (int)wtype;
-    if (g->kernels[type][kv_f16] || g->failed[type][kv_f16]) return g->kernels[type][kv_f16];
-    char options[160], defines[64];
-    snprintf(options, sizeof options,
-             "%s%s -DMAX_HEAD_DIM=256 -cl-fp32-correctly-rounded-divide-sqrt",
-             cl_type_defines(wtype, defines, sizeof defines), kv_f16 ? " -DKV_F16" : "");
-    cl_program program = NULL;
+    for (int i = 0; i < g->n_programs; i++) {
+        graph_program *p = &g->programs[i];
+        if (p->kv_f16 == kv_f16 && (p->failed ? p->types == types : (p->types & types) == types))
+            return p->kernel;
+    }
+    if (g->n_programs == MAX_PROGRAMS) return NULL;
+    char options[640], names[160] = "";
+    int len = snprintf(options, sizeof options,
+                       "%s-DMAX_HEAD_DIM=256 -cl-fp32-correctly-rounded-divide-sqrt",
+                       kv_f16 ? "-DKV_F16 " : ""),
+        names_len = 0, n_types = 0;
+    for (int t = 0; t < 32; t++) /* 13 types at most: the buffers hold them all */
+        if (types >> t & 1) {
+            const char *name = clinfer_dtype_name((clinfer_dtype)t);
+            n_types++;
+            len += snprintf(options + len, sizeof options - (size_t)len, " -DGT_%s=%d", name,
+                            type_code((clinfer_dtype)t));
+            names_len += snprintf(names + names_len, sizeof names - (size_t)names_len, " %s", name);
+        }
+    snprintf(options + len, sizeof options - (size_t)len, " -DGT_N=%d", n_types);
+    graph_program *p = &g->programs[g->n_programs++];
+    *p = (graph_program){.types = types, .kv_f16 = kv_f16};
     cl_int err = CL_SUCCESS;
-    clinfer_status st = cl_build(b, "graph.cl", options, &program);
-    cl_kernel kernel = st == CLINFER_OK ? clCreateKernel(program, "run_graph", &err) : NULL;
+    clinfer_status st = cl_build(b, "graph.cl", options, &p->program);
+    if (st == CLINFER_OK) p->kernel = clCreateKernel(p->program, "run_graph", &err);
     if (st == CLINFER_OK && err != CL_SUCCESS)
         clinfer_fail(err, "clCreateKernel(run_graph) failed: %s", clinfer_status_str(err));
-    if (!kernel) {
-        cl_verbose("graph launches off for %s weights: %s", clinfer_dtype_name(wtype),
-                   clinfer_last_error());
-        if (program) clReleaseProgram(program);
-        g->failed[type][kv_f16] = true;
-        return NULL;
+    if (!p->kernel) {
+        cl_verbose("graph launches off for weights of types%s: %s", names, clinfer_last_error());
+        if (p->program) clReleaseProgram(p->program);
+        p->program = NULL;
+        p->failed = true;
     }
-    g->programs[type][kv_f16] = program;
-    g->kernels[type][kv_f16] = kernel;
-    return kernel;
+    return p->kernel;
 }
 
 static clinfer_status enqueue_run(cl_backend_ctx *b, cl_kernel kernel, const encoder *e) {
@@ -389,12 +422,12 @@ clinfer_status cl_graph_run(cl_backend_ctx *b, const clinfer_op *ops, size_t n, 
     clinfer_status st = CLINFER_OK;
     *taken = 0;
     if (!g) return CLINFER_OK;
-    encoder e = {.b = b, .type = -1, .kv_f16 = -1, .n_slots = FIRST_FREE_SLOT, .recs = g->recs};
+    encoder e = {.b = b, .kv_f16 = -1, .n_slots = FIRST_FREE_SLOT, .recs = g->recs};
     e.want_f = cl_act_q8_want_f(b);
     size_t end = 0;
     while (end < n && encode(&e, &ops[end]))
         end++;
-    if (end < MIN_RUN || e.type < 0) return CLINFER_OK; /* programs are per weight type */
+    if (end < MIN_RUN || !e.types) return CLINFER_OK; /* programs are per set of weight types */
     /* The reserved slots: records name them by index, so their buffers can be made now that the
      * run's needs are known (unused ones name any buffer). */
     cl_mem act[3] = {g->ctl, g->ctl, g->ctl}, part = g->ctl;
@@ -405,7 +438,7 @@ clinfer_status cl_graph_run(cl_backend_ctx *b, const clinfer_op *ops, size_t n, 
     e.slots[SLOT_XD] = act[1];
     e.slots[SLOT_XF] = act[2];
     e.slots[SLOT_PART] = part;
-    cl_kernel kernel = graph_kernel(b, (clinfer_dtype)e.type, e.kv_f16 != 0);
+    cl_kernel kernel = graph_kernel(b, e.types, e.kv_f16 != 0);
     if (!kernel) return CLINFER_OK;
     CHECK(enqueue_run(b, kernel, &e));
     if (e.rounded.ref.buf) /* the matmul after the run finds its x rounded */
@@ -447,11 +480,10 @@ cleanup:
 void cl_graph_free(cl_backend_ctx *b) {
     struct cl_graph_state *g = b->graph;
     if (!g) return;
-    for (size_t t = 0; t < CLINFER_DT_ID_LIMIT; t++)
-        for (int kv = 0; kv < 2; kv++) {
-            if (g->kernels[t][kv]) clReleaseKernel(g->kernels[t][kv]);
-            if (g->programs[t][kv]) clReleaseProgram(g->programs[t][kv]);
-        }
+    for (int i = 0; i < g->n_programs; i++) {
+        if (g->programs[i].kernel) clReleaseKernel(g->programs[i].kernel);
+        if (g->programs[i].program) clReleaseProgram(g->programs[i].program);
+    }
     free(g->recs);
     if (g->ctl) clReleaseMemObject(g->ctl);
     free(g);
