@@ -129,9 +129,9 @@ __kernel void matvec_q8(wq_t wq, ws_t ws, int k, int r0, int rows, __global cons
 #ifndef GQ_N
 #define GQ_N 4
 #endif
-__kernel void gemm_q8(wq_t wq, ws_t ws, int k, int r0, int rows, int n, __global const char *xq,
+__kernel void gemm_q8(wq_t wq, ws_t ws, int k, int r0, int rows, __global const char *xq,
                       __global const float2 *xd, __global float *y, int y_off, int ldy,
-                      __global const float *bias, int bias_off, int flags) {
+                      __global const float *bias, int bias_off, int flags, int n) {
     int c0 = get_global_id(0) * GQ_N, i0 = get_global_id(1) * GQ_M;
     if (c0 >= n || i0 >= rows) return;
     int nb = k / Q8_BLK, r[GQ_M];

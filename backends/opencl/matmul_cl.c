@@ -255,32 +255,6 @@ static clinfer_status run_gemm(cl_backend_ctx *b, cl_mem w, int w_off, int rows,
     return cl_launch(b, s->gemm, "gemm", args, sizeof args / sizeof args[0], 2, global, local);
 }
 
-/* gemm_q8: the part's rows against n > MATVEC_MAX_N columns of 8-bit x. */
-static clinfer_status run_gemm_q8(cl_backend_ctx *b, const type_kernels *t, const weight_part *p,
-                                  const mm_args *a) {
-    int rows = a->rows;
-    cl_arg args[] = {{sizeof(cl_mem), &p->q.mem},
-                     {sizeof(cl_mem), &p->s.mem},
-                     {sizeof(int), &a->k},
-                     {sizeof(int), &a->r0},
-                     {sizeof(int), &rows},
-                     {sizeof(int), &a->n},
-                     {sizeof(cl_mem), &b->mm->act.q.mem},
-                     {sizeof(cl_mem), &b->mm->act.d.mem},
-                     {sizeof(cl_mem), &a->y},
-                     {sizeof(int), &a->y_off},
-                     {sizeof(int), &a->ldy},
-                     {sizeof(cl_mem), &a->bias},
-                     {sizeof(int), &a->bias_off},
-                     {sizeof(int), &a->flags}};
-    size_t col_tiles = ((size_t)a->n + GEMM_Q8_N - 1) / GEMM_Q8_N;
-    size_t local[2] = {col_group(col_tiles), 1};
-    size_t global[2] = {cl_round_up(col_tiles, local[0]),
-                        ((size_t)rows + GEMM_Q8_M - 1) / GEMM_Q8_M};
-    return cl_launch(b, t->gemm_q8, "gemm_q8", args, sizeof args / sizeof args[0], 2, global,
-                     local);
-}
-
 static clinfer_status run_matvec_q8(cl_backend_ctx *b, const type_kernels *t, const weight_part *p,
                                     const mm_args *a) {
     int rows = a->rows;
@@ -299,8 +273,14 @@ static clinfer_status run_matvec_q8(cl_backend_ctx *b, const type_kernels *t, co
                      {sizeof(int), &a->bias_off},
                      {sizeof(int), &a->flags},
                      {sizeof(int), &a->n}};
-    cl_uint n_args = sizeof args / sizeof args[0] - 1; /* n only for matvec_q8_il */
-    if (!a->il && a->n > MATVEC_MAX_N) return run_gemm_q8(b, t, p, a);
+    cl_uint n_args = sizeof args / sizeof args[0] - 1; /* n only for matvec_q8_il, gemm_q8 */
+    if (!a->il && a->n > MATVEC_MAX_N) { /* GEMM_Q8_M rows x GEMM_Q8_N columns per work-item */
+        size_t col_tiles = ((size_t)a->n + GEMM_Q8_N - 1) / GEMM_Q8_N;
+        size_t local[2] = {col_group(col_tiles), 1};
+        size_t global[2] = {cl_round_up(col_tiles, local[0]),
+                            ((size_t)rows + GEMM_Q8_M - 1) / GEMM_Q8_M};
+        return cl_launch(b, t->gemm_q8, "gemm_q8", args, n_args + 1, 2, global, local);
+    }
     if (!a->il) { /* one work-item per (row, column) */
         size_t global[2] = {cl_round_up((size_t)rows, CPU_LOCAL), (size_t)a->n};
         size_t local[2] = {CPU_LOCAL, 1};
