@@ -5,6 +5,7 @@
  *      models: min and median time, GB/s of the bytes actually read (the weights as stored on
  *      the device, f32 scales included, + x) and the share of the probed bandwidth
  *   3. GEMM (prefill) 512 x 1536 x 576 per type: GFLOP/s (2 m n k / t), ours and CLBlast's
+ *      over f32 x, ours over 8-bit x (k cut to whole blocks: 512 for the K types)
  * Times are wall clock around enqueue + sync, min and median of SAMPLES samples after WARMUPS
  * warm-ups; a sample repeats the op until it lasts about 2 ms so launch and sync overheads of
  * tiny shapes are amortised the way a decode loop amortises them.
@@ -425,29 +426,32 @@ int main(int argc, char **argv) {
         printf("\nGEMM %d x %d x %d (n x m x k)\n%-5s %-8s %10s %10s %9s %7s\n", gemm_n, gemm_m,
                gemm_k, "type", "kernel", "min ms", "median ms", "GFLOP/s", "% fma");
     gemm = cJSON_AddArrayToObject(root, "gemm");
+    /* sides: f32 x (ours, then CLBlast's for f32 weights), then 8-bit x for quantized weights
+     * (k cut to whole blocks) */
     for (size_t t = 0; t < n_types; t++)
-        for (int side = 0; side < 2; side++) {
+        for (int side = 0; side < 3; side++) {
             clinfer_dtype type = bench_types[t];
-            if (gemm_k % (int)clinfer_dtype_block_elems(type) ||
-                (only && strcasecmp(only, clinfer_dtype_name(type))))
-                continue;
-            clinfer_backend *on = side ? blas : be;
-            if (side && (type != CLINFER_DT_F32 || !blas)) continue;
+            int blk = (int)clinfer_dtype_block_elems(type), q8 = side == 2;
+            int k = q8 ? gemm_k / blk * blk : gemm_k;
+            if (k % blk || (only && strcasecmp(only, clinfer_dtype_name(type)))) continue;
+            clinfer_backend *on = side == 1 ? blas : be;
+            if (side == 1 && (type != CLINFER_DT_F32 || !blas)) continue;
+            if (q8 && blk == 1) continue;
             timing tm;
             double weight_bytes = 0, nmse = 0;
-            if ((rc = bench_matmul(on, check, type, gemm_m, gemm_k, gemm_n, false, &tm,
-                                   &weight_bytes, &nmse)))
+            if ((rc = bench_matmul(on, check, type, gemm_m, k, gemm_n, q8, &tm, &weight_bytes,
+                                   &nmse)))
                 goto done;
             if (check) {
-                note_check(json   ? NULL
-                           : side ? "gemm clblast"
-                                  : "gemm",
-                           type, false, gemm_n, gemm_m, gemm_k, nmse, &worst, &failed);
+                note_check(json        ? NULL
+                           : side == 1 ? "gemm clblast"
+                                       : "gemm",
+                           type, q8, gemm_n, gemm_m, k, nmse, &worst, &failed);
                 checked++;
                 continue;
             }
-            double gflops = 2.0 * gemm_m * gemm_n * gemm_k / (tm.min_ms * 1e6);
-            const char *kernel = side ? "clblast" : "clinfer";
+            double gflops = 2.0 * gemm_m * gemm_n * k / (tm.min_ms * 1e6);
+            const char *kernel = side == 1 ? "clblast" : q8 ? "clinf-q8" : "clinfer";
             cJSON *o = cJSON_CreateObject();
             cJSON_AddItemToArray(gemm, o);
             cJSON_AddStringToObject(o, "type", clinfer_dtype_name(type));

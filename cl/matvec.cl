@@ -14,6 +14,7 @@
  *                  local-memory tree reduction (gpu-local-reduce, gpu-subgroup)
  *   matvec_q8      quantized weights against 8-bit activations, AVX2 hosts only (see below)
  *   matvec_q8_il   the same over rows interleaved by 16, 16 rows per work-item (AVX2 hosts)
+ *   gemm_q8        matvec_q8 as a GEMM for prefill: GQ_M rows x GQ_N columns per work-item
  *   dequant_rows   out[i][0..k) = W[row(i)] for row(i) = ids[i] (embedding) or first + i;
  *                  rows outside this part are left alone, ids outside [0, m) give zeros
  * flags and il as in weights.clh. */
@@ -115,6 +116,58 @@ __kernel void matvec_q8(wq_t wq, ws_t ws, int k, int r0, int rows, __global cons
     if (i >= rows) return;
     float s = q8_row_dot(wq, ws, k, r0 + i, xq + (size_t)c * k, xd + (size_t)c * (k / 32));
     store_y(y + y_off + (size_t)c * ldy, i, s, bias, bias_off, flags);
+}
+/* GEMM over 8-bit x (prefill, more than MV_MAX_N columns): work-item (t, g) computes GQ_M rows
+ * from output row GQ_M g and GQ_N columns from GQ_N t, global size (ceil(n / GQ_N),
+ * ceil(rows / GQ_M)). The row and column loops are unrolled around one block, so LLVM loads and
+ * unpacks each weight block once for the GQ_N columns and each x block once for the GQ_M rows;
+ * a work-group walks the column tiles of one row tile, whose weights stay in L1. Edge tiles
+ * clamp their loads to the last row/column and skip the stores. */
+#ifndef GQ_M
+#define GQ_M 2
+#endif
+#ifndef GQ_N
+#define GQ_N 4
+#endif
+__kernel void gemm_q8(wq_t wq, ws_t ws, int k, int r0, int rows, __global const char *xq,
+                      __global const float2 *xd, __global float *y, int y_off, int ldy,
+                      __global const float *bias, int bias_off, int flags, int n) {
+    int c0 = get_global_id(0) * GQ_N, i0 = get_global_id(1) * GQ_M;
+    if (c0 >= n || i0 >= rows) return;
+    int nb = k / Q8_BLK, r[GQ_M];
+    __global const char *xc[GQ_N];
+    __global const float2 *dc[GQ_N];
+#pragma unroll
+    for (int i = 0; i < GQ_M; i++)
+        r[i] = r0 + min(i0 + i, rows - 1);
+#pragma unroll
+    for (int j = 0; j < GQ_N; j++) {
+        size_t c = (size_t)min(c0 + j, n - 1);
+        xc[j] = xq + c * k;
+        dc[j] = xd + c * (k / 32);
+    }
+    float8 acc[GQ_M][GQ_N];
+    float off[GQ_M][GQ_N];
+#pragma unroll
+    for (int i = 0; i < GQ_M; i++)
+#pragma unroll
+        for (int j = 0; j < GQ_N; j++)
+            acc[i][j] = 0.0f, off[i][j] = 0.0f;
+    for (int b = 0; b < nb; b++)
+#pragma unroll
+        for (int i = 0; i < GQ_M; i++)
+#pragma unroll
+            for (int j = 0; j < GQ_N; j++)
+                blk_dot_q8(wq, ws, r[i], nb, b, xc[j], dc[j], &acc[i][j], &off[i][j]);
+#pragma unroll
+    for (int i = 0; i < GQ_M; i++)
+#pragma unroll
+        for (int j = 0; j < GQ_N; j++) {
+            float4 h = acc[i][j].lo + acc[i][j].hi;
+            float s = (h.x + h.y) + (h.z + h.w) + off[i][j];
+            if (i0 + i < rows && c0 + j < n)
+                store_y(y + y_off + (size_t)(c0 + j) * ldy, i0 + i, s, bias, bias_off, flags);
+        }
 }
 #endif
 

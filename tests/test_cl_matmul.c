@@ -375,6 +375,33 @@ static void test_rejects(void) {
     be[CL]->i->buffer_free(be[CL]->ctx, x);
 }
 
+/* 8-bit x past MATVEC_MAX_N columns (gemm_q8 where the device has integer dots, for weights
+ * not interleaved: few rows, or split in parts of a few rows): edge tiles of rows and columns,
+ * rows inside a weight, parts. Run after the other checks so their random data stays as it was. */
+static void test_gemm_q8(clinfer_dtype type) {
+    static const int ms[] = {1, 5, 67}, ns[] = {9, 14, 33};
+    size_t blk = clinfer_dtype_block_elems(type);
+    int k = blk == 256 ? 512 : 96, variant = 0;
+    if (blk == 1) return;
+    for (int split = 0; split < 2; split++) {
+        char limit[32];
+        snprintf(limit, sizeof limit, "%zu", 9 * clinfer_dtype_row_bytes(type, (size_t)k) / 2);
+        if (split) setenv("CLINFER_MAX_ALLOC", limit, 1);
+        for (size_t mi = split ? 2 : 0; mi < sizeof ms / sizeof ms[0]; mi++) {
+            int m = ms[mi];
+            pair w = weight_new(type, m, k);
+            for (size_t ni = 0; w.buf[REF] && w.buf[CL] && ni < sizeof ns / sizeof ns[0];
+                 ni++, variant++) {
+                int row0 = m == 67 ? 7 : 0, rows = m == 67 ? m - 12 : m;
+                check_matmul(&w, type, row0, rows, k, ns[ni], variant % 2, variant % 3 == 0, true,
+                             split ? "gemm_q8 split" : "gemm_q8");
+            }
+            pair_free(&w);
+        }
+        unsetenv("CLINFER_MAX_ALLOC");
+    }
+}
+
 static void test_device(size_t index) {
     EXPECT_OK(clinfer_backend_reference_create(&be[REF]));
     EXPECT_OK(clinfer_backend_opencl_create(index, NULL, &be[CL]));
@@ -393,6 +420,8 @@ static void test_device(size_t index) {
         if (clinfer_dtype_block_elems(types[t]) > 1) test_q8_reuse(types[t]);
     }
     test_rejects();
+    for (size_t t = 0; t < n_types; t++)
+        test_gemm_q8(types[t]);
     clinfer_backend_free(be[REF]);
     clinfer_backend_free(be[CL]);
 }

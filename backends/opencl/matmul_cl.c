@@ -1,8 +1,10 @@
 /* Matrix products over weights of every storage type (cl/matvec.cl, cl/gemm.cl); the weights
  * are laid out by weights_cl.c, 8-bit activations made by act_q8_cl.c:
  *   - matvec for n <= MATVEC_MAX_N columns (decode), one kernel per kernel path;
- *   - GEMM for more columns (prefill): f32 weights directly, other types staged to f32 in row
- *     chunks by dequant_rows; CLBlast SGEMM instead of our kernel where the table says it wins;
+ *   - GEMM for more columns (prefill): over 8-bit x, integer dots by gemm_q8 (or matvec_q8_il
+ *     for interleaved weights) where the type has them; otherwise f32 weights directly, other
+ *     types staged to f32 in row chunks by dequant_rows; CLBlast SGEMM instead of our f32
+ *     kernel where the table says it wins;
  *   - embedding gather through dequant_rows. */
 #include <limits.h>
 #include <stdint.h>
@@ -37,10 +39,12 @@ clinfer_status cl_create_buffer(cl_backend_ctx *b, cl_mem_flags flags, size_t by
 clinfer_status cl_build_type(cl_backend_ctx *b, clinfer_dtype type) {
     type_kernels *t = &b->mm->types[type];
     if (t->program) return CLINFER_OK;
-    char options[160], defines[64]; /* the fused norm of matvec_q8_il rounds as quantize.cl does */
+    char options[192], defines[64]; /* the fused norm of matvec_q8_il rounds as quantize.cl does */
     snprintf(options, sizeof options,
-             "%s -DMV_WG=%zu -DMV_MAX_N=%d -cl-fp32-correctly-rounded-divide-sqrt",
-             cl_type_defines(type, defines, sizeof defines), b->mm->mv_wg, MATVEC_MAX_N);
+             "%s -DMV_WG=%zu -DMV_MAX_N=%d -DGQ_M=%d -DGQ_N=%d "
+             "-cl-fp32-correctly-rounded-divide-sqrt",
+             cl_type_defines(type, defines, sizeof defines), b->mm->mv_wg, MATVEC_MAX_N, GEMM_Q8_M,
+             GEMM_Q8_N);
     clinfer_status st = cl_build(b, "matvec.cl", options, &t->program);
     cl_int err = CL_SUCCESS;
     if (st == CLINFER_OK)
@@ -55,6 +59,8 @@ clinfer_status cl_build_type(cl_backend_ctx *b, clinfer_dtype type) {
         /* present only where matvec.cl compiled its AVX2 / AVX-512 integer paths */
         if (cl_program_has_kernel(t->program, "matvec_q8"))
             t->matvec_q8 = clCreateKernel(t->program, "matvec_q8", &err);
+        if (err == CL_SUCCESS && t->matvec_q8) /* compiled alongside it */
+            t->gemm_q8 = clCreateKernel(t->program, "gemm_q8", &err);
         if (err == CL_SUCCESS && b->mm->interleave &&
             cl_program_has_kernel(t->program, "matvec_q8_il")) /* the types laid out by 16 rows */
             t->matvec_q8_il = clCreateKernel(t->program, "matvec_q8_il", &err);
@@ -73,6 +79,7 @@ clinfer_status cl_build_type(cl_backend_ctx *b, clinfer_dtype type) {
         if (t->matvec_norm) clReleaseKernel(t->matvec_norm);
         if (t->dequant) clReleaseKernel(t->dequant);
         if (t->matvec_q8) clReleaseKernel(t->matvec_q8);
+        if (t->gemm_q8) clReleaseKernel(t->gemm_q8);
         if (t->matvec_q8_il) clReleaseKernel(t->matvec_q8_il);
         if (t->matvec_q8_il_norm) clReleaseKernel(t->matvec_q8_il_norm);
         if (t->program) clReleaseProgram(t->program);
@@ -154,6 +161,7 @@ void cl_matmul_free(cl_backend_ctx *b) {
         if (s->types[i].matvec_norm) clReleaseKernel(s->types[i].matvec_norm);
         if (s->types[i].dequant) clReleaseKernel(s->types[i].dequant);
         if (s->types[i].matvec_q8) clReleaseKernel(s->types[i].matvec_q8);
+        if (s->types[i].gemm_q8) clReleaseKernel(s->types[i].gemm_q8);
         if (s->types[i].matvec_q8_il) clReleaseKernel(s->types[i].matvec_q8_il);
         if (s->types[i].matvec_q8_il_norm) clReleaseKernel(s->types[i].matvec_q8_il_norm);
         if (s->types[i].program) clReleaseProgram(s->types[i].program);
@@ -218,6 +226,11 @@ static clinfer_status run_matvec(cl_backend_ctx *b, const type_kernels *t, const
     return cl_launch(b, kernel, "matvec", args, n_args, 2, global, local);
 }
 
+/* Local size of a GEMM launch whose work-groups walk the column tiles of one row tile. */
+static size_t col_group(size_t col_tiles) {
+    return col_tiles < 16 ? col_tiles : 16;
+}
+
 /* GEMM over `rows` f32 weight rows starting at element w_off of w: CLBlast or gemm.cl. */
 static clinfer_status run_gemm(cl_backend_ctx *b, cl_mem w, int w_off, int rows, const mm_args *a) {
     struct cl_matmul_state *s = b->mm;
@@ -234,7 +247,7 @@ static clinfer_status run_gemm(cl_backend_ctx *b, cl_mem w, int w_off, int rows,
     if (s->cpu) {
         /* A work-group walks the column tiles of one row tile: its GM weight rows stay cached. */
         size_t col_tiles = ((size_t)a->n + GEMM_GN - 1) / GEMM_GN;
-        local[0] = col_tiles < 16 ? col_tiles : 16;
+        local[0] = col_group(col_tiles);
         local[1] = 1;
         global[0] = cl_round_up(col_tiles, local[0]);
         global[1] = ((size_t)rows + GEMM_GM - 1) / GEMM_GM;
@@ -264,8 +277,15 @@ static clinfer_status run_matvec_q8(cl_backend_ctx *b, const type_kernels *t, co
                      {sizeof(int), &a->bias_off},
                      {sizeof(int), &a->flags},
                      {sizeof(int), &a->n}};
-    cl_uint n_args = sizeof args / sizeof args[0] - 1; /* n only for matvec_q8_il */
-    if (!a->il) {                                      /* one work-item per (row, column) */
+    cl_uint n_args = sizeof args / sizeof args[0] - 1; /* n only for matvec_q8_il, gemm_q8 */
+    if (!a->il && a->n > MATVEC_MAX_N) { /* GEMM_Q8_M rows x GEMM_Q8_N columns per work-item */
+        size_t col_tiles = ((size_t)a->n + GEMM_Q8_N - 1) / GEMM_Q8_N;
+        size_t local[2] = {col_group(col_tiles), 1};
+        size_t global[2] = {cl_round_up(col_tiles, local[0]),
+                            ((size_t)rows + GEMM_Q8_M - 1) / GEMM_Q8_M};
+        return cl_launch(b, t->gemm_q8, "gemm_q8", args, n_args + 1, 2, global, local);
+    }
+    if (!a->il) { /* one work-item per (row, column) */
         size_t global[2] = {cl_round_up((size_t)rows, CPU_LOCAL), (size_t)a->n};
         size_t local[2] = {CPU_LOCAL, 1};
         return cl_launch(b, t->matvec_q8, "matvec_q8", args, n_args, 2, global, local);
@@ -420,7 +440,8 @@ cleanup:
 /* Whether a matmul over 8-bit x runs an integer kernel (else f32 kernels read x as d * q). */
 static int q8_kernel_for(const struct cl_weight *w, const type_kernels *t, int n) {
     /* matvec_q8_il takes any n: IL_COLS columns per work-item make it a GEMM */
-    return w->il ? t->matvec_q8_il != NULL : t->matvec_q8 && n <= MATVEC_MAX_N;
+    if (w->il) return t->matvec_q8_il != NULL;
+    return (n <= MATVEC_MAX_N ? t->matvec_q8 : t->gemm_q8) != NULL;
 }
 
 /* The matmul op, with norm (norm_fusable) run by its launch's last work-item. */

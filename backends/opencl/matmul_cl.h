@@ -14,7 +14,9 @@ enum {
     STAGE_BYTES = 16 << 20,  /* f32 staging of one chunk of a non-f32 weight for GEMM */
     ARENA_BYTES = 256 << 20, /* weight arenas (CPU devices), unless a part needs more */
     IL_COLS = 4,             /* columns per work-item of matvec_q8_il (cl/matvec.cl) */
-    NORM_ROWS = 8,           /* rows per work-item of matvec_rows_norm */
+    GEMM_Q8_M = 2,           /* rows x columns per work-item of gemm_q8 (cl/matvec.cl) */
+    GEMM_Q8_N = 4,
+    NORM_ROWS = 8, /* rows per work-item of matvec_rows_norm */
 };
 
 #define F_ACCUMULATE 1
@@ -27,6 +29,7 @@ typedef struct {
     cl_kernel matvec_q8;         /* integer dots on 8-bit x; NULL where the program has none */
     cl_kernel matvec_q8_il;      /* the same over rows interleaved by 16; or NULL */
     cl_kernel matvec_q8_il_norm; /* matvec_q8_il and the RMSNORM after it; NULL as it */
+    cl_kernel gemm_q8;           /* matvec_q8 for more than MATVEC_MAX_N columns; NULL as it */
 } type_kernels;
 
 /* A device buffer that only grows. */
