@@ -123,6 +123,7 @@ for path in files:
         row[key] = (statistics.median(b[key] for b, _ in results),
                     statistics.median(a[key] for _, a in results))
     row["rss"] = (max(b["rss"] for b, _ in results), max(a["rss"] for _, a in results))
+    say("  " + json.dumps(row))  # the row's figures, should the table's run not finish
     rows.append(row)
 
 print("| model | weights | tg32 t/s clinfer / llama.cpp | tg32 ratio | % of read roofline "
