@@ -2,7 +2,9 @@
 each GGUF file, alternating, and one markdown table.
 
 usage: real_shapes.py CLINFER PEER_BIN BANDWIDTH_GBS THREADS REPS ROUNDS FILE...
-Runs in bench/peer.sh's venv (the gguf package sizes the weights)."""
+       real_shapes.py --table LOG BANDWIDTH_GBS THREADS REPS ROUNDS
+The second form prints the table of the files a run finished from its stderr (LOG), should the
+run not get to the end. Runs in bench/peer.sh's venv (the gguf package sizes the weights)."""
 import json
 import os
 import re
@@ -15,11 +17,7 @@ import gguf
 
 from side_by_side import run
 
-clinfer, peer_bin, bandwidth, threads, reps, rounds = sys.argv[1:7]
-bandwidth, rounds = float(bandwidth), int(rounds)
-files = sys.argv[7:]
-llama_bench = os.path.join(peer_bin, "llama-bench")
-llama_simple = os.path.join(peer_bin, "llama-simple")
+ROW_MARK = "real_shapes:   {"
 # about 16 tokens in the Llama 3 and SmolLM2 tokenizers: llama-simple's prompt for its load time
 PROMPT = "The quick brown fox jumps over the lazy dog while the old cat sleeps on the warm mat"
 
@@ -96,8 +94,8 @@ def cold(path):
             "resident_mib": max(left)}
 
 
-rows = []
-for path in files:
+def measure(path):
+    """Both engines on one file, for ROUNDS rounds, then cold: its table row."""
     name = os.path.basename(path)
     say("%s (%d rounds)" % (name, rounds))
     results = []
@@ -123,32 +121,48 @@ for path in files:
         row[key] = (statistics.median(b[key] for b, _ in results),
                     statistics.median(a[key] for _, a in results))
     row["rss"] = (max(b["rss"] for b, _ in results), max(a["rss"] for _, a in results))
-    say("  " + json.dumps(row))  # the row's figures, should the table's run not finish
-    rows.append(row)
+    say(ROW_MARK[len("real_shapes: "):] + json.dumps(row)[1:])  # should the run not finish
+    return row
 
-print("| model | weights | tg32 t/s clinfer / llama.cpp | tg32 ratio | % of read roofline "
-      "clinfer / llama.cpp | pp64 t/s | pp64 ratio | pp512 t/s | pp512 ratio | load s | "
-      "TTFT warm s | TTFT cold s | peak RSS MiB |")
-print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
-for r in rows:
-    roof = bandwidth * 1e9 / r["bytes"]
-    tg, pp64, pp512 = r["tg32"], r["pp64"], r["pp512"]
-    cells = [r["name"], "%.2f GiB" % (r["bytes"] / 2**30),
-             "%.2f / %.2f" % tg[:2], "%.2f" % tg[2],
-             "%.0f%% / %.0f%%" % (100 * tg[0] / roof, 100 * tg[1] / roof),
-             "%.1f / %.1f" % pp64[:2], "%.2f" % pp64[2], "%.1f / %.1f" % pp512[:2],
-             "%.2f" % pp512[2], "%.2f / %.2f" % r["load"], "%.2f / %.2f" % r["ttft"],
-             "%.1f / %.1f" % (r["cold"]["ours"], r["cold"]["theirs"]),
-             "%.0f / %.0f" % r["rss"]]
-    print("| " + " | ".join(cells) + " |")
-print()
-print("Pairs are clinfer / llama.cpp; ratios clinfer / llama.cpp (the median of the rounds' "
-      "ratios), speeds medians over %d rounds that alternate which engine goes first, each "
-      "engine's figure the mean of %s repetitions after a warm-up. clinfer device: %s, "
-      "--act q8; llama.cpp: CPU backend, %s threads. Read roofline: %.2f GB/s measured by "
-      "bench/read_bandwidth.c (%s threads); roofline t/s = that / the file's weight bytes. "
-      "Cold: file evicted from the page cache (at most %.0f MiB of it stayed resident) and, "
-      "for clinfer, an empty kernel cache (its load alone took %s s)."
-      % (rounds, reps, rows[0]["backend"], threads, bandwidth, threads,
-         max(r["cold"]["resident_mib"] for r in rows),
-         ", ".join("%.1f" % r["cold"]["ours_load"] for r in rows)))
+
+def print_table(rows, bandwidth, threads, reps, rounds):
+    print("| model | weights | tg32 t/s clinfer / llama.cpp | tg32 ratio | % of read roofline "
+          "clinfer / llama.cpp | pp64 t/s | pp64 ratio | pp512 t/s | pp512 ratio | load s | "
+          "TTFT warm s | TTFT cold s | peak RSS MiB |")
+    print("| --- |" + " ---: |" * 12)
+    for r in rows:
+        roof = bandwidth * 1e9 / r["bytes"]
+        tg, pp64, pp512 = tuple(r["tg32"]), tuple(r["pp64"]), tuple(r["pp512"])
+        cells = [r["name"], "%.2f GiB" % (r["bytes"] / 2**30),
+                 "%.2f / %.2f" % tg[:2], "%.2f" % tg[2],
+                 "%.0f%% / %.0f%%" % (100 * tg[0] / roof, 100 * tg[1] / roof),
+                 "%.1f / %.1f" % pp64[:2], "%.2f" % pp64[2], "%.1f / %.1f" % pp512[:2],
+                 "%.2f" % pp512[2], "%.2f / %.2f" % tuple(r["load"]), "%.2f / %.2f" % tuple(r["ttft"]),
+                 "%.1f / %.1f" % (r["cold"]["ours"], r["cold"]["theirs"]),
+                 "%.0f / %.0f" % tuple(r["rss"])]
+        print("| " + " | ".join(cells) + " |")
+    print()
+    print("Pairs are clinfer / llama.cpp; ratios clinfer / llama.cpp (the median of the rounds' "
+          "ratios), speeds medians over %d rounds that alternate which engine goes first, each "
+          "engine's figure the mean of %s repetitions after a warm-up. clinfer device: %s, "
+          "--act q8; llama.cpp: CPU backend, %s threads. Read roofline: %.2f GB/s measured by "
+          "bench/read_bandwidth.c (%s threads); roofline t/s = that / the file's weight bytes. "
+          "Cold: file evicted from the page cache (at most %.0f MiB of it stayed resident) and, "
+          "for clinfer, an empty kernel cache (its load alone took %s s)."
+          % (rounds, reps, rows[0]["backend"], threads, bandwidth, threads,
+             max(r["cold"]["resident_mib"] for r in rows),
+             ", ".join("%.1f" % r["cold"]["ours_load"] for r in rows)))
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "--table":
+        log, bandwidth, threads, reps, rounds = sys.argv[2:7]
+        with open(log) as f:
+            rows = [json.loads("{" + line.split(ROW_MARK, 1)[1]) for line in f if ROW_MARK in line]
+    else:
+        clinfer, peer_bin, bandwidth, threads, reps, rounds = sys.argv[1:7]
+        rounds = int(rounds)
+        llama_bench = os.path.join(peer_bin, "llama-bench")
+        llama_simple = os.path.join(peer_bin, "llama-simple")
+        rows = [measure(path) for path in sys.argv[7:]]
+    print_table(rows, float(bandwidth), threads, reps, int(rounds))

@@ -34,7 +34,9 @@
 # % of roofline = decode t/s / (that bandwidth / the file's weight bytes).
 #
 # The machine is shared: the load average is printed before and after, and only the ratios
-# (median of the rounds' ratios) compare the two engines.
+# (median of the rounds' ratios) compare the two engines. Each file's figures also go to stderr
+# as it finishes; `bench/real_shapes.py --table LOG BANDWIDTH THREADS REPS ROUNDS` makes the
+# table of those from a saved stderr, should a run be cut short.
 #
 # usage: [SHAPES="1b 1.5b 3b"] [TYPES="F16 Q8_0 Q4_0 Q4_K_M Q6_K"] [ROUNDS=2] [REPS=2]
 #        [THREADS=2] [CLINFER_BIN=...] bench/real_shapes.sh
