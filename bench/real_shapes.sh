@@ -15,8 +15,8 @@
 # Files: $SHAPE_DIR (default ~/.cache/clinfer/shapes, shared: reused when there, written under a
 # temporary name and renamed) holds <shape>-<type>.gguf, shape llama1b, qwen1.5b or llama3b,
 # type in lower case: the F16 one from bench/make_shape_model.py, the others from it by
-# `llama-quantize` (its default mixes: Q4_K_M keeps some matrices in Q6_K, Q4_0 and others store
-# the tied embedding / output matrix in Q6_K, as in published files of those names).
+# `llama-quantize` (its default mixes, as in published files of those names: Q4_K_M keeps some
+# matrices in Q6_K, Q4_0 the tied embedding / output matrix).
 #
 # On each file, for $ROUNDS rounds that alternate which engine goes first:
 #   llama.cpp  llama-bench -t $THREADS -p 64,512 -n 32 -r $REPS; its load time from llama-simple's
