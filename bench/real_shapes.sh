@@ -9,8 +9,8 @@
 #  3b        llama  3072  28      24 / 8        128   8192  500000
 # All three tie the output matrix to the embedding, as bench/make_shape_model.py writes. The
 # vocabulary is the default model's (SmolLM2, 49152 tokens), not the real 128256 / 151936: the
-# layer stack is exact, the embedding / output matrix is smaller than the real model's (by 160 M
-# parameters at 1B, 180 M at 1.5B, 240 M at 3B), so a real file reads that much more per token.
+# layer stack is exact, the embedding / output matrix is smaller than the real model's (by about
+# 160 M parameters at 1B and 1.5B, 240 M at 3B), so a real file reads that much more per token.
 #
 # Files: $SHAPE_DIR (default ~/.cache/clinfer/shapes, shared: reused when there, written under a
 # temporary name and renamed) holds <shape>-<type>.gguf, shape llama1b, qwen1.5b or llama3b,
