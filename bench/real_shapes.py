@@ -125,6 +125,12 @@ def measure(path):
     return row
 
 
+def cached(row):
+    """A note for a cold cell whose file partly stayed in the page cache."""
+    mib = row["cold"]["resident_mib"]
+    return " (%.0f MiB of the file stayed cached)" % mib if mib >= 1 else ""
+
+
 def print_table(rows, bandwidth, threads, reps, rounds):
     print("| model | weights | tg32 t/s clinfer / llama.cpp | tg32 ratio | % of read roofline "
           "clinfer / llama.cpp | pp64 t/s | pp64 ratio | pp512 t/s | pp512 ratio | load s | "
@@ -138,7 +144,7 @@ def print_table(rows, bandwidth, threads, reps, rounds):
                  "%.0f%% / %.0f%%" % (100 * tg[0] / roof, 100 * tg[1] / roof),
                  "%.1f / %.1f" % pp64[:2], "%.2f" % pp64[2], "%.1f / %.1f" % pp512[:2],
                  "%.2f" % pp512[2], "%.2f / %.2f" % tuple(r["load"]), "%.2f / %.2f" % tuple(r["ttft"]),
-                 "%.1f / %.1f" % (r["cold"]["ours"], r["cold"]["theirs"]),
+                 "%.1f / %.1f" % (r["cold"]["ours"], r["cold"]["theirs"]) + cached(r),
                  "%.0f / %.0f" % tuple(r["rss"])]
         print("| " + " | ".join(cells) + " |")
     print()
@@ -147,10 +153,9 @@ def print_table(rows, bandwidth, threads, reps, rounds):
           "engine's figure the mean of %s repetitions after a warm-up. clinfer device: %s, "
           "--act q8; llama.cpp: CPU backend, %s threads. Read roofline: %.2f GB/s measured by "
           "bench/read_bandwidth.c (%s threads); roofline t/s = that / the file's weight bytes. "
-          "Cold: file evicted from the page cache (at most %.0f MiB of it stayed resident) and, "
-          "for clinfer, an empty kernel cache (its load alone took %s s)."
+          "Cold: file evicted from the page cache (unless another process maps it: the cell "
+          "says so) and, for clinfer, an empty kernel cache (its load alone took %s s)."
           % (rounds, reps, rows[0]["backend"], threads, bandwidth, threads,
-             max(r["cold"]["resident_mib"] for r in rows),
              ", ".join("%.1f" % r["cold"]["ours_load"] for r in rows)))
 
 
