@@ -1,10 +1,12 @@
 """The measuring half of bench/real_shapes.sh (see its header for what and why): both engines on
 each GGUF file, alternating, and one markdown table.
 
-usage: real_shapes.py CLINFER PEER_BIN BANDWIDTH_GBS THREADS REPS ROUNDS FILE...
+usage: real_shapes.py CLINFER PEER_BIN READ_BANDWIDTH THREADS REPS ROUNDS FILE...
        real_shapes.py --table LOG BANDWIDTH_GBS THREADS REPS ROUNDS
-The second form prints the table of the files a run finished from its stderr (LOG), should the
-run not get to the end. Runs in bench/peer.sh's venv (the gguf package sizes the weights)."""
+READ_BANDWIDTH is bench/read_bandwidth.c's program, run before each round: the box is shared, and
+the bandwidth left to a run moves with the load as much as the engines' speeds do. The second form
+prints the table of the files a run finished from its stderr (LOG), should the run not get to the
+end (BANDWIDTH_GBS for rows that carry none). Runs in bench/peer.sh's venv (the gguf package sizes the weights)."""
 import json
 import os
 import re
@@ -98,7 +100,7 @@ def measure(path):
     """Both engines on one file, for ROUNDS rounds, then cold: its table row."""
     name = os.path.basename(path)
     say("%s (%d rounds)" % (name, rounds))
-    results = []
+    results, bws = [], []
     for k in range(rounds):
         # alternate who goes first: a drift in the machine's load hits both alike
         if k % 2:
@@ -108,10 +110,12 @@ def measure(path):
             a = theirs(path)
             b = ours(path)
         results.append((b, a))
+        bws.append(float(run([read_bandwidth, threads])[0]))
         say("  round %d: tg32 %.2f / %.2f, pp512 %.1f / %.1f" % (
             k + 1, b["speed"]["tg32"], a["speed"]["tg32"], b["speed"]["pp512"],
             a["speed"]["pp512"]))
     row = {"name": name, "bytes": weight_bytes(path), "cold": cold(path),
+           "bandwidth": statistics.median(bws),
            "backend": results[0][0]["backend"]}
     for test in ("tg32", "pp64", "pp512"):
         row[test] = (statistics.median(b["speed"][test] for b, _ in results),
@@ -137,11 +141,12 @@ def print_table(rows, bandwidth, threads, reps, rounds):
           "TTFT warm s | TTFT cold s | peak RSS MiB |")
     print("| --- |" + " ---: |" * 12)
     for r in rows:
-        roof = bandwidth * 1e9 / r["bytes"]
+        roof = r.get("bandwidth", bandwidth) * 1e9 / r["bytes"]
         tg, pp64, pp512 = tuple(r["tg32"]), tuple(r["pp64"]), tuple(r["pp512"])
         cells = [r["name"], "%.2f GiB" % (r["bytes"] / 2**30),
                  "%.2f / %.2f" % tg[:2], "%.2f" % tg[2],
-                 "%.0f%% / %.0f%%" % (100 * tg[0] / roof, 100 * tg[1] / roof),
+                 "%.0f%% / %.0f%% of %.1f GB/s" % (100 * tg[0] / roof, 100 * tg[1] / roof,
+                                                   r.get("bandwidth", bandwidth)),
                  "%.1f / %.1f" % pp64[:2], "%.2f" % pp64[2], "%.1f / %.1f" % pp512[:2],
                  "%.2f" % pp512[2], "%.2f / %.2f" % tuple(r["load"]), "%.2f / %.2f" % tuple(r["ttft"]),
                  "%.1f / %.1f" % (r["cold"]["ours"], r["cold"]["theirs"]) + cached(r),
@@ -151,11 +156,12 @@ def print_table(rows, bandwidth, threads, reps, rounds):
     print("Pairs are clinfer / llama.cpp; ratios clinfer / llama.cpp (the median of the rounds' "
           "ratios), speeds medians over %d rounds that alternate which engine goes first, each "
           "engine's figure the mean of %s repetitions after a warm-up. clinfer device: %s, "
-          "--act q8; llama.cpp: CPU backend, %s threads. Read roofline: %.2f GB/s measured by "
-          "bench/read_bandwidth.c (%s threads); roofline t/s = that / the file's weight bytes. "
+          "--act q8; llama.cpp: CPU backend, %s threads. Read roofline: the GB/s "
+          "bench/read_bandwidth.c (%s threads) measured after each round (median); roofline t/s "
+          "= that / the file's weight bytes. "
           "Cold: file evicted from the page cache (unless another process maps it: the cell "
           "says so) and, for clinfer, an empty kernel cache (its load alone took %s s)."
-          % (rounds, reps, rows[0]["backend"], threads, bandwidth, threads,
+          % (rounds, reps, rows[0]["backend"], threads, threads,
              ", ".join("%.1f" % r["cold"]["ours_load"] for r in rows)))
 
 
@@ -165,8 +171,8 @@ if __name__ == "__main__":
         with open(log) as f:
             rows = [json.loads("{" + line.split(ROW_MARK, 1)[1]) for line in f if ROW_MARK in line]
     else:
-        clinfer, peer_bin, bandwidth, threads, reps, rounds = sys.argv[1:7]
-        rounds = int(rounds)
+        clinfer, peer_bin, read_bandwidth, threads, reps, rounds = sys.argv[1:7]
+        bandwidth, rounds = "nan", int(rounds)
         llama_bench = os.path.join(peer_bin, "llama-bench")
         llama_simple = os.path.join(peer_bin, "llama-simple")
         rows = [measure(path) for path in sys.argv[7:]]

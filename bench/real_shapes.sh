@@ -30,8 +30,9 @@
 # engine's TTFT process, and for clinfer an empty kernel cache ($CLINFER_CACHE_DIR), so that its
 # OpenCL kernels are compiled. Cold therefore means: weights from disk, kernels from source.
 # Peak RSS: the benchmark process's maximum resident set (wait4; what /usr/bin/time -v prints).
-# Read roofline: bench/read_bandwidth.c, compiled here, sums a 1 GiB buffer with $THREADS threads;
-# % of roofline = decode t/s / (that bandwidth / the file's weight bytes).
+# Read roofline: bench/read_bandwidth.c, compiled here, sums a 1 GiB buffer with $THREADS threads
+# after each round (the bandwidth left to us moves with the shared machine's load); % of roofline
+# = decode t/s / (the rounds' median bandwidth / the file's weight bytes).
 #
 # The machine is shared: the load average is printed before and after, and only the ratios
 # (median of the rounds' ratios) compare the two engines. Each file's figures also go to stderr
@@ -113,7 +114,6 @@ done
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
 cc -O2 -march=native -pthread "$root/bench/read_bandwidth.c" -o "$scratch/read_bandwidth"
-bandwidth=$("$scratch/read_bandwidth" "$threads")
 if [ -n "${CLINFER_BIN:-}" ]; then
     built="CLINFER_BIN=$CLINFER_BIN"
 else
@@ -121,9 +121,9 @@ else
         echo ' + local changes')"
 fi
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
-say "read bandwidth ${bandwidth} GB/s; load average before: $load_before"
+say "load average before: $load_before"
 PYTHONPATH=$root/bench "$peer_venv/bin/python" "$root/bench/real_shapes.py" "$clinfer" \
-    "$peer_bin" "$bandwidth" "$threads" "$reps" "$rounds" "${files[@]}"
+    "$peer_bin" "$scratch/read_bandwidth" "$threads" "$reps" "$rounds" "${files[@]}"
 echo
 echo "clinfer: $built; load average (1, 5, 15 min) before: $load_before, after:" \
     "$(cut -d' ' -f1-3 /proc/loadavg); $(date -u '+%Y-%m-%d %H:%M UTC')"
