@@ -50,34 +50,11 @@ while [ $# -gt 0 ]; do
 done
 
 say() { echo "compare_llamacpp: $*" >&2; }
-jobs_for_load() { awk '{ print ($1 < 1.0) ? 2 : 1 }' /proc/loadavg; }
 
-# ---- 1. llama.cpp, once -------------------------------------------------------------------
+# ---- 1. llama.cpp, once; 2. clinfer -------------------------------------------------------
+peer_build || exit 1
 llama_bin=$peer_bin
-missing=()
-for t in "${peer_targets[@]}"; do [ -x "$llama_bin/$t" ] || missing+=("$t"); done
-if [ ${#missing[@]} -gt 0 ]; then
-    sdist=$(bash "$root/tools/fetch_llamacpp_sdist.sh")
-    src="$cache/$(basename "$sdist" .tar.gz)/vendor/llama.cpp"
-    [ -f "$src/CMakeLists.txt" ] || tar -xzf "$sdist" -C "$cache"
-    jobs=$(jobs_for_load)
-    say "building ${missing[*]} (CPU backend, -j$jobs; about 15 minutes)"
-    cmake -S "$src" -B "$cache/build" -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON \
-        -DLLAMA_CURL=OFF -DBUILD_SHARED_LIBS=OFF -DLLAMA_BUILD_TESTS=OFF \
-        -DLLAMA_BUILD_SERVER=ON >"$cache/cmake.log"
-    cmake --build "$cache/build" -j"$jobs" --target "${missing[@]}" >"$cache/build.log"
-fi
-
-# ---- 2. clinfer ---------------------------------------------------------------------------
-clinfer=${CLINFER_BIN:-}
-if [ -z "$clinfer" ]; then
-    mkdir -p "$root/build-compare"
-    log="$root/build-compare/build.log"
-    { cmake -S "$root" -B "$root/build-compare" -DCMAKE_BUILD_TYPE=Release -DCLINFER_TESTS=OFF &&
-        cmake --build "$root/build-compare" -j"$(jobs_for_load)" --target clinfer_cli; } \
-        >"$log" 2>&1 || { say "building clinfer failed; see $log"; exit 1; }
-    clinfer="$root/build-compare/clinfer"
-fi
+clinfer_build || exit 1
 
 # ---- 3. model files -----------------------------------------------------------------------
 q4_1=$(bash "$root/tools/fetch_model.sh")
@@ -112,27 +89,14 @@ fi
 # ---- 5. both engines on every file --------------------------------------------------------
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
-python3 - "$clinfer" "$llama_bin/llama-bench" "$threads" "$reps" "$rounds" "$scratch" \
-    "${files[@]}" <<'EOF'
-import json, os, statistics, subprocess, sys, tempfile, time
+PYTHONPATH=$root/bench python3 - "$clinfer" "$llama_bin/llama-bench" "$threads" "$reps" "$rounds" \
+    "$scratch" "${files[@]}" <<'EOF'
+import json, os, statistics, sys, tempfile
+
+from side_by_side import run
 
 clinfer, llama_bench, threads, reps, rounds, scratch = sys.argv[1:7]
 files = sys.argv[7:]
-
-def run(cmd, env=None):
-    """Runs cmd; returns (stdout, wall seconds, the process's peak resident MiB)."""
-    with tempfile.TemporaryFile("w+") as err:
-        t0 = time.monotonic()
-        p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, text=True, env=env)
-        stdout = p.stdout.read()
-        _, status, usage = os.wait4(p.pid, 0)
-        wall = time.monotonic() - t0
-        code = os.waitstatus_to_exitcode(status)
-        if code != 0:
-            err.seek(0)
-            sys.exit("compare_llamacpp: %s failed (%d):\n%s"
-                     % (" ".join(cmd), code, err.read()[-2000:]))
-        return stdout, wall, usage.ru_maxrss / 1024
 
 def one_round(path, name):
     """Both engines on one file, back to back: their speeds, TTFTs and peak RSS."""

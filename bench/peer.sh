@@ -4,7 +4,7 @@
 # makes it), and the final perplexity of either tool on a model, as a number ("-" when the tool
 # cannot load it).
 # ppl_peer and ppl_clinfer take MODEL TEXT CTX CHUNKS; ppl_clinfer needs $clinfer set and adds
-# its further arguments.
+# its further arguments. peer_build and clinfer_build (below) build either engine where needed.
 peer_cache=${CLINFER_BENCH_CACHE:-$HOME/.cache/clinfer/llama.cpp}
 peer_bin=$peer_cache/build/bin
 # The llama.cpp programs the bench scripts and the CTest label peer run.
@@ -21,4 +21,37 @@ ppl_clinfer() {
     shift 4
     "$clinfer" perplexity -m "$model" -f "$text" -c "$ctx" --chunks "$chunks" -q "$@" 2>/dev/null |
         sed -n 's/.*PPL = \([0-9.]*\).*/\1/p' | grep . || echo -
+}
+
+# -j2 on a quiet machine, -j1 on a busy one (the box is shared).
+jobs_for_load() { awk '{ print ($1 < 1.0) ? 2 : 1 }' /proc/loadavg; }
+
+# Builds whichever of peer_targets is missing, once, from the llama-cpp-python source
+# distribution on PyPI (tools/fetch_llamacpp_sdist.sh: pinned, SHA-256 checked). Needs $root.
+peer_build() {
+    local t missing=() sdist src jobs
+    for t in "${peer_targets[@]}"; do [ -x "$peer_bin/$t" ] || missing+=("$t"); done
+    [ ${#missing[@]} -gt 0 ] || return 0
+    sdist=$(bash "$root/tools/fetch_llamacpp_sdist.sh") || return 1
+    src="$peer_cache/$(basename "$sdist" .tar.gz)/vendor/llama.cpp"
+    [ -f "$src/CMakeLists.txt" ] || tar -xzf "$sdist" -C "$peer_cache" || return 1
+    jobs=$(jobs_for_load)
+    echo "peer: building ${missing[*]} (CPU backend, -j$jobs; about 15 minutes)" >&2
+    cmake -S "$src" -B "$peer_cache/build" -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON \
+        -DLLAMA_CURL=OFF -DBUILD_SHARED_LIBS=OFF -DLLAMA_BUILD_TESTS=OFF \
+        -DLLAMA_BUILD_SERVER=ON >"$peer_cache/cmake.log" &&
+        cmake --build "$peer_cache/build" -j"$jobs" --target "${missing[@]}" \
+            >"$peer_cache/build.log"
+}
+
+# Sets $clinfer: $CLINFER_BIN, else a Release build of this checkout in $root/build-compare.
+clinfer_build() {
+    clinfer=${CLINFER_BIN:-}
+    [ -z "$clinfer" ] || return 0
+    local log="$root/build-compare/build.log"
+    mkdir -p "$root/build-compare"
+    { cmake -S "$root" -B "$root/build-compare" -DCMAKE_BUILD_TYPE=Release -DCLINFER_TESTS=OFF &&
+        cmake --build "$root/build-compare" -j"$(jobs_for_load)" --target clinfer_cli; } \
+        >"$log" 2>&1 || { echo "peer: building clinfer failed; see $log" >&2; return 1; }
+    clinfer="$root/build-compare/clinfer"
 }
