@@ -125,9 +125,11 @@ static void cancel_locked(serve_job *job) {
 }
 
 void serve_job_cancel(serve_job *job) {
-    pthread_mutex_lock(&job->pool->lock);
+    /* the lock is named before cancel_locked may drop the queue's reference to job */
+    pthread_mutex_t *lock = &job->pool->lock;
+    pthread_mutex_lock(lock);
     cancel_locked(job);
-    pthread_mutex_unlock(&job->pool->lock);
+    pthread_mutex_unlock(lock);
 }
 
 void serve_job_release(serve_job *job) {
