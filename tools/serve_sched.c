@@ -173,12 +173,18 @@ static void slot_finish(serve_pool *p, size_t i, clinfer_status st, const char *
     s->n_pending = 0;
 }
 
+/* The tokens the slot's sequence and the job's prompt start with alike. */
+static size_t common_start(const serve_slot *s, const serve_job *job) {
+    size_t n = 0;
+    while (n < s->n_held && n < job->n_tokens && s->held[n] == job->tokens[n])
+        n++;
+    return n;
+}
+
 /* Under the lock: starts job on free slot i, keeping what its sequence holds of the prompt. */
 static void slot_start_locked(serve_pool *p, size_t i, serve_job *job) {
     serve_slot *s = &p->slots[i];
-    size_t keep = 0;
-    while (keep < s->n_held && keep < job->n_tokens && s->held[keep] == job->tokens[keep])
-        keep++;
+    size_t keep = common_start(s, job);
     if (keep == job->n_tokens) keep--; /* the last prompt token again, for its logits */
     clinfer_seq_truncate(p->ctx, (uint32_t)i, (uint32_t)keep);
     *s = (serve_slot){.held = s->held,
@@ -208,9 +214,7 @@ static size_t pick_slot(const serve_pool *p, const serve_job *job) {
     for (size_t i = 0; i < p->n_slots; i++) {
         const serve_slot *s = &p->slots[i];
         if (s->job) continue;
-        size_t n = 0;
-        while (n < s->n_held && n < job->n_tokens && s->held[n] == job->tokens[n])
-            n++;
+        size_t n = common_start(s, job);
         if (best == p->n_slots || n > best_len) {
             best = i;
             best_len = n;
