@@ -39,7 +39,7 @@ static void usage(FILE *out) {
             "      --chat-template NAME  chatml, llama3, llama2 or gemma instead of the model's\n"
             "      --alias NAME     the model's name in responses (default: the file's name)\n"
             "      --max-body BYTES largest request body; larger gets 413 (default 4194304)\n"
-            "" CLI_MODEL_HELP "\n"
+            "" CLI_ACT_HELP "" CLI_MODEL_HELP "\n"
             "Sampling defaults are llama.cpp's (temperature 0.8, top_k 40, top_p 0.95, min_p\n"
             "0.05); a request's fields override them. With no seed, each request draws one.\n");
 }
@@ -48,11 +48,13 @@ typedef struct {
     cli_model_opts model;
     serve_server s;
     long port, parallel, queue, n_ctx, n_batch, max_body;
+    clinfer_activations act;
 } serve_opts;
 
 static int serve_option(int opt, const char *arg, void *user) {
     serve_opts *o = user;
     int used = cli_model_option(opt, arg, &o->model);
+    if (!used) used = cli_act_option(opt, arg, &o->act);
     if (used) return used;
     switch (opt) {
     case OPT_HOST:
@@ -104,6 +106,7 @@ static int parse(int argc, char **argv, serve_opts *o) {
         {"chat-template", required_argument, NULL, OPT_CHAT_TEMPLATE},
         {"alias", required_argument, NULL, OPT_ALIAS},
         {"max-body", required_argument, NULL, OPT_MAX_BODY},
+        CLI_ACT_OPTIONS,
         {NULL, 0, NULL, 0}};
     rewrite_np(argc, argv);
     int rc = cli_parse_options("serve", argc, argv, ":" CLI_MODEL_SHORT "c:b:", options,
@@ -148,8 +151,10 @@ int cmd_serve(int argc, char **argv) {
     s->n_slots = (size_t)o.parallel;
     s->queue_cap = (size_t)o.queue;
     s->max_body = (size_t)o.max_body;
-    s->n_ctx = (uint32_t)o.n_ctx;
-    s->n_batch = (uint32_t)o.n_batch;
+    clinfer_context_params_default(&s->cp);
+    s->cp.n_ctx = (uint32_t)o.n_ctx;
+    if (o.n_batch) s->cp.n_batch = (uint32_t)o.n_batch;
+    s->cp.activations = o.act;
     s->start_ms = cli_now_ms();
     s->start_time = (long)time(NULL);
     pthread_mutex_init(&s->lock, NULL);
@@ -178,8 +183,7 @@ int cmd_serve(int argc, char **argv) {
     fprintf(stderr, "clinfer: listening on http://%s%s%s:%u, loading %s\n", v6 ? "[" : "", s->host,
             v6 ? "]" : "", (unsigned)s->port, path);
     if (cli_load_model(&o.model, &s->model, NULL) || check_template(s)) goto done;
-    clinfer_status st =
-        serve_pool_create(s->model, s->n_slots, s->n_ctx, s->n_batch, s->queue_cap, &s->pool);
+    clinfer_status st = serve_pool_create(s->model, s->n_slots, &s->cp, s->queue_cap, &s->pool);
     if (st != CLINFER_OK) {
         cli_error("serve: cannot create a context of %zu slots: %s (%s)", s->n_slots,
                   clinfer_last_error(), clinfer_status_str(st));

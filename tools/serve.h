@@ -39,7 +39,7 @@ typedef struct serve_server {
     const char *model_id;      /* the name /v1/models lists and responses carry */
     const char *chat_template; /* NULL: the model's */
     size_t n_slots, queue_cap;
-    uint32_t n_ctx, n_batch; /* per slot; per step (0: the library's default) */
+    clinfer_context_params cp; /* n_ctx per slot, n_batch per step, activations */
 
     /* set once by cmd_serve before `ready` */
     clinfer_model *model;

@@ -406,8 +406,9 @@ static void *scheduler(void *arg) {
 
 /* ---- the pool ------------------------------------------------------------------------------ */
 
-clinfer_status serve_pool_create(clinfer_model *model, size_t n_slots, uint32_t n_ctx,
-                                 uint32_t n_batch, size_t queue_cap, serve_pool **out) {
+clinfer_status serve_pool_create(clinfer_model *model, size_t n_slots,
+                                 const clinfer_context_params *params, size_t queue_cap,
+                                 serve_pool **out) {
     *out = NULL;
     serve_pool *p = calloc(1, sizeof *p);
     serve_slot *slots = calloc(n_slots, sizeof *slots);
@@ -422,17 +423,18 @@ clinfer_status serve_pool_create(clinfer_model *model, size_t n_slots, uint32_t 
     p->slots = slots;
     p->n_slots = n_slots;
     p->queue_cap = queue_cap;
-    clinfer_context_params cp;
-    clinfer_context_params_default(&cp);
-    cp.n_ctx = n_ctx;
-    if (n_batch) cp.n_batch = n_batch;
-    if (cp.n_batch < n_slots) cp.n_batch = (uint32_t)n_slots; /* a token of each slot */
+    clinfer_context_params cp = *params;
+    cp.embeddings = false; /* the generation context saves the hidden states' read */
     cp.n_seq_max = (uint32_t)n_slots;
-    clinfer_status st = clinfer_context_create(model, &cp, &p->ctx);
+    clinfer_memory_plan plan; /* n_batch resolved: 0 is the library's default */
+    clinfer_status st = clinfer_model_memory_plan(model, &cp, &plan);
+    if (st == CLINFER_OK) {
+        cp.n_batch = plan.n_batch < n_slots ? (uint32_t)n_slots : plan.n_batch; /* a token each */
+        st = clinfer_context_create(model, &cp, &p->ctx);
+    }
     if (st == CLINFER_OK) {
         p->n_ctx = clinfer_context_n_ctx(p->ctx);
-        clinfer_memory_plan plan;
-        st = clinfer_model_memory_plan(model, &cp, &plan);
+        st = clinfer_model_memory_plan(model, &cp, &plan); /* n_batch again: capped at n_ctx */
         p->n_batch = plan.n_batch;
     }
     if (st == CLINFER_OK) {

@@ -62,12 +62,14 @@ typedef struct {
     size_t queued, active, slots, queue_cap;
 } serve_pool_stats;
 
-/* Creates a context of n_slots sequences of n_ctx tokens each (0: the model's) whose steps take
- * up to n_batch tokens (0: 256; at least n_slots), a context of one sequence for embeddings
- * jobs, and the scheduler thread. queue_cap: how many jobs may wait for a slot. Prints nothing;
- * on failure clinfer_last_error() says why. */
-clinfer_status serve_pool_create(clinfer_model *model, size_t n_slots, uint32_t n_ctx,
-                                 uint32_t n_batch, size_t queue_cap, serve_pool **out);
+/* Creates a context of n_slots sequences of cp->n_ctx tokens each (0: the model's) whose steps
+ * take up to cp->n_batch tokens (at least n_slots), a context of one sequence for embeddings
+ * jobs, and the scheduler thread (cp's other fields as given; n_seq_max and embeddings are set
+ * here). queue_cap: how many jobs may wait for a slot. Prints nothing; on failure
+ * clinfer_last_error() says why. */
+clinfer_status serve_pool_create(clinfer_model *model, size_t n_slots,
+                                 const clinfer_context_params *cp, size_t queue_cap,
+                                 serve_pool **out);
 /* Finishes the queued and running jobs, stops the scheduler, frees the contexts. */
 void serve_pool_free(serve_pool *pool);
 uint32_t serve_pool_n_ctx(const serve_pool *pool);   /* tokens per slot */
