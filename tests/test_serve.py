@@ -361,7 +361,7 @@ def chunked_prefill():
     the same step, so the counts say it without timing."""
     s = Server(clinfer, model, *BASE, "-np", "2", "-b", "16", "-c", "4096")
     c = s.connect()
-    c.request("POST", COMPL, body=json.dumps({**LONG, "max_tokens": 3000, "stream": True}))
+    c.request("POST", COMPL, body=json.dumps({**LONG, "max_tokens": 4000, "stream": True}))
     resp = c.getresponse()
     check(resp.readline().startswith(b"data: "), "the long stream started")
     st, text = s.request("GET", "/metrics")

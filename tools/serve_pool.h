@@ -17,7 +17,8 @@ typedef struct {
     int32_t next;  /* the last token sampled */
     char *pending; /* bytes of pieces that are not a whole character yet */
     size_t n_pending, cap_pending;
-    uint64_t order;            /* when its job started, for first come first served prefill */
+    uint64_t order;            /* when its last job started (0: never): first come first
+                                * served prefill, and the oldest cache goes first */
     double start_ms, first_ms; /* job started, its prompt done */
     size_t n_generated;
 } serve_slot;

@@ -192,7 +192,7 @@ static void slot_start_locked(serve_pool *p, size_t i, serve_job *job) {
                       .n_fed = keep,
                       .pending = s->pending,
                       .cap_pending = s->cap_pending,
-                      .order = p->order++,
+                      .order = ++p->order, /* 0: never used */
                       .start_ms = cli_now_ms(),
                       .job = job};
     p->active++;
@@ -207,15 +207,17 @@ static void slot_start_locked(serve_pool *p, size_t i, serve_job *job) {
         clinfer_sampler_accept(s->sampler, job->tokens[t]);
 }
 
-/* The free slot whose sequence shares the longest start with the job's prompt (the lowest of
- * equals); n_slots when none is free. */
+/* The free slot whose sequence shares the longest start with the job's prompt, of equals the
+ * one used longest ago (so a new conversation displaces the oldest cache); n_slots when none is
+ * free. */
 static size_t pick_slot(const serve_pool *p, const serve_job *job) {
     size_t best = p->n_slots, best_len = 0;
     for (size_t i = 0; i < p->n_slots; i++) {
         const serve_slot *s = &p->slots[i];
         if (s->job) continue;
         size_t n = common_start(s, job);
-        if (best == p->n_slots || n > best_len) {
+        if (best == p->n_slots || n > best_len ||
+            (n == best_len && s->order < p->slots[best].order)) {
             best = i;
             best_len = n;
         }
