@@ -194,18 +194,22 @@ def concurrent(s):
     reads only the token's own sequence. On OpenCL a batch of several columns takes other
     kernels than one column (tiled products instead of a matvec), so logits can differ in the
     last bits and a greedy pick between near-equal tokens could flip on a real model
-    (test_batch bounds those differences)."""
+    (test_batch bounds those differences). An embeddings request among them, evaluated between
+    the steps on a context of its own, gets the vectors it gets alone."""
     reqs = [(CHAT, {"messages": msgs(f"question {i}"), "max_tokens": 24, "temperature": 0})
             if i % 2 else
             (COMPL, {"prompt": f"story number {i}", "max_tokens": 24, "temperature": 0})
             for i in range(8)]
+    reqs.append((EMBD, {"input": ["the cat", "hello there"]}))  # between the steps
     alone = [s.request("POST", p, r) for p, r in reqs]
-    together = [None] * 8
+    together = [None] * 9
 
     def run(i):
         together[i] = s.request("POST", *reqs[i])
 
-    run_threads(8, run)
+    run_threads(9, run)
+    check(alone[8] == together[8], "embeddings beside 8 generations equal those alone")
+    alone, together = alone[:8], together[:8]
 
     def texts(rs):
         return [(st, chat_text(b) if "message" in b["choices"][0] else b["choices"][0]["text"])
