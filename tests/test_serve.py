@@ -3,7 +3,8 @@ the standard library's HTTP client and through curl: every endpoint, streamed ag
 answers, embeddings (their shape, length 1, a batch against single texts, token ids,
 base64), stop strings, seeds, 8 concurrent clients against the same requests one at a time,
 each bad request of the list with its status, the API key, a full queue, a client that leaves
-mid-stream, /health before the model is loaded, SIGTERM during a stream and a second signal.
+mid-stream, a long prompt beside a stream (chunked prefill), the prompt cache, /health before
+the model is loaded, SIGTERM during a stream and a second signal.
 Usage: test_serve.py CLINFER WRITE_TINY_MODEL"""
 import atexit
 import json
@@ -106,7 +107,7 @@ def endpoints(s):
                  "clinfer_generated_tokens_per_second",
                  "clinfer_time_to_first_token_seconds_count"):
         check(metric(text, name) is not None, f"/metrics has {name}")
-    check(metric(text, "clinfer_slots") == 4, "/metrics: 4 slots")
+    check(metric(text, "clinfer_slots") == 8, "/metrics: 8 slots")
 
 
 def embeddings(s):
@@ -185,19 +186,30 @@ def curl(s):
 
 
 def concurrent(s):
-    """8 clients at once get what the same requests get one at a time: each slot is a context
-    of its own, and contexts evaluate alike whether alone or beside others (test_contexts)."""
+    """8 clients at once on 8 slots get exactly the greedy texts that the same requests get one
+    at a time: together, their tokens share every step's batch (prompts and decode tokens of
+    several sequences mixed, the second round's prompts partly from the slots' prompt cache);
+    alone, each has the batches to itself. Exact here because the reference backend sums each
+    token's column of a matrix product in the same order whatever the batch holds, and attention
+    reads only the token's own sequence. On OpenCL a batch of several columns takes other
+    kernels than one column (tiled products instead of a matvec), so logits can differ in the
+    last bits and a greedy pick between near-equal tokens could flip on a real model
+    (test_batch bounds those differences). An embeddings request among them, evaluated between
+    the steps on a context of its own, gets the vectors it gets alone."""
     reqs = [(CHAT, {"messages": msgs(f"question {i}"), "max_tokens": 24, "temperature": 0})
             if i % 2 else
             (COMPL, {"prompt": f"story number {i}", "max_tokens": 24, "temperature": 0})
             for i in range(8)]
+    reqs.append((EMBD, {"input": ["the cat", "hello there"]}))  # between the steps
     alone = [s.request("POST", p, r) for p, r in reqs]
-    together = [None] * 8
+    together = [None] * 9
 
     def run(i):
         together[i] = s.request("POST", *reqs[i])
 
-    run_threads(8, run)
+    run_threads(9, run)
+    check(alone[8] == together[8], "embeddings beside 8 generations equal those alone")
+    alone, together = alone[:8], together[:8]
 
     def texts(rs):
         return [(st, chat_text(b) if "message" in b["choices"][0] else b["choices"][0]["text"])
@@ -347,6 +359,53 @@ def disconnect():
     check(s.stop() == 0, "exit 0")
 
 
+def chunked_prefill():
+    """A long prompt that arrives while a stream runs is spread over steps of -b 16 tokens, and
+    the stream gets a token in every one of them: /metrics counts steps and generated tokens in
+    the same step, so the counts say it without timing."""
+    s = Server(clinfer, model, *BASE, "-np", "2", "-b", "16", "-c", "4096")
+    c = s.connect()
+    c.request("POST", COMPL, body=json.dumps({**LONG, "max_tokens": 4000, "stream": True}))
+    resp = c.getresponse()
+    check(resp.readline().startswith(b"data: "), "the long stream started")
+    st, text = s.request("GET", "/metrics")
+    steps0, gen0 = metric(text, "clinfer_batch_steps_total"), \
+        metric(text, "clinfer_generated_tokens_total")
+    st, r = s.request("POST", COMPL, {"prompt": "the cat sat on the mat " * 40, "max_tokens": 1,
+                                      "temperature": 0})
+    st2, text = s.request("GET", "/metrics")
+    steps = metric(text, "clinfer_batch_steps_total") - steps0
+    generated = metric(text, "clinfer_generated_tokens_total") - gen0
+    n = r["usage"]["prompt_tokens"] if st == 200 else 0
+    check(n > 100, f"the long prompt: {st} {r}")
+    check(steps >= n / 15, f"{n} prompt tokens took {steps} steps of at most 15 beside a stream")
+    check(generated >= steps, f"the stream got {generated} tokens in {steps} steps")
+    c.close()
+    check(s.stop() == 0, "exit 0")
+
+
+def prompt_cache():
+    """A slot keeps its last request's tokens: the same prompt again evaluates only its last
+    token (for its logits), a longer one only what was added, and the answers are the same."""
+    s = Server(clinfer, model, *BASE, "-np", "2", "-c", "1024")
+
+    def evaluated(body):
+        before = metric(s.request("GET", "/metrics")[1], "clinfer_prompt_tokens_total")
+        st, r = s.request("POST", COMPL, {**body, "max_tokens": 8, "temperature": 0})
+        after = metric(s.request("GET", "/metrics")[1], "clinfer_prompt_tokens_total")
+        check(st == 200, f"prompt cache: {st} {r}")
+        return after - before, r["choices"][0]["text"], r["usage"]["prompt_tokens"]
+
+    first, text, n = evaluated({"prompt": "a story about a cat and a dog"})
+    check(first == n, f"a new prompt: {first} of {n} tokens evaluated")
+    again, text2, n2 = evaluated({"prompt": "a story about a cat and a dog"})
+    check(again == 1 and text2 == text and n2 == n,
+          f"the same prompt: {again} evaluated, {text2!r} vs {text!r}")
+    longer, _, n3 = evaluated({"prompt": "a story about a cat and a dog that ran"})
+    check(0 < longer < n3, f"a longer prompt: {longer} of {n3} tokens evaluated")
+    check(s.stop() == 0, "exit 0")
+
+
 def health_before_load():
     """/health is 503 until the model is loaded: here it never is (the model is a FIFO nobody
     writes, so loading waits), then the load fails and the server exits 1."""
@@ -398,7 +457,7 @@ def second_signal():
     check(code == -signal.SIGINT, f"a second SIGINT: exit {code}")
 
 
-s = Server(clinfer, model, *BASE, "-np", "4", "--alias", "tiny", "--max-body", "65536")
+s = Server(clinfer, model, *BASE, "-np", "8", "--alias", "tiny", "--max-body", "65536")
 try:
     endpoints(s)
     embeddings(s)
@@ -411,6 +470,8 @@ check(code == 0, f"SIGTERM: exit {code}")
 api_key()
 full_queue()
 disconnect()
+chunked_prefill()
+prompt_cache()
 health_before_load()
 sigterm_mid_stream()
 second_signal()

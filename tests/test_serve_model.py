@@ -1,7 +1,8 @@
 """`clinfer serve` on the default model ($CLINFER_MODEL; skipped, 77, without it) on OpenCL:
 its own chat template, a streamed greedy answer equal to the whole one, and two clients at once
-getting what each gets alone (each slot is a context of its own; contexts of a model give the
-same logits alone or beside others, tests/test_contexts.c).
+getting what each gets alone. Together their tokens share each step's batch (two columns per
+matrix product instead of one, other kernels): the logits may differ in the last bits
+(tests/test_batch.c bounds it), far below the margins of these short greedy answers.
 Usage: test_serve_model.py CLINFER"""
 import os
 import sys

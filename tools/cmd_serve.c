@@ -24,18 +24,22 @@ static void usage(FILE *out) {
             "answers the requests in flight and exits.\n\n"
             "      --host ADDR      address to listen on (default 127.0.0.1: this machine only)\n"
             "      --port N         port; 0 picks a free one (default 8080)\n"
-            "  -np, --parallel N    slots: requests generated at once, each on its own context\n"
-            "                       (default 1); with more than one, ops launch one by one,\n"
-            "                       as with CLINFER_GRAPH=0 (whole-step graph launches spin\n"
-            "                       and starve each other)\n"
+            "  -np, --parallel N    slots: requests generated at once (default 1), each a\n"
+            "                       sequence of one context; every step evaluates a token of\n"
+            "                       each generating slot and prompt tokens of starting ones\n"
+            "                       in one batch (continuous batching)\n"
+            "  -b, --batch-size N   tokens per step (default 256): a longer prompt is spread\n"
+            "                       over several steps, beside the running streams\n"
             "      --queue N        requests that may wait for a slot; more get 503 (default 64)\n"
             "      --api-key KEY    answer only requests with 'Authorization: Bearer KEY' (401\n"
             "                       otherwise; /health stays open)\n"
-            "  -c, --ctx-size N     context length of each slot; 0 is the model's (default 0)\n"
+            "  -c, --ctx-size N     context length of each slot; 0 is the model's (default 0);\n"
+            "                       a slot keeps its last request's tokens, and a new prompt\n"
+            "                       that starts with them evaluates only the rest\n"
             "      --chat-template NAME  chatml, llama3, llama2 or gemma instead of the model's\n"
             "      --alias NAME     the model's name in responses (default: the file's name)\n"
             "      --max-body BYTES largest request body; larger gets 413 (default 4194304)\n"
-            "" CLI_MODEL_HELP "\n"
+            "" CLI_ACT_HELP "" CLI_MODEL_HELP "\n"
             "Sampling defaults are llama.cpp's (temperature 0.8, top_k 40, top_p 0.95, min_p\n"
             "0.05); a request's fields override them. With no seed, each request draws one.\n");
 }
@@ -43,12 +47,14 @@ static void usage(FILE *out) {
 typedef struct {
     cli_model_opts model;
     serve_server s;
-    long port, parallel, queue, n_ctx, max_body;
+    long port, parallel, queue, n_ctx, n_batch, max_body;
+    clinfer_activations act;
 } serve_opts;
 
 static int serve_option(int opt, const char *arg, void *user) {
     serve_opts *o = user;
     int used = cli_model_option(opt, arg, &o->model);
+    if (!used) used = cli_act_option(opt, arg, &o->act);
     if (used) return used;
     switch (opt) {
     case OPT_HOST:
@@ -66,6 +72,8 @@ static int serve_option(int opt, const char *arg, void *user) {
         return 1;
     case 'c':
         return cli_parse_long("-c", arg, 0, INT32_MAX, &o->n_ctx) ? 1 : -1;
+    case 'b':
+        return cli_parse_long("-b", arg, 1, 65536, &o->n_batch) ? 1 : -1;
     case OPT_CHAT_TEMPLATE:
         o->s.chat_template = arg;
         return 1;
@@ -94,13 +102,15 @@ static int parse(int argc, char **argv, serve_opts *o) {
         {"queue", required_argument, NULL, OPT_QUEUE},
         {"api-key", required_argument, NULL, OPT_API_KEY},
         {"ctx-size", required_argument, NULL, 'c'},
+        {"batch-size", required_argument, NULL, 'b'},
         {"chat-template", required_argument, NULL, OPT_CHAT_TEMPLATE},
         {"alias", required_argument, NULL, OPT_ALIAS},
         {"max-body", required_argument, NULL, OPT_MAX_BODY},
+        CLI_ACT_OPTIONS,
         {NULL, 0, NULL, 0}};
     rewrite_np(argc, argv);
-    int rc = cli_parse_options("serve", argc, argv, ":" CLI_MODEL_SHORT "c:", options, serve_option,
-                               o, usage);
+    int rc = cli_parse_options("serve", argc, argv, ":" CLI_MODEL_SHORT "c:b:", options,
+                               serve_option, o, usage);
     if (rc) return rc;
     if (optind < argc) return cli_error("serve: unexpected argument '%s'", argv[optind]);
     return 0;
@@ -137,15 +147,14 @@ int cmd_serve(int argc, char **argv) {
     int rc = parse(argc, argv, &o);
     if (rc) return rc == 2 ? 0 : 1;
     serve_server *s = &o.s;
-    /* Several contexts at once on a CPU device: a graph launch spins while it waits for its
-     * work-groups, and beside other launches it starves (docs/PERFORMANCE.md); ops launched one
-     * by one share the cores. */
-    if (o.parallel > 1) o.model.params.options.graph = CLINFER_OFF;
     s->port = (uint16_t)o.port;
     s->n_slots = (size_t)o.parallel;
     s->queue_cap = (size_t)o.queue;
     s->max_body = (size_t)o.max_body;
-    s->n_ctx = (uint32_t)o.n_ctx;
+    clinfer_context_params_default(&s->cp);
+    s->cp.n_ctx = (uint32_t)o.n_ctx;
+    if (o.n_batch) s->cp.n_batch = (uint32_t)o.n_batch;
+    s->cp.activations = o.act;
     s->start_ms = cli_now_ms();
     s->start_time = (long)time(NULL);
     pthread_mutex_init(&s->lock, NULL);
@@ -174,16 +183,17 @@ int cmd_serve(int argc, char **argv) {
     fprintf(stderr, "clinfer: listening on http://%s%s%s:%u, loading %s\n", v6 ? "[" : "", s->host,
             v6 ? "]" : "", (unsigned)s->port, path);
     if (cli_load_model(&o.model, &s->model, NULL) || check_template(s)) goto done;
-    clinfer_status st = serve_pool_create(s->model, s->n_slots, s->n_ctx, s->queue_cap, &s->pool);
+    clinfer_status st = serve_pool_create(s->model, s->n_slots, &s->cp, s->queue_cap, &s->pool);
     if (st != CLINFER_OK) {
-        cli_error("serve: cannot create %zu contexts: %s (%s)", s->n_slots, clinfer_last_error(),
-                  clinfer_status_str(st));
+        cli_error("serve: cannot create a context of %zu slots: %s (%s)", s->n_slots,
+                  clinfer_last_error(), clinfer_status_str(st));
         goto done;
     }
     atomic_store(&s->ready, true);
-    fprintf(stderr, "clinfer: ready: model %s, %zu slots of %u tokens, queue %zu%s\n", s->model_id,
-            s->n_slots, serve_pool_n_ctx(s->pool), s->queue_cap,
-            s->api_key ? ", API key required" : "");
+    fprintf(stderr,
+            "clinfer: ready: model %s, %zu slots of %u tokens, %u tokens per step, queue %zu%s\n",
+            s->model_id, s->n_slots, serve_pool_n_ctx(s->pool), serve_pool_n_batch(s->pool),
+            s->queue_cap, s->api_key ? ", API key required" : "");
     int sig = 0;
     sigwait(&signals, &sig);
     fprintf(stderr,

@@ -1,6 +1,7 @@
 /* clinfer serve: an OpenAI-compatible HTTP server. tools/cmd_serve.c reads the options, loads
  * the model and waits for SIGINT/SIGTERM; tools/serve_http.c answers requests (libmicrohttpd,
- * a thread per connection); tools/serve_slots.c runs generations on the slots;
+ * a thread per connection); tools/serve_slots.c queues jobs and tools/serve_sched.c runs them
+ * on the slots in batches;
  * tools/serve_json.c writes the response bodies; tools/serve_request.c parses request bodies;
  * tools/serve_embed.c answers /v1/embeddings. */
 #ifndef CLINFER_SERVE_H
@@ -38,12 +39,12 @@ typedef struct serve_server {
     const char *model_id;      /* the name /v1/models lists and responses carry */
     const char *chat_template; /* NULL: the model's */
     size_t n_slots, queue_cap;
-    uint32_t n_ctx;
+    clinfer_context_params cp; /* n_ctx per slot, n_batch per step, activations */
 
     /* set once by cmd_serve before `ready` */
     clinfer_model *model;
     serve_pool *pool;
-    atomic_bool ready;    /* the model is loaded and the slots run */
+    atomic_bool ready;    /* the model is loaded and the scheduler runs */
     atomic_bool stopping; /* a signal came: answer nothing new */
     double start_ms;      /* cli_now_ms() at start */
     long start_time;      /* and time(NULL) */

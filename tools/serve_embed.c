@@ -1,7 +1,7 @@
 /* clinfer serve: POST /v1/embeddings. The inputs are tokenized (or taken as token ids), checked
- * against the vocabulary and the context, and run as one job on a slot: each input alone, its
- * hidden states mean-pooled and normalized to length 1, as llama-server's --pooling mean gives
- * them (OpenAI's are of length 1 too). */
+ * against the vocabulary and the context, and run as one job between the scheduler's steps, on
+ * a context of its own: each input alone, its hidden states mean-pooled and normalized to length
+ * 1, as llama-server's --pooling mean gives them (OpenAI's are of length 1 too). */
 #include <stdlib.h>
 #include <string.h>
 

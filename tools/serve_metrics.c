@@ -68,16 +68,22 @@ char *serve_metrics_text(serve_server *s) {
     metric(&b, "generations_cancelled_total", "counter",
            "Generations stopped or dropped because their client went away.");
     put(&b, "clinfer_generations_cancelled_total %llu\n", (unsigned long long)ps.jobs_cancelled);
-    metric(&b, "prompt_tokens_total", "counter", "Prompt tokens evaluated.");
+    metric(&b, "prompt_tokens_total", "counter",
+           "Prompt tokens evaluated (those a slot held from its last request are not).");
     put(&b, "clinfer_prompt_tokens_total %llu\n", (unsigned long long)ps.prompt_tokens);
     metric(&b, "generated_tokens_total", "counter", "Tokens generated.");
     put(&b, "clinfer_generated_tokens_total %llu\n", (unsigned long long)ps.generated_tokens);
+    metric(&b, "batch_steps_total", "counter", "Batches evaluated (each a step of every slot).");
+    put(&b, "clinfer_batch_steps_total %llu\n", (unsigned long long)ps.steps);
+    metric(&b, "batch_tokens_total", "counter", "Tokens of those batches, prompt and generated.");
+    put(&b, "clinfer_batch_tokens_total %llu\n", (unsigned long long)ps.batch_tokens);
     metric(&b, "prompt_tokens_per_second", "gauge",
-           "Prefill speed of one slot: prompt tokens over prefill time, finished generations.");
+           "Prefill speed: prompt tokens over the time of the steps that held some (and of "
+           "embeddings inputs).");
     put(&b, "clinfer_prompt_tokens_per_second %.3f\n",
         ps.prefill_ms > 0 ? 1e3 * (double)ps.prompt_tokens / ps.prefill_ms : 0.0);
     metric(&b, "generated_tokens_per_second", "gauge",
-           "Decode speed of one slot: generated tokens over decode time, finished generations.");
+           "Decode speed of all slots: generated tokens over the time of the steps that decoded.");
     put(&b, "clinfer_generated_tokens_per_second %.3f\n",
         ps.decode_ms > 0 ? 1e3 * (double)ps.generated_tokens / ps.decode_ms : 0.0);
     metric(&b, "time_to_first_token_seconds", "summary",
@@ -90,7 +96,7 @@ char *serve_metrics_text(serve_server *s) {
     put(&b, "clinfer_queue_capacity %zu\n", ps.queue_cap);
     metric(&b, "slots_active", "gauge", "Slots generating now.");
     put(&b, "clinfer_slots_active %zu\n", ps.active);
-    metric(&b, "slots", "gauge", "Slots (contexts, -np).");
+    metric(&b, "slots", "gauge", "Slots (sequences of the one context, -np).");
     put(&b, "clinfer_slots %zu\n", ps.slots);
     metric(&b, "uptime_seconds", "gauge", "Seconds since the server started.");
     put(&b, "clinfer_uptime_seconds %.3f\n", (cli_now_ms() - s->start_ms) / 1e3);

@@ -1,7 +1,8 @@
-/* clinfer serve: the slots. Each slot is a context of the one model, driven by its own worker
- * thread (contexts of a model decode at once with no lock); requests wait for a free slot in a
- * bounded queue. A job is one request's generation: its input, and the text it produced so far,
- * which the HTTP side reads while the worker writes. */
+/* clinfer serve: the slots. One context holds a sequence per slot, and one scheduler thread
+ * (serve_sched.c) runs them all: each step is one clinfer_batch_eval with a token of every
+ * generating slot and as many prompt tokens of starting slots as fit. Requests wait for a free
+ * slot in a bounded queue. A job is one request's generation: its input, and the text it
+ * produced so far, which the HTTP side reads while the scheduler writes. */
 #ifndef CLINFER_SERVE_SLOTS_H
 #define CLINFER_SERVE_SLOTS_H
 
@@ -26,7 +27,8 @@ typedef struct serve_job {
     char *stop[SERVE_MAX_STOP];
     size_t n_stop;
     /* an embeddings job (n_inputs > 0): input i's tokens end at ends[i]; each is evaluated alone
-     * and its mean hidden state, normalized, written to embeddings[i * n_embd] */
+     * (between steps, on a context of its own) and its mean hidden state, normalized, written
+     * to embeddings[i * n_embd] */
     size_t *ends, n_inputs, n_embd;
     float *embeddings;
 
@@ -35,7 +37,7 @@ typedef struct serve_job {
     char *text; /* everything generated so far */
     size_t len, cap;
     size_t ready;   /* text[0, ready) is final: no stop string can start in it */
-    bool done;      /* the worker is finished with it: ready, finish, stats, status are final */
+    bool done;      /* the scheduler is done with it: ready, finish, stats, status are final */
     bool cancelled; /* the client went away: stop at the next token */
     serve_finish finish;
     clinfer_generate_stats stats;
@@ -51,21 +53,27 @@ typedef struct serve_job {
 } serve_job;
 
 typedef struct {
-    uint64_t jobs_done, jobs_cancelled, prompt_tokens, generated_tokens;
-    double prefill_ms, decode_ms; /* summed over finished jobs */
+    uint64_t jobs_done, jobs_cancelled;
+    uint64_t prompt_tokens, generated_tokens; /* evaluated / sampled so far (counted each step) */
+    uint64_t steps, batch_tokens;             /* batches evaluated, and their tokens */
+    double prefill_ms, decode_ms; /* time of the steps with prompt tokens / with decode tokens */
     double ttft_ms;               /* queued to first text, summed over the jobs with text */
     uint64_t ttft_jobs;
     size_t queued, active, slots, queue_cap;
 } serve_pool_stats;
 
-/* Creates n_slots contexts of n_ctx tokens (0: the model's; they keep hidden states, for
- * embeddings jobs) and their workers. queue_cap: how
- * many jobs may wait for a slot. Prints nothing; on failure clinfer_last_error() says why. */
-clinfer_status serve_pool_create(clinfer_model *model, size_t n_slots, uint32_t n_ctx,
-                                 size_t queue_cap, serve_pool **out);
-/* Finishes the queued and running jobs, stops the workers, frees the contexts. */
+/* Creates a context of n_slots sequences of cp->n_ctx tokens each (0: the model's) whose steps
+ * take up to cp->n_batch tokens (at least n_slots), a context of one sequence for embeddings
+ * jobs, and the scheduler thread (cp's other fields as given; n_seq_max and embeddings are set
+ * here). queue_cap: how many jobs may wait for a slot. Prints nothing; on failure
+ * clinfer_last_error() says why. */
+clinfer_status serve_pool_create(clinfer_model *model, size_t n_slots,
+                                 const clinfer_context_params *cp, size_t queue_cap,
+                                 serve_pool **out);
+/* Finishes the queued and running jobs, stops the scheduler, frees the contexts. */
 void serve_pool_free(serve_pool *pool);
-uint32_t serve_pool_n_ctx(const serve_pool *pool);
+uint32_t serve_pool_n_ctx(const serve_pool *pool);   /* tokens per slot */
+uint32_t serve_pool_n_batch(const serve_pool *pool); /* tokens per step */
 
 /* A job holding tokens (copied) and the request's sampling and stop strings (copied). NULL on
  * out of memory. The caller holds one reference. */
@@ -85,7 +93,8 @@ void serve_job_release(serve_job *job);
  * returns whether the job is done and all its text was taken. */
 bool serve_job_wait(serve_job *job, size_t *seen, char *out, size_t size, size_t *n,
                     int timeout_ms);
-/* Cancels the job: a queued job leaves the queue, a running one stops at its next token. */
+/* Cancels the job: a queued job leaves the queue, a running one leaves its slot before the next
+ * step (its sequence cleared). */
 void serve_job_cancel(serve_job *job);
 
 void serve_pool_get_stats(serve_pool *pool, serve_pool_stats *out);
