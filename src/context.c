@@ -448,7 +448,7 @@ clinfer_status clinfer_get_logits_ith(clinfer_context *c, int32_t i, const float
                                       size_t *n_vocab) {
     if (!c || !logits)
         return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "get_logits: NULL argument");
-    int64_t n_eval = (int64_t)c->n_eval, at;
+    int64_t n_eval = (int64_t)c->n_eval, at = 0;
     clinfer_status st = eval_token(c, i, "get_logits", &at);
     if (st != CLINFER_OK) return st;
     /* without logits_all the one row held is the last token's */
@@ -477,7 +477,7 @@ clinfer_status clinfer_get_embeddings_ith(clinfer_context *c, int32_t i, const f
         return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
                             "get_embeddings: the last evaluation was a batch; hidden states are "
                             "kept by clinfer_eval only");
-    int64_t at;
+    int64_t at = 0;
     clinfer_status st = eval_token(c, i, "get_embeddings", &at);
     if (st != CLINFER_OK) return st;
     *embd = c->embd + (size_t)at * c->model->hp.n_embd;

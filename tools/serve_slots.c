@@ -99,11 +99,12 @@ static void cancel_locked(serve_job *job) {
     job->cancelled = true;
     p->stats.jobs_cancelled++;
     if (job->queued) {
-        /* never started: done now, and the queue's reference goes */
+        /* never started: done now, and the queue's reference goes (never the last: the
+         * caller holds one) */
         serve_job_unlink_locked(p, job);
         job->done = true;
         pthread_cond_broadcast(&job->changed);
-        serve_job_unref_locked(job);
+        job->refs--;
     }
 }
 
