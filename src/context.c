@@ -272,8 +272,8 @@ const clinfer_model *clinfer_context_model(const clinfer_context *c) {
 
 void clinfer_context_set_abort(clinfer_context *c, clinfer_abort_callback callback, void *user) {
     if (!c) return;
-    c->abort = callback;
-    c->abort_user = user;
+    c->should_stop = callback;
+    c->should_stop_user = user;
 }
 
 uint32_t clinfer_context_n_past(const clinfer_context *c) {
@@ -344,7 +344,7 @@ static clinfer_status eval_chunks(clinfer_context *c, const int32_t *tokens, siz
     for (size_t done = 0; done < n;) {
         size_t nb = n - done < c->n_batch ? n - done : c->n_batch;
         bool last = done + nb == n, head = all || embd || last;
-        if (c->abort && c->abort(c->abort_user)) {
+        if (c->should_stop && c->should_stop(c->should_stop_user)) {
             st = clinfer_fail(CLINFER_ERR_ABORTED,
                               "eval: the abort callback stopped it after %zu of %zu tokens", done,
                               n);

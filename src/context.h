@@ -32,9 +32,9 @@ struct clinfer_context {
     float *embd; /* [n_eval][n_embd] with embeddings: hidden states after the output norm;
                   * embd_cap rows allocated */
     size_t embd_cap;
-    exec_profile *profile;        /* when profiling is on or CLINFER_TRACE is set */
-    clinfer_abort_callback abort; /* asked before each chunk (NULL: never) */
-    void *abort_user;
+    exec_profile *profile;              /* when profiling is on or CLINFER_TRACE is set */
+    clinfer_abort_callback should_stop; /* asked before each chunk (NULL: never) */
+    void *should_stop_user;
 };
 
 /* Room for rows of logits on the host. */
