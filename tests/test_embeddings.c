@@ -26,11 +26,8 @@
 static char model_path[64];
 
 static clinfer_model *load(const char *path, clinfer_backend_kind kind) {
-    clinfer_model_params p;
-    clinfer_model_params_default(&p);
-    p.backend = kind;
     clinfer_model *m = NULL;
-    EXPECT_OK(clinfer_model_load(path, &p, &m));
+    EXPECT_OK(tiny_model_load(path, kind, CLINFER_DEFAULT, &m));
     return m;
 }
 
