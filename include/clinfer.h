@@ -253,6 +253,9 @@ clinfer_status clinfer_tokenize(const clinfer_model *model, const char *text, si
 /* The bytes a token stands for (not NUL-terminated; may be part of a UTF-8 sequence). */
 clinfer_status clinfer_token_to_piece(const clinfer_model *model, int32_t token, char *buf,
                                       size_t size, size_t *len);
+/* For streaming pieces: how many leading bytes of buf can be shown now without splitting a
+ * UTF-8 character, holding back only an incomplete but so far valid sequence at the end. */
+size_t clinfer_utf8_complete(const char *buf, size_t len);
 int32_t clinfer_token_bos(const clinfer_model *model); /* -1 if none */
 /* Whether the model's prompts start with BOS (tokenizer.ggml.add_bos_token, else the default of
  * its tokenizer type); false for a model without a tokenizer. */

@@ -64,8 +64,4 @@ clinfer_status clinfer_vocab_piece(const clinfer_vocab *v, int32_t id, char *buf
 /* The id of the token whose text is exactly these bytes, or -1. */
 int32_t clinfer_vocab_find(const clinfer_vocab *v, const char *text, size_t len);
 
-/* For streaming output: how many leading bytes of buf can be emitted now without splitting a
- * UTF-8 character, holding back only an incomplete but so far valid sequence at the end. */
-size_t clinfer_utf8_complete(const char *buf, size_t len);
-
 #endif

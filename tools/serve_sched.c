@@ -71,20 +71,6 @@ static bool append_text(serve_job *job, const char *text, size_t len) {
     return !stop;
 }
 
-/* The length of the longest prefix of s[0, n) that ends on a character boundary: a character
- * split across tokens waits for its other bytes. */
-static size_t utf8_whole(const char *s, size_t n) {
-    size_t i = n, back = 0;
-    while (i > 0 && back < 4 && ((unsigned char)s[i - 1] & 0xC0) == 0x80) {
-        i--;
-        back++;
-    }
-    if (i == 0) return n; /* no lead byte: stray bytes, passed on as they are */
-    unsigned char lead = (unsigned char)s[i - 1];
-    size_t need = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 1;
-    return back + 1 >= need ? n : i - 1;
-}
-
 /* Adds a sampled token's piece to the slot's pending bytes and hands on the whole characters.
  * Returns whether the generation goes on. */
 static bool stream_token(serve_pool *p, serve_slot *s, int32_t token) {
@@ -111,7 +97,7 @@ static bool stream_token(serve_pool *p, serve_slot *s, int32_t token) {
     }
     if (go_on) {
         s->n_pending += need;
-        size_t whole = utf8_whole(s->pending, s->n_pending);
+        size_t whole = clinfer_utf8_complete(s->pending, s->n_pending);
         if (whole) go_on = append_text(job, s->pending, whole);
         memmove(s->pending, s->pending + whole, s->n_pending - whole);
         s->n_pending -= whole;
