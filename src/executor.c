@@ -539,8 +539,8 @@ clinfer_status exec_plan_run(const clinfer_backend *be, exec_plan *p, int pos0, 
                              exec_profile *profile, exec_route *route) {
     size_t end = exec_plan_len(p, with_logits);
     clinfer_status st = CLINFER_OK;
-    int pick = ROUTE_GRAPH;
-    bool chosen = route && !profile && p->n == 1 && with_logits && route_step(be, route, &pick);
+    int pick = ROUTE_GRAPH; /* a profiled step takes the route, untimed */
+    bool chosen = route && p->n == 1 && with_logits && route_step(be, route, &pick) && !profile;
     double t0 = chosen ? exec_now_ms() : 0;
     for (size_t i = 0; i < end; i++)
         p->walk[i] = step_op(p, i, pos0);

@@ -83,7 +83,7 @@ clinfer_status exec_plan_build_layout(const clinfer_model *model, const exec_sta
  * chunk of an eval). Does not wait for the device unless profile is given (NULL: no profiling;
  * see profile.h), or route is and the walk is a decode step (one token, with logits) on a
  * backend with two routes for it: route (the context's) picks the step's route and times the
- * step to its end (src/route.h). */
+ * step to its end (src/route.h; a profiled step is not timed). */
 clinfer_status exec_plan_run(const clinfer_backend *be, exec_plan *plan, int pos0, bool with_logits,
                              exec_profile *profile, exec_route *route);
 
