@@ -4,16 +4,19 @@
 #include <string.h>
 
 enum {
-    INTERVAL_MIN = 4,  /* steps between probes while the routes are close or just switched */
-    INTERVAL_MAX = 64, /* a probe of a route that keeps losing: < 1 % of the steps */
-    MIN_TIMES = 3,     /* steps of the route in use a probe is compared with, at least */
+    INTERVAL_MIN = 4,      /* steps between probes while the routes are close or just switched */
+    INTERVAL_BACKOFF = 64, /* doubling stops here: a change of load is seen within it */
+    INTERVAL_MAX = 1024,   /* how long a route far behind (BUDGET) goes untried */
+    MIN_TIMES = 3,         /* steps of the route in use a probe is compared with, at least */
 };
 /* Probe / median ratios: a probe this much faster switches at once (contention makes graph
- * steps 1.5-8x slower than per-op ones); two in a row below WIN switch; one above LOSE backs the
- * probes off. */
+ * steps 1.5-15x slower than per-op ones); two in a row below WIN switch; one above LOSE backs the
+ * probes off: their interval doubles up to INTERVAL_BACKOFF, and is at least what keeps a probe's
+ * cost within BUDGET of the steps between (a probe 15x slower costs 14 steps: 700 steps). */
 #define CLEAR_WIN 0.67
 #define WIN 0.97
 #define LOSE 1.10
+#define BUDGET 0.02
 
 void exec_route_init(exec_route *r) {
     memset(r, 0, sizeof *r);
@@ -63,15 +66,19 @@ bool exec_route_record(exec_route *r, int route, double ms) {
     push(r, route, ms);
     r->since_probe = 0;
     r->wins = ratio < WIN ? r->wins + 1 : 0;
-    if (ratio < CLEAR_WIN || r->wins >= 2) {
+    bool switching = ratio < CLEAR_WIN || r->wins >= 2;
+    if (switching) {
         r->use = route; /* compared from now on with its own steps after the switch */
         r->n_times[route] = 0;
         push(r, route, ms);
         r->wins = 0;
-        r->interval = INTERVAL_MIN;
-        return true;
+        ratio = 1 / ratio; /* what a probe of the route left costs */
     }
-    r->interval = ratio > LOSE ? (r->interval * 2 < INTERVAL_MAX ? r->interval * 2 : INTERVAL_MAX)
-                               : INTERVAL_MIN;
-    return false;
+    double interval = ratio > LOSE ? (ratio - 1) / BUDGET : INTERVAL_MIN;
+    int doubled = 2 * r->interval < INTERVAL_BACKOFF ? 2 * r->interval : INTERVAL_BACKOFF;
+    if (ratio > LOSE && !switching && interval < doubled) interval = doubled;
+    r->interval = interval < INTERVAL_MIN   ? INTERVAL_MIN
+                  : interval > INTERVAL_MAX ? INTERVAL_MAX
+                                            : (int)interval;
+    return switching;
 }

@@ -9,7 +9,8 @@
  * route (a probe), comparing it with the median of the route in use's last steps: a ratio close
  * in time and position, whatever the load or context length did meanwhile. It switches after
  * one probe that wins clearly or two in a row that win at all; probes of a route that keeps
- * losing grow rarer (their cost stays small), a probe that comes close brings them back.
+ * losing grow rarer, the more so the more a probe costs (a few % of the time at most), and a
+ * probe that comes close brings them back.
  *
  * Pure logic fed step times, so tests drive it with synthetic times (tests/test_route.c). */
 #ifndef CLINFER_ROUTE_H

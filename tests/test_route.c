@@ -2,6 +2,7 @@
  *   - quiet: graph steps 10 ms, per-op 13 ms: graph stays, its probes of per-op grow rare;
  *   - contention from the start: graph 40 ms, per-op 12 ms: per-op after the first timed probe;
  *   - contention that comes and goes: each change is followed within a bounded number of steps;
+ *   - heavy contention (graph 15x slower): the probes of graph launches cost under 3 %;
  *   - close routes (per-op 2 % slower, then 2 % faster with jitter): no switch on noise alone,
  *     a switch after two winning probes in a row;
  *   - an outlier probe (a single lucky step) does not switch by itself;
@@ -66,10 +67,26 @@ static void test_changing(void) {
         run(&r, 1, (double[]){13, 10}, ran, &switches); /* quiet again */
         steps++;
     }
-    /* the window still holds loaded per-op steps for a few steps; two winning probes needed */
-    EXPECT(r.use == ROUTE_GRAPH && steps <= 64 + 2 * 4 + 8, "changing: graph after %d steps",
+    /* graph probes 4x slower came every (4 - 1) / 2 % = 150 steps; then the window still holds
+     * loaded per-op steps for a few steps, and two winning probes are needed */
+    EXPECT(r.use == ROUTE_GRAPH && steps <= 150 + 2 * 4 + 8, "changing: graph after %d steps",
            steps);
     EXPECT(switches == 2, "changing: %d switches", switches);
+}
+
+/* Graph steps 15x slower (a busy machine): the probes of graph launches cost within 3 % of the
+ * time of per-op steps alone, though each costs 14 steps. */
+static void test_heavy(void) {
+    exec_route r;
+    exec_route_init(&r);
+    int ran[ROUTE_COUNT] = {0}, switches = 0;
+    run(&r, 7, (double[]){100, 1500}, ran, &switches);
+    EXPECT(r.use == ROUTE_OPS, "heavy: per-op after 7 steps");
+    ran[ROUTE_OPS] = ran[ROUTE_GRAPH] = 0;
+    run(&r, 3000, (double[]){100, 1500}, ran, &switches);
+    double total = 100.0 * ran[ROUTE_OPS] + 1500.0 * ran[ROUTE_GRAPH];
+    EXPECT(total <= 1.03 * 100 * 3000, "heavy: %d graph probes, %.1f %% over per-op alone",
+           ran[ROUTE_GRAPH], (total / (100.0 * 3000) - 1) * 100);
 }
 
 static void test_close(void) {
@@ -117,6 +134,7 @@ int main(void) {
     test_quiet();
     test_contention();
     test_changing();
+    test_heavy();
     test_close();
     test_outlier();
     test_untimed();
