@@ -241,6 +241,12 @@ typedef struct clinfer_backend_i {
      * weight_create may use data inside it in place instead of copying it; such weights have
      * head.in_place set, and the caller must keep those pages (no madvise DONTNEED). */
     void (*host_data)(void *ctx, const void *base, size_t size);
+    /* Optional (NULL: no choice): where op_run has two routes for single-token steps with the
+     * same results (OpenCL on CPU devices: a whole step in one graph launch, or a launch per
+     * op), turns the graph launches on or off for the op_run calls after it and returns true;
+     * false, changing nothing, where there is no choice (no graph launches here, or the graph
+     * option forces them on). src/route.h chooses. */
+    bool (*graph_route)(void *ctx, bool on);
 } clinfer_backend_i;
 
 #define CLINFER_BACKEND_API 1

@@ -182,7 +182,9 @@ typedef struct {
                                       * GPUs (where built with it) */
     clinfer_toggle graph;            /* CLINFER_GRAPH (0/1): a decode step in one launch on
                                       * cpu-rows devices (on: also where not a CPU, e.g. a
-                                      * simulator); else on CPU devices */
+                                      * simulator); else on CPU devices, each context timing
+                                      * its decode steps picks that or a launch per op (same
+                                      * results), whichever runs faster at the time */
     clinfer_toggle profile;          /* CLINFER_PROFILE (0/1): per-op kernel times on stderr as
                                       * a context is freed; else off */
     uint32_t threads; /* CPU devices: run on this many of their compute units (threads; an

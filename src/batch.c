@@ -153,7 +153,7 @@ static clinfer_status run_batch(clinfer_context *c, const clinfer_batch_entry *e
     CHECK(clinfer_context_reserve_logits(c, layout->n_out ? (size_t)layout->n_out : 1));
     CHECK(be->i->buffer_write(be->ctx, c->state.buf[EXEC_IDS], 0, n * sizeof *ids, ids));
     CHECK(exec_plan_build_layout(c->model, &c->state, (int)n, layout, &plan));
-    CHECK(exec_plan_run(be, plan, 0, layout->n_out > 0, c->profile));
+    CHECK(exec_plan_run(be, plan, 0, layout->n_out > 0, c->profile, &c->route));
     if (layout->n_out)
         CHECK(be->i->buffer_read(be->ctx, c->state.buf[EXEC_LOGITS], 0, layout->n_out * row_bytes,
                                  c->logits));

@@ -214,6 +214,7 @@ clinfer_status clinfer_context_create(clinfer_model *model, const clinfer_contex
         goto cleanup;
     }
     CHECK(model->backend->i->instance(model->backend->ctx, &c->backend));
+    exec_route_init(&c->route);
     CHECK(create_buffers(c, params->kv_f32));
     CHECK(exec_profile_create(model->profile, &c->profile));
     if (model->verbose)
@@ -352,7 +353,8 @@ static clinfer_status eval_chunks(clinfer_context *c, const int32_t *tokens, siz
         }
         exec_plan *plan;
         CHECK(plan_for(c, nb, &plan));
-        CHECK(exec_plan_run(c->backend, plan, (int)(c->seq_len[0] + done), head, c->profile));
+        CHECK(exec_plan_run(c->backend, plan, (int)(c->seq_len[0] + done), head, c->profile,
+                            &c->route));
         if (embd)
             CHECK(be->i->buffer_read(be->ctx, c->state.buf[EXEC_XN], 0, nb * embd_bytes,
                                      (char *)c->embd + done * embd_bytes));

@@ -7,6 +7,8 @@
 
 #include "arch.h"
 #include "error.h"
+#include "log.h"
+#include "options.h"
 
 typedef struct {
     clinfer_op op;
@@ -510,10 +512,36 @@ static void op_failed(const exec_plan *p, const clinfer_op *op, size_t i, size_t
                          clinfer_op_name(op->kind), p->n, pos0);
 }
 
+/* Whether a decode step's route was switched on be for route's pick (false: no choice here). */
+static bool route_step(const clinfer_backend *be, const exec_route *route, int *pick) {
+    *pick = exec_route_pick(route);
+    return be->i->graph_route && be->i->graph_route(be->ctx, *pick == ROUTE_GRAPH);
+}
+
+/* Times a decode step of route pick from t0 to its end (the caller reads its logits next, so the
+ * wait costs nothing) and logs a switch of route (CLINFER_VERBOSE). */
+static clinfer_status route_done(const clinfer_backend *be, exec_route *route, int pick,
+                                 double t0) {
+    clinfer_status st = be->i->sync(be->ctx);
+    if (st != CLINFER_OK || !exec_route_record(route, pick, exec_now_ms() - t0)) return st;
+    clinfer_dev_options dev;
+    clinfer_dev_options_get(&dev);
+    if (dev.verbose)
+        clinfer_log(CLINFER_LOG_DEBUG,
+                    "decode steps now in %s: a step took %.2f ms there, %.2f ms in %s (median)",
+                    pick == ROUTE_GRAPH ? "one graph launch" : "per-op launches",
+                    exec_route_median(route, pick), exec_route_median(route, !pick),
+                    pick == ROUTE_GRAPH ? "per-op launches" : "graph launches");
+    return st;
+}
+
 clinfer_status exec_plan_run(const clinfer_backend *be, exec_plan *p, int pos0, bool with_logits,
-                             exec_profile *profile) {
+                             exec_profile *profile, exec_route *route) {
     size_t end = exec_plan_len(p, with_logits);
     clinfer_status st = CLINFER_OK;
+    int pick = ROUTE_GRAPH; /* a profiled step takes the route, untimed */
+    bool chosen = route && p->n == 1 && with_logits && route_step(be, route, &pick) && !profile;
+    double t0 = chosen ? exec_now_ms() : 0;
     for (size_t i = 0; i < end; i++)
         p->walk[i] = step_op(p, i, pos0);
     /* A backend that times its kernels runs the walk as unprofiled; else each run of ops is
@@ -541,6 +569,7 @@ clinfer_status exec_plan_run(const clinfer_backend *be, exec_plan *p, int pos0, 
     }
     if (timed) return collect_timings(be, p, end, profile, st);
     if (profile && st == CLINFER_OK) exec_profile_walk_end(profile, false);
+    if (chosen && st == CLINFER_OK) st = route_done(be, route, pick, t0);
     return st;
 }
 

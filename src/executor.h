@@ -12,6 +12,7 @@
 
 #include "model.h"
 #include "profile.h"
+#include "route.h"
 
 /* Activation buffers of one context, sized for n_batch tokens, and the sequence's ids. */
 typedef enum {
@@ -80,9 +81,11 @@ clinfer_status exec_plan_build_layout(const clinfer_model *model, const exec_sta
 /* Enqueues the plan on be (the context's backend, holding the state's buffers) for a batch whose
  * first token sits at position pos0; with_logits adds the output norm and LM head (the last
  * chunk of an eval). Does not wait for the device unless profile is given (NULL: no profiling;
- * see profile.h). */
+ * see profile.h), or route is and the walk is a decode step (one token, with logits) on a
+ * backend with two routes for it: route (the context's) picks the step's route and times the
+ * step to its end (src/route.h; a profiled step is not timed). */
 clinfer_status exec_plan_run(const clinfer_backend *be, exec_plan *plan, int pos0, bool with_logits,
-                             exec_profile *profile);
+                             exec_profile *profile, exec_route *route);
 
 /* Verification (src/verify.c) walks a plan op by op instead, on two backends in step. */
 

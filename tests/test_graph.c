@@ -23,6 +23,7 @@
 
 #include "backend.h"
 #include "check.h"
+#include "context.h"
 #include "weight_types.h"
 #include "random.h"
 #include "tiny_model.h"
@@ -38,7 +39,7 @@ static clinfer_model *load_on(const char *path, bool graph, clinfer_backend_kind
     clinfer_model_params p;
     clinfer_model_params_default(&p);
     p.backend = backend;
-    if (!graph) setenv("CLINFER_GRAPH", "0", 1);
+    setenv("CLINFER_GRAPH", graph ? "1" : "0", 1); /* unset: chosen per step by timing */
     clinfer_model *m = NULL;
     EXPECT_OK(clinfer_model_load(path, &p, &m));
     unsetenv("CLINFER_GRAPH");
@@ -188,6 +189,89 @@ static void test_build_failure(void) {
     remove(trace);
 }
 
+/* Decode steps alternating between the routes (src/route.h: the context's choice, set here for
+ * each step: the graph route for three steps, then the per-op one for three) give the logits of
+ * per-op launches, through clinfer_eval and through single-token batches; the trace shows graph
+ * launches, fewer than where every step takes them. */
+static int alternate_route(int step) {
+    return step / 3 % 2 ? ROUTE_OPS : ROUTE_GRAPH;
+}
+
+static void decode_alternating(clinfer_model *m, bool batches, float *out) {
+    int32_t ids[N_PROMPT + N_DECODE];
+    for (int i = 0; i < N_PROMPT + N_DECODE; i++)
+        ids[i] = 3 + (i * 53) % 250;
+    clinfer_context *c = NULL;
+    const float *logits;
+    size_t n_vocab = 0;
+    EXPECT_OK(clinfer_context_create(m, NULL, &c));
+    if (c) EXPECT_OK(clinfer_eval(c, ids, N_PROMPT));
+    clinfer_status st = CLINFER_OK;
+    for (int i = 0; c && i <= N_DECODE && st == CLINFER_OK; i++) {
+        logits = NULL;
+        EXPECT_OK(clinfer_get_logits_ith(c, -1, &logits, &n_vocab));
+        if (logits) memcpy(out + (size_t)i * n_vocab, logits, n_vocab * sizeof *out);
+        if (i == N_DECODE) break;
+        c->route.use = alternate_route(i); /* the route of this step: no probe before it */
+        c->route.since_probe = 0;
+        c->route.interval = 1 << 30;
+        clinfer_batch_entry e = {.token = ids[N_PROMPT + i], .pos = N_PROMPT + i, .logits = true};
+        st = batches ? clinfer_batch_eval(c, &e, 1) : clinfer_eval(c, &e.token, 1);
+        EXPECT_OK(st);
+    }
+    clinfer_context_free(c);
+}
+
+static void test_alternating(void) {
+    char path[128], trace[128];
+    snprintf(path, sizeof path, "graph_alternate_%d.gguf", (int)getpid());
+    snprintf(trace, sizeof trace, "graph_alternate_%d.json", (int)getpid());
+    tiny_model_spec spec;
+    tiny_model_default(&spec, "gemma3", CLINFER_DT_Q4_0); /* sliding windows, 8-bit x */
+    EXPECT(tiny_model_write(&spec, path) == 0, "writing %s", path);
+    size_t n = (size_t)(N_DECODE + 1) * tiny_model_n_vocab();
+    float *per_op = calloc(n, sizeof(float)), *mixed = calloc(n, sizeof(float));
+    clinfer_model *m = load(path, false);
+    if (m) EXPECT_OK(tiny_model_decode(m, NULL, N_PROMPT, N_DECODE, per_op));
+    clinfer_model_free(m);
+    m = load(path, true); /* the graph launches of every step graph: a bound for the mix's */
+    setenv("CLINFER_TRACE", trace, 1);
+    if (m) EXPECT_OK(tiny_model_decode(m, NULL, N_PROMPT, N_DECODE, mixed));
+    unsetenv("CLINFER_TRACE");
+    clinfer_model_free(m);
+    int all_graph = graph_events(trace);
+    remove(trace);
+    unsetenv("CLINFER_GRAPH");
+    EXPECT_OK(tiny_model_load(path, CLINFER_BACKEND_OPENCL, CLINFER_DEFAULT, &m));
+    int graph_steps = 0;
+    for (int i = 0; i < N_DECODE; i++)
+        graph_steps += alternate_route(i) == ROUTE_GRAPH;
+    for (int batches = 0; m && batches < 2; batches++) {
+        memset(mixed, 0, n * sizeof(float));
+        setenv("CLINFER_TRACE", trace, 1);
+        decode_alternating(m, batches, mixed);
+        unsetenv("CLINFER_TRACE");
+        const char *how = batches ? "single-token batches" : "clinfer_eval";
+        size_t differ = 0;
+        for (size_t i = 0; i < n && !differ; i++)
+            if (memcmp(&per_op[i], &mixed[i], sizeof(float))) differ = i + 1;
+        EXPECT(!differ, "%s, alternating routes: logits differ from per-op launches at step %zu",
+               how, differ ? (differ - 1) / tiny_model_n_vocab() : 0);
+        int graphs = graph_events(trace);
+        EXPECT(graphs > 0 && graphs < all_graph,
+               "%s: %d graph launches for %d of %d steps, %d for all", how, graphs, graph_steps,
+               N_DECODE, all_graph);
+        printf("routes alternating every 3 steps (%s): logits of per-op launches, %d graph "
+               "launches\n",
+               how, graphs);
+        remove(trace);
+    }
+    clinfer_model_free(m);
+    free(per_op);
+    free(mixed);
+    remove(path);
+}
+
 /* ---- ops ---------------------------------------------------------------------------------- */
 
 #define D 64  /* rows of x and outputs */
@@ -206,7 +290,7 @@ static side sides[SIDES];
 
 static void side_init(side *s, bool graph, const float *x, const float *norm_w,
                       const unsigned char *weights) {
-    if (!graph) setenv("CLINFER_GRAPH", "0", 1);
+    setenv("CLINFER_GRAPH", graph ? "1" : "0", 1);
     EXPECT_OK(clinfer_backend_opencl_create(0, NULL, &s->be));
     unsetenv("CLINFER_GRAPH");
     if (!s->be) return;
@@ -371,6 +455,7 @@ int main(void) {
     test_ops();
     test_concurrent();
     test_build_failure();
+    test_alternating();
     /* mixed types, as quantized files have them: Q4_K_M's Q4_K + Q6_K (with Q5_0 and Q8_0
      * where rows do not fit super-blocks), and the 32-element and float types */
     static const clinfer_dtype q4_k_m[] = {CLINFER_DT_Q6_K, CLINFER_DT_Q8_0, CLINFER_DT_Q5_0};

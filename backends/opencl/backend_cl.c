@@ -316,6 +316,7 @@ static const clinfer_backend_i cl_interface = {
     .instance = cl_instance,
     .memory = cl_memory,
     .host_data = cl_host_data_i,
+    .graph_route = cl_graph_route,
 };
 
 /* What a backend and its instances each have: a queue (timing kernels where a context made now

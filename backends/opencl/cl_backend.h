@@ -135,6 +135,9 @@ struct cl_graph_state; /* owned by graph_cl.c */
 clinfer_status cl_graph_init(cl_backend_ctx *b);
 void cl_graph_free(cl_backend_ctx *b);
 clinfer_status cl_graph_run(cl_backend_ctx *b, const clinfer_op *ops, size_t n, size_t *taken);
+/* The backend interface's graph_route (backend.h): false where CLINFER_GRAPH=1 forces graph
+ * launches or they are off (=0, not a CPU device). */
+bool cl_graph_route(void *ctx, bool on);
 
 /* The matmul family (matmul_cl.h): matmul_cl.c, weights in weights_cl.c, 8-bit activations
  * (cl_matmul_forget, cl_round_output .. cl_act_q8_made) in act_q8_cl.c. */

@@ -57,6 +57,7 @@ struct cl_graph_state {
     int n_programs;
     cl_mem ctl;
     int32_t *recs; /* MAX_RECS records being encoded */
+    bool off;      /* cl_graph_route turned graph launches off: per-op launches */
 };
 
 /* One run being put together: records, the buffers they name, and what the rounded
@@ -421,7 +422,7 @@ clinfer_status cl_graph_run(cl_backend_ctx *b, const clinfer_op *ops, size_t n, 
     struct cl_graph_state *g = b->graph;
     clinfer_status st = CLINFER_OK;
     *taken = 0;
-    if (!g) return CLINFER_OK;
+    if (!g || g->off) return CLINFER_OK;
     encoder e = {.b = b, .kv_f16 = -1, .n_slots = FIRST_FREE_SLOT, .recs = g->recs};
     e.want_f = cl_act_q8_want_f(b);
     size_t end = 0;
@@ -448,6 +449,13 @@ clinfer_status cl_graph_run(cl_backend_ctx *b, const clinfer_op *ops, size_t n, 
     *taken = end;
 cleanup:
     return st;
+}
+
+bool cl_graph_route(void *ctx, bool on) {
+    cl_backend_ctx *b = ctx;
+    if (!b->graph || b->options.graph == CLINFER_ON) return false;
+    b->graph->off = !on;
+    return true;
 }
 
 clinfer_status cl_graph_init(cl_backend_ctx *b) {
