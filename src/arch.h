@@ -55,9 +55,11 @@ clinfer_status clinfer_read_rope(const gguf_file *f, const char *arch, clinfer_h
  * vectors (norm weights, biases) on the host for one write into model->vectors. */
 struct clinfer_loader {
     clinfer_model *m;
-    bool upload; /* false: the checking pass */
-    float *host; /* upload pass: the staged vectors */
-    size_t used; /* vector elements so far */
+    bool upload;       /* false: the checking pass */
+    float *host;       /* upload pass: the staged vectors */
+    size_t used;       /* vector elements so far */
+    uint8_t *stack;    /* upload pass: where clinfer_load_stacked copies tensors that do not */
+    size_t stack_size; /* follow one another, kept so that its pages fault once, not per layer */
     clinfer_progress_callback progress; /* upload pass: told after each layer (may be NULL) */
     void *progress_user;
 };

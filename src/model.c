@@ -226,7 +226,6 @@ clinfer_status clinfer_load_stacked(clinfer_loader *ld, const char *const *names
                                     clinfer_matrix *const *out) {
     clinfer_status st = CLINFER_OK;
     const gguf_tensor *t[4];
-    uint8_t *host = NULL;
     for (size_t i = 0; i < n; i++)
         if (!(t[i] = clinfer_find_shaped(ld->m, names[i], k, rows[i], true, &st))) return st;
     for (size_t i = 0, end; i < n; i = end) {
@@ -240,23 +239,27 @@ clinfer_status clinfer_load_stacked(clinfer_loader *ld, const char *const *names
         if (!ld->upload) continue;
         gguf_tensor stacked = *t[i];
         stacked.ne[1] = (int64_t)total;
-        if (!adjacent(t + i, rows + i, end - i, row_bytes) &&
-            !(stacked.data = host = malloc(total * row_bytes)))
-            CHECK(clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "model: %zu bytes to stack '%s'",
-                               total * row_bytes, names[i]));
-        for (size_t j = i, at = 0; host && j < end; at += rows[j++]) {
-            memcpy(host + at * row_bytes, t[j]->data, rows[j] * row_bytes);
-            gguf_release(ld->m->gguf, t[j]->data, rows[j] * row_bytes);
+        if (!adjacent(t + i, rows + i, end - i, row_bytes)) {
+            if (ld->stack_size < total * row_bytes) {
+                free(ld->stack);
+                ld->stack_size = 0;
+                if (!(ld->stack = malloc(total * row_bytes)))
+                    CHECK(clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "model: %zu bytes to stack '%s'",
+                                       total * row_bytes, names[i]));
+                ld->stack_size = total * row_bytes;
+            }
+            stacked.data = ld->stack;
+            for (size_t j = i, at = 0; j < end; at += rows[j++]) {
+                memcpy(ld->stack + at * row_bytes, t[j]->data, rows[j] * row_bytes);
+                gguf_release(ld->m->gguf, t[j]->data, rows[j] * row_bytes);
+            }
         }
         CHECK(clinfer_upload_rows(ld, &stacked, names[i], 0, (int)total, out[i]));
-        free(host);
-        host = NULL;
         clinfer_matrix whole = *out[i];
         for (size_t j = i, row0 = 0; j < end; row0 += rows[j++])
             *out[j] = clinfer_rows_of(&whole, (int)row0, (int)rows[j]);
     }
 cleanup:
-    free(host);
     return st;
 }
 
@@ -386,6 +389,7 @@ static clinfer_status upload_tensors(clinfer_model *m, size_t n_vectors,
     }
 cleanup:
     free(ld.host);
+    free(ld.stack);
     return st;
 }
 

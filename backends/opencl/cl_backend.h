@@ -4,7 +4,8 @@
  *   ops_cl.c        norm, rope, store, element-wise (ops_cl.h)
  *   attention_cl.c  attention, with rotation and cache writes (ops_cl.h)
  *   matmul_cl.c     matvec/GEMM over every weight type, embedding gather (matmul_cl.h)
- *   weights_cl.c    weight upload, splitting, interleaving, arenas (matmul_cl.h)
+ *   weights_cl.c    weight upload, parts, arenas (matmul_cl.h)
+ *   repack_cl.c     GGUF blocks laid out as weight arrays (split, interleaved), on threads
  *   act_q8_cl.c     8-bit activations for x_q8 matmuls (matmul_cl.h)
  *   clblast_cl.c    CLBlast's SGEMM and its cache's reference count (matmul_cl.h)
  *   graph_cl.c      runs of decode ops in one launch (cl/graph.cl) on CPU devices

@@ -125,6 +125,11 @@ size_t cl_stored_row_bytes(const clinfer_block_split *l, int il, int k);
 void cl_release_arena(cl_arena *arena); /* drops a holder; the last releases it */
 /* Declares host memory that weights may use in place (the backend's host_data). */
 void cl_weight_host_data(cl_backend_ctx *b, const void *base, size_t size);
+/* repack_cl.c: lays out rows GGUF rows of nb blocks each from src as a part's quant array q and
+ * scale array s (non-f32/f16 types), il: interleaved by 16, the last group padded with zero
+ * rows. Every byte of both arrays is written. */
+void cl_repack(const clinfer_block_split *l, int il, const uint8_t *src, size_t nb, size_t rows,
+               uint8_t *q, uint8_t *s);
 
 /* matmul_cl.c: err as a status naming what; a buffer of bytes (from host with
  * CL_MEM_COPY_HOST_PTR); matvec.cl built for type (once; what its weights' layout needs). */

@@ -1,9 +1,10 @@
 /* Weights on the device: how each GGUF block type is split into a quant and a scale array at
- * upload (clinfer_block_split, from the type table), rows split over several allocations where one
- * array would exceed the device's (or CLINFER_MAX_ALLOC's) limit, Q8_0/Q4_0/Q4_1 rows interleaved
- * by 16 where the device built matvec_q8_il (PoCL on an AVX2 host), and on CPU devices the arrays
- * placed as sub-buffers of a few large arenas. f32/f16 rows of a mapped model file are not
- * copied on devices that share host memory: the buffers are made on the mapping. */
+ * upload (clinfer_block_split, from the type table; repack_cl.c lays the arrays out), rows split
+ * over several allocations where one array would exceed the device's (or CLINFER_MAX_ALLOC's)
+ * limit, Q8_0/Q4_0/Q4_1 rows interleaved by 16 where the device built matvec_q8_il (PoCL on an
+ * AVX2 host), and on CPU devices the arrays placed as sub-buffers of a few large arenas. f32/f16
+ * rows of a mapped model file are not copied on devices that share host memory: the buffers are
+ * made on the mapping. */
 #include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -43,61 +44,6 @@ uint64_t cl_alloc_limit(const cl_backend_ctx *b) {
     clinfer_dev_options_get(&dev);
     if (dev.max_alloc > 0 && dev.max_alloc < limit) limit = dev.max_alloc;
     return limit;
-}
-
-/* Splits rows [row0, row0 + rows) of GGUF data into the quant and scale arrays (s NULL: quants
- * only). */
-static void split_blocks(const clinfer_block_split *l, const uint8_t *data, size_t row_bytes,
-                         int row0, int rows, int k, uint8_t *q, uint8_t *s) {
-    size_t nb = (size_t)rows * (size_t)(k / (int)blk_elems(l)), step = blk_bytes(l);
-    const uint8_t *src = data + (size_t)row0 * row_bytes;
-    for (size_t i = 0; i < nb; i++, src += step) {
-        memcpy(q + i * l->q_len, src + l->q_off, l->q_len);
-        if (!s) continue;
-        uint8_t *dst = s + i * l->s_bytes;
-        memset(dst, 0, l->s_bytes);
-        for (int j = 0; j < 2 && l->s[j].len; j++) {
-            const clinfer_scale_segment *g = &l->s[j];
-            for (size_t h = 0; g->f16 && h < g->len / 2; h++, dst += sizeof(float)) {
-                uint16_t bits;
-                memcpy(&bits, src + g->off + 2 * h, sizeof bits);
-                float f = clinfer_f16_to_f32(bits);
-                memcpy(dst, &f, sizeof f);
-            }
-            if (!g->f16) {
-                memcpy(dst, src + g->off, g->len);
-                dst += g->len;
-            }
-        }
-    }
-}
-
-/* Re-lays out row-major rows (a multiple of 16) of nb blocks of w words of `size` bytes each
- * into rows interleaved by 16 (word_at in cl/weights.clh). */
-static void interleave16(const uint8_t *src, uint8_t *dst, size_t rows, size_t nb, size_t w,
-                         size_t size) {
-    size_t words = nb * w, row = words * size; /* word i: block i / w, word i % w */
-    /* dst in order, 16 rows' word i after another; constant-size copies inline (size 2 or 4) */
-    for (size_t g = 0; g < rows / 16; g++, src += 16 * row)
-        for (size_t i = 0; i < words; i++)
-            for (size_t r = 0; r < 16; r++, dst += size)
-                if (size == 4)
-                    memcpy(dst, src + r * row + i * 4, 4);
-                else
-                    memcpy(dst, src + r * row + i * size, size);
-}
-
-/* The scales of rows [row0, row0 + rows) as they are in the GGUF blocks (f16: Q8_0 and Q4_0 d,
- * Q4_1 d then m), block after block: what the interleaved layout keeps, as one 64-byte load then
- * converts 16 of them (the row-major layout widens them to f32 instead, see clinfer_scale_segment).
- */
-static void gather_f16_scales(const clinfer_block_split *l, const uint8_t *data, size_t row_bytes,
-                              int row0, int rows, int k, uint8_t *s) {
-    size_t nb = (size_t)rows * (size_t)(k / (int)blk_elems(l)), len = l->s[0].len;
-    size_t step = blk_bytes(l);
-    const uint8_t *src = data + (size_t)row0 * row_bytes + l->s[0].off;
-    for (size_t i = 0; i < nb; i++, src += step)
-        memcpy(s + i * len, src, len);
 }
 
 /* Bytes of the scales of one block as the weight stores them. */
@@ -263,45 +209,30 @@ static clinfer_status upload_part(cl_backend_ctx *b, const clinfer_block_split *
         return place(b, (size_t)p->rows * row_bytes, data + (size_t)p->row0 * row_bytes, &p->q);
     size_t rows = il ? cl_round_up((size_t)p->rows, 16) : (size_t)p->rows;
     size_t q_bytes = rows * nb_row * l->q_len, s_bytes = rows * nb_row * scale_bytes(l, il);
-    uint8_t *qd = NULL, *sd = NULL; /* the mapped arrays in their arenas */
-    /* q, s: the split arrays; qi, si: interleaved; the ones that are not qd, sd are copies */
-    uint8_t *q = NULL, *s = NULL, *qi = NULL, *si = NULL;
+    const uint8_t *src = data + (size_t)p->row0 * row_bytes;
+    uint8_t *q = NULL, *s = NULL; /* the arrays: mapped in their arenas, else host copies */
     bool direct = b->mm->arenas;
     if (direct) {
         CHECK(reserve(b, q_bytes, &p->q));
         CHECK(reserve(b, s_bytes, &p->s));
-        CHECK(map_arrays(b, &p->q, q_bytes, &p->s, s_bytes, &qd, &sd));
-    }
-    q = il || !direct ? calloc(1, q_bytes) : qd;
-    s = il || !direct ? calloc(1, s_bytes) : sd;
-    if (il) {
-        qi = direct ? qd : malloc(q_bytes);
-        si = direct ? sd : malloc(s_bytes);
-    }
-    if (!q || !s || (il && (!qi || !si)))
+        CHECK(map_arrays(b, &p->q, q_bytes, &p->s, s_bytes, &q, &s));
+    } else if (!(q = malloc(q_bytes)) || !(s = malloc(s_bytes))) {
         CHECK(clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY,
                            "OpenCL matmul: %zu + %zu bytes to re-lay out %d rows of %s", q_bytes,
                            s_bytes, p->rows, clinfer_dtype_name(l->type)));
-    if (il) {
-        split_blocks(l, data, row_bytes, p->row0, p->rows, k, q, NULL);
-        gather_f16_scales(l, data, row_bytes, p->row0, p->rows, k, s);
-        interleave16(q, qi, rows, nb_row, l->q_len / 4, 4);
-        interleave16(s, si, rows, nb_row, l->s[0].len / 2, 2);
-    } else {
-        split_blocks(l, data, row_bytes, p->row0, p->rows, k, q, s);
     }
+    cl_repack(l, il, src, nb_row, (size_t)p->rows, q, s);
     if (!direct) {
-        CHECK(place(b, q_bytes, il ? (void *)qi : q, &p->q));
-        CHECK(place(b, s_bytes, il ? (void *)si : s, &p->s));
+        CHECK(place(b, q_bytes, q, &p->q));
+        CHECK(place(b, s_bytes, s, &p->s));
     }
 cleanup:
-    if (q != qd) free(q);
-    if (s != sd) free(s);
-    if (qi != qd) free(qi);
-    if (si != sd) free(si);
-    if (qd || sd) {
-        clinfer_status un = unmap_arrays(b, p, qd, sd);
+    if (direct && (q || s)) {
+        clinfer_status un = unmap_arrays(b, p, q, s);
         if (st == CLINFER_OK) st = un;
+    } else if (!direct) {
+        free(q);
+        free(s);
     }
     return st;
 }
