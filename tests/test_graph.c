@@ -157,15 +157,23 @@ static void test_concurrent(void) {
     remove(path);
 }
 
+/* Names this process's scratch model and trace files after tag (buffers of SCRATCH_NAME bytes)
+ * and writes a tiny model of arch and type to the first. */
+enum { SCRATCH_NAME = 128 };
+static void scratch_model(const char *tag, const char *arch, clinfer_dtype type, char *path,
+                          char *trace) {
+    snprintf(path, SCRATCH_NAME, "graph_%s_%d.gguf", tag, (int)getpid());
+    snprintf(trace, SCRATCH_NAME, "graph_%s_%d.json", tag, (int)getpid());
+    tiny_model_spec spec;
+    tiny_model_default(&spec, arch, type);
+    EXPECT(tiny_model_write(&spec, path) == 0, "writing %s", path);
+}
+
 /* A device that cannot build graph.cl (an injected build failure, CLINFER_FAULT) decodes through
  * the per-op launches: the same logits, no graph launch. */
 static void test_build_failure(void) {
-    char path[128], trace[128];
-    snprintf(path, sizeof path, "graph_build_%d.gguf", (int)getpid());
-    snprintf(trace, sizeof trace, "graph_build_%d.json", (int)getpid());
-    tiny_model_spec spec;
-    tiny_model_default(&spec, "llama", CLINFER_DT_Q8_0);
-    EXPECT(tiny_model_write(&spec, path) == 0, "writing %s", path);
+    char path[SCRATCH_NAME], trace[SCRATCH_NAME];
+    scratch_model("build", "llama", CLINFER_DT_Q8_0, path, trace);
     size_t n = (size_t)(N_DECODE + 1) * tiny_model_n_vocab();
     float *logits[SIDES] = {calloc(n, sizeof(float)), calloc(n, sizeof(float))};
     for (int side = 0; side < SIDES; side++) {
@@ -223,12 +231,9 @@ static void decode_alternating(clinfer_model *m, bool batches, float *out) {
 }
 
 static void test_alternating(void) {
-    char path[128], trace[128];
-    snprintf(path, sizeof path, "graph_alternate_%d.gguf", (int)getpid());
-    snprintf(trace, sizeof trace, "graph_alternate_%d.json", (int)getpid());
-    tiny_model_spec spec;
-    tiny_model_default(&spec, "gemma3", CLINFER_DT_Q4_0); /* sliding windows, 8-bit x */
-    EXPECT(tiny_model_write(&spec, path) == 0, "writing %s", path);
+    char path[SCRATCH_NAME], trace[SCRATCH_NAME];
+    scratch_model("alternate", "gemma3", CLINFER_DT_Q4_0, path,
+                  trace); /* sliding windows, 8-bit x */
     size_t n = (size_t)(N_DECODE + 1) * tiny_model_n_vocab();
     float *per_op = calloc(n, sizeof(float)), *mixed = calloc(n, sizeof(float));
     clinfer_model *m = load(path, false);
