@@ -187,6 +187,11 @@ clinfer_status clinfer_op_check(const clinfer_op *op);
 clinfer_status clinfer_transfer_check(const char *what, const clinfer_buffer *buf, size_t offset,
                                       size_t bytes, const void *host);
 
+/* backends/op_check.c: the same for buffer_copy: both ranges inside plain buffers, and apart
+ * where src and dst are one buffer. */
+clinfer_status clinfer_copy_check(const char *what, const clinfer_buffer *src, size_t src_offset,
+                                  const clinfer_buffer *dst, size_t dst_offset, size_t bytes);
+
 /* The kernel time of one op as the device measured it (timing_collect). */
 typedef struct {
     double ms;         /* summed END - START of its launches */
@@ -206,6 +211,10 @@ typedef struct clinfer_backend_i {
                                    const void *src);
     clinfer_status (*buffer_read)(void *ctx, clinfer_buffer *buf, size_t offset, size_t bytes,
                                   void *dst);
+    /* bytes from src at src_offset to dst at dst_offset on the device, ordered with the ops
+     * (clinfer_copy_check first): KV cache rows shared between sequences. */
+    clinfer_status (*buffer_copy)(void *ctx, clinfer_buffer *src, size_t src_offset,
+                                  clinfer_buffer *dst, size_t dst_offset, size_t bytes);
     /* A weight matrix of m rows x k elements in a GGUF type; the backend may re-lay it out
      * or split it across allocations. Freed with buffer_free. */
     clinfer_status (*weight_create)(void *ctx, clinfer_dtype type, int m, int k, const void *data,
@@ -249,7 +258,7 @@ typedef struct clinfer_backend_i {
     bool (*graph_route)(void *ctx, bool on);
 } clinfer_backend_i;
 
-#define CLINFER_BACKEND_API 1
+#define CLINFER_BACKEND_API 2
 
 struct clinfer_backend {
     const clinfer_backend_i *i;

@@ -296,17 +296,38 @@ clinfer_status clinfer_op_check(const clinfer_op *o) {
     return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "unknown op kind %d", (int)o->kind);
 }
 
-clinfer_status clinfer_transfer_check(const char *what, const clinfer_buffer *buf, size_t offset,
-                                      size_t bytes, const void *host) {
+/* bytes at offset inside the plain buffer buf, which the message calls side of what. */
+static clinfer_status in_buffer(const char *what, const char *side, const clinfer_buffer *buf,
+                                size_t offset, size_t bytes) {
     if (!buf || head(buf)->weight)
-        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "%s needs a plain buffer, not %s", what,
-                            buf ? "a weight" : "NULL");
+        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "%s needs a plain %sbuffer, not %s", what,
+                            side, buf ? "a weight" : "NULL");
     if (offset > head(buf)->bytes || bytes > head(buf)->bytes - offset)
         return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
-                            "%s of %zu bytes at offset %zu is past the end of a buffer of %zu "
+                            "%s of %zu bytes at %soffset %zu is past the end of a buffer of %zu "
                             "bytes",
-                            what, bytes, offset, head(buf)->bytes);
-    if (bytes && !host)
-        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "%s: host pointer is NULL", what);
+                            what, bytes, side, offset, head(buf)->bytes);
     return CLINFER_OK;
+}
+
+clinfer_status clinfer_transfer_check(const char *what, const clinfer_buffer *buf, size_t offset,
+                                      size_t bytes, const void *host) {
+    clinfer_status st = in_buffer(what, "", buf, offset, bytes);
+    if (st == CLINFER_OK && bytes && !host)
+        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "%s: host pointer is NULL", what);
+    return st;
+}
+
+clinfer_status clinfer_copy_check(const char *what, const clinfer_buffer *src, size_t src_offset,
+                                  const clinfer_buffer *dst, size_t dst_offset, size_t bytes) {
+    clinfer_status st = in_buffer(what, "source ", src, src_offset, bytes);
+    if (st == CLINFER_OK) st = in_buffer(what, "destination ", dst, dst_offset, bytes);
+    /* both ranges are inside one buffer here, so the sums cannot wrap */
+    if (st == CLINFER_OK && src == dst && src_offset < dst_offset + bytes &&
+        dst_offset < src_offset + bytes)
+        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
+                            "%s of %zu bytes from offset %zu to %zu of one buffer: the ranges "
+                            "overlap",
+                            what, bytes, src_offset, dst_offset);
+    return st;
 }

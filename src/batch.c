@@ -45,8 +45,8 @@ clinfer_status clinfer_seq_truncate(clinfer_context *c, uint32_t seq, uint32_t n
     return st;
 }
 
-/* Copies cache rows [0, n) of region src to region dst in every layer's K and V through the
- * host: the backend interface has no device copy, and a prefix is copied once per stream. */
+/* Copies cache rows [0, n) of region src to region dst in every layer's K and V, on the
+ * device. */
 static clinfer_status copy_rows(clinfer_context *c, uint32_t src, uint32_t dst, uint32_t n) {
     clinfer_status st = CLINFER_OK;
     const clinfer_hparams *hp = &c->model->hp;
@@ -54,21 +54,14 @@ static clinfer_status copy_rows(clinfer_context *c, uint32_t src, uint32_t dst, 
     const exec_state *s = &c->state;
     size_t elem = s->kv_type == CLINFER_DT_F32 ? sizeof(float) : sizeof(uint16_t);
     size_t row = (size_t)hp->n_head_kv * hp->head_dim * elem, region = row * c->n_ctx;
-    size_t bytes = row * n;
-    void *tmp = malloc(bytes ? bytes : 1);
-    if (!tmp)
-        return clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "seq_copy_prefix: no memory for %zu bytes",
-                            bytes);
-    for (uint32_t il = 0; il < hp->n_layer && bytes; il++) {
+    for (uint32_t il = 0; il < hp->n_layer && n && st == CLINFER_OK; il++) {
         const clinfer_ref caches[2] = {s->k_cache[il], s->v_cache[il]};
-        for (int i = 0; i < 2; i++) {
+        for (int i = 0; i < 2 && st == CLINFER_OK; i++) {
             size_t base = caches[i].offset * elem;
-            CHECK(be->i->buffer_read(be->ctx, caches[i].buf, base + src * region, bytes, tmp));
-            CHECK(be->i->buffer_write(be->ctx, caches[i].buf, base + dst * region, bytes, tmp));
+            st = be->i->buffer_copy(be->ctx, caches[i].buf, base + src * region, caches[i].buf,
+                                    base + dst * region, row * n);
         }
     }
-cleanup:
-    free(tmp);
     return st;
 }
 
@@ -84,9 +77,8 @@ clinfer_status clinfer_seq_copy_prefix(clinfer_context *c, uint32_t src, uint32_
                             "seq_copy_prefix: %u tokens asked of sequence %u, which holds %u", n,
                             src, c->seq_len[src]);
     c->seq_len[dst] = 0; /* a failed copy leaves dst empty rather than half written */
-    CHECK(copy_rows(c, src, dst, n));
-    c->seq_len[dst] = n;
-cleanup:
+    st = copy_rows(c, src, dst, n);
+    if (st == CLINFER_OK) c->seq_len[dst] = n;
     return st;
 }
 

@@ -773,8 +773,17 @@ static void test_bad_args(void) {
     expect_rejected(&op, "gelu reading a weight as an activation");
     i->buffer_free(ctx, weight);
 
-    float host[8] = {0};
+    float host[8] = {0}, ramp[8] = {1, 2, 3, 4, 5, 6, 7, 8};
     EXPECT(i->buffer_read(ctx, small, 250, 8, host) != CLINFER_OK, "read past the end accepted");
+    EXPECT_OK(i->buffer_write(ctx, small, 0, sizeof ramp, ramp));
+    EXPECT_OK(i->buffer_copy(ctx, small, 0, small, 224, sizeof ramp));
+    EXPECT_OK(i->buffer_read(ctx, small, 224, sizeof host, host));
+    EXPECT(memcmp(host, ramp, sizeof ramp) == 0, "copy within a buffer: %g .. %g", host[0],
+           host[7]);
+    EXPECT(i->buffer_copy(ctx, small, 0, small, 16, sizeof ramp) != CLINFER_OK,
+           "overlapping copy accepted");
+    EXPECT(i->buffer_copy(ctx, small, 0, big, SIZE_MAX - 3, 8) != CLINFER_OK,
+           "copy to a wrapping offset accepted");
     EXPECT(i->buffer_write(ctx, small, SIZE_MAX - 3, 8, host) != CLINFER_OK,
            "write at a wrapping offset accepted");
     clinfer_buffer *none = NULL;

@@ -726,6 +726,12 @@ static void test_invalid(void) {
            "write past the end");
     EXPECT(be->i->buffer_read(be->ctx, small, SIZE_MAX, 2, x) == CLINFER_ERR_INVALID_ARGUMENT,
            "read with a wrapping offset");
+    EXPECT(be->i->buffer_copy(be->ctx, b, 0, small, 8, 9) == CLINFER_ERR_INVALID_ARGUMENT,
+           "copy past the destination's end");
+    EXPECT(be->i->buffer_copy(be->ctx, b, 0, b, 8, 9) == CLINFER_ERR_INVALID_ARGUMENT,
+           "copy between overlapping ranges of one buffer");
+    EXPECT(be->i->buffer_copy(be->ctx, w, 0, small, 0, 4) == CLINFER_ERR_INVALID_ARGUMENT,
+           "copy from a weight");
     EXPECT(be->i->buffer_alloc(be->ctx, 0, &bad) == CLINFER_ERR_INVALID_ARGUMENT, "alloc 0");
 
     clinfer_op op = {.kind = CLINFER_OP_MATMUL,

@@ -167,6 +167,20 @@ static clinfer_status cl_buffer_read(void *ctx, clinfer_buffer *buf, size_t offs
         "clEnqueueReadBuffer(%zu bytes at %zu)", bytes, offset);
 }
 
+static clinfer_status cl_buffer_copy(void *ctx, clinfer_buffer *src, size_t src_offset,
+                                     clinfer_buffer *dst, size_t dst_offset, size_t bytes) {
+    cl_backend_ctx *b = ctx;
+    clinfer_status st = cl_check_alive(b);
+    if (st == CLINFER_OK)
+        st = clinfer_copy_check("OpenCL buffer copy", src, src_offset, dst, dst_offset, bytes);
+    if (st != CLINFER_OK || bytes == 0) return st;
+    cl_matmul_forget(b); /* as a write: dst may hold a matmul's remembered x */
+    cl_int err = clEnqueueCopyBuffer(b->queue, src->mem, dst->mem, src_offset, dst_offset, bytes, 0,
+                                     NULL, NULL);
+    return cl_check(b, err, "clEnqueueCopyBuffer(%zu bytes from %zu to %zu)", bytes, src_offset,
+                    dst_offset);
+}
+
 static clinfer_status cl_weight_create_i(void *ctx, clinfer_dtype type, int m, int k,
                                          const void *data, clinfer_buffer **out) {
     cl_backend_ctx *b = ctx;
@@ -306,6 +320,7 @@ static const clinfer_backend_i cl_interface = {
     .buffer_free = cl_buffer_free,
     .buffer_write = cl_buffer_write,
     .buffer_read = cl_buffer_read,
+    .buffer_copy = cl_buffer_copy,
     .weight_create = cl_weight_create_i,
     .op = cl_op,
     .sync = cl_sync,

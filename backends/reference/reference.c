@@ -74,6 +74,16 @@ static clinfer_status ref_buffer_read(void *ctx, clinfer_buffer *buf, size_t off
     return st;
 }
 
+static clinfer_status ref_buffer_copy(void *ctx, clinfer_buffer *src, size_t src_offset,
+                                      clinfer_buffer *dst, size_t dst_offset, size_t bytes) {
+    (void)ctx;
+    clinfer_status st =
+        clinfer_copy_check("reference buffer_copy", src, src_offset, dst, dst_offset, bytes);
+    if (st == CLINFER_OK && bytes)
+        memcpy((char *)dst->data + dst_offset, (const char *)src->data + src_offset, bytes);
+    return st;
+}
+
 static clinfer_status ref_weight_create(void *ctx, clinfer_dtype type, int m, int k,
                                         const void *data, clinfer_buffer **out) {
     clinfer_status st = CLINFER_OK;
@@ -236,6 +246,7 @@ static const clinfer_backend_i reference_interface = {
     .buffer_free = ref_buffer_free,
     .buffer_write = ref_buffer_write,
     .buffer_read = ref_buffer_read,
+    .buffer_copy = ref_buffer_copy,
     .weight_create = ref_weight_create,
     .op = ref_op,
     .sync = ref_sync,
