@@ -29,6 +29,7 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include "error.h"
 #include "log.h"
 #include "matmul_cl.h"
 #include "options.h"

@@ -361,7 +361,12 @@ clinfer_status cl_weight_create(cl_backend_ctx *b, clinfer_dtype type, int m, in
             CHECK(cl_wcache_array(b, rec[i].q_arena, rec[i].q_off, rec[i].q_bytes, &p->q));
             CHECK(cl_wcache_array(b, rec[i].s_arena, rec[i].s_off, rec[i].s_bytes, &p->s));
         } else {
-            cl_cached_part part = {(uint32_t)type, m, k, pl.il, pl.n_parts, i};
+            cl_cached_part part = {.type = (uint32_t)type,
+                                   .m = m,
+                                   .k = k,
+                                   .il = pl.il,
+                                   .n_parts = pl.n_parts,
+                                   .part = i};
             CHECK(upload_part(b, l, data, k, pl.il, p, part));
         }
     }
