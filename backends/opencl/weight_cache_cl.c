@@ -20,6 +20,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <openssl/evp.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -65,6 +66,11 @@ struct cl_weight_cache {
     cl_arena **arenas;               /* WC_READ: on the mapping; WC_WRITE: filled, in order */
     size_t n_arenas, cap_arenas;
     cl_arena *filling; /* WC_WRITE: the arena quantized weights are laid out into */
+    /* After the load: the arenas mapped for reading, the thread writing them and its cap. */
+    void **mapped;
+    pthread_t writer;
+    bool writing;
+    uint64_t max;
 };
 
 static atomic_uint wc_hits, wc_writes, temp_counter;
@@ -412,22 +418,10 @@ static int write_all(int fd, const void *data, size_t bytes) {
     return 0;
 }
 
-/* One arena's used bytes, read back through a map, then zeros to the next page. */
-static int write_arena(cl_backend_ctx *b, int fd, const cl_arena *a) {
+/* Writes the recorded arenas (mapped for reading at c->mapped) and parts to c->path through a
+ * temp file; 0 or an errno value. */
+static int write_file(const struct cl_weight_cache *c, uint64_t max) {
     static const uint8_t zeros[WCACHE_PAGE];
-    cl_int err = CL_SUCCESS;
-    void *p =
-        clEnqueueMapBuffer(b->queue, a->mem, CL_TRUE, CL_MAP_READ, 0, a->used, 0, NULL, NULL, &err);
-    if (err != CL_SUCCESS) return EIO;
-    int e = write_all(fd, p, a->used);
-    if (clEnqueueUnmapMemObject(b->queue, a->mem, p, 0, NULL, NULL) != CL_SUCCESS ||
-        clFinish(b->queue) != CL_SUCCESS)
-        e = e ? e : EIO;
-    return e ? e : write_all(fd, zeros, (size_t)(round_page(a->used) - a->used));
-}
-
-/* Writes the recorded arenas and parts to c->path through a temp file; 0 or an errno value. */
-static int write_file(cl_backend_ctx *b, struct cl_weight_cache *c, uint64_t max) {
     wc_header h = {.layout = WCACHE_LAYOUT, .page = WCACHE_PAGE};
     memcpy(h.magic, WCACHE_MAGIC, sizeof h.magic);
     memcpy(h.key, c->key, sizeof h.key);
@@ -449,7 +443,6 @@ static int write_file(cl_backend_ctx *b, struct cl_weight_cache *c, uint64_t max
     int fd = err ? -1 : open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (!err && fd < 0) err = errno;
     if (fd >= 0) {
-        static const uint8_t zeros[WCACHE_PAGE];
         err = write_all(fd, &h, sizeof h);
         if (!err) err = write_all(fd, used, c->n_arenas * sizeof *used);
         if (!err) err = write_all(fd, c->parts, c->n_parts * sizeof *c->parts);
@@ -457,8 +450,10 @@ static int write_file(cl_backend_ctx *b, struct cl_weight_cache *c, uint64_t max
             err = write_all(fd, zeros,
                             (size_t)(h.data_start - sizeof h - c->n_arenas * sizeof *used -
                                      c->n_parts * sizeof *c->parts));
-        for (size_t i = 0; !err && i < c->n_arenas; i++)
-            err = write_arena(b, fd, c->arenas[i]);
+        for (size_t i = 0; !err && i < c->n_arenas; i++) {
+            err = write_all(fd, c->mapped[i], used[i]);
+            if (!err) err = write_all(fd, zeros, (size_t)(round_page(used[i]) - used[i]));
+        }
         if (close(fd) != 0 && !err) err = errno;
         if (!err && rename(tmp, c->path) != 0) err = errno;
         if (err) unlink(tmp);
@@ -467,30 +462,60 @@ static int write_file(cl_backend_ctx *b, struct cl_weight_cache *c, uint64_t max
     return err;
 }
 
+static void *write_run(void *arg) {
+    struct cl_weight_cache *c = arg;
+    int err = write_file(c, c->max);
+    if (err == ENOSPC) /* a choice of the user's (the cap) or a full disk: not a fault */
+        cl_verbose("weight cache: %s would not fit (CLINFER_WEIGHT_CACHE_MAX, disk space)",
+                   c->path);
+    else if (err)
+        clinfer_log(CLINFER_LOG_WARN, "weight cache: cannot write %s (%s)", c->path, strerror(err));
+    else
+        atomic_fetch_add(&wc_writes, 1);
+    if (!err) cl_verbose("weight cache: wrote %s", c->path);
+    return NULL;
+}
+
+/* Maps the recorded arenas for reading (kernels may read them meanwhile) and writes the file on
+ * a thread of its own, so that the load does not wait for the disk; cl_wcache_free waits for
+ * it. Where no thread starts, here. */
+static void start_writing(cl_backend_ctx *b, struct cl_weight_cache *c) {
+    clinfer_dev_options dev;
+    clinfer_dev_options_get(&dev);
+    c->max = dev.weight_cache_max;
+    if (!(c->mapped = calloc(c->n_arenas, sizeof *c->mapped))) return;
+    for (size_t i = 0; i < c->n_arenas; i++) {
+        cl_int err = CL_SUCCESS;
+        c->mapped[i] = clEnqueueMapBuffer(b->queue, c->arenas[i]->mem, CL_TRUE, CL_MAP_READ, 0,
+                                          c->arenas[i]->used, 0, NULL, NULL, &err);
+        if (err != CL_SUCCESS) {
+            c->mapped[i] = NULL;
+            return; /* cl_wcache_free unmaps those mapped */
+        }
+    }
+    c->writing = pthread_create(&c->writer, NULL, write_run, c) == 0;
+    if (!c->writing) write_run(c);
+}
+
 void cl_wcache_close(cl_backend_ctx *b) {
     struct cl_weight_cache *c = b->mm->wcache;
     if (!c) return;
     if (c->mode == WC_READ && c->next != c->n_parts) stale(c); /* the load took fewer weights */
-    if (c->mode == WC_WRITE && c->n_parts > 0) {
-        clinfer_dev_options dev;
-        clinfer_dev_options_get(&dev);
-        int err = write_file(b, c, dev.weight_cache_max);
-        if (err == ENOSPC) /* a choice of the user's (the cap) or a full disk: not a fault */
-            cl_verbose("weight cache: %s would not fit (CLINFER_WEIGHT_CACHE_MAX, disk space)",
-                       c->path);
-        else if (err)
-            clinfer_log(CLINFER_LOG_WARN, "weight cache: cannot write %s (%s)", c->path,
-                        strerror(err));
-        else
-            atomic_fetch_add(&wc_writes, 1);
-        if (!err) cl_verbose("weight cache: wrote %s", c->path);
-    }
-    cl_wcache_free(b);
+    bool write = c->mode == WC_WRITE && c->n_parts > 0;
+    c->mode = WC_OFF; /* weights made after the load are no part of the file */
+    if (write) start_writing(b, c);
+    if (!c->writing) cl_wcache_free(b);
 }
 
 void cl_wcache_free(cl_backend_ctx *b) {
     struct cl_weight_cache *c = b->mm->wcache;
     if (!c) return;
+    if (c->writing) pthread_join(c->writer, NULL);
+    for (size_t i = 0; c->mapped && i < c->n_arenas; i++)
+        if (c->mapped[i])
+            clEnqueueUnmapMemObject(b->queue, c->arenas[i]->mem, c->mapped[i], 0, NULL, NULL);
+    if (c->mapped) clFinish(b->queue);
+    free(c->mapped);
     for (size_t i = 0; i < c->n_arenas; i++)
         cl_release_arena(c->arenas[i]); /* weights in them hold them on */
     if (c->filling) cl_release_arena(c->filling);
