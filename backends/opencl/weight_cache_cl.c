@@ -9,8 +9,9 @@
  * mtime, header bytes: gguf_identity), the device, driver, clinfer version, WCACHE_LAYOUT and the
  * limits that shape the arenas. Contents: a header (magic, layout, key, counts, sizes, SHA-256 of
  * the header and tables), each arena's used bytes, one record per weight part (type, shape,
- * where its arrays lie), then the arenas, each at a page boundary. Written to a temp file and
- * renamed; a damaged, truncated or foreign file is reported, deleted and rewritten; a record
+ * where its arrays lie), then the arenas, each at a page boundary. Written after the load by a
+ * thread of its own (the arenas mapped for reading meanwhile) to a temp file and renamed;
+ * a damaged, truncated or foreign file is reported, deleted and rewritten; a record
  * that does not match the weight asked for drops the file for the rest of the load. The array
  * bytes themselves are trusted as the model file's are (hashing them would read every page at
  * each load). No failure here fails a load; CLINFER_WEIGHT_CACHE=0 turns it off and
