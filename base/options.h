@@ -33,6 +33,9 @@ typedef struct {
     bool interleave;    /* CLINFER_INTERLEAVE (default on): CPU weights interleaved by rows */
     uint64_t max_alloc; /* CLINFER_MAX_ALLOC: a lower limit per allocation; 0: none */
     bool print_plan;    /* CLINFER_PRINT_PLAN: each new plan on stderr */
+    bool weight_cache;  /* CLINFER_WEIGHT_CACHE (default on): re-laid-out weights on disk */
+    /* CLINFER_WEIGHT_CACHE_MAX: MiB all weight cache files may take (default 16384) */
+    uint64_t weight_cache_max;
 } clinfer_dev_options;
 
 void clinfer_dev_options_get(clinfer_dev_options *out);

@@ -32,7 +32,8 @@
 struct gguf_file {
     const uint8_t *base;
     size_t size;
-    void *map; /* non-NULL when gguf_open mapped the file */
+    void *map;        /* non-NULL when gguf_open mapped the file */
+    uint64_t stat[4]; /* mapped files: device, inode, size, mtime in ns (gguf_identity) */
     uint32_t version;
     uint64_t alignment;
     uint64_t data_start;
@@ -379,6 +380,13 @@ clinfer_status gguf_open(const char *path, gguf_file **out) {
     }
     st = open_buffer(map ? map : "", size, map, out);
     if (st != CLINFER_OK) clinfer_error_prefix("gguf: %s", path);
+    if (st == CLINFER_OK) {
+        uint64_t *id = (*out)->stat;
+        id[0] = (uint64_t)sb.st_dev;
+        id[1] = (uint64_t)sb.st_ino;
+        id[2] = (uint64_t)sb.st_size;
+        id[3] = (uint64_t)sb.st_mtim.tv_sec * 1000000000u + (uint64_t)sb.st_mtim.tv_nsec;
+    }
 cleanup:
     close(fd);
     return st;
@@ -401,6 +409,14 @@ bool gguf_mapping(const gguf_file *f, const void **base, size_t *size) {
     if (!f || !f->map) return false;
     *base = f->map;
     *size = f->size;
+    return true;
+}
+
+bool gguf_identity(const gguf_file *f, uint64_t stat[4], const void **header, size_t *header_size) {
+    if (!f || !f->map) return false;
+    memcpy(stat, f->stat, sizeof f->stat);
+    *header = f->base;
+    *header_size = (size_t)f->data_start;
     return true;
 }
 

@@ -67,6 +67,11 @@ void gguf_release(const gguf_file *f, const void *ptr, size_t len);
  * memory. */
 bool gguf_mapping(const gguf_file *f, const void **base, size_t *size);
 
+/* What identifies a mapped file's contents cheaply: stat = its device, inode, size and
+ * modification time (ns) as gguf_open found them, and the bytes before its tensor data (header,
+ * metadata, tensor infos). False for files opened from memory. */
+bool gguf_identity(const gguf_file *f, uint64_t stat[4], const void **header, size_t *header_size);
+
 uint32_t gguf_version(const gguf_file *f);
 uint64_t gguf_file_size(const gguf_file *f);
 

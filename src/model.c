@@ -239,7 +239,11 @@ clinfer_status clinfer_load_stacked(clinfer_loader *ld, const char *const *names
         if (!ld->upload) continue;
         gguf_tensor stacked = *t[i];
         stacked.ne[1] = (int64_t)total;
-        if (!adjacent(t + i, rows + i, end - i, row_bytes)) {
+        const clinfer_backend *be = ld->m->backend;
+        /* a weight the backend has cached is not read: no copy to stack */
+        bool cached =
+            be->i->weight_cached && be->i->weight_cached(be->ctx, t[i]->type, (int)total, (int)k);
+        if (!cached && !adjacent(t + i, rows + i, end - i, row_bytes)) {
             if (ld->stack_size < total * row_bytes) {
                 free(ld->stack);
                 ld->stack_size = 0;
@@ -393,6 +397,22 @@ cleanup:
     return st;
 }
 
+/* Names the model to the backend's weight cache (backend.h) by its file's identity: device,
+ * inode, size, modification time and the bytes before the tensor data. */
+static void open_weight_cache(clinfer_model *m) {
+    const clinfer_backend *be = m->backend;
+    uint64_t stat[4];
+    const void *header = NULL;
+    size_t header_size = 0;
+    if (!be->i->weight_cache_open || !gguf_identity(m->gguf, stat, &header, &header_size)) return;
+    uint8_t *id = malloc(sizeof stat + header_size);
+    if (!id) return; /* no cache: the load goes on */
+    memcpy(id, stat, sizeof stat);
+    memcpy(id + sizeof stat, header, header_size);
+    be->i->weight_cache_open(be->ctx, id, sizeof stat + header_size);
+    free(id);
+}
+
 /* ---- load / free ------------------------------------------------------------------------- */
 
 static clinfer_status parse_architecture(clinfer_model *m) {
@@ -461,7 +481,9 @@ clinfer_status clinfer_model_load(const char *path, const clinfer_model_params *
     size_t map_size = 0;
     if (m->backend->i->host_data && gguf_mapping(m->gguf, &map, &map_size))
         m->backend->i->host_data(m->backend->ctx, map, map_size);
+    open_weight_cache(m);
     CHECK(upload_tensors(m, n_vectors, params));
+    if (m->backend->i->weight_cache_close) m->backend->i->weight_cache_close(m->backend->ctx);
     if (m->verbose) {
         const clinfer_hparams *hp = &m->hp;
         clinfer_log(CLINFER_LOG_INFO,

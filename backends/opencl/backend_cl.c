@@ -195,6 +195,21 @@ static void cl_host_data_i(void *ctx, const void *base, size_t size) {
     cl_weight_host_data(ctx, base, size);
 }
 
+static void cl_weight_cache_open_i(void *ctx, const void *id, size_t id_size) {
+    cl_wcache_open(ctx, id, id_size);
+}
+
+static bool cl_weight_cached_i(void *ctx, clinfer_dtype type, int m, int k) {
+    return cl_check_alive(ctx) == CLINFER_OK && cl_weight_cached(ctx, type, m, k);
+}
+
+static void cl_weight_cache_close_i(void *ctx) {
+    if (cl_check_alive(ctx) == CLINFER_OK)
+        cl_wcache_close(ctx);
+    else
+        cl_wcache_free(ctx);
+}
+
 /* The test hook CLINFER_FAULT="corrupt-<op>:N:V" (fault.h): V over the op's first output, as a
  * kernel gone wrong would leave it. */
 static clinfer_status corrupt_output(cl_backend_ctx *b, const clinfer_op *op) {
@@ -332,6 +347,9 @@ static const clinfer_backend_i cl_interface = {
     .memory = cl_memory,
     .host_data = cl_host_data_i,
     .graph_route = cl_graph_route,
+    .weight_cache_open = cl_weight_cache_open_i,
+    .weight_cached = cl_weight_cached_i,
+    .weight_cache_close = cl_weight_cache_close_i,
 };
 
 /* What a backend and its instances each have: a queue (timing kernels where a context made now

@@ -5,6 +5,7 @@
  *   attention_cl.c  attention, with rotation and cache writes (ops_cl.h)
  *   matmul_cl.c     matvec/GEMM over every weight type, embedding gather (matmul_cl.h)
  *   weights_cl.c    weight upload, parts, arenas (matmul_cl.h)
+ *   weight_cache_cl.c  the on-disk cache of re-laid-out weights (matmul_cl.h)
  *   repack_cl.c     GGUF blocks laid out as weight arrays (split, interleaved), on threads
  *   act_q8_cl.c     8-bit activations for x_q8 matmuls (matmul_cl.h)
  *   clblast_cl.c    CLBlast's SGEMM and its cache's reference count (matmul_cl.h)
@@ -147,6 +148,9 @@ void cl_matmul_free(cl_backend_ctx *b);
 clinfer_status cl_weight_create(cl_backend_ctx *b, clinfer_dtype type, int m, int k,
                                 const void *data, clinfer_buffer **out);
 void cl_weight_free(struct cl_weight *w);
+/* The backend's weight_cached (backend.h): the weight cache file being read holds the next
+ * weight, of type and m x k, as this build lays it out. */
+bool cl_weight_cached(cl_backend_ctx *b, clinfer_dtype type, int m, int k);
 clinfer_status cl_matmul(cl_backend_ctx *b, const clinfer_op *op);
 /* The matmul op and the RMSNORM `norm` of its output in one launch, where the kernel for op can
  * (*fused); otherwise *fused is false and nothing is enqueued. norm is already checked. */

@@ -171,6 +171,7 @@ void cl_matmul_free(cl_backend_ctx *b) {
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         if (bufs[i]->mem) clReleaseMemObject(bufs[i]->mem);
     if (s->done) clReleaseMemObject(s->done);
+    cl_wcache_free(b);
     if (s->filling) cl_release_arena(s->filling); /* weights still alive keep their arena */
     if (s->window) cl_release_arena(s->window);
     cl_kernel rounding[] = {s->quantize, s->rmsnorm_q8, s->glu_q8};

@@ -53,11 +53,18 @@ typedef struct {
  * one, so that one graph launch can name every weight of a model among its few buffer
  * arguments. An arena is filled in order and released when nothing holds it: neither an array
  * in it nor the state, while it is the one being filled. */
+typedef struct cl_mapping { /* a mapped weight cache file, unmapped with its last arena */
+    void *addr;
+    size_t size;
+    int holders;
+} cl_mapping;
+
 typedef struct cl_arena {
     cl_mem mem;
     const void *base; /* a window on host data (place_in_place): the host memory it is */
     size_t size, used;
     int holders;
+    cl_mapping *mapping; /* the weight cache file it lies on (weight_cache_cl.c), or NULL */
 } cl_arena;
 
 /* One array of a weight part: its own buffer, or a sub-buffer at offset bytes of an arena. */
@@ -99,6 +106,7 @@ struct cl_matmul_state {
     size_t host_size;
     int host_unified;
     cl_arena *window;
+    struct cl_weight_cache *wcache; /* from weight_cache_open to _close; NULL: none */
 };
 
 struct cl_weight {
@@ -130,6 +138,38 @@ void cl_weight_host_data(cl_backend_ctx *b, const void *base, size_t size);
  * rows. Every byte of both arrays is written. */
 void cl_repack(const clinfer_block_split *l, int il, const uint8_t *src, size_t nb, size_t rows,
                uint8_t *q, uint8_t *s);
+
+/* weight_cache_cl.c: the cache file of the arenas quantized weights are laid out into. One
+ * record per weight part, as the file holds it. */
+typedef struct {
+    uint32_t type;
+    int32_t m, k, il, n_parts, part;
+    uint32_t q_arena, s_arena;
+    uint64_t q_off, q_bytes, s_off, s_bytes;
+} cl_cached_part;
+/* The backend's weight_cache_open and _close (backend.h); _free drops it, unwritten. */
+void cl_wcache_open(cl_backend_ctx *b, const void *id, size_t id_size);
+void cl_wcache_close(cl_backend_ctx *b);
+void cl_wcache_free(cl_backend_ctx *b);
+/* Where quantized weights' arrays are reserved: the cache's arena while it writes one, else
+ * the state's. */
+cl_arena **cl_wcache_slot(cl_backend_ctx *b);
+/* Reading a file: the next n_parts records where they are the parts of a weight of type,
+ * m x k, il (the caller checks their sizes), else NULL; cl_wcache_array makes one of their
+ * arrays, cl_wcache_taken consumes them; cl_wcache_mismatch drops the file for the rest of the
+ * load (a weight it does not hold). */
+const cl_cached_part *cl_wcache_next(cl_backend_ctx *b, clinfer_dtype type, int m, int k, int il,
+                                     int n_parts);
+clinfer_status cl_wcache_array(cl_backend_ctx *b, uint32_t arena, uint64_t off, uint64_t bytes,
+                               weight_array *a);
+void cl_wcache_taken(cl_backend_ctx *b, int n_parts);
+void cl_wcache_mismatch(cl_backend_ctx *b);
+/* Writing one: records part p of a weight (rec's type, shape and sizes; where p lies is filled
+ * in here). */
+void cl_wcache_record(cl_backend_ctx *b, cl_cached_part rec, const weight_part *p);
+/* Process-wide counts of files mapped and written, for tests. */
+void cl_weight_cache_stats(unsigned *hits, unsigned *writes);
+void cl_mapping_release(cl_mapping *map); /* drops a holder; the last unmaps it */
 
 /* matmul_cl.c: err as a status naming what; a buffer of bytes (from host with
  * CL_MEM_COPY_HOST_PTR); matvec.cl built for type (once; what its weights' layout needs). */

@@ -144,8 +144,7 @@ static bool sha256(const void *data, size_t size, unsigned char digest[DIGEST_SI
 
 /* ---- the cache ----------------------------------------------------------------------------- */
 
-/* given, else CLINFER_CACHE_DIR, else $XDG_CACHE_HOME/clinfer, else ~/.cache/clinfer. */
-static bool cache_dir(const char *given, char *dir, size_t size) {
+bool cl_cache_dir(const char *given, char *dir, size_t size) {
     const char *env = given && *given ? given : clinfer_options_cache_dir();
     int n = -1;
     if (env)
@@ -178,8 +177,7 @@ static void discard_entry(const char *path, const char *why) {
     unlink(path);
 }
 
-/* mkdir -p; returns 0 or an errno value. */
-static int make_dirs(const char *dir) {
+int cl_make_dirs(const char *dir) {
     char buf[PATH_MAX];
     if (snprintf(buf, sizeof buf, "%s", dir) >= (int)sizeof buf) return ENAMETOOLONG;
     for (char *p = buf + 1;; p++) {
@@ -198,7 +196,7 @@ static int make_dirs(const char *dir) {
 /* The entry path for this build, or false when there is no cache directory to use. */
 static bool cache_entry_path(const char *cache, const char *source, const char *options,
                              const clinfer_device_info *info, char *dir, char *path) {
-    if (!cache_dir(cache, dir, PATH_MAX)) return false;
+    if (!cl_cache_dir(cache, dir, PATH_MAX)) return false;
     const char *parts[] = {source,
                            options,
                            info->name,
@@ -304,7 +302,7 @@ static void cache_store(const char *dir, const char *path, cl_program prog, cl_d
     uint64_t len = size;
     memcpy(header, CACHE_MAGIC, MAGIC_SIZE);
     memcpy(header + MAGIC_SIZE, &len, 8);
-    int err = make_dirs(dir);
+    int err = cl_make_dirs(dir);
     if (!err && !sha256(binary, size, header + MAGIC_SIZE + 8)) err = EIO;
     snprintf(tmp, sizeof tmp, "%s.tmp.%ld.%u", path, (long)getpid(),
              atomic_fetch_add(&temp_counter, 1));

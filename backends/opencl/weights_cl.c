@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "error.h"
 #include "matmul_cl.h"
@@ -29,9 +30,16 @@ const char *cl_type_defines(clinfer_dtype type, char *buf, size_t size) {
     return buf;
 }
 
+void cl_mapping_release(cl_mapping *map) {
+    if (--map->holders > 0) return;
+    munmap(map->addr, map->size);
+    free(map);
+}
+
 void cl_release_arena(cl_arena *arena) {
     if (--arena->holders > 0) return;
     clReleaseMemObject(arena->mem);
+    if (arena->mapping) cl_mapping_release(arena->mapping);
     free(arena);
 }
 
@@ -115,9 +123,8 @@ static clinfer_status place_in_place(cl_backend_ctx *b, size_t bytes, const void
     return CLINFER_OK;
 }
 
-/* A new arena of size bytes for s->filling. */
-static clinfer_status new_arena(cl_backend_ctx *b, uint64_t size) {
-    struct cl_matmul_state *s = b->mm;
+/* A new arena of size bytes to fill, in *slot. */
+static clinfer_status new_arena(cl_backend_ctx *b, uint64_t size, cl_arena **slot) {
     cl_arena *arena = calloc(1, sizeof *arena);
     if (!arena) return clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "OpenCL matmul: arena");
     clinfer_status st = cl_create_buffer(b, CL_MEM_READ_ONLY, (size_t)size, NULL, &arena->mem);
@@ -126,24 +133,24 @@ static clinfer_status new_arena(cl_backend_ctx *b, uint64_t size) {
         return st;
     }
     arena->size = (size_t)size;
-    arena->holders = 1; /* the state's, while it fills it */
-    if (s->filling) cl_release_arena(s->filling);
-    s->filling = arena;
+    arena->holders = 1; /* the slot's, while it is filled */
+    if (*slot) cl_release_arena(*slot);
+    *slot = arena;
     return CLINFER_OK;
 }
 
-/* Makes a a sub-buffer of bytes in the arena being filled (a new arena when it lacks room). */
-static clinfer_status reserve(cl_backend_ctx *b, size_t bytes, weight_array *a) {
-    struct cl_matmul_state *s = b->mm;
-    size_t at = s->filling ? cl_round_up(s->filling->used, s->align) : 0;
-    if (!s->filling || at + bytes > s->filling->size) {
+/* Makes a a sub-buffer of bytes in the arena being filled in *slot (a new arena when it lacks
+ * room). */
+static clinfer_status reserve(cl_backend_ctx *b, size_t bytes, cl_arena **slot, weight_array *a) {
+    size_t at = *slot ? cl_round_up((*slot)->used, b->mm->align) : 0;
+    if (!*slot || at + bytes > (*slot)->size) {
         uint64_t size = bytes > ARENA_BYTES ? bytes : ARENA_BYTES;
         if (size > cl_alloc_limit(b)) size = cl_alloc_limit(b); /* parts never exceed it */
-        clinfer_status st = new_arena(b, size);
+        clinfer_status st = new_arena(b, size, slot);
         if (st != CLINFER_OK) return st;
         at = 0;
     }
-    cl_arena *arena = s->filling;
+    cl_arena *arena = *slot;
     cl_int err = CL_SUCCESS;
     cl_buffer_region region = {at, bytes};
     a->mem = clCreateSubBuffer(arena->mem, CL_MEM_READ_ONLY, CL_BUFFER_CREATE_TYPE_REGION, &region,
@@ -163,7 +170,7 @@ static clinfer_status place(cl_backend_ctx *b, size_t bytes, const void *host, w
     if (in_place(b, host, bytes)) return place_in_place(b, bytes, host, a);
     if (!b->mm->arenas)
         return cl_create_buffer(b, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, bytes, src, &a->mem);
-    clinfer_status st = reserve(b, bytes, a);
+    clinfer_status st = reserve(b, bytes, &b->mm->filling, a);
     if (st != CLINFER_OK) return st;
     return cl_error(clEnqueueWriteBuffer(b->queue, a->arena->mem, CL_TRUE, a->offset, bytes, host,
                                          0, NULL, NULL),
@@ -199,22 +206,33 @@ static clinfer_status unmap_arrays(cl_backend_ctx *b, const weight_part *p, uint
     return cl_error(err, "unmapping a weight part's arrays");
 }
 
+/* The bytes of the quant and scale arrays of rows rows of k elements (split types). */
+static void array_bytes(const clinfer_block_split *l, int il, int k, int rows, size_t *q_bytes,
+                        size_t *s_bytes) {
+    size_t nb_row = (size_t)k / blk_elems(l);
+    size_t r = il ? cl_round_up((size_t)rows, 16) : (size_t)rows;
+    *q_bytes = r * nb_row * l->q_len;
+    *s_bytes = r * nb_row * scale_bytes(l, il);
+}
+
 /* Uploads part p; with il its rows are interleaved by 16, zero rows padding the last group.
- * Where weights go to arenas the arrays are laid out straight into them (mapped). */
+ * Where weights go to arenas the arrays are laid out straight into them (mapped), and recorded
+ * for the weight cache as rec (its type, shape and part). */
 static clinfer_status upload_part(cl_backend_ctx *b, const clinfer_block_split *l,
-                                  const uint8_t *data, int k, int il, weight_part *p) {
+                                  const uint8_t *data, int k, int il, weight_part *p,
+                                  cl_cached_part rec) {
     clinfer_status st = CLINFER_OK;
     size_t nb_row = (size_t)k / blk_elems(l), row_bytes = nb_row * blk_bytes(l);
     if (!l->s_bytes) /* f32/f16: the GGUF rows are the layout */
         return place(b, (size_t)p->rows * row_bytes, data + (size_t)p->row0 * row_bytes, &p->q);
-    size_t rows = il ? cl_round_up((size_t)p->rows, 16) : (size_t)p->rows;
-    size_t q_bytes = rows * nb_row * l->q_len, s_bytes = rows * nb_row * scale_bytes(l, il);
+    size_t q_bytes, s_bytes;
+    array_bytes(l, il, k, p->rows, &q_bytes, &s_bytes);
     const uint8_t *src = data + (size_t)p->row0 * row_bytes;
     uint8_t *q = NULL, *s = NULL; /* the arrays: mapped in their arenas, else host copies */
     bool direct = b->mm->arenas;
     if (direct) {
-        CHECK(reserve(b, q_bytes, &p->q));
-        CHECK(reserve(b, s_bytes, &p->s));
+        CHECK(reserve(b, q_bytes, cl_wcache_slot(b), &p->q));
+        CHECK(reserve(b, s_bytes, cl_wcache_slot(b), &p->s));
         CHECK(map_arrays(b, &p->q, q_bytes, &p->s, s_bytes, &q, &s));
     } else if (!(q = malloc(q_bytes)) || !(s = malloc(s_bytes))) {
         CHECK(clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY,
@@ -230,11 +248,72 @@ cleanup:
     if (direct && (q || s)) {
         clinfer_status un = unmap_arrays(b, p, q, s);
         if (st == CLINFER_OK) st = un;
+        rec.q_bytes = q_bytes;
+        rec.s_bytes = s_bytes;
+        if (st == CLINFER_OK) cl_wcache_record(b, rec, p);
     } else if (!direct) {
         free(q);
         free(s);
     }
     return st;
+}
+
+/* How a weight of type, m x k, is split: rows interleaved by 16 or not, rows per part, parts.
+ * Builds the type's kernels first: whether it interleaves depends on them. */
+typedef struct {
+    int il;
+    uint64_t rows_per_part;
+    int n_parts;
+} weight_plan;
+
+static clinfer_status plan_weight(cl_backend_ctx *b, const clinfer_block_split *l, int m, int k,
+                                  weight_plan *pl) {
+    clinfer_status st = cl_build_type(b, l->type);
+    if (st != CLINFER_OK) return st;
+    size_t nb_row = (size_t)k / blk_elems(l);
+    size_t widest = nb_row * (l->s_bytes ? l->q_len : blk_bytes(l));
+    if (nb_row * l->s_bytes > widest) widest = nb_row * l->s_bytes;
+    pl->rows_per_part = cl_alloc_limit(b) / widest;
+    /* interleaved parts hold whole groups of 16 rows (the last one padded) */
+    pl->il = b->mm->types[l->type].matvec_q8_il && pl->rows_per_part >= 16;
+    if (pl->il) pl->rows_per_part -= pl->rows_per_part % 16;
+    if (pl->rows_per_part == 0)
+        return clinfer_fail(CLINFER_ERR_UNSUPPORTED,
+                            "OpenCL weight_create: one %s row of %d elements (%zu bytes) exceeds "
+                            "the allocation limit of %llu bytes",
+                            clinfer_dtype_name(l->type), k, widest,
+                            (unsigned long long)cl_alloc_limit(b));
+    if (pl->rows_per_part > (uint64_t)m) pl->rows_per_part = (uint64_t)m;
+    pl->n_parts = (int)(((uint64_t)m + pl->rows_per_part - 1) / pl->rows_per_part);
+    return CLINFER_OK;
+}
+
+static int part_rows(const weight_plan *pl, int m, int i) {
+    int row0 = (int)((uint64_t)i * pl->rows_per_part);
+    return m - row0 < (int)pl->rows_per_part ? m - row0 : (int)pl->rows_per_part;
+}
+
+/* The weight cache's records of this weight's parts where the file being read holds them (the
+ * arrays' sizes as this build lays them out), else NULL. */
+static const cl_cached_part *cached(cl_backend_ctx *b, const clinfer_block_split *l, int m, int k,
+                                    const weight_plan *pl) {
+    if (!l->s_bytes) return NULL; /* f32/f16 need no re-layout */
+    const cl_cached_part *rec = cl_wcache_next(b, l->type, m, k, pl->il, pl->n_parts);
+    for (int i = 0; rec && i < pl->n_parts; i++) {
+        size_t q_bytes, s_bytes;
+        array_bytes(l, pl->il, k, part_rows(pl, m, i), &q_bytes, &s_bytes);
+        if (rec[i].q_bytes != q_bytes || rec[i].s_bytes != s_bytes) rec = NULL;
+    }
+    return rec;
+}
+
+bool cl_weight_cached(cl_backend_ctx *b, clinfer_dtype type, int m, int k) {
+    clinfer_block_split split = clinfer_dtype_split(type);
+    weight_plan pl;
+    if (!split.kblk || m <= 0 || k <= 0 || k % (int)blk_elems(&split) ||
+        (uint64_t)m * (uint64_t)k > INT_MAX || plan_weight(b, &split, m, k, &pl) != CLINFER_OK)
+        return false;
+    return cached(b, &split, m, k, &pl) != NULL;
 }
 
 clinfer_status cl_weight_create(cl_backend_ctx *b, clinfer_dtype type, int m, int k,
@@ -260,40 +339,41 @@ clinfer_status cl_weight_create(cl_backend_ctx *b, clinfer_dtype type, int m, in
                             "OpenCL weight_create: %d x %d elements exceed the kernels' int "
                             "indexing",
                             m, k);
-    CHECK(cl_build_type(b, type));
-    size_t nb_row = (size_t)k / blk_elems(l);
-    size_t widest = nb_row * (l->s_bytes ? l->q_len : blk_bytes(l));
-    if (nb_row * l->s_bytes > widest) widest = nb_row * l->s_bytes;
-    uint64_t rows_per_part = cl_alloc_limit(b) / widest;
-    /* interleaved parts hold whole groups of 16 rows (the last one padded) */
-    int il = b->mm->types[type].matvec_q8_il && rows_per_part >= 16;
-    if (il) rows_per_part -= rows_per_part % 16;
-    if (rows_per_part == 0)
-        CHECK(clinfer_fail(CLINFER_ERR_UNSUPPORTED,
-                           "OpenCL weight_create: one %s row of %d elements (%zu bytes) exceeds "
-                           "the allocation limit of %llu bytes",
-                           clinfer_dtype_name(type), k, widest,
-                           (unsigned long long)cl_alloc_limit(b)));
-    if (rows_per_part > (uint64_t)m) rows_per_part = (uint64_t)m;
-    int n_parts = (int)(((uint64_t)m + rows_per_part - 1) / rows_per_part);
-    w = calloc(1, sizeof *w + (size_t)n_parts * sizeof w->parts[0]);
+    weight_plan pl;
+    CHECK(plan_weight(b, l, m, k, &pl));
+    const cl_cached_part *rec = cached(b, l, m, k, &pl);
+    if (!rec && l->s_bytes) cl_wcache_mismatch(b); /* a file being read lacks it */
+    w = calloc(1, sizeof *w + (size_t)pl.n_parts * sizeof w->parts[0]);
     buf = calloc(1, sizeof *buf);
     if (!w || !buf)
-        CHECK(clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "OpenCL weight_create: %d parts", n_parts));
+        CHECK(
+            clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "OpenCL weight_create: %d parts", pl.n_parts));
     w->layout = split;
     w->m = m;
     w->k = k;
-    w->il = il;
-    for (int i = 0; i < n_parts; i++) {
+    w->il = pl.il;
+    for (int i = 0; i < pl.n_parts; i++) {
         weight_part *p = &w->parts[i];
-        p->row0 = (int)((uint64_t)i * rows_per_part);
-        p->rows = m - p->row0 < (int)rows_per_part ? m - p->row0 : (int)rows_per_part;
+        p->row0 = (int)((uint64_t)i * pl.rows_per_part);
+        p->rows = part_rows(&pl, m, i);
         w->n_parts = i + 1; /* counts parts holding buffers, for cleanup */
-        CHECK(upload_part(b, l, data, k, il, p));
+        if (rec) {
+            CHECK(cl_wcache_array(b, rec[i].q_arena, rec[i].q_off, rec[i].q_bytes, &p->q));
+            CHECK(cl_wcache_array(b, rec[i].s_arena, rec[i].s_off, rec[i].s_bytes, &p->s));
+        } else {
+            cl_cached_part part = {.type = (uint32_t)type,
+                                   .m = m,
+                                   .k = k,
+                                   .il = pl.il,
+                                   .n_parts = pl.n_parts,
+                                   .part = i};
+            CHECK(upload_part(b, l, data, k, pl.il, p, part));
+        }
     }
+    if (rec) cl_wcache_taken(b, pl.n_parts);
     buf->weight = w;
     buf->head = (clinfer_buffer_head){
-        .bytes = (size_t)m * cl_stored_row_bytes(l, il, k),
+        .bytes = (size_t)m * cl_stored_row_bytes(l, pl.il, k),
         .weight = true,
         /* f32/f16 parts are the GGUF rows: see upload_part */
         .in_place =
