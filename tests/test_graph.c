@@ -97,8 +97,7 @@ static void test_model(const char *arch, clinfer_dtype type, const clinfer_dtype
     EXPECT(!differ, "%s: logits differ from the per-op launches at step %zu", what,
            differ ? (differ - 1) / tiny_model_n_vocab() : 0);
     int graphs = graph_events(trace);
-    EXPECT(graphs >= N_DECODE, "%s: %d graph launches for %d decode steps", what, graphs,
-           N_DECODE);
+    EXPECT(graphs >= N_DECODE, "%s: %d graph launches for %d decode steps", what, graphs, N_DECODE);
     if (n_mix) { /* the mix's readers side by side in one program: the reference's logits too */
         float *ref = calloc(n, sizeof(float));
         clinfer_model *m = load_on(path, false, CLINFER_BACKEND_REFERENCE);

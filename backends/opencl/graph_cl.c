@@ -339,7 +339,8 @@ static bool encode_store(encoder *e, const clinfer_op *op) {
     cl_mem mems[2] = {src.buf->mem, dst.buf->mem};
     if (!take_slots(e, mems, 2)) return false;
     e->kv_f16 = f16;
-    size_t per_task, tasks = split(e, (count + 7) / 8, 8 * (sizeof(float) + (f16 ? 2 : 4)), &per_task);
+    size_t per_task,
+        tasks = split(e, (count + 7) / 8, 8 * (sizeof(float) + (f16 ? 2 : 4)), &per_task);
     int32_t *r = record(e, G_STORE, tasks);
     put_ref(e, r, STORE_SRC, src);
     put_ref(e, r, STORE_DST, dst);
