@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Writes a Llama-family GGUF file (--arch llama, qwen2: q/k/v biases, qwen3: per-head q/k
 norms, phi3: fused attn_qkv and ffn_up, gemma3: qwen3's norms plus post-attention and post-FFN
-norms, a sliding window of --window positions on all but every --swa-pattern'th layer) of a
+norms, a sliding window of --window positions on all but every --swa-pattern'th layer), or a
+GPT-2 one (--arch gpt2: layer norms with biases, learned positions of --ctx rows, fused attn_qkv,
+a GELU FFN, biases on every matmul but the head, as many KV heads as heads) of a
 given layer shape with random weights, for benchmarks of a model size we have no real file of, and for comparing an architecture's forward pass with llama.cpp's
 (bench/crosscheck_archs.sh). Speed does not depend on the weights'
 values, so the file measures what a real model of that shape would (prefill, decode, memory);
@@ -17,6 +19,9 @@ norms are F32. F32, F16 and BF16 are written directly, the quantized types throu
 package's numpy quantizers (Q8_0, Q4_0, Q4_1 and others it implements). Tensors are written one
 at a time, so memory stays near the size of the largest one.
 
+GPT-2 124M's shape: --arch gpt2 --dim 768 --layers 12 --heads 12 --kv-heads 12 --ffn 3072
+--ctx 1024 (its vocabulary is the tokenizer's: 49152 rows with the default one, GPT-2 has 50257).
+
 Defaults are Llama-3.2-1B's shape: dim 2048, 16 layers, 32 query and 8 KV heads of 64, FFN 8192,
 rope base 500000.
 
@@ -24,7 +29,7 @@ Needs the PyPI packages gguf and numpy (tools/gpu_check.sh makes a venv with the
 
 usage: bench/make_shape_model.py OUT.gguf [--type F16|Q8_0|Q4_0|...] [--tokenizer-from GGUF]
            [--dim 2048] [--layers 16] [--heads 32] [--kv-heads 8] [--ffn 8192] [--ctx 8192]
-           [--seed 0] [--name NAME] [--arch llama|qwen2|qwen3|phi3|gemma3] [--std 0.02]
+           [--seed 0] [--name NAME] [--arch llama|qwen2|qwen3|phi3|gemma3|gpt2] [--std 0.02]
            [--window 512] [--swa-pattern 6]
 """
 import argparse
@@ -35,7 +40,7 @@ import time
 import numpy as np
 import gguf
 
-ARCHS = ("llama", "qwen2", "qwen3", "phi3", "gemma3")
+ARCHS = ("llama", "qwen2", "qwen3", "phi3", "gemma3", "gpt2")
 
 
 def parse_args():
@@ -94,8 +99,24 @@ def copy_tokenizer(writer, path):
     return n_vocab
 
 
+def gpt2_plan(a, n_vocab):
+    """tensor_plan's list for --arch gpt2 (the output tied to the embedding)."""
+    plan = [("token_embd.weight", (n_vocab, a.dim)), ("position_embd.weight", (a.ctx, a.dim))]
+    qkv = a.dim + 2 * a.kv_heads * (a.dim // a.heads)
+    for i in range(a.layers):
+        b = "blk.%d." % i
+        for name, rows, cols in (("attn_norm", a.dim, 0), ("attn_qkv", qkv, a.dim),
+                                 ("attn_output", a.dim, a.dim), ("ffn_norm", a.dim, 0),
+                                 ("ffn_up", a.ffn, a.dim), ("ffn_down", a.dim, a.ffn)):
+            plan.append((b + name + ".weight", (rows, cols) if cols else (rows,)))
+            plan.append((b + name + ".bias", (rows,)))
+    return plan + [("output_norm.weight", (a.dim,)), ("output_norm.bias", (a.dim,))]
+
+
 def tensor_plan(a, n_vocab):
     """(name, numpy shape (rows, columns)) of every tensor, in file order."""
+    if a.arch == "gpt2":
+        return gpt2_plan(a, n_vocab)
     hd = a.dim // a.heads
     plan = [("token_embd.weight", (n_vocab, a.dim))]
     for i in range(a.layers):
@@ -182,11 +203,14 @@ def main():
     w.add_feed_forward_length(a.ffn)
     w.add_head_count(a.heads)
     w.add_head_count_kv(a.kv_heads)
-    w.add_rope_dimension_count(hd)
-    w.add_rope_freq_base(a.rope_base)
     w.add_key_length(hd)
     w.add_value_length(hd)
-    w.add_layer_norm_rms_eps(1e-5)
+    if a.arch == "gpt2":  # no rotation: learned positions
+        w.add_layer_norm_eps(1e-5)
+    else:
+        w.add_rope_dimension_count(hd)
+        w.add_rope_freq_base(a.rope_base)
+        w.add_layer_norm_rms_eps(1e-5)
     if a.arch == "gemma3":
         w.add_uint32("gemma3.attention.sliding_window", a.window)
         w.add_uint32("gemma3.attention.sliding_window_pattern", a.swa_pattern)

@@ -21,6 +21,7 @@
  * the same bits as the launches it replaces. */
 
 #include "glu.clh"
+#include "layernorm.clh"
 #include "rope.clh"
 #include "round_q8.clh"
 #include "attention.clh"
@@ -251,31 +252,68 @@ static attn_args attention_of(__global const int *r, const slot_t *slots) {
                        r[ATT_ROUND_Q8]};
 }
 
-/* y = silu(a) * b or gelu(a) * b over elements task * per_task * 32 ..: in blocks of 32 rounded
- * (want_q) as glu_q8_act does, or as elementwise.cl's swiglu and geglu do, 8 at a time and the
- * rest one by one. */
-static void glu_task(__global const int *r, int task, const slot_t *slots) {
-    __global const float *a = F32(r, GLU_A), *b = F32(r, GLU_B);
-    __global float *y = F32(r, GLU_Y);
-    int count = r[GLU_COUNT], want_q = r[GLU_WANT_Q], per_task = r[GLU_PER_TASK];
-    int gelu = r[GLU_GELU];
+/* Function fn (ELT_*) of the float or float8 a and b. */
+#define ELT(fn, a, b)                                                                              \
+    ((fn) == ELT_ADD ? (a) + (b) : (fn) == ELT_GELU ? GELU(a) : GLU(a, b, (fn) == ELT_GEGLU))
+
+/* y = fn(a, b) over elements task * per_task * 32 .., as elementwise.cl's kernels do them: 8 at a
+ * time, and element by element where the 8 run past the end (of y, or for ADD of b's repeat);
+ * with want_q each block of 32 rounded, as glu_q8_act does (the host asks for it only where
+ * every 8 take the first way). */
+static void eltwise_task(__global const int *r, int task, const slot_t *slots) {
+    __global const float *a = F32(r, ELT_A), *b = F32(r, ELT_B);
+    __global float *y = F32(r, ELT_Y);
+    int count = r[ELT_COUNT], want_q = r[ELT_WANT_Q], per_task = r[ELT_PER_TASK];
+    int fn = r[ELT_FN], b_count = r[ELT_B_COUNT];
     int end = min(count, (task + 1) * per_task * 32);
     for (int i = task * per_task; 32 * i < end; i++) {
         float8 v[4];
         for (int j = 0; j < 4; j++) {
-            int e = 32 * i + 8 * j;
-            if (e + 8 <= count) {
+            int e = 32 * i + 8 * j, be = e % b_count;
+            if (e + 8 <= count && be + 8 <= b_count) {
                 float8 s = vload8(0, a + e);
-                v[j] = GLU(s, vload8(0, b + e), gelu);
+                v[j] = ELT(fn, s, vload8(0, b + be));
                 vstore8(v[j], 0, y + e);
             } else {
-                for (; e < count; e++) {
+                for (int stop = min(e + 8, count); e < stop; e++) {
                     float s = a[e];
-                    y[e] = GLU(s, b[e], gelu);
+                    y[e] = ELT(fn, s, b[be]);
+                    be = be + 1 == b_count ? 0 : be + 1;
                 }
             }
         }
         if (want_q) round_block(v, i, XQ(r), XD(r), XF(r), WANT_F(r));
+    }
+}
+
+/* Row task of a LAYERNORM as layernorm_rows does it; with want_q its blocks rounded after. */
+static void layernorm_task(__global const int *r, int task, const slot_t *slots) {
+    int d = r[LAYERNORM_D];
+    __global float *y = F32(r, LAYERNORM_Y) + (size_t)task * d;
+    layernorm_row(F32(r, LAYERNORM_X) + (size_t)task * d, d, F32(r, LAYERNORM_W),
+                  r[LAYERNORM_HAS_W], F32(r, LAYERNORM_B), r[LAYERNORM_HAS_B], y,
+                  as_float(r[LAYERNORM_EPS]));
+    if (!r[LAYERNORM_WANT_Q]) return;
+    for (int b = 0; b < d / 32; b++) {
+        float8 v[4];
+        for (int j = 0; j < 4; j++)
+            v[j] = vload8(4 * b + j, y);
+        round_block(v, (size_t)task * (d / 32) + b, XQ(r), XD(r), XF(r), WANT_F(r));
+    }
+}
+
+/* Values task * per_task * 8 .. of src into the cache, as store_f32 and store_f16 write them. */
+static void store_task(__global const int *r, int task, const slot_t *slots) {
+    __global const float *src = F32(r, STORE_SRC);
+    __global kv_t *dst = (__global kv_t *)slots[r[STORE_DST]] + (uint)r[STORE_DST + 1];
+    int count = r[STORE_COUNT], per_task = r[STORE_PER_TASK];
+    int end = min(count, (task + 1) * per_task * 8);
+    for (int e = task * per_task * 8; e < end; e += 8) {
+        if (e + 8 <= count)
+            STORE_KV8(vload8(0, src + e), 0, dst + e);
+        else
+            for (int i = e; i < count; i++)
+                STORE_KV(src[i], dst + i);
     }
 }
 
@@ -317,8 +355,14 @@ static void run_task(__global const int *r, int task, const slot_t *slots, rope_
         attention_merge_item(&a, task, 0);
         break;
     }
-    case G_GLU:
-        glu_task(r, task, slots);
+    case G_ELTWISE:
+        eltwise_task(r, task, slots);
+        break;
+    case G_LAYERNORM:
+        layernorm_task(r, task, slots);
+        break;
+    case G_STORE:
+        store_task(r, task, slots);
         break;
     }
 }

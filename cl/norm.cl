@@ -4,7 +4,8 @@
  * w and b are optional: has_w / has_b say whether their buffer argument means anything.
  * Variants, chosen by kernel path:
  *   *_rows  one work-item per row, no barriers (CPU devices); rmsnorm_rows is round_q8.clh's
- *           rmsnorm_row, as the CPU kernels that round or fuse the norm compute it
+ *           rmsnorm_row, as the CPU kernels that round or fuse the norm compute it, and
+ *           layernorm_rows layernorm.clh's layernorm_row, as graph.cl computes it
  *   *_wg    one work-group of OPS_WG items per row, local-memory tree reduction (GPUs)
  * OPS_WG is a power of two set by the host. Both variants take the same arguments; the _wg ones
  * run exactly n groups, so they never test n (PoCL miscompiles an early return before a barrier,
@@ -12,30 +13,9 @@
 
 #include "common.clh"
 #include "round_q8.clh"
-
-static float finish_row(float v, int c, __global const float *w, int has_w, __global const float *b,
-                        int has_b) {
-    if (has_w) v *= w[c];
-    if (has_b) v += b[c];
-    return v;
-}
+#include "layernorm.clh"
 
 /* ---- cpu-rows ---- */
-
-static float row_sum(__global const float *x, int d, float shift, int square) {
-    float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-    int c = 0;
-    for (; c + 4 <= d; c += 4)
-        for (int k = 0; k < 4; k++) {
-            float v = x[c + k] - shift;
-            acc[k] += square ? v * v : v;
-        }
-    for (; c < d; c++) {
-        float v = x[c] - shift;
-        acc[0] += square ? v * v : v;
-    }
-    return (acc[0] + acc[1]) + (acc[2] + acc[3]);
-}
 
 __kernel void rmsnorm_rows(__global const float *x, ulong x_off, __global const float *w,
                            ulong w_off, int has_w, __global float *y, ulong y_off, int n, int d,
@@ -51,12 +31,8 @@ __kernel void layernorm_rows(__global const float *x, ulong x_off, __global cons
                              int has_b, __global float *y, ulong y_off, int n, int d, float eps) {
     int r = get_global_id(0);
     if (r >= n) return;
-    __global const float *xr = x + x_off + (size_t)r * d;
-    __global float *yr = y + y_off + (size_t)r * d;
-    float mean = row_sum(xr, d, 0.0f, 0) / d;
-    float inv = 1.0f / sqrt(row_sum(xr, d, mean, 1) / d + eps);
-    for (int c = 0; c < d; c++)
-        yr[c] = finish_row((xr[c] - mean) * inv, c, w + w_off, has_w, b + b_off, has_b);
+    layernorm_row(x + x_off + (size_t)r * d, d, w + w_off, has_w, b + b_off, has_b,
+                  y + y_off + (size_t)r * d, eps);
 }
 
 /* ---- gpu-local-reduce / gpu-subgroup ---- */

@@ -87,3 +87,15 @@ clinfer_oclgrind_test(run_graph_mix ENV CLINFER_KERNEL_PATH=cpu-rows CLINFER_GRA
 set_tests_properties(oclgrind_run_graph_mix PROPERTIES FIXTURES_REQUIRED oclgrind_mix
   SKIP_REGULAR_EXPRESSION "oclgrind is not installed" PASS_REGULAR_EXPRESSION "\n  graph +[0-9]"
   FAIL_REGULAR_EXPRESSION "oclgrind_run:")
+# Graph launches of a tiny gpt2: its layer norms (rounding their output for the 8-bit matmul
+# after them), biases, KV cache stores, the ADD of the position rows and GELU, in the graph.
+set(CLINFER_OCLGRIND_GPT2 ${CMAKE_CURRENT_BINARY_DIR}/oclgrind_gpt2.gguf)
+add_test(NAME oclgrind_tiny_gpt2 COMMAND write_tiny_model ${CLINFER_OCLGRIND_GPT2} gpt2)
+set_tests_properties(oclgrind_tiny_gpt2 PROPERTIES LABELS oclgrind FIXTURES_SETUP oclgrind_gpt2)
+clinfer_oclgrind_test(run_graph_gpt2 ENV CLINFER_KERNEL_PATH=cpu-rows CLINFER_GRAPH=1
+  CLINFER_PROFILE=1
+  COMMAND $<TARGET_FILE:clinfer_cli> run -m ${CLINFER_OCLGRIND_GPT2} -p ${CLINFER_OCLGRIND_PROMPT}
+          -n 4)
+set_tests_properties(oclgrind_run_graph_gpt2 PROPERTIES FIXTURES_REQUIRED oclgrind_gpt2
+  SKIP_REGULAR_EXPRESSION "oclgrind is not installed" PASS_REGULAR_EXPRESSION "\n  graph +[0-9]"
+  FAIL_REGULAR_EXPRESSION "oclgrind_run:")

@@ -2,14 +2,16 @@
  * how its work-groups take tasks and wait for each other without a launch between ops).
  *
  * cl_graph_run takes the longest run of ops at the head of a walk that the kernel can do:
- * single-token matmuls, embeddings, RMS norms, SwiGLUs, GeGLUs and attentions, each weight in one
- * part, of any mix of weight types (the program is built for the set of types of the run, each
- * with its own readers, and one KV cache type). Each
+ * single-token matmuls, embeddings, RMS and layer norms, the element-wise ops (ADD, GELU, SWIGLU,
+ * GEGLU), KV cache stores and attentions, each weight in one part, of any mix of weight types (the
+ * program is built for the set of types of the run, each with its own readers, and one KV cache
+ * type): every architecture's decode step, gpt2's included. Each
  * op is checked as its own launch would check it first; an op that fails the check, or that
  * the kernel cannot do, ends the run and goes through the per-op path, which reports it. Each
  * op becomes a record (its operands as slots of the launch's buffer arguments) split into
- * tasks; an 8-bit matmul whose x is not yet rounded gets a rounding record before it, and an
- * attention split into chunks a merge record after it, exactly as the per-op path launches
+ * tasks; an 8-bit matmul whose x is not yet rounded gets a rounding record before it (or the
+ * layer norm or element-wise record that wrote x rounds it as well: the same bits, one wait
+ * less), and an attention split into chunks a merge record after it, as the per-op path launches
  * them. The records travel in a buffer made for the launch from the host's copy
  * (CL_MEM_COPY_HOST_PTR): a write command would cost a launch's wake-ups of the device's
  * threads, and the buffer is gone once the kernel is. */
@@ -76,6 +78,13 @@ typedef struct {
         clinfer_ref ref; /* buf NULL: nothing rounded */
         size_t count;
     } rounded;
+    /* The last record, where it could round its output y (count values) as it writes it: its
+     * want_q field (NULL: it cannot), set when a matmul over y follows. */
+    struct {
+        int32_t *want_q;
+        clinfer_ref y;
+        size_t count;
+    } roundable;
 } encoder;
 
 /* ---- buffers and records --------------------------------------------------------------- */
@@ -115,6 +124,7 @@ static int32_t *record(encoder *e, int kind, size_t tasks) {
     r[G_Q8 + 1] = SLOT_XD;
     r[G_Q8 + 2] = SLOT_XF;
     r[G_Q8 + 3] = e->want_f;
+    e->roundable.want_q = NULL;
     return r;
 }
 
@@ -174,6 +184,13 @@ static void rounded_from(encoder *e, clinfer_ref x, size_t count) {
     if (count > e->q8_count) e->q8_count = count;
 }
 
+/* The record just made can round y (count values) at its want_q field. */
+static void may_round(encoder *e, int32_t *want_q, clinfer_ref y, size_t count) {
+    e->roundable.want_q = want_q;
+    e->roundable.y = y;
+    e->roundable.count = count;
+}
+
 static bool encode_matmul(encoder *e, const clinfer_op *op) {
     cl_weight_view w;
     if (op->matmul.n != 1 || cl_weight_view_of(e->b, op, &w) != CLINFER_OK || w.parts != 1 ||
@@ -186,7 +203,12 @@ static bool encode_matmul(encoder *e, const clinfer_op *op) {
     size_t count = (size_t)k;
     bool fresh = e->rounded.ref.buf == x.buf && e->rounded.ref.offset == x.offset &&
                  e->rounded.count == count;
-    if (x_q8 && !fresh) { /* as quantize_x: round x first */
+    bool by_last = e->roundable.want_q && e->roundable.y.buf == x.buf &&
+                   e->roundable.y.offset == x.offset && e->roundable.count == count;
+    if (x_q8 && !fresh && by_last) { /* the op that wrote x rounds it too: one record less */
+        *e->roundable.want_q = 1;
+        rounded_from(e, x, count);
+    } else if (x_q8 && !fresh) { /* as quantize_x: round x first */
         size_t per_task, tasks = split(e, count / 32, 32 * 5, &per_task);
         int32_t *r = record(e, G_QUANTIZE, tasks);
         put_ref(e, r, QUANTIZE_X, x);
@@ -256,24 +278,75 @@ static bool encode_rmsnorm(encoder *e, const clinfer_op *op) {
     return true;
 }
 
-static bool encode_glu(encoder *e, const clinfer_op *op) {
+/* ADD, GELU, SWIGLU and GEGLU: y = fn(a, b), in blocks of 32 a task. */
+static bool encode_eltwise(encoder *e, const clinfer_op *op) {
+    static const int32_t fns[] = {[CLINFER_OP_ADD] = ELT_ADD,
+                                  [CLINFER_OP_GELU] = ELT_GELU,
+                                  [CLINFER_OP_SWIGLU] = ELT_SWIGLU,
+                                  [CLINFER_OP_GEGLU] = ELT_GEGLU};
     size_t count = op->eltwise.count;
-    if (count == 0 || count > INT32_MAX) return false;
-    clinfer_ref a = op->eltwise.a, g = op->eltwise.b, y = op->eltwise.y;
-    cl_mem mems[3] = {a.buf->mem, g.buf->mem, y.buf->mem};
+    size_t b_count = op->kind == CLINFER_OP_ADD ? op->eltwise.b_count : count;
+    if (count == 0 || count > INT32_MAX || b_count > INT32_MAX) return false;
+    clinfer_ref a = op->eltwise.a, y = op->eltwise.y;
+    clinfer_ref b = op->kind == CLINFER_OP_GELU ? a : op->eltwise.b; /* GELU reads no b */
+    cl_mem mems[3] = {a.buf->mem, b.buf->mem, y.buf->mem};
     if (!take_slots(e, mems, 3)) return false;
     bool want_q = cl_round_output(op);
     size_t per_task, tasks = split(e, (count + 31) / 32, 32 * 12, &per_task);
-    int32_t *r = record(e, G_GLU, tasks);
-    put_ref(e, r, GLU_A, a);
-    put_ref(e, r, GLU_B, g);
-    put_ref(e, r, GLU_Y, y);
-    r[GLU_COUNT] = (int32_t)count;
-    r[GLU_WANT_Q] = want_q;
-    r[GLU_PER_TASK] = (int32_t)per_task;
-    r[GLU_GELU] = op->kind == CLINFER_OP_GEGLU;
+    int32_t *r = record(e, G_ELTWISE, tasks);
+    put_ref(e, r, ELT_A, a);
+    put_ref(e, r, ELT_B, b);
+    put_ref(e, r, ELT_Y, y);
+    r[ELT_COUNT] = (int32_t)count;
+    r[ELT_WANT_Q] = want_q;
+    r[ELT_PER_TASK] = (int32_t)per_task;
+    r[ELT_FN] = fns[op->kind];
+    r[ELT_B_COUNT] = (int32_t)b_count;
     written(e, y.buf);
     if (want_q) rounded_from(e, y, count);
+    /* every 8 values in the vector form: the task can round y for a matmul after it */
+    else if (count % 32 == 0 && b_count % 8 == 0)
+        may_round(e, r + ELT_WANT_Q, y, count);
+    return true;
+}
+
+static bool encode_layernorm(encoder *e, const clinfer_op *op) {
+    clinfer_ref x = op->norm.x, w = op->norm.w, b = op->norm.b, y = op->norm.y;
+    cl_mem mems[4] = {x.buf->mem, w.buf ? w.buf->mem : x.buf->mem, b.buf ? b.buf->mem : x.buf->mem,
+                      y.buf->mem};
+    if (!take_slots(e, mems, 4)) return false;
+    int32_t *r = record(e, G_LAYERNORM, (size_t)op->norm.n);
+    put_ref(e, r, LAYERNORM_X, x);
+    put_ref(e, r, LAYERNORM_W, w.buf ? w : x);
+    r[LAYERNORM_HAS_W] = w.buf != NULL;
+    put_ref(e, r, LAYERNORM_B, b.buf ? b : x);
+    r[LAYERNORM_HAS_B] = b.buf != NULL;
+    put_ref(e, r, LAYERNORM_Y, y);
+    r[LAYERNORM_D] = op->norm.d;
+    r[LAYERNORM_EPS] = float_bits(op->norm.eps);
+    written(e, y.buf);
+    if (op->norm.d % 32 == 0 && y.buf != x.buf) /* rows rounded after they are written */
+        may_round(e, r + LAYERNORM_WANT_Q, y, (size_t)op->norm.n * (size_t)op->norm.d);
+    return true;
+}
+
+/* A KV cache write, of the program's cache type (as an attention's). */
+static bool encode_store(encoder *e, const clinfer_op *op) {
+    size_t count = op->store.count;
+    int f16 = op->store.dst_type == CLINFER_DT_F16;
+    if (count == 0 || count > INT32_MAX || (e->kv_f16 >= 0 && e->kv_f16 != f16)) return false;
+    clinfer_ref src = op->store.src, dst = op->store.dst;
+    cl_mem mems[2] = {src.buf->mem, dst.buf->mem};
+    if (!take_slots(e, mems, 2)) return false;
+    e->kv_f16 = f16;
+    size_t per_task,
+        tasks = split(e, (count + 7) / 8, 8 * (sizeof(float) + (f16 ? 2 : 4)), &per_task);
+    int32_t *r = record(e, G_STORE, tasks);
+    put_ref(e, r, STORE_SRC, src);
+    put_ref(e, r, STORE_DST, dst);
+    r[STORE_COUNT] = (int32_t)count;
+    r[STORE_PER_TASK] = (int32_t)per_task;
+    written(e, dst.buf);
     return true;
 }
 
@@ -345,9 +418,15 @@ static bool encode(encoder *e, const clinfer_op *op) {
         return encode_embed(e, op);
     case CLINFER_OP_RMSNORM:
         return encode_rmsnorm(e, op);
+    case CLINFER_OP_LAYERNORM:
+        return encode_layernorm(e, op);
+    case CLINFER_OP_ADD:
+    case CLINFER_OP_GELU:
     case CLINFER_OP_SWIGLU:
     case CLINFER_OP_GEGLU:
-        return encode_glu(e, op);
+        return encode_eltwise(e, op);
+    case CLINFER_OP_STORE:
+        return encode_store(e, op);
     case CLINFER_OP_ATTENTION:
         return encode_attention(e, op);
     default:
