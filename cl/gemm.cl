@@ -14,7 +14,9 @@
  *               (one float8 per row and column) needs a vector load per row and per column. It
  *               walks PT such tiles of columns, KC elements of k at a time, so the panel's block
  *               is read from L1 by every tile; the accumulators wait in private memory between
- *               blocks. Global size (ceil(n / (PN * PT)), ceil(rows / PM)).
+ *               blocks. Global size (ceil(n / (PN * PT)), ceil(rows / PM)). PoCL's code for the
+ *               f16 inner loop (objdump of its kernel cache): 2 vcvtph2ps from memory, 6
+ *               vbroadcastss, 12 vfmadd231ps ymm, no spills.
  *   gemm_tiled  TS x TS outputs per work-group, one per item, TS x TS tiles of x and w staged in
  *               local memory (gpu-local-reduce, gpu-subgroup), over f32 rows (dequant_rows
  *               stages the other types).

@@ -103,10 +103,10 @@ clinfer_status cl_matmul_init(cl_backend_ctx *b) {
     for (s->mv_wg = GPU_WG; s->mv_wg > 1 && s->mv_wg > b->info.max_work_group_size;)
         s->mv_wg /= 2;
 #ifdef CLINFER_WITH_CLBLAST
-    /* Tuning table: on CPU OpenCL CLBlast's SGEMM is untuned and loses to gemm_panels (and to
-     * gemm_rows, the kernel before it; measured on PoCL, docs/PERFORMANCE.md); on GPUs its tuned
-     * kernels are taken over our plain local-memory gemm_tiled (not measured yet). The clblast
-     * option overrides; bench_ops compares both. */
+    /* Tuning table: on CPU OpenCL CLBlast's SGEMM is untuned: 15x slower than gemm_rows on PoCL,
+     * and gemm_panels, which replaced gemm_rows, ran F16 prefill 1.7x faster than it
+     * (docs/PERFORMANCE.md); on GPUs its tuned kernels are taken over our plain local-memory
+     * gemm_tiled (not measured yet). The clblast option overrides; bench_ops compares both. */
     s->use_clblast = b->options.clblast ? b->options.clblast == CLINFER_ON : !s->cpu;
     if (s->use_clblast) cl_clblast_hold();
 #endif
