@@ -104,7 +104,7 @@ clinfer_status cl_matmul_init(cl_backend_ctx *b) {
         s->mv_wg /= 2;
 #ifdef CLINFER_WITH_CLBLAST
     /* Tuning table: on CPU OpenCL CLBlast's SGEMM is untuned: 15x slower than gemm_rows on PoCL,
-     * and gemm_panels, which replaced gemm_rows, ran F16 prefill 1.7x faster than it
+     * and gemm_panels, which replaced gemm_rows, ran F16 prefill in 1.7x less CPU time
      * (docs/PERFORMANCE.md); on GPUs its tuned kernels are taken over our plain local-memory
      * gemm_tiled (not measured yet). The clblast option overrides; bench_ops compares both. */
     s->use_clblast = b->options.clblast ? b->options.clblast == CLINFER_ON : !s->cpu;
