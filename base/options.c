@@ -76,11 +76,11 @@ void clinfer_options_profiling(clinfer_toggle profile, bool *table, const char *
 }
 
 void clinfer_dev_options_get(clinfer_dev_options *out) {
-    const char *max_alloc = env("CLINFER_MAX_ALLOC");
+    const char *max_alloc = env("CLINFER_MAX_ALLOC"), *interleave = env("CLINFER_INTERLEAVE");
     *out = (clinfer_dev_options){
         .verbose = env_flag("CLINFER_VERBOSE", false),
         .cl_dir = env("CLINFER_CL_DIR"),
-        .interleave = env_flag("CLINFER_INTERLEAVE", true),
+        .interleave = !interleave ? 1 : strcmp(interleave, "force") == 0 ? 2 : env_flag("CLINFER_INTERLEAVE", true),
         .max_alloc = max_alloc ? strtoull(max_alloc, NULL, 10) : 0,
         .print_plan = env("CLINFER_PRINT_PLAN") != NULL,
     };

@@ -266,7 +266,8 @@ clinfer_status cl_weight_create(cl_backend_ctx *b, clinfer_dtype type, int m, in
     if (nb_row * l->s_bytes > widest) widest = nb_row * l->s_bytes;
     uint64_t rows_per_part = cl_alloc_limit(b) / widest;
     /* interleaved parts hold whole groups of 16 rows (the last one padded) */
-    int il = b->mm->types[type].matvec_q8_il && rows_per_part >= 16;
+    const type_kernels *t = &b->mm->types[type];
+    int il = (t->matvec_q8_il || (b->mm->interleave == 2 && t->matvec_il_n)) && rows_per_part >= 16;
     if (il) rows_per_part -= rows_per_part % 16;
     if (rows_per_part == 0)
         CHECK(clinfer_fail(CLINFER_ERR_UNSUPPORTED,
