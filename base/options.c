@@ -80,7 +80,9 @@ void clinfer_dev_options_get(clinfer_dev_options *out) {
     *out = (clinfer_dev_options){
         .verbose = env_flag("CLINFER_VERBOSE", false),
         .cl_dir = env("CLINFER_CL_DIR"),
-        .interleave = !interleave ? 1 : strcmp(interleave, "force") == 0 ? 2 : env_flag("CLINFER_INTERLEAVE", true),
+        .interleave = interleave && strcmp(interleave, "force") == 0 ? 2
+                      : env_flag("CLINFER_INTERLEAVE", true)         ? 1
+                                                                     : 0,
         .max_alloc = max_alloc ? strtoull(max_alloc, NULL, 10) : 0,
         .print_plan = env("CLINFER_PRINT_PLAN") != NULL,
     };

@@ -66,7 +66,8 @@ clinfer_status cl_build_type(cl_backend_ctx *b, clinfer_dtype type) {
             t->matvec_q8_il = clCreateKernel(t->program, "matvec_q8_il", &err);
         if (err == CL_SUCCESS && t->matvec_q8_il)
             t->matvec_q8_il_norm = clCreateKernel(t->program, "matvec_q8_il_norm", &err);
-        if (err == CL_SUCCESS && b->mm->interleave && cl_program_has_kernel(t->program, "matvec_il_n"))
+        if (err == CL_SUCCESS && b->mm->interleave &&
+            cl_program_has_kernel(t->program, "matvec_il_n"))
             t->matvec_il_n = clCreateKernel(t->program, "matvec_il_n", &err);
     }
     if (st == CLINFER_OK) st = cl_error(err, "clCreateKernel(matvec.cl)");
@@ -231,17 +232,15 @@ static clinfer_status run_matvec(cl_backend_ctx *b, const type_kernels *t, const
 }
 
 /* matvec_il_n: f32 x over interleaved rows, 8 rows and IL_F32_COLS columns per work-item. */
-static clinfer_status run_matvec_il(cl_backend_ctx *b, const type_kernels *t,
-                                    const weight_part *p, const mm_args *a) {
+static clinfer_status run_matvec_il(cl_backend_ctx *b, const type_kernels *t, const weight_part *p,
+                                    const mm_args *a) {
     int rows = a->rows;
-    cl_arg args[] = {{sizeof(cl_mem), &p->q.mem},  {sizeof(cl_mem), &p->s.mem},
-                     {sizeof(int), &a->k},         {sizeof(int), &a->r0},
-                     {sizeof(int), &rows},         {sizeof(cl_mem), &a->x},
-                     {sizeof(int), &a->x_off},     {sizeof(int), &a->k},
-                     {sizeof(cl_mem), &a->y},      {sizeof(int), &a->y_off},
-                     {sizeof(int), &a->ldy},       {sizeof(cl_mem), &a->bias},
-                     {sizeof(int), &a->bias_off},  {sizeof(int), &a->flags},
-                     {sizeof(int), &a->n}};
+    cl_arg args[] = {
+        {sizeof(cl_mem), &p->q.mem}, {sizeof(cl_mem), &p->s.mem}, {sizeof(int), &a->k},
+        {sizeof(int), &a->r0},       {sizeof(int), &rows},        {sizeof(cl_mem), &a->x},
+        {sizeof(int), &a->x_off},    {sizeof(int), &a->k},        {sizeof(cl_mem), &a->y},
+        {sizeof(int), &a->y_off},    {sizeof(int), &a->ldy},      {sizeof(cl_mem), &a->bias},
+        {sizeof(int), &a->bias_off}, {sizeof(int), &a->flags},    {sizeof(int), &a->n}};
     size_t global[2] = {(size_t)((a->r0 + rows - 1) / 8 - a->r0 / 8 + 1),
                         (size_t)(a->n + IL_F32_COLS - 1) / IL_F32_COLS},
            local[2] = {1, 1};

@@ -90,8 +90,8 @@ struct cl_matmul_state {
     cl_mem done;  /* finished work-items of a matvec with the norm at its end; 0 between launches */
     int q8_dots;  /* every weight type built that takes 8-bit x has matvec_q8 (1) or one has not
                    * (0); -1: no such type built yet */
-    int interleave; /* CLINFER_INTERLEAVE on a CPU device: 1 lay out weights for matvec_q8_il
-                     * where it exists, 2 also where only matvec_il_n does (tests) */
+    int interleave;    /* CLINFER_INTERLEAVE on a CPU device: 1 lay out weights for matvec_q8_il
+                        * where it exists, 2 also where only matvec_il_n does (tests) */
     int use_clblast;   /* f32 GEMM through CLBlast (tuning table: GPUs only); counted in
                         * clblast_users from init to free */
     cl_arena *filling; /* weights go to arenas (CPU devices): the one being filled, or NULL */
