@@ -1,6 +1,7 @@
 /* Matrix products over weights of every storage type (cl/matvec.cl, cl/gemm.cl); the weights
  * are laid out by weights_cl.c, 8-bit activations made by act_q8_cl.c:
- *   - matvec for n <= MATVEC_MAX_N columns (decode), one kernel per kernel path;
+ *   - matvec for n <= MATVEC_MAX_N columns (decode), one kernel per kernel path; f32 x over
+ *     interleaved weights (CPUs) through matvec_il_n for 2 .. IL_F32_MAX_N columns (a batch);
  *   - GEMM for more columns (prefill): over 8-bit x, integer dots by gemm_q8 (or matvec_q8_il
  *     for interleaved weights) where the type has them; otherwise f32 weights directly, other
  *     types staged to f32 in row chunks by dequant_rows; CLBlast SGEMM instead of our f32
