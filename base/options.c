@@ -76,12 +76,14 @@ void clinfer_options_profiling(clinfer_toggle profile, bool *table, const char *
 }
 
 void clinfer_dev_options_get(clinfer_dev_options *out) {
-    const char *max_alloc = env("CLINFER_MAX_ALLOC");
+    const char *max_alloc = env("CLINFER_MAX_ALLOC"), *interleave = env("CLINFER_INTERLEAVE");
     const char *cache_max = env("CLINFER_WEIGHT_CACHE_MAX");
     *out = (clinfer_dev_options){
         .verbose = env_flag("CLINFER_VERBOSE", false),
         .cl_dir = env("CLINFER_CL_DIR"),
-        .interleave = env_flag("CLINFER_INTERLEAVE", true),
+        .interleave = interleave && strcmp(interleave, "force") == 0 ? 2
+                      : env_flag("CLINFER_INTERLEAVE", true)         ? 1
+                                                                     : 0,
         .max_alloc = max_alloc ? strtoull(max_alloc, NULL, 10) : 0,
         .print_plan = env("CLINFER_PRINT_PLAN") != NULL,
         .weight_cache = env_flag("CLINFER_WEIGHT_CACHE", true),

@@ -30,7 +30,10 @@ void clinfer_options_profiling(clinfer_toggle profile, bool *table, const char *
 typedef struct {
     bool verbose;       /* CLINFER_VERBOSE: backend decisions on stderr */
     const char *cl_dir; /* CLINFER_CL_DIR: kernel sources from files, not the embedded copy */
-    bool interleave;    /* CLINFER_INTERLEAVE (default on): CPU weights interleaved by rows */
+    /* CLINFER_INTERLEAVE: CPU weights interleaved by rows where the device has integer kernels
+     * for the layout (1, the default), never ("0"), or for every type with a kernel over the
+     * layout ("force", 2: tests on devices without the integer kernels, Oclgrind) */
+    int interleave;
     uint64_t max_alloc; /* CLINFER_MAX_ALLOC: a lower limit per allocation; 0: none */
     bool print_plan;    /* CLINFER_PRINT_PLAN: each new plan on stderr */
     bool weight_cache;  /* CLINFER_WEIGHT_CACHE (default on): re-laid-out weights on disk */

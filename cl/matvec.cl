@@ -14,6 +14,8 @@
  *                  local-memory tree reduction (gpu-local-reduce, gpu-subgroup)
  *   matvec_q8      quantized weights against 8-bit activations, AVX2 hosts only (see below)
  *   matvec_q8_il   the same over rows interleaved by 16, 16 rows per work-item (AVX2 hosts)
+ *   matvec_il_n    f32 x over rows interleaved by 16 (Q8_0, Q4_0, Q4_1), 8 rows and up to
+ *                  ILF_COLS columns per work-item (several columns: decode of a batch)
  *   gemm_q8        matvec_q8 as a GEMM for prefill: GQ_M rows x GQ_N columns per work-item
  *   dequant_rows   out[i][0..k) = W[row(i)] for row(i) = ids[i] (embedding) or first + i;
  *                  rows outside this part are left alone, ids outside [0, m) give zeros
@@ -83,6 +85,129 @@ __kernel void matvec_rows_n(wq_t wq, ws_t ws, int il, int k, int r0, int rows,
         store_y(y + y_off + (size_t)c * ldy, i, s, bias, bias_off, flags);
     }
 }
+
+#if defined(WT_Q8_0) || defined(WT_Q4_0) || defined(WT_Q4_1)
+/* f32 x over rows interleaved by 16 (il, word_at), several columns: matvec_il_n below. Each of
+ * a block's elements, unpacked for 8 rows into a float8's lanes with its scale (and offset)
+ * applied, is multiplied by that element of every column, broadcast: one FMA per element, 8 rows
+ * and column, no horizontal sums, and the unpacking is shared by the columns (matvec_rows_n spends
+ * a block's scaling, offset sum and reduction on every row and column). */
+#ifdef WT_Q8_0
+#define ILF_WORDS 8 /* quant words per block and row */
+#else
+#define ILF_WORDS 4
+#endif
+#ifdef WT_Q4_1
+#define ILF_SCALES 32 /* f16 scales per block of 16 rows: d of each row, then m */
+#else
+#define ILF_SCALES 16
+#endif
+
+/* acc[j] += v times element e of column j's block xb[j] (nc a constant at each call). */
+INLINE void il_f32_fma(float8 *acc, const int nc, float8 v, __global const float *const *xb,
+                       int e) {
+#pragma unroll
+    for (int j = 0; j < nc; j++)
+        acc[j] = fma(v, (float8)xb[j][e], acc[j]);
+}
+
+/* Rows 16g + 8h .. 16g + 8h + 7 of the part times columns x[j * ldx] for j < nc (a constant at
+ * each call, so the accumulators stay in registers), into out[j] (lane l: row 16g + 8h + l).
+ * Under 8 columns, odd elements (Q8_0) or high nibbles go to a second set of accumulators: an
+ * FMA's latency would otherwise bound the chains. */
+INLINE void il_f32_rows(wq_t wq, ws_t ws, int k, int g, int h, __global const float *x, int ldx,
+                        const int nc, float8 *out) {
+    const int two = nc < 8 ? nc : 0; /* where the second set starts, 0: one set */
+    int nb = k / 32;
+    __global const uint *w = (__global const uint *)wq + (size_t)g * nb * ILF_WORDS * 16 + 8 * h;
+    __global const half *s = (__global const half *)ws + (size_t)g * nb * ILF_SCALES + 8 * h;
+    float8 acc[2 * ILF_COLS];
+#pragma unroll
+    for (int j = 0; j < nc + two; j++)
+        acc[j] = 0.0f;
+    for (int b = 0; b < nb; b++) {
+        __global const float *xb[ILF_COLS];
+#pragma unroll
+        for (int j = 0; j < nc; j++)
+            xb[j] = x + (size_t)j * ldx + 32 * b;
+        float8 d = vload_half8(0, s + (size_t)b * ILF_SCALES);
+#ifdef WT_Q4_1
+        float8 m = vload_half8(0, s + (size_t)b * ILF_SCALES + 16);
+#elif defined(WT_Q4_0)
+        float8 m = -8.0f * d; /* q d - 8 d rounds once, as (q - 8) d */
+#endif
+#pragma unroll
+        for (int t = 0; t < ILF_WORDS; t++) {
+            uint8 q = vload8(0, w + ((size_t)b * ILF_WORDS + t) * 16);
+#pragma unroll
+            for (int e = 0; e < 4; e++) { /* byte e of word t: element 4t + e */
+#ifdef WT_Q8_0
+                il_f32_fma(acc + (e % 2) * two, nc,
+                           convert_float8(as_int8(q << (uint)(24 - 8 * e)) >> 24) * d, xb,
+                           4 * t + e);
+#else /* its low nibble; the high one is element 16 + 4t + e */
+                il_f32_fma(acc, nc, fma(convert_float8((q >> (uint)(8 * e)) & 15u), d, m), xb,
+                           4 * t + e);
+                il_f32_fma(acc + two, nc,
+                           fma(convert_float8((q >> (uint)(8 * e + 4)) & 15u), d, m), xb,
+                           16 + 4 * t + e);
+#endif
+            }
+        }
+    }
+#pragma unroll
+    for (int j = 0; j < nc; j++)
+        out[j] = two ? acc[j] + acc[two + j] : acc[j];
+}
+
+/* il_f32_rows for the widest of 8, 4, 2 and 1 columns (up to ILF_COLS, a power of two) that
+ * is at most left: how many it took. */
+INLINE int il_f32_pass(wq_t wq, ws_t ws, int k, int g, int h, __global const float *x, int ldx,
+                       int left, float8 *out) {
+#if ILF_COLS >= 8
+    if (left >= 8) {
+        il_f32_rows(wq, ws, k, g, h, x, ldx, 8, out);
+        return 8;
+    }
+#endif
+#if ILF_COLS >= 4
+    if (left >= 4) {
+        il_f32_rows(wq, ws, k, g, h, x, ldx, 4, out);
+        return 4;
+    }
+#endif
+    if (left >= 2) {
+        il_f32_rows(wq, ws, k, g, h, x, ldx, 2, out);
+        return 2;
+    }
+    il_f32_rows(wq, ws, k, g, h, x, ldx, 1, out);
+    return 1;
+}
+
+/* Work-item (u, t) takes the rows 8u .. 8u + 7 of the part that lie in [r0, r0 + rows) and
+ * columns ILF_COLS t onwards (up to n). Global size (the 8-row halves of groups that hold some
+ * of the rows, column tiles). */
+__kernel void matvec_il_n(wq_t wq, ws_t ws, int k, int r0, int rows, __global const float *x,
+                          int x_off, int ldx, __global float *y, int y_off, int ldy,
+                          __global const float *bias, int bias_off, int flags, int n) {
+    int u = r0 / 8 + get_global_id(0), c0 = ILF_COLS * get_global_id(1);
+    if (8 * u >= r0 + rows || c0 >= n) return;
+    for (int c = c0, end = min(c0 + ILF_COLS, n); c < end;) {
+        float8 out[ILF_COLS];
+        int nc = il_f32_pass(wq, ws, k, u / 2, u % 2, x + x_off + (size_t)c * ldx, ldx, end - c,
+                             out);
+        for (int j = 0; j < nc; j++, c++) {
+            float o[8];
+            vstore8(out[j], 0, o);
+            for (int l = 0; l < 8; l++) {
+                int i = 8 * u + l - r0;
+                if (i >= 0 && i < rows)
+                    store_y(y + y_off + (size_t)c * ldy, i, o[l], bias, bias_off, flags);
+            }
+        }
+    }
+}
+#endif
 
 #if MV_WG < 1 || (MV_WG & (MV_WG - 1))
 #error "MV_WG must be a power of two: matvec_wg's reduction halves it"

@@ -36,6 +36,14 @@ foreach(path gpu-local-reduce cpu-rows)
   endforeach()
 endforeach()
 
+# matvec_il_n (f32 x over rows interleaved by 16, 2 .. 16 columns) builds on every device, but
+# weights take that layout only where the integer kernels over it exist (AVX2 hosts): forced here,
+# for the three types it reads.
+clinfer_oclgrind_test(cl_matmul_il
+  ENV CLINFER_KERNEL_PATH=cpu-rows CLINFER_INTERLEAVE=force CLINFER_TEST_SMALL=1
+      CLINFER_TEST_TYPES=Q8_0,Q4_0,Q4_1
+  COMMAND $<TARGET_FILE:test_cl_matmul>)
+
 # The tiny model end to end, a prompt of more than 8 tokens so that prefill is a GEMM. Per-op
 # launches on the simulator's own path (CLBlast's GEMM included); graph launches (cl/graph.cl)
 # need cpu-rows and CLINFER_GRAPH=1, since they run only on CPU devices otherwise. Oclgrind runs

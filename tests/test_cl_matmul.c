@@ -189,14 +189,14 @@ static void check_embed_out_of_range(const pair *w, int m, int k) {
 }
 
 /* Every type over the shape grid: m in {1, 3, 67, 576}, k per block size, n across the matvec
- * (<= 8) and GEMM (> 8) paths; test_small() drops m 576 and the larger k, which only lengthen the
- * same loops. */
+ * (<= 8; f32 x over interleaved rows <= 16, in passes of 8, 4, 2 and 1 columns) and GEMM (> 8)
+ * paths; test_small() drops m 576 and the larger k, which only lengthen the same loops. */
 static void test_shapes(clinfer_dtype type) {
     static const int ms[] = {1, 3, 67, 576};
     static const int ks_elem[] = {32, 96, 67, 576, 1536}; /* f32/f16: 67 leaves a tail */
     static const int ks_blk32[] = {32, 96, 576, 1536};
     static const int ks_k[] = {256, 768};
-    static const int ns[] = {1, 2, 5, 8, 9, 33};
+    static const int ns[] = {1, 2, 5, 7, 8, 9, 16, 33};
     const int *ks;
     int nk;
     size_t blk = clinfer_dtype_block_elems(type);

@@ -1,6 +1,7 @@
 /* Matrix products over weights of every storage type (cl/matvec.cl, cl/gemm.cl); the weights
  * are laid out by weights_cl.c, 8-bit activations made by act_q8_cl.c:
- *   - matvec for n <= MATVEC_MAX_N columns (decode), one kernel per kernel path;
+ *   - matvec for n <= MATVEC_MAX_N columns (decode), one kernel per kernel path; f32 x over
+ *     interleaved weights (CPUs) through matvec_il_n for 2 .. IL_F32_MAX_N columns (a batch);
  *   - GEMM for more columns (prefill): over 8-bit x, integer dots by gemm_q8 (or matvec_q8_il
  *     for interleaved weights) where the type has them; otherwise, on CPU devices, weights
  *     packed into 16-row panels (f16 kept f16, other types staged to f32 by dequant_rows) for
@@ -42,10 +43,10 @@ clinfer_status cl_build_type(cl_backend_ctx *b, clinfer_dtype type) {
     if (t->program) return CLINFER_OK;
     char options[192], defines[64]; /* the fused norm of matvec_q8_il rounds as quantize.cl does */
     snprintf(options, sizeof options,
-             "%s -DMV_WG=%zu -DMV_MAX_N=%d -DGQ_M=%d -DGQ_N=%d "
+             "%s -DMV_WG=%zu -DMV_MAX_N=%d -DGQ_M=%d -DGQ_N=%d -DILF_COLS=%d "
              "-cl-fp32-correctly-rounded-divide-sqrt",
              cl_type_defines(type, defines, sizeof defines), b->mm->mv_wg, MATVEC_MAX_N, GEMM_Q8_M,
-             GEMM_Q8_N);
+             GEMM_Q8_N, IL_F32_COLS);
     clinfer_status st = cl_build(b, "matvec.cl", options, &t->program);
     cl_int err = CL_SUCCESS;
     if (st == CLINFER_OK)
@@ -67,6 +68,9 @@ clinfer_status cl_build_type(cl_backend_ctx *b, clinfer_dtype type) {
             t->matvec_q8_il = clCreateKernel(t->program, "matvec_q8_il", &err);
         if (err == CL_SUCCESS && t->matvec_q8_il)
             t->matvec_q8_il_norm = clCreateKernel(t->program, "matvec_q8_il_norm", &err);
+        if (err == CL_SUCCESS && b->mm->interleave &&
+            cl_program_has_kernel(t->program, "matvec_il_n"))
+            t->matvec_il_n = clCreateKernel(t->program, "matvec_il_n", &err);
     }
     if (st == CLINFER_OK) st = cl_error(err, "clCreateKernel(matvec.cl)");
     /* 1 while every type built so far that takes 8-bit x has integer dots (Q5_0 has none):
@@ -83,6 +87,7 @@ clinfer_status cl_build_type(cl_backend_ctx *b, clinfer_dtype type) {
         if (t->gemm_q8) clReleaseKernel(t->gemm_q8);
         if (t->matvec_q8_il) clReleaseKernel(t->matvec_q8_il);
         if (t->matvec_q8_il_norm) clReleaseKernel(t->matvec_q8_il_norm);
+        if (t->matvec_il_n) clReleaseKernel(t->matvec_il_n);
         if (t->program) clReleaseProgram(t->program);
         *t = (type_kernels){0};
     }
@@ -179,6 +184,7 @@ void cl_matmul_free(cl_backend_ctx *b) {
         if (s->types[i].gemm_q8) clReleaseKernel(s->types[i].gemm_q8);
         if (s->types[i].matvec_q8_il) clReleaseKernel(s->types[i].matvec_q8_il);
         if (s->types[i].matvec_q8_il_norm) clReleaseKernel(s->types[i].matvec_q8_il_norm);
+        if (s->types[i].matvec_il_n) clReleaseKernel(s->types[i].matvec_il_n);
         if (s->types[i].program) clReleaseProgram(s->types[i].program);
     }
     scratch *bufs[] = {&s->stage, &s->panels,  &s->act.q,   &s->act.d,
@@ -241,6 +247,23 @@ static clinfer_status run_matvec(cl_backend_ctx *b, const type_kernels *t, const
         }
     }
     return cl_launch(b, kernel, "matvec", args, n_args, 2, global, local);
+}
+
+/* matvec_il_n: f32 x over interleaved rows, 8 rows and IL_F32_COLS columns per work-item. */
+static clinfer_status run_matvec_il(cl_backend_ctx *b, const type_kernels *t, const weight_part *p,
+                                    const mm_args *a) {
+    int rows = a->rows;
+    cl_arg args[] = {
+        {sizeof(cl_mem), &p->q.mem}, {sizeof(cl_mem), &p->s.mem}, {sizeof(int), &a->k},
+        {sizeof(int), &a->r0},       {sizeof(int), &rows},        {sizeof(cl_mem), &a->x},
+        {sizeof(int), &a->x_off},    {sizeof(int), &a->k},        {sizeof(cl_mem), &a->y},
+        {sizeof(int), &a->y_off},    {sizeof(int), &a->ldy},      {sizeof(cl_mem), &a->bias},
+        {sizeof(int), &a->bias_off}, {sizeof(int), &a->flags},    {sizeof(int), &a->n}};
+    size_t global[2] = {(size_t)((a->r0 + rows - 1) / 8 - a->r0 / 8 + 1),
+                        (size_t)(a->n + IL_F32_COLS - 1) / IL_F32_COLS},
+           local[2] = {1, 1};
+    return cl_launch(b, t->matvec_il_n, "matvec_il_n", args, sizeof args / sizeof args[0], 2,
+                     global, local);
 }
 
 /* Local size of a GEMM launch whose work-groups walk the column tiles of one row tile. */
@@ -554,6 +577,8 @@ static clinfer_status matmul(cl_backend_ctx *b, const clinfer_op *op, const clin
             CHECK(q8_kernel ? run_matvec_q8_norm(b, t, p, &a) : run_matvec_norm(b, t, p, &a));
         } else if (q8_kernel) {
             CHECK(run_matvec_q8(b, t, p, &a));
+        } else if (w->il && t->matvec_il_n && n > 1 && n <= IL_F32_MAX_N) {
+            CHECK(run_matvec_il(b, t, p, &a));
         } else if (n <= MATVEC_MAX_N) {
             CHECK(run_matvec(b, t, p, &a));
         } else if (b->mm->cpu && !b->mm->use_clblast) {

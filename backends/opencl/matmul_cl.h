@@ -16,6 +16,8 @@ enum {
     STAGE_BYTES = 16 << 20,  /* f32 staging (or panels) of one chunk of a weight for GEMM */
     ARENA_BYTES = 256 << 20, /* weight arenas (CPU devices), unless a part needs more */
     IL_COLS = 4,             /* columns per work-item of matvec_q8_il (cl/matvec.cl) */
+    IL_F32_COLS = 8,         /* columns per work-item of matvec_il_n (cl/matvec.cl) */
+    IL_F32_MAX_N = 16,       /* matvec_il_n for 2 .. this many columns of f32 x over il weights */
     GEMM_Q8_M = 2,           /* rows x columns per work-item of gemm_q8 (cl/matvec.cl) */
     GEMM_Q8_N = 4,
     NORM_ROWS = 8, /* rows per work-item of matvec_rows_norm */
@@ -32,6 +34,7 @@ typedef struct {
     cl_kernel matvec_q8_il;      /* the same over rows interleaved by 16; or NULL */
     cl_kernel matvec_q8_il_norm; /* matvec_q8_il and the RMSNORM after it; NULL as it */
     cl_kernel gemm_q8;           /* matvec_q8 for more than MATVEC_MAX_N columns; NULL as it */
+    cl_kernel matvec_il_n;       /* f32 x over rows interleaved by 16; NULL for other types */
 } type_kernels;
 
 /* A device buffer that only grows. */
@@ -97,7 +100,8 @@ struct cl_matmul_state {
     cl_mem done;  /* finished work-items of a matvec with the norm at its end; 0 between launches */
     int q8_dots;  /* every weight type built that takes 8-bit x has matvec_q8 (1) or one has not
                    * (0); -1: no such type built yet */
-    int interleave;    /* lay out weights for matvec_q8_il where it exists (CLINFER_INTERLEAVE) */
+    int interleave;    /* CLINFER_INTERLEAVE on a CPU device: 1 lay out weights for matvec_q8_il
+                        * where it exists, 2 also where only matvec_il_n does (tests) */
     int use_clblast;   /* f32 GEMM through CLBlast (tuning table: GPUs only); counted in
                         * clblast_users from init to free */
     cl_arena *filling; /* weights go to arenas (CPU devices): the one being filled, or NULL */

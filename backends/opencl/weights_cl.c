@@ -275,7 +275,9 @@ static clinfer_status plan_weight(cl_backend_ctx *b, const clinfer_block_split *
     if (nb_row * l->s_bytes > widest) widest = nb_row * l->s_bytes;
     pl->rows_per_part = cl_alloc_limit(b) / widest;
     /* interleaved parts hold whole groups of 16 rows (the last one padded) */
-    pl->il = b->mm->types[l->type].matvec_q8_il && pl->rows_per_part >= 16;
+    const type_kernels *t = &b->mm->types[l->type]; /* interleave 2: forced, for oclgrind */
+    pl->il =
+        (t->matvec_q8_il || (b->mm->interleave == 2 && t->matvec_il_n)) && pl->rows_per_part >= 16;
     if (pl->il) pl->rows_per_part -= pl->rows_per_part % 16;
     if (pl->rows_per_part == 0)
         return clinfer_fail(CLINFER_ERR_UNSUPPORTED,
