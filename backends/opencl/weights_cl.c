@@ -311,7 +311,7 @@ static const cl_cached_part *cached(cl_backend_ctx *b, const clinfer_block_split
 
 bool cl_weight_cached(cl_backend_ctx *b, clinfer_dtype type, int m, int k) {
     clinfer_block_split split = clinfer_dtype_split(type);
-    weight_plan pl;
+    weight_plan pl = {0};
     if (!split.kblk || m <= 0 || k <= 0 || k % (int)blk_elems(&split) ||
         (uint64_t)m * (uint64_t)k > INT_MAX || plan_weight(b, &split, m, k, &pl) != CLINFER_OK)
         return false;
@@ -341,7 +341,7 @@ clinfer_status cl_weight_create(cl_backend_ctx *b, clinfer_dtype type, int m, in
                             "OpenCL weight_create: %d x %d elements exceed the kernels' int "
                             "indexing",
                             m, k);
-    weight_plan pl;
+    weight_plan pl = {0};
     CHECK(plan_weight(b, l, m, k, &pl));
     const cl_cached_part *rec = cached(b, l, m, k, &pl);
     if (!rec && l->s_bytes) cl_wcache_mismatch(b); /* a file being read lacks it */
