@@ -3,10 +3,9 @@
  *   - matvec for n <= MATVEC_MAX_N columns (decode), one kernel per kernel path; f32 x over
  *     interleaved weights (CPUs) through matvec_il_n for 2 .. IL_F32_MAX_N columns (a batch);
  *   - GEMM for more columns (prefill): over 8-bit x, integer dots by gemm_q8 (or matvec_q8_il
- *     for interleaved weights) where the type has them; otherwise, on CPU devices, weights
- *     packed into 16-row panels (f16 kept f16, other types staged to f32 by dequant_rows) for
- *     gemm_panels; on GPUs f32 weights directly, other types staged to f32 in row chunks, for
- *     gemm_tiled; CLBlast SGEMM instead of our kernels where the table says it wins;
+ *     for interleaved weights) where the type has them; otherwise f32 weights directly, other
+ *     types staged to f32 in row chunks by dequant_rows; CLBlast SGEMM instead of our f32
+ *     kernel where the table says it wins;
  *   - embedding gather through dequant_rows. */
 #include <limits.h>
 #include <stdint.h>
@@ -108,31 +107,17 @@ clinfer_status cl_matmul_init(cl_backend_ctx *b) {
     for (s->mv_wg = GPU_WG; s->mv_wg > 1 && s->mv_wg > b->info.max_work_group_size;)
         s->mv_wg /= 2;
 #ifdef CLINFER_WITH_CLBLAST
-    /* Tuning table: on CPU OpenCL CLBlast's SGEMM is untuned: 15x slower than gemm_rows on PoCL,
-     * and gemm_panels, which replaced gemm_rows, ran F16 prefill in 1.7x less CPU time
-     * (docs/PERFORMANCE.md); on GPUs its tuned kernels are taken over our plain local-memory
+    /* Tuning table: on CPU OpenCL CLBlast's SGEMM is untuned and loses to gemm_rows (measured on
+     * PoCL, docs/PERFORMANCE.md); on GPUs its tuned kernels are taken over our plain local-memory
      * gemm_tiled (not measured yet). The clblast option overrides; bench_ops compares both. */
     s->use_clblast = b->options.clblast ? b->options.clblast == CLINFER_ON : !s->cpu;
     if (s->use_clblast) cl_clblast_hold();
 #endif
     char options[64];
-    snprintf(options, sizeof options, "-DPN=%d -DPT=%d -DKC=%d -DTS=%zu", GEMM_PN, GEMM_PT, GEMM_KC,
-             s->gemm_ts);
+    snprintf(options, sizeof options, "-DGM=%d -DGN=%d -DTS=%zu", GEMM_GM, GEMM_GN, s->gemm_ts);
     CHECK(cl_build(b, "gemm.cl", options, &s->gemm_program));
-    s->gemm = clCreateKernel(s->gemm_program, s->cpu ? "gemm_panels" : "gemm_tiled", &err);
+    s->gemm = clCreateKernel(s->gemm_program, s->cpu ? "gemm_rows" : "gemm_tiled", &err);
     CHECK(cl_error(err, "clCreateKernel(gemm)"));
-    if (s->cpu) {
-        const struct {
-            cl_kernel *kernel;
-            const char *name;
-        } panels[] = {{&s->gemm_f16, "gemm_panels_f16"},
-                      {&s->pack, "pack_panels"},
-                      {&s->pack_f16, "pack_panels_f16"}};
-        for (size_t i = 0; i < sizeof panels / sizeof panels[0]; i++) {
-            *panels[i].kernel = clCreateKernel(s->gemm_program, panels[i].name, &err);
-            CHECK(cl_error(err, panels[i].name));
-        }
-    }
     s->bias_fill = clCreateKernel(s->gemm_program, "bias_fill", &err);
     CHECK(cl_error(err, "clCreateKernel(bias_fill)"));
     CHECK(
@@ -187,8 +172,8 @@ void cl_matmul_free(cl_backend_ctx *b) {
         if (s->types[i].matvec_il_n) clReleaseKernel(s->types[i].matvec_il_n);
         if (s->types[i].program) clReleaseProgram(s->types[i].program);
     }
-    scratch *bufs[] = {&s->stage, &s->panels,  &s->act.q,   &s->act.d,
-                       &s->act.f, &s->spare.q, &s->spare.d, &s->spare.f};
+    scratch *bufs[] = {&s->stage,   &s->act.q,   &s->act.d,  &s->act.f,
+                       &s->spare.q, &s->spare.d, &s->spare.f};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         if (bufs[i]->mem) clReleaseMemObject(bufs[i]->mem);
     if (s->done) clReleaseMemObject(s->done);
@@ -199,9 +184,8 @@ void cl_matmul_free(cl_backend_ctx *b) {
     for (size_t i = 0; i < sizeof rounding / sizeof rounding[0]; i++)
         if (rounding[i]) clReleaseKernel(rounding[i]);
     if (s->quantize_program) clReleaseProgram(s->quantize_program);
-    cl_kernel gemm[] = {s->gemm, s->gemm_f16, s->pack, s->pack_f16, s->bias_fill};
-    for (size_t i = 0; i < sizeof gemm / sizeof gemm[0]; i++)
-        if (gemm[i]) clReleaseKernel(gemm[i]);
+    if (s->gemm) clReleaseKernel(s->gemm);
+    if (s->bias_fill) clReleaseKernel(s->bias_fill);
     if (s->gemm_program) clReleaseProgram(s->gemm_program);
 #ifdef CLINFER_WITH_CLBLAST
     if (s->use_clblast) cl_clblast_drop();
@@ -271,7 +255,7 @@ static size_t col_group(size_t col_tiles) {
     return col_tiles < 16 ? col_tiles : 16;
 }
 
-/* GEMM over `rows` f32 weight rows starting at element w_off of w: CLBlast or gemm_tiled. */
+/* GEMM over `rows` f32 weight rows starting at element w_off of w: CLBlast or gemm.cl. */
 static clinfer_status run_gemm(cl_backend_ctx *b, cl_mem w, int w_off, int rows, const mm_args *a) {
     struct cl_matmul_state *s = b->mm;
 #ifdef CLINFER_WITH_CLBLAST
@@ -283,9 +267,19 @@ static clinfer_status run_gemm(cl_backend_ctx *b, cl_mem w, int w_off, int rows,
         {sizeof(int), &a->x_off},    {sizeof(int), &a->k},    {sizeof(cl_mem), &a->y},
         {sizeof(int), &a->y_off},    {sizeof(int), &a->ldy},  {sizeof(cl_mem), &a->bias},
         {sizeof(int), &a->bias_off}, {sizeof(int), &a->flags}};
-    size_t global[2] = {cl_round_up((size_t)rows, s->gemm_ts),
-                        cl_round_up((size_t)a->n, s->gemm_ts)},
-           local[2] = {s->gemm_ts, s->gemm_ts};
+    size_t global[2], local[2];
+    if (s->cpu) {
+        /* A work-group walks the column tiles of one row tile: its GM weight rows stay cached. */
+        size_t col_tiles = ((size_t)a->n + GEMM_GN - 1) / GEMM_GN;
+        local[0] = col_group(col_tiles);
+        local[1] = 1;
+        global[0] = cl_round_up(col_tiles, local[0]);
+        global[1] = ((size_t)rows + GEMM_GM - 1) / GEMM_GM;
+    } else {
+        local[0] = local[1] = s->gemm_ts;
+        global[0] = cl_round_up((size_t)rows, s->gemm_ts);
+        global[1] = cl_round_up((size_t)a->n, s->gemm_ts);
+    }
     return cl_launch(b, s->gemm, "gemm", args, sizeof args / sizeof args[0], 2, global, local);
 }
 
@@ -428,64 +422,6 @@ static clinfer_status run_dequant(cl_backend_ctx *b, const struct cl_weight *w,
                      NULL);
 }
 
-/* GEMM on cpu-rows devices (without CLBlast): rows [lo, lo + a.rows) of part p packed into
- * panels (f16 weights as f16, f32 as f32, other types staged to f32 rows first), then
- * gemm_panels, in chunks of whole panels of about STAGE_BYTES of f32. */
-static clinfer_status run_panels(cl_backend_ctx *b, const struct cl_weight *w, const weight_part *p,
-                                 int lo, mm_args a) {
-    struct cl_matmul_state *s = b->mm;
-    clinfer_status st = CLINFER_OK;
-    clinfer_dtype type = w->layout.type;
-    int f16 = type == CLINFER_DT_F16, staged = !f16 && type != CLINFER_DT_F32, k = a.k;
-    uint64_t bytes = cl_alloc_limit(b) < STAGE_BYTES ? cl_alloc_limit(b) : STAGE_BYTES;
-    int chunk = (int)(bytes / ((uint64_t)k * sizeof(float))) / GEMM_PM * GEMM_PM;
-    int all = (a.rows + GEMM_PM - 1) / GEMM_PM * GEMM_PM;
-    chunk = chunk < GEMM_PM ? GEMM_PM : chunk < all ? chunk : all;
-    CHECK(cl_ensure_scratch(b, &s->panels, (size_t)chunk * k * (f16 ? 2 : sizeof(float))));
-    if (staged) CHECK(cl_ensure_scratch(b, &s->stage, (size_t)chunk * k * sizeof(float)));
-    int part_y = a.y_off, part_bias = a.bias_off;
-    for (int r = 0; r < a.rows; r += chunk) {
-        int count = a.rows - r < chunk ? a.rows - r : chunk, src_off = (a.r0 + r) * k;
-        cl_mem src = p->q.mem;
-        if (staged) {
-            CHECK(run_dequant(b, w, p, NULL, 0, 0, lo + r, count, s->stage.mem, 0));
-            src = s->stage.mem;
-            src_off = 0;
-        }
-        cl_arg pack[] = {{sizeof(cl_mem), &src},
-                         {sizeof(int), &src_off},
-                         {sizeof(int), &k},
-                         {sizeof(int), &count},
-                         {sizeof(cl_mem), &s->panels.mem}};
-        size_t panels = ((size_t)count + GEMM_PM - 1) / GEMM_PM;
-        size_t pglobal[2] = {((size_t)k + 7) / 8, panels};
-        CHECK(cl_launch(b, f16 ? s->pack_f16 : s->pack, "pack_panels", pack, 5, 2, pglobal, NULL));
-        a.y_off = part_y + r;
-        a.bias_off = part_bias + r;
-        cl_arg args[] = {{sizeof(cl_mem), &s->panels.mem},
-                         {sizeof(int), &k},
-                         {sizeof(int), &count},
-                         {sizeof(int), &a.n},
-                         {sizeof(cl_mem), &a.x},
-                         {sizeof(int), &a.x_off},
-                         {sizeof(int), &a.k},
-                         {sizeof(cl_mem), &a.y},
-                         {sizeof(int), &a.y_off},
-                         {sizeof(int), &a.ldy},
-                         {sizeof(cl_mem), &a.bias},
-                         {sizeof(int), &a.bias_off},
-                         {sizeof(int), &a.flags}};
-        /* a work-group takes one panel and every column: the panel stays in cache */
-        size_t items = ((size_t)a.n + GEMM_PN * GEMM_PT - 1) / (GEMM_PN * GEMM_PT);
-        size_t local[2] = {col_group(items), 1};
-        size_t global[2] = {cl_round_up(items, local[0]), panels};
-        CHECK(cl_launch(b, f16 ? s->gemm_f16 : s->gemm, "gemm_panels", args,
-                        sizeof args / sizeof args[0], 2, global, local));
-    }
-cleanup:
-    return st;
-}
-
 /* Whether the matmul op's kernel can run `norm`, an RMSNORM (already checked) of its output, at
  * its end: one launch of one column over all rows of a one-part weight, through
  * matvec_q8_il_norm (8-bit x) or matvec_rows_norm (f32 x). */
@@ -581,8 +517,6 @@ static clinfer_status matmul(cl_backend_ctx *b, const clinfer_op *op, const clin
             CHECK(run_matvec_il(b, t, p, &a));
         } else if (n <= MATVEC_MAX_N) {
             CHECK(run_matvec(b, t, p, &a));
-        } else if (b->mm->cpu && !b->mm->use_clblast) {
-            CHECK(run_panels(b, w, p, lo, a));
         } else if (l->type == CLINFER_DT_F32) {
             CHECK(run_gemm(b, p->q.mem, a.r0 * k, a.rows, &a));
         } else {
