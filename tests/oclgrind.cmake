@@ -82,28 +82,24 @@ set_tests_properties(oclgrind_run_per_op oclgrind_run_per_op_gemma3 PROPERTIES
   FAIL_REGULAR_EXPRESSION "\n  graph ")
 set_tests_properties(oclgrind_run_graph oclgrind_run_graph_gemma3 PROPERTIES
   PASS_REGULAR_EXPRESSION "\n  graph +[0-9]" FAIL_REGULAR_EXPRESSION "oclgrind_run:")
-# Graph launches of a model mixing weight types (Q4_K_M's Q4_K and Q6_K, with Q8_0 and F16): one
-# program holding each type's readers under its own names (cl/graph_typed_open.clh).
-set(CLINFER_OCLGRIND_MIX ${CMAKE_CURRENT_BINARY_DIR}/oclgrind_mix.gguf)
-add_test(NAME oclgrind_tiny_mix COMMAND write_tiny_model ${CLINFER_OCLGRIND_MIX} llama
-  Q4_K+Q6_K+Q8_0+F16)
-set_tests_properties(oclgrind_tiny_mix PROPERTIES LABELS oclgrind FIXTURES_SETUP oclgrind_mix)
-clinfer_oclgrind_test(run_graph_mix ENV CLINFER_KERNEL_PATH=cpu-rows CLINFER_GRAPH=1
-  CLINFER_PROFILE=1
-  COMMAND $<TARGET_FILE:clinfer_cli> run -m ${CLINFER_OCLGRIND_MIX} -p ${CLINFER_OCLGRIND_PROMPT}
-          -n 4)
-set_tests_properties(oclgrind_run_graph_mix PROPERTIES FIXTURES_REQUIRED oclgrind_mix
-  SKIP_REGULAR_EXPRESSION "oclgrind is not installed" PASS_REGULAR_EXPRESSION "\n  graph +[0-9]"
-  FAIL_REGULAR_EXPRESSION "oclgrind_run:")
-# Graph launches of a tiny gpt2: its layer norms (rounding their output for the 8-bit matmul
-# after them), biases, KV cache stores, the ADD of the position rows and GELU, in the graph.
-set(CLINFER_OCLGRIND_GPT2 ${CMAKE_CURRENT_BINARY_DIR}/oclgrind_gpt2.gguf)
-add_test(NAME oclgrind_tiny_gpt2 COMMAND write_tiny_model ${CLINFER_OCLGRIND_GPT2} gpt2)
-set_tests_properties(oclgrind_tiny_gpt2 PROPERTIES LABELS oclgrind FIXTURES_SETUP oclgrind_gpt2)
-clinfer_oclgrind_test(run_graph_gpt2 ENV CLINFER_KERNEL_PATH=cpu-rows CLINFER_GRAPH=1
-  CLINFER_PROFILE=1
-  COMMAND $<TARGET_FILE:clinfer_cli> run -m ${CLINFER_OCLGRIND_GPT2} -p ${CLINFER_OCLGRIND_PROMPT}
-          -n 4)
-set_tests_properties(oclgrind_run_graph_gpt2 PROPERTIES FIXTURES_REQUIRED oclgrind_gpt2
-  SKIP_REGULAR_EXPRESSION "oclgrind is not installed" PASS_REGULAR_EXPRESSION "\n  graph +[0-9]"
-  FAIL_REGULAR_EXPRESSION "oclgrind_run:")
+# oclgrind_graph_model(NAME ARGS...): a tiny model written by `write_tiny_model FILE ARGS...`
+# that the CLI decodes in graph launches under Oclgrind (oclgrind_run_graph_NAME), passing only
+# when the profile shows graph launches.
+function(oclgrind_graph_model name)
+  set(file ${CMAKE_CURRENT_BINARY_DIR}/oclgrind_${name}.gguf)
+  add_test(NAME oclgrind_tiny_${name} COMMAND write_tiny_model ${file} ${ARGN})
+  set_tests_properties(oclgrind_tiny_${name} PROPERTIES LABELS oclgrind
+    FIXTURES_SETUP oclgrind_${name})
+  clinfer_oclgrind_test(run_graph_${name} ENV CLINFER_KERNEL_PATH=cpu-rows CLINFER_GRAPH=1
+    CLINFER_PROFILE=1
+    COMMAND $<TARGET_FILE:clinfer_cli> run -m ${file} -p ${CLINFER_OCLGRIND_PROMPT} -n 4)
+  set_tests_properties(oclgrind_run_graph_${name} PROPERTIES FIXTURES_REQUIRED oclgrind_${name}
+    SKIP_REGULAR_EXPRESSION "oclgrind is not installed" PASS_REGULAR_EXPRESSION "\n  graph +[0-9]"
+    FAIL_REGULAR_EXPRESSION "oclgrind_run:")
+endfunction()
+# A model mixing weight types (Q4_K_M's Q4_K and Q6_K, with Q8_0 and F16): one program holding
+# each type's readers under its own names (cl/graph_typed_open.clh).
+oclgrind_graph_model(mix llama Q4_K+Q6_K+Q8_0+F16)
+# A tiny gpt2: its layer norms (rounding their output for the 8-bit matmul after them), biases,
+# KV cache stores, the ADD of the position rows and GELU, in the graph.
+oclgrind_graph_model(gpt2 gpt2)
