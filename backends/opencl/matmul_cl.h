@@ -135,6 +135,10 @@ typedef struct {
 uint64_t cl_alloc_limit(const cl_backend_ctx *b);
 size_t cl_stored_row_bytes(const clinfer_block_split *l, int il, int k);
 void cl_release_arena(cl_arena *arena); /* drops a holder; the last releases it */
+/* Makes a a read-only sub-buffer of bytes at offset at of arena, holding it (what: for the
+ * error message). */
+clinfer_status cl_arena_array(cl_arena *arena, size_t at, size_t bytes, const char *what,
+                              weight_array *a);
 /* Declares host memory that weights may use in place (the backend's host_data). */
 void cl_weight_host_data(cl_backend_ctx *b, const void *base, size_t size);
 /* repack_cl.c: lays out rows GGUF rows of nb blocks each from src as a part's quant array q and

@@ -309,15 +309,7 @@ clinfer_status cl_wcache_array(cl_backend_ctx *b, uint32_t arena, uint64_t off, 
                                weight_array *a) {
     struct cl_weight_cache *c = b->mm->wcache;
     cl_arena *ar = c->arenas[arena]; /* checked with the file */
-    cl_int err = CL_SUCCESS;
-    cl_buffer_region region = {(size_t)off, (size_t)bytes};
-    a->mem =
-        clCreateSubBuffer(ar->mem, CL_MEM_READ_ONLY, CL_BUFFER_CREATE_TYPE_REGION, &region, &err);
-    if (err != CL_SUCCESS) return cl_error(err, "placing a cached weight array");
-    ar->holders++;
-    a->arena = ar;
-    a->offset = region.origin;
-    return CLINFER_OK;
+    return cl_arena_array(ar, (size_t)off, (size_t)bytes, "placing a cached weight array", a);
 }
 
 void cl_wcache_taken(cl_backend_ctx *b, int n_parts) {

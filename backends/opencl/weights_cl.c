@@ -43,6 +43,19 @@ void cl_release_arena(cl_arena *arena) {
     free(arena);
 }
 
+clinfer_status cl_arena_array(cl_arena *arena, size_t at, size_t bytes, const char *what,
+                              weight_array *a) {
+    cl_int err = CL_SUCCESS;
+    cl_buffer_region region = {at, bytes};
+    a->mem = clCreateSubBuffer(arena->mem, CL_MEM_READ_ONLY, CL_BUFFER_CREATE_TYPE_REGION, &region,
+                               &err);
+    if (err != CL_SUCCESS) return cl_error(err, what);
+    arena->holders++;
+    a->arena = arena;
+    a->offset = at;
+    return CLINFER_OK;
+}
+
 /* ---- weights --------------------------------------------------------------------------- */
 
 /* The allocation limit for one array: the device's, or CLINFER_MAX_ALLOC when smaller. */
@@ -112,15 +125,7 @@ static clinfer_status place_in_place(cl_backend_ctx *b, size_t bytes, const void
         s->window = w = arena;
         base = p;
     }
-    cl_int err = CL_SUCCESS;
-    cl_buffer_region region = {(size_t)(p - base), bytes};
-    a->mem =
-        clCreateSubBuffer(w->mem, CL_MEM_READ_ONLY, CL_BUFFER_CREATE_TYPE_REGION, &region, &err);
-    if (err != CL_SUCCESS) return cl_error(err, "placing a weight array in a window");
-    w->holders++;
-    a->arena = w;
-    a->offset = region.origin;
-    return CLINFER_OK;
+    return cl_arena_array(w, (size_t)(p - base), bytes, "placing a weight array in a window", a);
 }
 
 /* A new arena of size bytes to fill, in *slot. */
@@ -150,17 +155,9 @@ static clinfer_status reserve(cl_backend_ctx *b, size_t bytes, cl_arena **slot, 
         if (st != CLINFER_OK) return st;
         at = 0;
     }
-    cl_arena *arena = *slot;
-    cl_int err = CL_SUCCESS;
-    cl_buffer_region region = {at, bytes};
-    a->mem = clCreateSubBuffer(arena->mem, CL_MEM_READ_ONLY, CL_BUFFER_CREATE_TYPE_REGION, &region,
-                               &err);
-    if (err != CL_SUCCESS) return cl_error(err, "placing a weight array in an arena");
-    arena->used = at + bytes;
-    arena->holders++;
-    a->arena = arena;
-    a->offset = at;
-    return CLINFER_OK;
+    clinfer_status st = cl_arena_array(*slot, at, bytes, "placing a weight array in an arena", a);
+    if (st == CLINFER_OK) (*slot)->used = at + bytes;
+    return st;
 }
 
 /* Uploads bytes of host data as a weight array: in place where in_place says so, a sub-buffer
