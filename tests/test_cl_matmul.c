@@ -225,6 +225,9 @@ static void test_shapes(clinfer_dtype type) {
             for (size_t ni = 0; ni < sizeof ns / sizeof ns[0]; ni++, variant++) {
                 /* large shapes only at a few n: the reference is slow */
                 if ((size_t)m * k >= 576 * 576 && ns[ni] > 9 && ni % 2) continue;
+                /* small (Oclgrind): 2, 5, 8 and 9 already take every pass of 8, 4, 2 and 1
+                 * columns that 7 and 16 take */
+                if (small && (ns[ni] == 7 || ns[ni] == 16)) continue;
                 check_matmul(&w, type, 0, m, k, ns[ni], variant % 2, variant % 3 == 1, false,
                              "grid");
                 if (q8 && ns[ni] <= 9) /* matvec (integer kernels) and GEMM on d * q */
