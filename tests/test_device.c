@@ -267,7 +267,7 @@ static void test_concurrent_enumeration(void) {
                counts[i], counts[0]);
 }
 
-/* Run with OCL_ICD_VENDORS pointing at an empty folder: zero devices, a clear message, and
+/* Run with OCL_ICD_VENDORS pointing at an empty folder, OCL_ICD_FILENAMES unset: zero devices, a clear message, and
  * every call that needs a device fails cleanly. */
 static int expect_no_platform(void) {
     size_t count = 99, index = 0;

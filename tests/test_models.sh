@@ -90,7 +90,7 @@ check "the default model is the cached one: $(cat "$dir/err")" \
 check "pull $default offline exits 1: $(cat "$dir/err")" grep -q "fetching '$default' failed" "$dir/err"
 check "a failed pull leaves the cached file" cmp -s "$cache/$default_file" "$dir/tiny.gguf"
 check "a failed pull leaves nothing else: $(ls -A "$cache")" \
-    [ "$(ls -A "$cache" | tr '\n' ' ')" = "$default_file fake.gguf " ]
+    [ "$(LC_ALL=C ls -A "$cache" | tr '\n' ' ')" = "$default_file fake.gguf " ]
 
 # The real default model (CLINFER_MODEL), where it is the registry's: pull finds it checked.
 if [ -n "${CLINFER_MODEL:-}" ] && [ "$(basename "$CLINFER_MODEL")" = "$default_file" ]; then
