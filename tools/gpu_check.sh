@@ -31,6 +31,12 @@
 #                  bench/make_shape_model.py writes, e.g. Q8_0)
 #   -p, -n, -r     clinfer bench / llama-bench prompt tokens, generated tokens, repetitions
 #                  (default 128, 64, 3)
+#   -E REGEX       leave out the CTest tests whose names match REGEX
+#   --prebuilt     use build-gpucheck/ as it is, built on another machine with the same source
+#                  path (for a machine without the build's -dev packages)
+#   --models LIST  bench these GGUF files instead of the default model and the 1B-shaped ones,
+#                  and fetch nothing (for a machine without network; the model-label tests
+#                  then skip unless $CLINFER_MODEL is set)
 #   --no-tests     skip step 2;  --no-bench: skip steps 3 and 4;  --no-1b: bench only the
 #                  default model;  --no-llama: skip step 4 even where nvcc is found
 # Environment: CLINFER_JOBS (build jobs, default nproc), CLINFER_BENCH_CACHE (llama.cpp's
@@ -52,6 +58,9 @@ do_tests=1
 do_bench=1
 do_1b=1
 do_llama=1
+exclude=""
+prebuilt=0
+models=""
 while [ $# -gt 0 ]; do
     case $1 in
     --out) out=$2; shift ;;
@@ -65,6 +74,9 @@ while [ $# -gt 0 ]; do
     --no-bench) do_bench=0 ;;
     --no-1b) do_1b=0 ;;
     --no-llama) do_llama=0 ;;
+    -E) exclude=$2; shift ;;
+    --prebuilt) prebuilt=1 ;;
+    --models) models=$2; shift ;;
     -h | --help) awk 'NR > 1 && !/^#/ { exit } NR > 1' "$0"; exit 0 ;;
     *) echo "gpu_check: unknown argument '$1' (see --help)" >&2; exit 1 ;;
     esac
@@ -76,7 +88,7 @@ mkdir -p "$out"
 out=$(cd "$out" && pwd)
 # What an earlier run left in the same folder must not reach this run's summary.
 rm -f "$out"/{summary.md,steps.tsv,devices.json,devices.txt,clinfo.txt,nvidia-smi.txt} \
-    "$out"/{ctest-tests.json,ctest-junit.xml,ctest.log} "$out"/{clinfer,llama}-bench-*.json
+    "$out"/{ctest-tests.json,ctest-junit.xml,ctest.log} "$out"/{clinfer,llama}-bench-*.{json,log}
 jobs=${CLINFER_JOBS:-$(nproc)}
 cache=${XDG_CACHE_HOME:-$HOME/.cache}/clinfer
 llama_cache=${CLINFER_BENCH_CACHE:-$cache/llama.cpp}
@@ -113,7 +125,14 @@ build_clinfer() {
 }
 clinfer="$build/clinfer"
 built=0
-if run_step build build.log build_clinfer; then built=1; fi
+if [ "$prebuilt" = 1 ]; then
+    if [ -x "$clinfer" ]; then
+        built=1
+        record build skipped "--prebuilt: $build as found"
+    else
+        record build failed "--prebuilt, but $clinfer is missing"
+    fi
+elif run_step build build.log build_clinfer; then built=1; fi
 
 # The chosen device's index and description from `clinfer devices --json` (device.json).
 device_index=""
@@ -142,13 +161,15 @@ elif [ -z "$device_index" ]; then
     record tests skipped "no build or no device"
 else
     # The SmolLM2 end-to-end test (label model) needs the default model.
-    model=$(bash "$root/tools/fetch_model.sh" 2>>"$out/fetch_model.log") || model=""
+    model=${CLINFER_MODEL:-}
+    [ -n "$model" ] || [ -n "$models" ] ||
+        model=$(bash "$root/tools/fetch_model.sh" 2>>"$out/fetch_model.log") || model=""
     (
         [ -z "$model" ] || export CLINFER_MODEL="$model"
         export CLINFER_TEST_DEVICES="$device_index"
         cd "$build"
         ctest --show-only=json-v1 >"$out/ctest-tests.json"
-        run_step tests ctest.log ctest ${label:+-L "$label"} --output-on-failure \
+        run_step tests ctest.log ctest ${label:+-L "$label"} ${exclude:+-E "$exclude"} --output-on-failure \
             --output-junit "$out/ctest-junit.xml"
     ) || failed=1
 fi
@@ -164,7 +185,9 @@ venv_python() {
 }
 
 bench_files=()
-if [ "$do_bench" = 1 ] && [ "$built" = 1 ]; then
+if [ "$do_bench" = 1 ] && [ "$built" = 1 ] && [ -n "$models" ]; then
+    read -r -a bench_files <<<"$models"
+elif [ "$do_bench" = 1 ] && [ "$built" = 1 ]; then
     [ -n "$model" ] || model=$(bash "$root/tools/fetch_model.sh" 2>>"$out/fetch_model.log") ||
         record fetch_model failed "see fetch_model.log"
     [ -z "$model" ] || bench_files+=("$model")
@@ -184,9 +207,16 @@ fi
 
 # bench_name FILE: the file's name without .gguf, for log names.
 bench_name() { basename "$1" .gguf; }
+# json_to FILE COMMAND...: COMMAND's stdout (a bench's JSON) to FILE, apart from the progress
+# messages on stderr, which run_step logs.
+json_to() {
+    local json=$1
+    shift
+    "$@" >"$json"
+}
 for file in "${bench_files[@]}"; do
     name=$(bench_name "$file")
-    run_step "clinfer bench $name" "clinfer-bench-$name.json" \
+    run_step "clinfer bench $name" "clinfer-bench-$name.log" json_to "$out/clinfer-bench-$name.json" \
         "$clinfer" bench -m "$file" -p "$n_prompt" -n "$n_gen" -r "$reps" --json || true
 done
 
@@ -220,7 +250,7 @@ elif [ -x "$llama_bench" ] || run_step "build llama-bench (CUDA)" llama-build.lo
 then
     for file in "${bench_files[@]}"; do
         name=$(bench_name "$file")
-        run_step "llama-bench $name" "llama-bench-$name.json" \
+        run_step "llama-bench $name" "llama-bench-$name.log" json_to "$out/llama-bench-$name.json" \
             "$llama_bench" -m "$file" -ngl 99 -p "$n_prompt" -n "$n_gen" -r "$reps" -o json ||
             true
     done
