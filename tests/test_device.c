@@ -267,8 +267,8 @@ static void test_concurrent_enumeration(void) {
                counts[i], counts[0]);
 }
 
-/* Run with OCL_ICD_VENDORS pointing at an empty folder, OCL_ICD_FILENAMES unset: zero devices, a clear message, and
- * every call that needs a device fails cleanly. */
+/* Run with OCL_ICD_VENDORS pointing at an empty folder and OCL_ICD_FILENAMES unset: zero devices,
+ * a clear message, and every call that needs a device fails cleanly. */
 static int expect_no_platform(void) {
     size_t count = 99, index = 0;
     EXPECT_OK(clinfer_device_count(&count));
