@@ -332,8 +332,10 @@ clinfer_activations clinfer_context_activations(const clinfer_context *ctx);
  * (NULL: never asked). */
 void clinfer_context_set_abort(clinfer_context *ctx, clinfer_abort_callback callback, void *user);
 
-/* Appends tokens to the sequence; afterwards the logits of the last one are available.
- * CLINFER_ERR_CONTEXT_FULL if they do not fit (nothing is evaluated then). */
+/* Appends tokens to the sequence (sequence 0), n_batch at a time, each chunk one step as
+ * clinfer_batch_eval runs it; afterwards the logits of the last one are available.
+ * CLINFER_ERR_CONTEXT_FULL if they do not fit (nothing is evaluated then); after a failure or an
+ * abort the sequence holds what it held before. */
 clinfer_status clinfer_eval(clinfer_context *ctx, const int32_t *tokens, size_t n);
 clinfer_status clinfer_get_logits(clinfer_context *ctx, const float **logits, size_t *n_vocab);
 /* The logits of token i of the last eval (i < 0 counts from its end: -1 is the last token);

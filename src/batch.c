@@ -133,31 +133,58 @@ static clinfer_status layout_of(const clinfer_context *c, const clinfer_batch_en
     return CLINFER_OK;
 }
 
-/* Runs a checked batch: its ids, the plan of its layout, the logits it asked for. */
+/* Runs a checked batch: its ids, the plan of its layout, the logits it asked for (into logits),
+ * every entry's hidden state where embd is not NULL. */
 static clinfer_status run_batch(clinfer_context *c, const clinfer_batch_entry *e, size_t n,
-                                const exec_layout *layout, int32_t *ids) {
+                                const exec_layout *layout, int32_t *ids, float *logits,
+                                float *embd) {
     clinfer_status st = CLINFER_OK;
     const clinfer_backend *be = c->backend;
     exec_plan *plan = NULL;
     size_t row_bytes = (size_t)c->model->hp.n_vocab * sizeof(float);
     for (size_t i = 0; i < n; i++)
         ids[i] = e[i].token;
-    CHECK(clinfer_context_reserve_logits(c, layout->n_out ? (size_t)layout->n_out : 1));
     CHECK(be->i->buffer_write(be->ctx, c->state.buf[EXEC_IDS], 0, n * sizeof *ids, ids));
     CHECK(exec_plan_build_layout(c->model, &c->state, (int)n, layout, &plan));
-    CHECK(exec_plan_run(be, plan, 0, layout->n_out > 0, c->profile, &c->route));
+    CHECK(exec_plan_run(be, plan, 0, layout->n_out > 0 || embd, c->profile, &c->route));
+    if (embd)
+        CHECK(be->i->buffer_read(be->ctx, c->state.buf[EXEC_XN], 0,
+                                 n * c->model->hp.n_embd * sizeof(float), embd));
     if (layout->n_out)
         CHECK(be->i->buffer_read(be->ctx, c->state.buf[EXEC_LOGITS], 0, layout->n_out * row_bytes,
-                                 c->logits));
-    else
+                                 logits));
+    else if (!embd)
         CHECK(be->i->sync(be->ctx));
 cleanup:
     exec_plan_free(plan);
     return st;
 }
 
-clinfer_status clinfer_batch_eval(clinfer_context *c, const clinfer_batch_entry *e, size_t n) {
+clinfer_status clinfer_context_step(clinfer_context *c, const clinfer_batch_entry *e, size_t n,
+                                    float *logits, float *embd, size_t *n_out) {
     clinfer_status st = CLINFER_OK;
+    uint32_t *next = malloc(c->n_seq * sizeof *next);
+    exec_run *runs = malloc(n * sizeof *runs);
+    int *out_rows = malloc(n * sizeof *out_rows);
+    int32_t *ids = malloc(n * sizeof *ids);
+    if (!next || !runs || !out_rows || !ids) {
+        st = clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "batch: no memory for %zu entries", n);
+        goto cleanup;
+    }
+    exec_layout layout;
+    CHECK(layout_of(c, e, n, next, runs, out_rows, &layout));
+    CHECK(run_batch(c, e, n, &layout, ids, logits, embd));
+    memcpy(c->seq_len, next, c->n_seq * sizeof *next);
+    *n_out = (size_t)layout.n_out;
+cleanup:
+    free(next);
+    free(runs);
+    free(out_rows);
+    free(ids);
+    return st;
+}
+
+clinfer_status clinfer_batch_eval(clinfer_context *c, const clinfer_batch_entry *e, size_t n) {
     if (!c || (!e && n)) return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "batch: NULL argument");
     if (n == 0) return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "batch: no entries");
     if (n > c->n_batch)
@@ -165,38 +192,23 @@ clinfer_status clinfer_batch_eval(clinfer_context *c, const clinfer_batch_entry 
                             "batch: %zu entries exceed the context's n_batch of %u", n, c->n_batch);
     c->n_logits = 0;
     c->from_batch = false;
-    uint32_t *next = malloc(c->n_seq * sizeof *next);
-    exec_run *runs = malloc(n * sizeof *runs);
-    int *out_rows = malloc(n * sizeof *out_rows);
-    int32_t *ids = malloc(n * sizeof *ids);
+    size_t max_out = c->state.logits_all || n < c->n_logit_rows ? n : c->n_logit_rows, n_out = 0;
     if (n > c->entry_cap) {
         int32_t *p = realloc(c->entry_row, n * sizeof *p);
-        if (p) {
-            c->entry_row = p;
-            c->entry_cap = n;
-        }
+        if (!p) return clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "batch: no memory for %zu entries", n);
+        c->entry_row = p;
+        c->entry_cap = n;
     }
-    if (!next || !runs || !out_rows || !ids || n > c->entry_cap) {
-        st = clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "batch: no memory for %zu entries", n);
-        goto cleanup;
-    }
-    exec_layout layout;
-    CHECK(layout_of(c, e, n, next, runs, out_rows, &layout));
-    st = run_batch(c, e, n, &layout, ids);
+    clinfer_status st = clinfer_context_reserve_logits(c, max_out);
+    if (st == CLINFER_OK) st = clinfer_context_step(c, e, n, c->logits, NULL, &n_out);
     if (st != CLINFER_OK) {
         clinfer_error_prefix("batch of %zu entries", n);
-        goto cleanup;
+        return st;
     }
-    memcpy(c->seq_len, next, c->n_seq * sizeof *next);
     for (size_t i = 0, j = 0; i < n; i++)
         c->entry_row[i] = e[i].logits ? (int32_t)j++ : -1;
     c->from_batch = true;
     c->n_eval = n;
-    c->n_logits = (size_t)layout.n_out;
-cleanup:
-    free(next);
-    free(runs);
-    free(out_rows);
-    free(ids);
-    return st;
+    c->n_logits = n_out;
+    return CLINFER_OK;
 }

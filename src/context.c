@@ -328,48 +328,6 @@ static clinfer_status reserve_embd(clinfer_context *c, size_t rows) {
     return CLINFER_OK;
 }
 
-/* Runs every chunk of n_batch tokens; the head runs after the last (after each with
- * logits_all or embeddings, whose rows are read before the next chunk overwrites them). */
-static clinfer_status eval_chunks(clinfer_context *c, const int32_t *tokens, size_t n) {
-    clinfer_status st = CLINFER_OK;
-    const clinfer_backend *be = c->backend;
-    bool all = c->state.logits_all, embd = c->state.embeddings;
-    size_t row_bytes = (size_t)c->model->hp.n_vocab * sizeof(float);
-    size_t embd_bytes = (size_t)c->model->hp.n_embd * sizeof(float);
-    CHECK(clinfer_context_reserve_logits(c, all ? n : 1));
-    if (embd) CHECK(reserve_embd(c, n));
-    /* All ids at once, at their positions: chunks read them there, and a (blocking) write
-     * between chunks would wait for the device. */
-    CHECK(be->i->buffer_write(be->ctx, c->state.buf[EXEC_IDS], c->seq_len[0] * sizeof(int32_t),
-                              n * sizeof(int32_t), tokens));
-    for (size_t done = 0; done < n;) {
-        size_t nb = n - done < c->n_batch ? n - done : c->n_batch;
-        bool last = done + nb == n, head = all || embd || last;
-        if (c->should_stop && c->should_stop(c->should_stop_user)) {
-            st = clinfer_fail(CLINFER_ERR_ABORTED,
-                              "eval: the abort callback stopped it after %zu of %zu tokens", done,
-                              n);
-            goto cleanup;
-        }
-        exec_plan *plan;
-        CHECK(plan_for(c, nb, &plan));
-        CHECK(exec_plan_run(c->backend, plan, (int)(c->seq_len[0] + done), head, c->profile,
-                            &c->route));
-        if (embd)
-            CHECK(be->i->buffer_read(be->ctx, c->state.buf[EXEC_XN], 0, nb * embd_bytes,
-                                     (char *)c->embd + done * embd_bytes));
-        /* The one wait of an evaluation (per chunk with logits_all): the read completes after
-         * every enqueued op. */
-        if (all || last)
-            CHECK(be->i->buffer_read(be->ctx, c->state.buf[EXEC_LOGITS], 0,
-                                     (all ? nb : 1) * row_bytes,
-                                     (char *)c->logits + (all ? done : 0) * row_bytes));
-        done += nb;
-    }
-cleanup:
-    return st;
-}
-
 /* Whether n tokens fit after what c holds and are ids of its vocabulary. */
 static clinfer_status check_tokens(const clinfer_context *c, const int32_t *tokens, size_t n) {
     if (!c || (!tokens && n))
@@ -388,18 +346,52 @@ static clinfer_status check_tokens(const clinfer_context *c, const int32_t *toke
     return CLINFER_OK;
 }
 
+/* Batch steps of sequence 0, n_batch tokens at most each: the last token asks for logits, or
+ * every token with logits_all, whose rows follow each other in c->logits; with embeddings every
+ * token's hidden state goes to c->embd. */
+static clinfer_status eval_steps(clinfer_context *c, const int32_t *tokens, size_t n,
+                                 clinfer_batch_entry *e) {
+    clinfer_status st = CLINFER_OK;
+    bool all = c->state.logits_all, embd = c->state.embeddings;
+    size_t n_vocab = c->model->hp.n_vocab, n_embd = c->model->hp.n_embd, n_out = 0;
+    CHECK(clinfer_context_reserve_logits(c, all ? n : 1));
+    if (embd) CHECK(reserve_embd(c, n));
+    for (size_t done = 0, nb; done < n; done += nb) {
+        nb = n - done < c->n_batch ? n - done : c->n_batch;
+        if (c->should_stop && c->should_stop(c->should_stop_user)) {
+            st = clinfer_fail(CLINFER_ERR_ABORTED,
+                              "eval: the abort callback stopped it after %zu of %zu tokens", done,
+                              n);
+            goto cleanup;
+        }
+        for (size_t i = 0; i < nb; i++)
+            e[i] = (clinfer_batch_entry){.token = tokens[done + i],
+                                         .pos = c->seq_len[0] + (uint32_t)i,
+                                         .logits = all || done + i == n - 1};
+        CHECK(clinfer_context_step(c, e, nb, c->logits + (all ? done : 0) * n_vocab,
+                                   embd ? c->embd + done * n_embd : NULL, &n_out));
+    }
+cleanup:
+    return st;
+}
+
 clinfer_status clinfer_eval(clinfer_context *c, const int32_t *tokens, size_t n) {
     clinfer_status st = check_tokens(c, tokens, n);
     if (st != CLINFER_OK) return st;
     c->n_logits = 0;
-    st = eval_chunks(c, tokens, n);
+    c->from_batch = false;
+    uint32_t held = c->seq_len[0];
+    size_t n_entries = n < c->n_batch ? n : c->n_batch;
+    clinfer_batch_entry *e = malloc(n_entries * sizeof *e);
+    st = e ? eval_steps(c, tokens, n, e)
+           : clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "eval: no memory for %zu entries", n_entries);
+    free(e);
     if (st != CLINFER_OK) {
-        clinfer_error_prefix("eval of %zu tokens at position %u", n, c->seq_len[0]);
+        c->seq_len[0] = held; /* chunks already run are forgotten: the context holds what it held */
+        clinfer_error_prefix("eval of %zu tokens at position %u", n, held);
         return st;
     }
-    c->seq_len[0] += (uint32_t)n;
     c->n_logits = c->state.logits_all ? n : 1;
-    c->from_batch = false;
     c->n_eval = n;
     return CLINFER_OK;
 }

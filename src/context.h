@@ -1,6 +1,6 @@
-/* What the core needs of a context beyond the public API: verification (src/verify.c) walks the
- * plan of a batch itself, op by op, instead of clinfer_eval running it; pooling (src/embed.c)
- * counts the last eval's tokens. */
+/* What the core needs of a context beyond the public API: clinfer_eval runs its chunks as batch
+ * steps of sequence 0; verification (src/verify.c) walks the plan of a batch itself, op by op,
+ * instead of clinfer_eval running it; pooling (src/embed.c) counts the last eval's tokens. */
 #ifndef CLINFER_CONTEXT_H
 #define CLINFER_CONTEXT_H
 
@@ -40,6 +40,14 @@ struct clinfer_context {
 
 /* Room for rows of logits on the host. */
 clinfer_status clinfer_context_reserve_logits(clinfer_context *c, size_t rows);
+
+/* One evaluation step of both public calls (src/batch.c): checks n entries (1 <= n <= n_batch)
+ * as clinfer_batch_eval documents and runs them; the logits of the entries that ask for them go
+ * to logits (*n_out rows), every entry's hidden state to embd where it is not NULL (a context
+ * made with embeddings), and each sequence's length moves past its entries. On failure no
+ * length changes. */
+clinfer_status clinfer_context_step(clinfer_context *c, const clinfer_batch_entry *e, size_t n,
+                                    float *logits, float *embd, size_t *n_out);
 
 typedef struct {
     exec_plan *plan;                /* for the batch's n tokens */

@@ -357,28 +357,39 @@ void exec_position_embed(builder *b, const clinfer_model *m, const exec_state *s
 }
 
 /* A layout plan's head: the output norm of each run of consecutive out_rows into the next rows
- * of EXEC_XN, then the LM head over those n_out rows. */
-static void layout_head(builder *b, const clinfer_model *m, const exec_state *s) {
+ * of EXEC_XN, then the LM head over those n_out rows. With embeddings the norm runs over every
+ * row instead (EXEC_XN keeps all n hidden states), and the LM head over each run of out_rows
+ * where it lies there. */
+static void layout_head(builder *b, const clinfer_model *m, const exec_state *s, int n) {
     const exec_layout *l = b->layout;
     size_t d = m->hp.n_embd;
-    if (!l->n_out) return;
+    if (s->embeddings)
+        exec_norm(b, &m->hp, exec_at(s->buf[EXEC_X], 0), m->output_norm, m->output_norm_b,
+                  exec_at(s->buf[EXEC_XN], 0), n);
     for (int j = 0; j < l->n_out;) {
         int len = 1;
         while (j + len < l->n_out && l->out_rows[j + len] == l->out_rows[j] + len)
             len++;
-        exec_norm(b, &m->hp, exec_at(s->buf[EXEC_X], (size_t)l->out_rows[j] * d), m->output_norm,
-                  m->output_norm_b, exec_at(s->buf[EXEC_XN], (size_t)j * d), len);
+        if (s->embeddings)
+            exec_matmul(b, &m->output, exec_at(s->buf[EXEC_XN], (size_t)l->out_rows[j] * d),
+                        exec_at(s->buf[EXEC_LOGITS], (size_t)j * m->hp.n_vocab), (clinfer_ref){0},
+                        len, false);
+        else
+            exec_norm(b, &m->hp, exec_at(s->buf[EXEC_X], (size_t)l->out_rows[j] * d),
+                      m->output_norm, m->output_norm_b, exec_at(s->buf[EXEC_XN], (size_t)j * d),
+                      len);
         j += len;
     }
-    exec_matmul(b, &m->output, exec_at(s->buf[EXEC_XN], 0), exec_at(s->buf[EXEC_LOGITS], 0),
-                (clinfer_ref){0}, l->n_out, false);
+    if (l->n_out && !s->embeddings)
+        exec_matmul(b, &m->output, exec_at(s->buf[EXEC_XN], 0), exec_at(s->buf[EXEC_LOGITS], 0),
+                    (clinfer_ref){0}, l->n_out, false);
 }
 
 /* Output norm and LM head over the last token's row, or every row with logits_all; the norm
  * over every row with embeddings (the head then reads the last normed row). */
 static void head(builder *b, const clinfer_model *m, const exec_state *s, int n) {
     if (b->layout) {
-        layout_head(b, m, s);
+        layout_head(b, m, s, n);
         return;
     }
     int rows = s->logits_all ? n : 1, normed = s->logits_all || s->embeddings ? n : 1;
