@@ -195,7 +195,8 @@ clinfer_status clinfer_batch_eval(clinfer_context *c, const clinfer_batch_entry 
     size_t max_out = c->state.logits_all || n < c->n_logit_rows ? n : c->n_logit_rows, n_out = 0;
     if (n > c->entry_cap) {
         int32_t *p = realloc(c->entry_row, n * sizeof *p);
-        if (!p) return clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "batch: no memory for %zu entries", n);
+        if (!p)
+            return clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "batch: no memory for %zu entries", n);
         c->entry_row = p;
         c->entry_cap = n;
     }
