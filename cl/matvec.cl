@@ -15,7 +15,7 @@
  *   matvec_q8      quantized weights against 8-bit activations, AVX2 hosts only (see below)
  *   matvec_q8_il   the same over rows interleaved by 16, 16 rows per work-item (AVX2 hosts)
  *   matvec_il_n    f32 x over rows interleaved by 16 (Q8_0, Q4_0, Q4_1), 8 rows and up to
- *                  ILF_COLS columns per work-item (several columns: decode of a batch)
+ *                  ILF_COLS columns per work-item (a decode step, or a batch of them)
  *   gemm_q8        matvec_q8 as a GEMM for prefill: GQ_M rows x GQ_N columns per work-item
  *   dequant_rows   out[i][0..k) = W[row(i)] for row(i) = ids[i] (embedding) or first + i;
  *                  rows outside this part are left alone, ids outside [0, m) give zeros
@@ -87,79 +87,6 @@ __kernel void matvec_rows_n(wq_t wq, ws_t ws, int il, int k, int r0, int rows,
 }
 
 #if defined(WT_Q8_0) || defined(WT_Q4_0) || defined(WT_Q4_1)
-/* f32 x over rows interleaved by 16 (il, word_at), several columns: matvec_il_n below. Each of
- * a block's elements, unpacked for 8 rows into a float8's lanes with its scale (and offset)
- * applied, is multiplied by that element of every column, broadcast: one FMA per element, 8 rows
- * and column, no horizontal sums, and the unpacking is shared by the columns (matvec_rows_n spends
- * a block's scaling, offset sum and reduction on every row and column). */
-#ifdef WT_Q8_0
-#define ILF_WORDS 8 /* quant words per block and row */
-#else
-#define ILF_WORDS 4
-#endif
-#ifdef WT_Q4_1
-#define ILF_SCALES 32 /* f16 scales per block of 16 rows: d of each row, then m */
-#else
-#define ILF_SCALES 16
-#endif
-
-/* acc[j] += v times element e of column j's block xb[j] (nc a constant at each call). */
-INLINE void il_f32_fma(float8 *acc, const int nc, float8 v, __global const float *const *xb,
-                       int e) {
-#pragma unroll
-    for (int j = 0; j < nc; j++)
-        acc[j] = fma(v, (float8)xb[j][e], acc[j]);
-}
-
-/* Rows 16g + 8h .. 16g + 8h + 7 of the part times columns x[j * ldx] for j < nc (a constant at
- * each call, so the accumulators stay in registers), into out[j] (lane l: row 16g + 8h + l).
- * Under 8 columns, odd elements (Q8_0) or high nibbles go to a second set of accumulators: an
- * FMA's latency would otherwise bound the chains. */
-INLINE void il_f32_rows(wq_t wq, ws_t ws, int k, int g, int h, __global const float *x, int ldx,
-                        const int nc, float8 *out) {
-    const int two = nc < 8 ? nc : 0; /* where the second set starts, 0: one set */
-    int nb = k / 32;
-    __global const uint *w = (__global const uint *)wq + (size_t)g * nb * ILF_WORDS * 16 + 8 * h;
-    __global const half *s = (__global const half *)ws + (size_t)g * nb * ILF_SCALES + 8 * h;
-    float8 acc[2 * ILF_COLS];
-#pragma unroll
-    for (int j = 0; j < nc + two; j++)
-        acc[j] = 0.0f;
-    for (int b = 0; b < nb; b++) {
-        __global const float *xb[ILF_COLS];
-#pragma unroll
-        for (int j = 0; j < nc; j++)
-            xb[j] = x + (size_t)j * ldx + 32 * b;
-        float8 d = vload_half8(0, s + (size_t)b * ILF_SCALES);
-#ifdef WT_Q4_1
-        float8 m = vload_half8(0, s + (size_t)b * ILF_SCALES + 16);
-#elif defined(WT_Q4_0)
-        float8 m = -8.0f * d; /* q d - 8 d rounds once, as (q - 8) d */
-#endif
-#pragma unroll
-        for (int t = 0; t < ILF_WORDS; t++) {
-            uint8 q = vload8(0, w + ((size_t)b * ILF_WORDS + t) * 16);
-#pragma unroll
-            for (int e = 0; e < 4; e++) { /* byte e of word t: element 4t + e */
-#ifdef WT_Q8_0
-                il_f32_fma(acc + (e % 2) * two, nc,
-                           convert_float8(as_int8(q << (uint)(24 - 8 * e)) >> 24) * d, xb,
-                           4 * t + e);
-#else /* its low nibble; the high one is element 16 + 4t + e */
-                il_f32_fma(acc, nc, fma(convert_float8((q >> (uint)(8 * e)) & 15u), d, m), xb,
-                           4 * t + e);
-                il_f32_fma(acc + two, nc,
-                           fma(convert_float8((q >> (uint)(8 * e + 4)) & 15u), d, m), xb,
-                           16 + 4 * t + e);
-#endif
-            }
-        }
-    }
-#pragma unroll
-    for (int j = 0; j < nc; j++)
-        out[j] = two ? acc[j] + acc[two + j] : acc[j];
-}
-
 /* il_f32_rows for the widest of 8, 4, 2 and 1 columns (up to ILF_COLS, a power of two) that
  * is at most left: how many it took. */
 INLINE int il_f32_pass(wq_t wq, ws_t ws, int k, int g, int h, __global const float *x, int ldx,
@@ -196,15 +123,8 @@ __kernel void matvec_il_n(wq_t wq, ws_t ws, int k, int r0, int rows, __global co
         float8 out[ILF_COLS];
         int nc = il_f32_pass(wq, ws, k, u / 2, u % 2, x + x_off + (size_t)c * ldx, ldx, end - c,
                              out);
-        for (int j = 0; j < nc; j++, c++) {
-            float o[8];
-            vstore8(out[j], 0, o);
-            for (int l = 0; l < 8; l++) {
-                int i = 8 * u + l - r0;
-                if (i >= 0 && i < rows)
-                    store_y(y + y_off + (size_t)c * ldy, i, o[l], bias, bias_off, flags);
-            }
-        }
+        for (int j = 0; j < nc; j++, c++)
+            il_f32_store(out[j], u, r0, rows, y + y_off + (size_t)c * ldy, bias, bias_off, flags);
     }
 }
 #endif

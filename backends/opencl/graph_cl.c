@@ -216,9 +216,11 @@ static bool encode_matmul(encoder *e, const clinfer_op *op) {
         r[QUANTIZE_PER_TASK] = (int32_t)per_task;
         rounded_from(e, x, count);
     }
-    int variant = w.variant, il = variant == CL_MM_IL;
-    int r0 = op->matmul.row0, g0 = r0 / 16, work = il ? (r0 + m - 1) / 16 + 1 - g0 : m;
-    size_t per_task, tasks = split(e, (size_t)work, w.row_bytes * (il ? 16 : 1), &per_task);
+    /* the units a task takes: rows, groups of 16 (CL_MM_IL) or their halves (CL_MM_IL_F32) */
+    int variant = w.variant, r0 = op->matmul.row0,
+        unit = variant == CL_MM_IL ? 16 : variant == CL_MM_IL_F32 ? 8 : 1;
+    int work = (r0 + m - 1) / unit + 1 - r0 / unit;
+    size_t per_task, tasks = split(e, (size_t)work, w.row_bytes * (size_t)unit, &per_task);
     int32_t *r = record(e, G_MATMUL, tasks);
     r[G_WTYPE] = type_code(w.type);
     put_mem(e, r, MATMUL_Q, w.q, w.q_off);
@@ -227,7 +229,7 @@ static bool encode_matmul(encoder *e, const clinfer_op *op) {
     r[MATMUL_K] = k;
     r[MATMUL_R0] = r0;
     r[MATMUL_ROWS] = m;
-    if (x_q8 && variant == CL_MM_ROWS) /* the f32 kernel reads x as d * q */
+    if (x_q8 && (variant == CL_MM_ROWS || variant == CL_MM_IL_F32)) /* f32 kernels read d * q */
         r[MATMUL_X] = SLOT_XF, r[MATMUL_X + 1] = 0;
     else
         put_ref(e, r, MATMUL_X, x);

@@ -1,7 +1,7 @@
 /* Matrix products over weights of every storage type (cl/matvec.cl, cl/gemm.cl); the weights
  * are laid out by weights_cl.c, 8-bit activations made by act_q8_cl.c:
  *   - matvec for n <= MATVEC_MAX_N columns (decode), one kernel per kernel path; f32 x over
- *     interleaved weights (CPUs) through matvec_il_n for 2 .. IL_F32_MAX_N columns (a batch);
+ *     interleaved weights (CPUs) through matvec_il_n for 1 .. IL_F32_MAX_N columns;
  *   - GEMM for more columns (prefill): over 8-bit x, integer dots by gemm_q8 (or matvec_q8_il
  *     for interleaved weights) where the type has them; otherwise f32 weights directly, other
  *     types staged to f32 in row chunks by dequant_rows; CLBlast SGEMM instead of our f32
@@ -422,6 +422,11 @@ static clinfer_status run_dequant(cl_backend_ctx *b, const struct cl_weight *w,
                      NULL);
 }
 
+/* Whether f32 x (or d * q of 8-bit x) goes through matvec_il_n. */
+static int il_f32_for(const struct cl_weight *w, const type_kernels *t, int n) {
+    return w->il && t->matvec_il_n && n <= IL_F32_MAX_N;
+}
+
 /* Whether the matmul op's kernel can run `norm`, an RMSNORM (already checked) of its output, at
  * its end: one launch of one column over all rows of a one-part weight, through
  * matvec_q8_il_norm (8-bit x) or matvec_rows_norm (f32 x). */
@@ -430,7 +435,10 @@ static bool norm_fusable(const cl_backend_ctx *b, const clinfer_op *op, const cl
     if (norm->kind != CLINFER_OP_RMSNORM || op->matmul.n != 1 || !wb || !wb->weight) return false;
     const struct cl_weight *w = wb->weight;
     const type_kernels *t = &b->mm->types[w->layout.type];
-    bool kernel = op->matmul.x_q8 ? w->il && t->matvec_q8_il_norm : t->matvec_norm != NULL;
+    /* matvec_il_n takes no norm, and beats matvec_rows_norm with a norm launch of its own
+     * (SmolLM2 Q4_1 decode 60 -> 78 tokens/s, docs/PERFORMANCE.md) */
+    bool kernel = op->matmul.x_q8 ? w->il && t->matvec_q8_il_norm
+                                  : t->matvec_norm != NULL && !il_f32_for(w, t, 1);
     /* done, the kernels' counter, exists on CPU devices only: the last work-item seeing the
      * others' rows rests on their coherent memory (the kernel path can be forced on a GPU) */
     return kernel && b->mm->done && w->n_parts == 1 && op->matmul.row0 == 0 && norm->norm.n == 1 &&
@@ -513,7 +521,7 @@ static clinfer_status matmul(cl_backend_ctx *b, const clinfer_op *op, const clin
             CHECK(q8_kernel ? run_matvec_q8_norm(b, t, p, &a) : run_matvec_norm(b, t, p, &a));
         } else if (q8_kernel) {
             CHECK(run_matvec_q8(b, t, p, &a));
-        } else if (w->il && t->matvec_il_n && n > 1 && n <= IL_F32_MAX_N) {
+        } else if (il_f32_for(w, t, n)) {
             CHECK(run_matvec_il(b, t, p, &a));
         } else if (n <= MATVEC_MAX_N) {
             CHECK(run_matvec(b, t, p, &a));
@@ -572,6 +580,7 @@ clinfer_status cl_weight_view_of(cl_backend_ctx *b, const clinfer_op *op, cl_wei
     const weight_array *q = &p->q, *sc = p->s.mem ? &p->s : &p->q; /* f32/f16: no scales */
     const type_kernels *t = &b->mm->types[w->layout.type];
     int q8 = matmul && op->matmul.x_q8 && q8_kernel_for(w, t, op->matmul.n);
+    int il_f32 = matmul && il_f32_for(w, t, op->matmul.n);
     *v = (cl_weight_view){.type = w->layout.type,
                           .parts = w->n_parts,
                           .q = q->arena ? q->arena->mem : q->mem,
@@ -579,9 +588,9 @@ clinfer_status cl_weight_view_of(cl_backend_ctx *b, const clinfer_op *op, cl_wei
                           .s = sc->arena ? sc->arena->mem : sc->mem,
                           .s_off = sc->offset,
                           .il = w->il,
-                          .variant = !q8     ? CL_MM_ROWS
-                                     : w->il ? CL_MM_IL
-                                             : CL_MM_Q8,
+                          .variant = q8      ? (w->il ? CL_MM_IL : CL_MM_Q8)
+                                     : il_f32 ? CL_MM_IL_F32
+                                              : CL_MM_ROWS,
                           .row_bytes = cl_stored_row_bytes(&w->layout, w->il, w->k)};
     return CLINFER_OK;
 }
