@@ -82,16 +82,17 @@ set_tests_properties(oclgrind_run_per_op oclgrind_run_per_op_gemma3 PROPERTIES
   FAIL_REGULAR_EXPRESSION "\n  graph ")
 set_tests_properties(oclgrind_run_graph oclgrind_run_graph_gemma3 PROPERTIES
   PASS_REGULAR_EXPRESSION "\n  graph +[0-9]" FAIL_REGULAR_EXPRESSION "oclgrind_run:")
-# oclgrind_graph_model(NAME ARGS...): a tiny model written by `write_tiny_model FILE ARGS...`
-# that the CLI decodes in graph launches under Oclgrind (oclgrind_run_graph_NAME), passing only
-# when the profile shows graph launches.
+# oclgrind_graph_model(NAME [ENV VAR=VALUE...] ARGS...): a tiny model written by
+# `write_tiny_model FILE ARGS...` that the CLI decodes in graph launches under Oclgrind
+# (oclgrind_run_graph_NAME, with ENV), passing only when the profile shows graph launches.
 function(oclgrind_graph_model name)
+  cmake_parse_arguments(G "" "" "ENV" ${ARGN})
   set(file ${CMAKE_CURRENT_BINARY_DIR}/oclgrind_${name}.gguf)
-  add_test(NAME oclgrind_tiny_${name} COMMAND write_tiny_model ${file} ${ARGN})
+  add_test(NAME oclgrind_tiny_${name} COMMAND write_tiny_model ${file} ${G_UNPARSED_ARGUMENTS})
   set_tests_properties(oclgrind_tiny_${name} PROPERTIES LABELS oclgrind
     FIXTURES_SETUP oclgrind_${name})
   clinfer_oclgrind_test(run_graph_${name} ENV CLINFER_KERNEL_PATH=cpu-rows CLINFER_GRAPH=1
-    CLINFER_PROFILE=1
+    CLINFER_PROFILE=1 ${G_ENV}
     COMMAND $<TARGET_FILE:clinfer_cli> run -m ${file} -p ${CLINFER_OCLGRIND_PROMPT} -n 4)
   set_tests_properties(oclgrind_run_graph_${name} PROPERTIES FIXTURES_REQUIRED oclgrind_${name}
     SKIP_REGULAR_EXPRESSION "oclgrind is not installed" PASS_REGULAR_EXPRESSION "\n  graph +[0-9]"
@@ -103,3 +104,6 @@ oclgrind_graph_model(mix llama Q4_K+Q6_K+Q8_0+F16)
 # A tiny gpt2: its layer norms (rounding their output for the 8-bit matmul after them), biases,
 # KV cache stores, the ADD of the position rows and GELU, in the graph.
 oclgrind_graph_model(gpt2 gpt2)
+# Rows interleaved by 16 (as on CPUs) under the f32 activations of models below 1B parameters:
+# graph.cl's matmuls over them (CL_MM_IL_F32, matvec_il_n's rows).
+oclgrind_graph_model(il_f32 ENV CLINFER_INTERLEAVE=force llama Q4_1+Q8_0+Q4_0)
