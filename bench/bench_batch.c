@@ -5,7 +5,9 @@
  * batch, then times STEPS steps that each decode one greedy token per sequence (logits for every
  * entry, read back as a server would). The configurations alternate round by round, so that a
  * shared machine's load falls on all of them alike; the median of ROUNDS is reported, with the
- * aggregate tokens per second relative to one sequence through clinfer_eval. */
+ * aggregate tokens per second relative to one sequence through clinfer_eval. BENCH_ACT=q8 (any
+ * --act mode) sets the contexts' activations; the library's messages (CLINFER_PROFILE's table
+ * as each context is freed) go to stderr. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,11 +38,19 @@ static int fail(clinfer_status st, const char *what) {
     return -1;
 }
 
+static clinfer_activations activations = CLINFER_ACT_DEFAULT;
+
+static void log_stderr(clinfer_log_level level, const char *message, void *user) {
+    (void)level, (void)user;
+    fprintf(stderr, "%s\n", message);
+}
+
 /* Tokens per second of steps decode steps of n sequences; n 0: one sequence by clinfer_eval. */
 static int measure(clinfer_model *m, int n, int steps, double *tok_s) {
     int seqs = n ? n : 1;
     clinfer_context_params cp;
     clinfer_context_params_default(&cp);
+    cp.activations = activations;
     /* room for the steps; n_batch (capped at n_ctx) for every prompt at once */
     cp.n_ctx = (uint32_t)(seqs * N_PROMPT + steps);
     cp.n_seq_max = (uint32_t)seqs;
@@ -106,6 +116,15 @@ int main(int argc, char **argv) {
         fprintf(stderr, "bench_batch: STEPS >= 1, 1 <= ROUNDS <= %d\n", MAX_ROUNDS);
         return 2;
     }
+    const char *act = getenv("BENCH_ACT");
+    for (int a = CLINFER_ACT_Q8; act && clinfer_activations_name((clinfer_activations)a); a++)
+        if (!strcmp(act, clinfer_activations_name((clinfer_activations)a)))
+            activations = (clinfer_activations)a;
+    if (act && activations == CLINFER_ACT_DEFAULT) {
+        fprintf(stderr, "bench_batch: BENCH_ACT '%s' is not an --act mode\n", act);
+        return 2;
+    }
+    clinfer_log_set(log_stderr, NULL);
     clinfer_model *m = NULL;
     clinfer_status st = clinfer_model_load(argv[1], NULL, &m);
     if (st != CLINFER_OK) return fail(st, argv[1]) ? 1 : 0;
