@@ -19,7 +19,7 @@ struct clinfer_context {
     exec_state state;
     clinfer_buffer **kv_bufs; /* [2 * n_kv_bufs]: K then V of each group of layers */
     uint32_t n_kv_bufs;
-    exec_plan **plans; /* [n_batch + 1]: the plan for n tokens, built on first use */
+    exec_plan **plans; /* [n_batch + 1]: verify's plan for n tokens, built on first use */
     float *logits;     /* [n_logits][n_vocab]: the last eval's last token, or all (logits_all) */
     size_t n_logits, logits_cap; /* rows held (0: none since create or reset), allocated */
     size_t n_logit_rows;         /* EXEC_LOGITS' rows: what one batch may ask for */
