@@ -1,25 +1,53 @@
-/* GEMM for prefill: y[c][r] (+)= sum_i x[c][i] * w[r][i] (+ bias[r]) over f32 weights, for
- * r < rows, c < n; row-major x[n][ldx], w[rows][k], y[n][ldy] with element offsets. Quantized
- * and f16 weights arrive here as f32 row chunks staged by matvec.cl's dequant_rows.
+/* GEMM for prefill: y[c][r] (+)= sum_i x[c][i] * w[r][i] (+ bias[r]) for r < rows, c < n;
+ * row-major x[n][ldx], y[n][ldy] with element offsets.
  *
- * Variants, chosen by kernel path:
- *   gemm_rows   register-blocked: one work-item computes GM rows x GN columns with float8
- *               accumulators along k and no local memory (cpu-rows). Global size
- *               (ceil(n/GN), ceil(rows/GM)); a work-group walks columns for one row tile so the
- *               GM weight rows stay in L1. The tile loops carry `#pragma unroll`: without it
- *               PoCL kept the accumulators in memory and ran 4-6x slower (measured).
+ * Variants, chosen by kernel path and n:
+ *   gemm_rows   cpu-rows, fewer than GEMM_PANEL_N columns (matmul_cl.h): one work-item computes
+ *               GM rows x GN columns, dot products along k with float8 accumulators, over f32
+ *               rows (dequant_rows stages the other types). Global size (ceil(n/GN),
+ *               ceil(rows/GM)); a work-group walks columns for one row tile so the GM weight
+ *               rows stay in L1.
+ *   pack_panels(_f16)   cpu-rows, GEMM_PANEL_N columns or more: copy weight rows (f32, or
+ *               f16 kept as f16; quantized types arrive as f32 rows staged by matvec.cl's
+ *               dequant_rows) into panels of PM rows,
+ *               k-major: element e of rows 16p .. 16p + 15 at p[(p * k + e) * PM + i], rows
+ *               past the last zero. Item (g, p) moves elements 8g .. 8g + 7 of panel p.
+ *   gemm_panels(_f16)   cpu-rows, over those panels: an outer product per element of k. A
+ *               work-item holds PM rows x PN columns in 2 x PN float8 accumulators (12 of the
+ *               16 AVX2 registers at 16 x 6), and per element of k loads one PM-row vector of
+ *               the panel (f16: vload_half16, converted by vcvtph2ps) and broadcasts PN values of
+ *               x: 2 vector loads and 6 broadcasts feed 12 FMAs, where a dot product along k
+ *               (one float8 per row and column) needs a vector load per row and per column. It
+ *               walks PT such tiles of columns, KC elements of k at a time, so the panel's block
+ *               is read from L1 by every tile; the accumulators wait in private memory between
+ *               blocks. Global size (ceil(n / (PN * PT)), ceil(rows / PM)). PoCL's code for the
+ *               f16 inner loop (objdump of its kernel cache): 2 vcvtph2ps from memory, 6
+ *               vbroadcastss, 12 vfmadd231ps ymm, no spills.
  *   gemm_tiled  TS x TS outputs per work-group, one per item, TS x TS tiles of x and w staged in
- *               local memory (gpu-local-reduce, gpu-subgroup).
+ *               local memory (gpu-local-reduce, gpu-subgroup), over f32 rows (dequant_rows
+ *               stages the other types).
  *   bias_fill   y[c][r] = (accumulate ? y[c][r] : 0) + bias[r], before a CLBlast SGEMM with
  *               beta = 1.
  * flags: bit 0 accumulate, bit 1 bias (as in matvec.cl). Edge tiles clamp their loads to the
- * last valid row/column and skip the stores, so no size has to be a multiple of a tile. */
+ * last valid row/column and skip the stores, so no size has to be a multiple of a tile. The
+ * tile loops carry `#pragma unroll`: without it PoCL kept accumulator arrays in memory and ran
+ * 4-6x slower (measured on gemm_rows). */
 
 #ifndef GM
 #define GM 6
 #endif
 #ifndef GN
 #define GN 2
+#endif
+#define PM 16 /* rows per panel: one float16 */
+#ifndef PN
+#define PN 6
+#endif
+#ifndef PT
+#define PT 8
+#endif
+#ifndef KC
+#define KC 256
 #endif
 #ifndef TS
 #define TS 16
@@ -78,6 +106,106 @@ __kernel void gemm_rows(__global const float *w, int w_off, int k, int rows, int
                 store_out(y + y_off + (size_t)(c0 + j) * ldy, r0 + i, s, bias, bias_off, flags);
         }
 }
+
+/* PACK_PANELS(name, T, T8, T16): rows [0, rows) of w (element type T, offset w_off, k per row)
+ * into panels p. */
+#define COL16(v, c)                                                                                \
+    (v[0].c, v[1].c, v[2].c, v[3].c, v[4].c, v[5].c, v[6].c, v[7].c, v[8].c, v[9].c, v[10].c,     \
+     v[11].c, v[12].c, v[13].c, v[14].c, v[15].c)
+#define PACK_PANELS(name, T, T8, T16)                                                              \
+    __kernel void name(__global const T *w, int w_off, int k, int rows, __global T *p) {         \
+        int e0 = get_global_id(0) * 8, r0 = get_global_id(1) * PM;                                 \
+        __global const T *src = w + w_off + (size_t)r0 * k;                                        \
+        __global T *dst = p + (size_t)r0 * k + (size_t)e0 * PM;                                    \
+        if (e0 + 8 <= k) {                                                                         \
+            T8 v[PM];                                                                              \
+            _Pragma("unroll") for (int i = 0; i < PM; i++) v[i] =                                  \
+                r0 + i < rows ? vload8(0, src + (size_t)i * k + e0) : (T8)0;                       \
+            vstore16((T16)COL16(v, s0), 0, dst);                                                   \
+            vstore16((T16)COL16(v, s1), 1, dst);                                                   \
+            vstore16((T16)COL16(v, s2), 2, dst);                                                   \
+            vstore16((T16)COL16(v, s3), 3, dst);                                                   \
+            vstore16((T16)COL16(v, s4), 4, dst);                                                   \
+            vstore16((T16)COL16(v, s5), 5, dst);                                                   \
+            vstore16((T16)COL16(v, s6), 6, dst);                                                   \
+            vstore16((T16)COL16(v, s7), 7, dst);                                                   \
+            return;                                                                                \
+        }                                                                                          \
+        for (int e = 0; e0 + e < k; e++) /* the tail of k */                                       \
+            for (int i = 0; i < PM; i++)                                                           \
+                dst[e * PM + i] = r0 + i < rows ? src[(size_t)i * k + e0 + e] : (T)0;              \
+    }
+PACK_PANELS(pack_panels, float, float8, float16)
+PACK_PANELS(pack_panels_f16, ushort, ushort8, ushort16) /* f16 bits, moved unconverted */
+
+/* The PM rows r0 .. of column y (rows of them valid) from lo and hi. */
+static void store_panel(__global float *y, int r0, int rows, float8 lo, float8 hi,
+                        __global const float *bias, int bias_off, int flags) {
+    if (r0 + PM <= rows) {
+        if (flags & F_BIAS) {
+            lo += vload8(0, bias + bias_off + r0);
+            hi += vload8(1, bias + bias_off + r0);
+        }
+        if (flags & F_ACCUMULATE) {
+            lo += vload8(0, y + r0);
+            hi += vload8(1, y + r0);
+        }
+        vstore8(lo, 0, y + r0);
+        vstore8(hi, 1, y + r0);
+        return;
+    }
+    float v[PM];
+    vstore8(lo, 0, v);
+    vstore8(hi, 1, v);
+    for (int i = 0; r0 + i < rows; i++)
+        store_out(y, r0 + i, v[i], bias, bias_off, flags);
+}
+
+#define LOAD16_F32(p) vload16(0, p)
+#define LOAD16_F16(p) vload_half16(0, (__global const half *)(p))
+#define GEMM_PANELS(name, T, LOAD16)                                                               \
+    __kernel void name(__global const T *p, int k, int rows, int n, __global const float *x,      \
+                       int x_off, int ldx, __global float *y, int y_off, int ldy,                  \
+                       __global const float *bias, int bias_off, int flags) {                      \
+        int c0 = get_global_id(0) * (PN * PT), r0 = get_global_id(1) * PM;                         \
+        if (c0 >= n) return;                                                                       \
+        int tiles = min(PT, (n - c0 + PN - 1) / PN);                                               \
+        __global const T *pw = p + (size_t)r0 * k;                                                 \
+        float8 part[PT][2][PN];                                                                    \
+        for (int kb = 0; kb < k; kb += KC) {                                                       \
+            int ke = min(k, kb + KC);                                                              \
+            for (int t = 0; t < tiles; t++) {                                                      \
+                __global const float *xc[PN];                                                      \
+                float8 acc[2][PN];                                                                 \
+                _Pragma("unroll") for (int j = 0; j < PN; j++) {                                   \
+                    xc[j] = x + x_off + (size_t)min(c0 + t * PN + j, n - 1) * ldx;                 \
+                    acc[0][j] = acc[1][j] = 0.0f;                                                  \
+                    if (kb) {                                                                      \
+                        acc[0][j] = part[t][0][j];                                                 \
+                        acc[1][j] = part[t][1][j];                                                 \
+                    }                                                                              \
+                }                                                                                  \
+                for (int e = kb; e < ke; e++) {                                                    \
+                    float16 wv = LOAD16(pw + (size_t)e * PM);                                      \
+                    _Pragma("unroll") for (int j = 0; j < PN; j++) {                               \
+                        float8 xv = xc[j][e];                                                      \
+                        acc[0][j] = fma(wv.lo, xv, acc[0][j]);                                     \
+                        acc[1][j] = fma(wv.hi, xv, acc[1][j]);                                     \
+                    }                                                                              \
+                }                                                                                  \
+                _Pragma("unroll") for (int j = 0; j < PN; j++) {                                   \
+                    part[t][0][j] = acc[0][j];                                                     \
+                    part[t][1][j] = acc[1][j];                                                     \
+                }                                                                                  \
+            }                                                                                      \
+        }                                                                                          \
+        for (int t = 0; t < tiles; t++)                                                            \
+            for (int j = 0; j < PN && c0 + t * PN + j < n; j++)                                    \
+                store_panel(y + y_off + (size_t)(c0 + t * PN + j) * ldy, r0, rows, part[t][0][j], \
+                            part[t][1][j], bias, bias_off, flags);                                 \
+    }
+GEMM_PANELS(gemm_panels, float, LOAD16_F32)
+GEMM_PANELS(gemm_panels_f16, ushort, LOAD16_F16)
 
 __kernel __attribute__((reqd_work_group_size(TS, TS, 1))) void
 gemm_tiled(__global const float *w, int w_off, int k, int rows, int n, __global const float *x,

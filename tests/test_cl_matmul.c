@@ -408,6 +408,23 @@ static void test_gemm_q8(clinfer_dtype type) {
     }
 }
 
+/* f32 x past MATVEC_MAX_N columns, shapes that are no multiple of the GEMM's tiles. On cpu-rows,
+ * n 49 goes to gemm_rows (6 x 2 tiles: partial in rows and columns) and n 103 to gemm_panels
+ * (GEMM_PANEL_N and more: 16-row panels, 6-column tiles, 8 tiles per work-item, 256-element blocks
+ * of k; 103 = 2 x 48 + 6 + 1, a partial work-item and a partial tile): 37 rows from row 3 (a
+ * partial last panel, packed from inside the weight), k with a partial last block (f32/f16: 299,
+ * past a multiple of 8 too). */
+static void test_gemm_tiles(clinfer_dtype type) {
+    size_t blk = clinfer_dtype_block_elems(type);
+    int k = blk == 1 ? 299 : blk == 32 ? 320 : 512, m = 37;
+    pair w = weight_new(type, m + 5, k);
+    if (w.buf[REF] && w.buf[CL]) {
+        check_matmul(&w, type, 3, m, k, 49, false, true, false, "gemm tiles");
+        check_matmul(&w, type, 3, m, k, 103, true, false, false, "gemm tiles");
+    }
+    pair_free(&w);
+}
+
 static void test_device(size_t index) {
     EXPECT_OK(clinfer_backend_reference_create(&be[REF]));
     EXPECT_OK(clinfer_backend_opencl_create(index, NULL, &be[CL]));
@@ -426,8 +443,10 @@ static void test_device(size_t index) {
         if (clinfer_dtype_block_elems(types[t]) > 1) test_q8_reuse(types[t]);
     }
     test_rejects();
-    for (size_t t = 0; t < n_types; t++)
+    for (size_t t = 0; t < n_types; t++) {
         test_gemm_q8(types[t]);
+        test_gemm_tiles(types[t]);
+    }
     clinfer_backend_free(be[REF]);
     clinfer_backend_free(be[CL]);
 }

@@ -3,9 +3,11 @@
  *   - matvec for n <= MATVEC_MAX_N columns (decode), one kernel per kernel path; f32 x over
  *     interleaved weights (CPUs) through matvec_il_n for 1 .. IL_F32_MAX_N columns;
  *   - GEMM for more columns (prefill): over 8-bit x, integer dots by gemm_q8 (or matvec_q8_il
- *     for interleaved weights) where the type has them; otherwise f32 weights directly, other
- *     types staged to f32 in row chunks by dequant_rows; CLBlast SGEMM instead of our f32
- *     kernel where the table says it wins;
+ *     for interleaved weights) where the type has them; otherwise, on CPU devices from
+ *     GEMM_PANEL_N columns, weights packed into 16-row panels (f16 kept f16, other types staged
+ *     to f32 by dequant_rows) for gemm_panels; below that, and on GPUs, f32 weights directly,
+ *     other types staged to f32 in row chunks, for gemm_rows (CPUs) or gemm_tiled; CLBlast SGEMM
+ *     instead of our kernels where the table says it wins;
  *   - embedding gather through dequant_rows. */
 #include <limits.h>
 #include <stdint.h>
@@ -107,17 +109,32 @@ clinfer_status cl_matmul_init(cl_backend_ctx *b) {
     for (s->mv_wg = GPU_WG; s->mv_wg > 1 && s->mv_wg > b->info.max_work_group_size;)
         s->mv_wg /= 2;
 #ifdef CLINFER_WITH_CLBLAST
-    /* Tuning table: on CPU OpenCL CLBlast's SGEMM is untuned and loses to gemm_rows (measured on
-     * PoCL, docs/PERFORMANCE.md); on GPUs its tuned kernels are taken over our plain local-memory
+    /* Tuning table: on CPU OpenCL CLBlast's SGEMM is untuned: 15x slower than gemm_rows on PoCL,
+     * and gemm_panels runs F16 prefill in 1.7x less CPU time than gemm_rows
+     * (docs/PERFORMANCE.md); on GPUs its tuned kernels are taken over our plain local-memory
      * gemm_tiled (not measured yet). The clblast option overrides; bench_ops compares both. */
     s->use_clblast = b->options.clblast ? b->options.clblast == CLINFER_ON : !s->cpu;
     if (s->use_clblast) cl_clblast_hold();
 #endif
-    char options[64];
-    snprintf(options, sizeof options, "-DGM=%d -DGN=%d -DTS=%zu", GEMM_GM, GEMM_GN, s->gemm_ts);
+    char options[96];
+    snprintf(options, sizeof options, "-DGM=%d -DGN=%d -DPN=%d -DPT=%d -DKC=%d -DTS=%zu", GEMM_GM,
+             GEMM_GN, GEMM_PN, GEMM_PT, GEMM_KC, s->gemm_ts);
     CHECK(cl_build(b, "gemm.cl", options, &s->gemm_program));
     s->gemm = clCreateKernel(s->gemm_program, s->cpu ? "gemm_rows" : "gemm_tiled", &err);
     CHECK(cl_error(err, "clCreateKernel(gemm)"));
+    if (s->cpu) {
+        const struct {
+            cl_kernel *kernel;
+            const char *name;
+        } panels[] = {{&s->panels, "gemm_panels"},
+                      {&s->panels_f16, "gemm_panels_f16"},
+                      {&s->pack, "pack_panels"},
+                      {&s->pack_f16, "pack_panels_f16"}};
+        for (size_t i = 0; i < sizeof panels / sizeof panels[0]; i++) {
+            *panels[i].kernel = clCreateKernel(s->gemm_program, panels[i].name, &err);
+            CHECK(cl_error(err, panels[i].name));
+        }
+    }
     s->bias_fill = clCreateKernel(s->gemm_program, "bias_fill", &err);
     CHECK(cl_error(err, "clCreateKernel(bias_fill)"));
     CHECK(
@@ -172,8 +189,8 @@ void cl_matmul_free(cl_backend_ctx *b) {
         if (s->types[i].matvec_il_n) clReleaseKernel(s->types[i].matvec_il_n);
         if (s->types[i].program) clReleaseProgram(s->types[i].program);
     }
-    scratch *bufs[] = {&s->stage,   &s->act.q,   &s->act.d,  &s->act.f,
-                       &s->spare.q, &s->spare.d, &s->spare.f};
+    scratch *bufs[] = {&s->stage, &s->packed,  &s->act.q,   &s->act.d,
+                       &s->act.f, &s->spare.q, &s->spare.d, &s->spare.f};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         if (bufs[i]->mem) clReleaseMemObject(bufs[i]->mem);
     if (s->done) clReleaseMemObject(s->done);
@@ -184,8 +201,9 @@ void cl_matmul_free(cl_backend_ctx *b) {
     for (size_t i = 0; i < sizeof rounding / sizeof rounding[0]; i++)
         if (rounding[i]) clReleaseKernel(rounding[i]);
     if (s->quantize_program) clReleaseProgram(s->quantize_program);
-    if (s->gemm) clReleaseKernel(s->gemm);
-    if (s->bias_fill) clReleaseKernel(s->bias_fill);
+    cl_kernel gemm[] = {s->gemm, s->panels, s->panels_f16, s->pack, s->pack_f16, s->bias_fill};
+    for (size_t i = 0; i < sizeof gemm / sizeof gemm[0]; i++)
+        if (gemm[i]) clReleaseKernel(gemm[i]);
     if (s->gemm_program) clReleaseProgram(s->gemm_program);
 #ifdef CLINFER_WITH_CLBLAST
     if (s->use_clblast) cl_clblast_drop();
@@ -427,6 +445,64 @@ static int il_f32_for(const struct cl_weight *w, const type_kernels *t, int n) {
     return w->il && t->matvec_il_n && n <= IL_F32_MAX_N;
 }
 
+/* GEMM on cpu-rows devices (without CLBlast): rows [lo, lo + a.rows) of part p packed into
+ * panels (f16 weights as f16, f32 as f32, other types staged to f32 rows first), then
+ * gemm_panels, in chunks of whole panels of about STAGE_BYTES of f32. */
+static clinfer_status run_panels(cl_backend_ctx *b, const struct cl_weight *w, const weight_part *p,
+                                 int lo, mm_args a) {
+    struct cl_matmul_state *s = b->mm;
+    clinfer_status st = CLINFER_OK;
+    clinfer_dtype type = w->layout.type;
+    int f16 = type == CLINFER_DT_F16, staged = !f16 && type != CLINFER_DT_F32, k = a.k;
+    uint64_t bytes = cl_alloc_limit(b) < STAGE_BYTES ? cl_alloc_limit(b) : STAGE_BYTES;
+    int chunk = (int)(bytes / ((uint64_t)k * sizeof(float))) / GEMM_PM * GEMM_PM;
+    int all = (a.rows + GEMM_PM - 1) / GEMM_PM * GEMM_PM;
+    chunk = chunk < GEMM_PM ? GEMM_PM : chunk < all ? chunk : all;
+    CHECK(cl_ensure_scratch(b, &s->packed, (size_t)chunk * k * (f16 ? 2 : sizeof(float))));
+    if (staged) CHECK(cl_ensure_scratch(b, &s->stage, (size_t)chunk * k * sizeof(float)));
+    int part_y = a.y_off, part_bias = a.bias_off;
+    for (int r = 0; r < a.rows; r += chunk) {
+        int count = a.rows - r < chunk ? a.rows - r : chunk, src_off = (a.r0 + r) * k;
+        cl_mem src = p->q.mem;
+        if (staged) {
+            CHECK(run_dequant(b, w, p, NULL, 0, 0, lo + r, count, s->stage.mem, 0));
+            src = s->stage.mem;
+            src_off = 0;
+        }
+        cl_arg pack[] = {{sizeof(cl_mem), &src},
+                         {sizeof(int), &src_off},
+                         {sizeof(int), &k},
+                         {sizeof(int), &count},
+                         {sizeof(cl_mem), &s->packed.mem}};
+        size_t panels = ((size_t)count + GEMM_PM - 1) / GEMM_PM;
+        size_t pglobal[2] = {((size_t)k + 7) / 8, panels};
+        CHECK(cl_launch(b, f16 ? s->pack_f16 : s->pack, "pack_panels", pack, 5, 2, pglobal, NULL));
+        a.y_off = part_y + r;
+        a.bias_off = part_bias + r;
+        cl_arg args[] = {{sizeof(cl_mem), &s->packed.mem},
+                         {sizeof(int), &k},
+                         {sizeof(int), &count},
+                         {sizeof(int), &a.n},
+                         {sizeof(cl_mem), &a.x},
+                         {sizeof(int), &a.x_off},
+                         {sizeof(int), &a.k},
+                         {sizeof(cl_mem), &a.y},
+                         {sizeof(int), &a.y_off},
+                         {sizeof(int), &a.ldy},
+                         {sizeof(cl_mem), &a.bias},
+                         {sizeof(int), &a.bias_off},
+                         {sizeof(int), &a.flags}};
+        /* a work-group takes one panel and every column: the panel stays in cache */
+        size_t items = ((size_t)a.n + GEMM_PN * GEMM_PT - 1) / (GEMM_PN * GEMM_PT);
+        size_t local[2] = {col_group(items), 1};
+        size_t global[2] = {cl_round_up(items, local[0]), panels};
+        CHECK(cl_launch(b, f16 ? s->panels_f16 : s->panels, "gemm_panels", args,
+                        sizeof args / sizeof args[0], 2, global, local));
+    }
+cleanup:
+    return st;
+}
+
 /* Whether the matmul op's kernel can run `norm`, an RMSNORM (already checked) of its output, at
  * its end: one launch of one column over all rows of a one-part weight, through
  * matvec_q8_il_norm (8-bit x) or matvec_rows_norm (f32 x). */
@@ -525,6 +601,8 @@ static clinfer_status matmul(cl_backend_ctx *b, const clinfer_op *op, const clin
             CHECK(run_matvec_il(b, t, p, &a));
         } else if (n <= MATVEC_MAX_N) {
             CHECK(run_matvec(b, t, p, &a));
+        } else if (b->mm->cpu && !b->mm->use_clblast && n >= GEMM_PANEL_N) {
+            CHECK(run_panels(b, w, p, lo, a));
         } else if (l->type == CLINFER_DT_F32) {
             CHECK(run_gemm(b, p->q.mem, a.r0 * k, a.rows, &a));
         } else {
@@ -588,7 +666,7 @@ clinfer_status cl_weight_view_of(cl_backend_ctx *b, const clinfer_op *op, cl_wei
                           .s = sc->arena ? sc->arena->mem : sc->mem,
                           .s_off = sc->offset,
                           .il = w->il,
-                          .variant = q8      ? (w->il ? CL_MM_IL : CL_MM_Q8)
+                          .variant = q8       ? (w->il ? CL_MM_IL : CL_MM_Q8)
                                      : il_f32 ? CL_MM_IL_F32
                                               : CL_MM_ROWS,
                           .row_bytes = cl_stored_row_bytes(&w->layout, w->il, w->k)};

@@ -11,7 +11,14 @@ enum {
     GPU_WG = 64,      /* items per row in matvec_wg (power of two), at most */
     GEMM_GM = 6,      /* rows x columns per item in gemm_rows */
     GEMM_GN = 2,
-    STAGE_BYTES = 16 << 20,  /* f32 staging of one chunk of a non-f32 weight for GEMM */
+    /* Columns from which cpu-rows GEMMs pack panels: below, packing the whole weight costs more
+     * than panels save (1B F16, quiet, t/s rows / panels: pp16 20 / 14, pp64 even, pp256 38/47) */
+    GEMM_PANEL_N = 64,
+    GEMM_PM = 16,  /* rows per panel of gemm_panels (fixed by cl/gemm.cl) */
+    GEMM_PN = 6,   /* columns per tile: 16 x 6 keeps 12 accumulators in AVX2's 16 registers */
+    GEMM_PT = 8,   /* tiles of columns per work-item of gemm_panels */
+    GEMM_KC = 256, /* elements of k per block of gemm_panels */
+    STAGE_BYTES = 16 << 20,  /* f32 staging (or panels) of one chunk of a weight for GEMM */
     ARENA_BYTES = 256 << 20, /* weight arenas (CPU devices), unless a part needs more */
     IL_COLS = 4,             /* columns per work-item of matvec_q8_il (cl/matvec.cl) */
     IL_F32_COLS = 8,         /* columns per work-item of matvec_il_n (cl/matvec.cl) */
@@ -88,8 +95,10 @@ struct cl_matmul_state {
     size_t gemm_ts;
     type_kernels types[CLINFER_DT_ID_LIMIT]; /* by weight type */
     cl_program gemm_program;
-    cl_kernel gemm, bias_fill;
-    scratch stage;
+    cl_kernel gemm, bias_fill; /* gemm: gemm_tiled (GPU paths) or gemm_rows (cpu-rows) */
+    cl_kernel panels, panels_f16, pack,
+        pack_f16; /* cpu-rows: gemm_panels(_f16), pack_panels(_f16) */
+    scratch stage, packed;
     cl_program quantize_program;
     cl_kernel quantize, rmsnorm_q8, glu_q8;
     act_q8 act;
