@@ -217,12 +217,13 @@ __kernel void gemm_q8(wq_t wq, ws_t ws, int k, int r0, int rows, __global const 
 #endif
 
 #ifdef IL_DOTS
-/* Global size (groups of 16 rows that hold some of [r0, r0 + rows), columns n / IL_COLS
- * rounded up), both rounded up: work-item (g, t) takes columns IL_COLS t onwards. */
+/* Global size (columns n / IL_COLS, groups of 16 rows that hold some of [r0, r0 + rows)), both
+ * rounded up: work-item (t, g) takes columns IL_COLS t onwards. Columns come first so that the
+ * work-groups next to each other share their 16 rows, which stay in cache while x streams. */
 __kernel void matvec_q8_il(wq_t wq, ws_t ws, int k, int r0, int rows, __global const char *xq,
                            __global const float2 *xd, __global float *y, int y_off, int ldy,
                            __global const float *bias, int bias_off, int flags, int n) {
-    int g = r0 / 16 + get_global_id(0), c0 = IL_COLS * get_global_id(1);
+    int g = r0 / 16 + get_global_id(1), c0 = IL_COLS * get_global_id(0);
     if (16 * g >= r0 + rows || c0 >= n) return;
     if (c0 + IL_COLS <= n)
         il_rows(wq, ws, k, r0, rows, g, c0, IL_COLS, xq, xd, y, y_off, ldy, bias, bias_off,

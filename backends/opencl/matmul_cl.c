@@ -332,10 +332,12 @@ static clinfer_status run_matvec_q8(cl_backend_ctx *b, const type_kernels *t, co
         size_t local[2] = {CPU_LOCAL, 1};
         return cl_launch(b, t->matvec_q8, "matvec_q8", args, n_args, 2, global, local);
     }
-    /* a work-item per group of 16 rows that holds some of them and IL_COLS columns */
-    size_t global[2] = {(size_t)((a->r0 + rows - 1) / 16 - a->r0 / 16 + 1),
-                        (size_t)(a->n + IL_COLS - 1) / IL_COLS},
-           local[2] = {1, 1};
+    /* a work-item per IL_COLS columns and group of 16 rows that holds some of them; a
+     * work-group walks columns over the same rows */
+    size_t col_items = ((size_t)a->n + IL_COLS - 1) / IL_COLS;
+    size_t local[2] = {col_group(col_items), 1};
+    size_t global[2] = {cl_round_up(col_items, local[0]),
+                        (size_t)((a->r0 + rows - 1) / 16 - a->r0 / 16 + 1)};
     return cl_launch(b, t->matvec_q8_il, "matvec_q8_il", args, n_args + 1, 2, global, local);
 }
 
