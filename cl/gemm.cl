@@ -20,7 +20,7 @@
  *               (one float8 per row and column) needs a vector load per row and per column. It
  *               walks PT such tiles of columns, KC elements of k at a time, so the panel's block
  *               is read from L1 by every tile; the accumulators wait in private memory between
- *               blocks. Global size (ceil(n / (PN * PT)), ceil(rows / PM)). PoCL's code for the
+ *               blocks. Global size (ceil(rows / PM), ceil(n / (PN * PT))). PoCL's code for the
  *               f16 inner loop (objdump of its kernel cache): 2 vcvtph2ps from memory, 6
  *               vbroadcastss, 12 vfmadd231ps ymm, no spills.
  *   gemm_tiled  TS x TS outputs per work-group, one per item, TS x TS tiles of x and w staged in
@@ -167,7 +167,7 @@ static void store_panel(__global float *y, int r0, int rows, float8 lo, float8 h
     __kernel void name(__global const T *p, int k, int rows, int n, __global const float *x,      \
                        int x_off, int ldx, __global float *y, int y_off, int ldy,                  \
                        __global const float *bias, int bias_off, int flags) {                      \
-        int c0 = get_global_id(0) * (PN * PT), r0 = get_global_id(1) * PM;                         \
+        int c0 = get_global_id(1) * (PN * PT), r0 = get_global_id(0) * PM;                         \
         if (c0 >= n) return;                                                                       \
         int tiles = min(PT, (n - c0 + PN - 1) / PN);                                               \
         __global const T *pw = p + (size_t)r0 * k;                                                 \

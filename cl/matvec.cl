@@ -162,9 +162,9 @@ __kernel void matvec_q8(wq_t wq, ws_t ws, int k, int r0, int rows, __global cons
     float s = q8_row_dot(wq, ws, k, r0 + i, xq + (size_t)c * k, xd + (size_t)c * (k / 32));
     store_y(y + y_off + (size_t)c * ldy, i, s, bias, bias_off, flags);
 }
-/* GEMM over 8-bit x (prefill, more than MV_MAX_N columns): work-item (t, g) computes GQ_M rows
- * from output row GQ_M g and GQ_N columns from GQ_N t, global size (ceil(n / GQ_N),
- * ceil(rows / GQ_M)). The row and column loops are unrolled around one block, so LLVM loads and
+/* GEMM over 8-bit x (prefill, more than MV_MAX_N columns): work-item (g, t) computes GQ_M rows
+ * from output row GQ_M g and GQ_N columns from GQ_N t, global size (ceil(rows / GQ_M),
+ * ceil(n / GQ_N)). The row and column loops are unrolled around one block, so LLVM loads and
  * unpacks each weight block once for the GQ_N columns and each x block once for the GQ_M rows;
  * a work-group walks the column tiles of one row tile, whose weights stay in L1. Edge tiles
  * clamp their loads to the last row/column and skip the stores. */
@@ -177,7 +177,7 @@ __kernel void matvec_q8(wq_t wq, ws_t ws, int k, int r0, int rows, __global cons
 __kernel void gemm_q8(wq_t wq, ws_t ws, int k, int r0, int rows, __global const char *xq,
                       __global const float2 *xd, __global float *y, int y_off, int ldy,
                       __global const float *bias, int bias_off, int flags, int n) {
-    int c0 = get_global_id(0) * GQ_N, i0 = get_global_id(1) * GQ_M;
+    int c0 = get_global_id(1) * GQ_N, i0 = get_global_id(0) * GQ_M;
     if (c0 >= n || i0 >= rows) return;
     int nb = k / Q8_BLK, r[GQ_M];
     __global const char *xc[GQ_N];
@@ -217,13 +217,12 @@ __kernel void gemm_q8(wq_t wq, ws_t ws, int k, int r0, int rows, __global const 
 #endif
 
 #ifdef IL_DOTS
-/* Global size (columns n / IL_COLS, groups of 16 rows that hold some of [r0, r0 + rows)), both
- * rounded up: work-item (t, g) takes columns IL_COLS t onwards. Columns come first so that the
- * work-groups next to each other share their 16 rows, which stay in cache while x streams. */
+/* Global size (groups of 16 rows that hold some of [r0, r0 + rows), columns n / IL_COLS
+ * rounded up): work-item (g, t) takes columns IL_COLS t onwards. */
 __kernel void matvec_q8_il(wq_t wq, ws_t ws, int k, int r0, int rows, __global const char *xq,
                            __global const float2 *xd, __global float *y, int y_off, int ldy,
                            __global const float *bias, int bias_off, int flags, int n) {
-    int g = r0 / 16 + get_global_id(1), c0 = IL_COLS * get_global_id(0);
+    int g = r0 / 16 + get_global_id(0), c0 = IL_COLS * get_global_id(1);
     if (16 * g >= r0 + rows || c0 >= n) return;
     if (c0 + IL_COLS <= n)
         il_rows(wq, ws, k, r0, rows, g, c0, IL_COLS, xq, xd, y, y_off, ldy, bias, bias_off,
