@@ -96,8 +96,8 @@ struct cl_matmul_state {
     type_kernels types[CLINFER_DT_ID_LIMIT]; /* by weight type */
     cl_program gemm_program;
     cl_kernel gemm, bias_fill; /* gemm: gemm_tiled (GPU paths) or gemm_rows (cpu-rows) */
-    cl_kernel panels, panels_f16, pack,
-        pack_f16; /* cpu-rows: gemm_panels(_f16), pack_panels(_f16) */
+    /* cpu-rows: gemm_panels(_f16), pack_panels(_f16) */
+    cl_kernel panels, panels_f16, pack, pack_f16;
     scratch stage, packed;
     cl_program quantize_program;
     cl_kernel quantize, rmsnorm_q8, glu_q8;
