@@ -67,58 +67,88 @@ static clinfer_status prompt_and_greedy(clinfer_model *m, const clinfer_context_
     return st;
 }
 
-/* OpenCL against the reference backend for one architecture and weight type, on the same tokens
- * (OpenCL follows the reference's greedy choices): every step's logits within NMSE 1e-4. With
- * f32 activations (f32_act) OpenCL's own greedy choices must also be the reference's; with 8-bit
- * ones a float difference of an ulp can move a value across a rounding step, so two backends
- * draw different rounding noise and a near tie may go either way (see test_smollm2.c): there
- * the logits are the check. */
-static void test_backends_agree(const char *arch, clinfer_dtype type, bool f32_act) {
+/* The worst NMSE of a's logits against b's over the 1 + N_GEN steps; *step gets its step. */
+static double worst_nmse(const float *a, const float *b, size_t n_vocab, int *step) {
+    double worst = 0;
+    for (int i = 0; i <= N_GEN; i++) {
+        double e = nmse(a + (size_t)i * n_vocab, b + (size_t)i * n_vocab, n_vocab);
+        if (e > worst || e != e) worst = e, *step = i;
+    }
+    return worst;
+}
+
+/* OpenCL against the reference backend for one architecture and weight type, every run on the
+ * tokens the reference chooses greedily with f32 activations.
+ * - f32 activations: every step's logits within NMSE 1e-4, and OpenCL's own greedy choices are
+ *   the reference's.
+ * - 8-bit activations: a float difference of an ulp can move a value across a rounding step, and
+ *   each flip grows layer by layer, so once one happens the two backends carry different draws of
+ *   the rounding noise (see test_smollm2.c). The reference's own f32 run measures that noise's
+ *   size, Q (per 32 values it is about 4e-5 on these models; per 256, for the K-quants, twice
+ *   that). OpenCL's noise must be of the same size (at most 1.5 Q: the worst of 33 steps of one
+ *   draw against another measured up to 1.25 Q), and the backends may differ by no more than two
+ *   independent draws would: the sum of both noises. 1e-8 covers sum orders where nothing is
+ *   rounded (F32, F16 weights: about 1e-11). */
+static void test_backends_agree(const char *arch, clinfer_dtype type) {
     char path[128], tag[64];
-    snprintf(tag, sizeof tag, "%s_%s%s", arch, clinfer_dtype_name(type), f32_act ? "_f32act" : "");
+    snprintf(tag, sizeof tag, "%s_%s", arch, clinfer_dtype_name(type));
     model_path(path, sizeof path, tag);
     tiny_model_spec spec;
     tiny_model_default(&spec, arch, type);
     EXPECT(tiny_model_write(&spec, path) == 0, "writing %s", path);
 
     uint32_t n_vocab = tiny_model_n_vocab();
-    int32_t prompt[N_PROMPT], gen_ref[N_GEN], gen_cl[N_GEN];
-    float *logits_ref = calloc((size_t)(1 + N_GEN) * n_vocab, sizeof(float));
-    float *logits_cl = calloc((size_t)(1 + N_GEN) * n_vocab, sizeof(float));
+    size_t n_logits = (size_t)(1 + N_GEN) * n_vocab;
+    int32_t prompt[N_PROMPT], gen_ref[N_GEN], gen_cl[N_GEN], gen_other[N_GEN];
+    /* Reference and OpenCL, each with f32 then 8-bit activations. */
+    float *ref_f32 = calloc(n_logits, sizeof(float)), *ref_q8 = calloc(n_logits, sizeof(float));
+    float *cl_f32 = calloc(n_logits, sizeof(float)), *cl_q8 = calloc(n_logits, sizeof(float));
     make_prompt(prompt, N_PROMPT);
     clinfer_model *ref = NULL, *cl = NULL;
-    clinfer_context_params cp;
-    clinfer_context_params_default(&cp);
-    cp.activations = f32_act ? CLINFER_ACT_F32 : CLINFER_ACT_Q8;
+    clinfer_context_params f32, q8;
+    clinfer_context_params_default(&f32);
+    f32.activations = CLINFER_ACT_F32;
+    q8 = f32;
+    q8.activations = CLINFER_ACT_Q8;
 
     EXPECT_OK(load(path, CLINFER_BACKEND_REFERENCE, &ref));
-    if (ref) EXPECT_OK(prompt_and_greedy(ref, &cp, prompt, NULL, logits_ref, gen_ref));
-    if (have_opencl && ref) {
-        EXPECT_OK(load(path, CLINFER_BACKEND_OPENCL, &cl));
-        if (cl) {
-            EXPECT_OK(prompt_and_greedy(cl, &cp, prompt, gen_ref, logits_cl, gen_cl));
-            double worst = 0;
-            int worst_step = 0, first_diff = -1;
-            for (int i = 0; i <= N_GEN; i++) {
-                double e = nmse(logits_cl + (size_t)i * n_vocab, logits_ref + (size_t)i * n_vocab,
-                                n_vocab);
-                if (e > worst || e != e) worst = e, worst_step = i;
-            }
-            for (int i = 0; i < N_GEN && first_diff < 0; i++)
-                if (gen_cl[i] != gen_ref[i]) first_diff = i;
-            EXPECT(worst < 1e-4, "%s: OpenCL vs reference logits NMSE %.3g at step %d", tag, worst,
-                   worst_step);
-            EXPECT(!f32_act || first_diff < 0, "%s: greedy tokens differ from token %d (%d vs %d)",
-                   tag, first_diff, first_diff >= 0 ? gen_cl[first_diff] : 0,
-                   first_diff >= 0 ? gen_ref[first_diff] : 0);
-            printf("%s: logits NMSE at most %.3g over %d steps, %d greedy tokens identical\n", tag,
-                   worst, N_GEN + 1, first_diff < 0 ? N_GEN : first_diff);
-        }
+    if (ref) {
+        EXPECT_OK(prompt_and_greedy(ref, &f32, prompt, NULL, ref_f32, gen_ref));
+        EXPECT_OK(prompt_and_greedy(ref, &q8, prompt, gen_ref, ref_q8, gen_other));
+    }
+    if (have_opencl && ref) EXPECT_OK(load(path, CLINFER_BACKEND_OPENCL, &cl));
+    if (cl) {
+        EXPECT_OK(prompt_and_greedy(cl, &f32, prompt, gen_ref, cl_f32, gen_cl));
+        EXPECT_OK(prompt_and_greedy(cl, &q8, prompt, gen_ref, cl_q8, gen_other));
+        int step = 0, first_diff = -1;
+        double e = worst_nmse(cl_f32, ref_f32, n_vocab, &step);
+        EXPECT(e < 1e-4, "%s, f32 activations: OpenCL vs reference logits NMSE %.3g at step %d",
+               tag, e, step);
+        for (int i = 0; i < N_GEN && first_diff < 0; i++)
+            if (gen_cl[i] != gen_ref[i]) first_diff = i;
+        EXPECT(first_diff < 0, "%s: greedy tokens differ from token %d (%d vs %d)", tag, first_diff,
+               first_diff >= 0 ? gen_cl[first_diff] : 0, first_diff >= 0 ? gen_ref[first_diff] : 0);
+
+        double q_ref = worst_nmse(ref_q8, ref_f32, n_vocab, &step);
+        double q_cl = worst_nmse(cl_q8, ref_f32, n_vocab, &step);
+        double across = worst_nmse(cl_q8, ref_q8, n_vocab, &step);
+        EXPECT(q_cl <= 1.5 * q_ref + 1e-8,
+               "%s: 8-bit activations move OpenCL's logits by NMSE %.3g, the reference's by %.3g",
+               tag, q_cl, q_ref);
+        EXPECT(across <= q_ref + q_cl + 1e-8,
+               "%s, 8-bit activations: OpenCL vs reference logits NMSE %.3g at step %d, more than "
+               "their rounding noises together (%.3g + %.3g)",
+               tag, across, step, q_ref, q_cl);
+        printf("%s: f32 activations NMSE at most %.3g, greedy tokens identical; 8-bit: rounding "
+               "%.3g (reference) %.3g (OpenCL), across %.3g\n",
+               tag, e, q_ref, q_cl, across);
     }
     clinfer_model_free(cl);
     clinfer_model_free(ref);
-    free(logits_ref);
-    free(logits_cl);
+    free(ref_f32);
+    free(ref_q8);
+    free(cl_f32);
+    free(cl_q8);
     remove(path);
 }
 
@@ -424,8 +454,7 @@ int main(void) {
         test_batching(archs[a], CLINFER_BACKEND_REFERENCE);
         if (have_opencl) test_batching(archs[a], CLINFER_BACKEND_OPENCL);
         for (size_t t = 0; t < n_types; t++)
-            for (int f32_act = 0; f32_act < 2; f32_act++)
-                test_backends_agree(archs[a], types[t], f32_act);
+            test_backends_agree(archs[a], types[t]);
     }
     int rc = finish("test_model_tiny");
     return rc == 0 && !have_opencl ? 77 : rc;
