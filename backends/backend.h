@@ -56,9 +56,9 @@ typedef struct clinfer_op {
             int m, k, n;
             int row0;        /* the first weight row used: one weight can hold several matrices */
             bool accumulate; /* y += instead of y = (fuses a residual add) */
-            /* x is first rounded to 8 bits per 32-element block (clinfer_quantize_q8_act) and
-             * read as d * q: what lets a backend use integer dot products on quantized
-             * weights. Only for k % 32 == 0. */
+            /* x is first rounded to 8 bits per block of clinfer_dtype_q8_act_block(w's type)
+             * elements (clinfer_quantize_q8_act) and read as d * q: what lets a backend use
+             * integer dot products on quantized weights. Only for k a multiple of the block. */
             bool x_q8;
         } matmul;
         struct {
@@ -71,7 +71,7 @@ typedef struct clinfer_op {
             clinfer_ref x, w, b, y; /* w optional (a scale of 1); b: layernorm only, optional */
             int n, d;
             float eps;
-            bool y_q8; /* hint: the next op is an x_q8 MATMUL over y (see eltwise) */
+            bool y_q8; /* hint: the next op is an x_q8 MATMUL over y, rounding per 32 (eltwise) */
         } norm;
         struct {
             clinfer_ref x;
@@ -126,8 +126,9 @@ typedef struct clinfer_op {
         struct {
             clinfer_ref a, b, y;
             size_t count, b_count; /* b_count: ADD only */
-            /* Hint: the next op is an x_q8 MATMUL with y as its x, so a backend may round y to
-             * 8 bits as it writes it (one pass less); results are the same either way. */
+            /* Hint: the next op is an x_q8 MATMUL with y as its x whose weight rounds per 32
+             * (clinfer_dtype_q8_act_block), so a backend may round y to 8 bits as it writes it
+             * (one pass less); results are the same either way. */
             bool y_q8;
         } eltwise;
     };

@@ -416,19 +416,24 @@ bool clinfer_dtype_takes_q8_act(clinfer_dtype type) {
     return t && t->q8_act;
 }
 
-void clinfer_quantize_q8_act(const float *x, size_t k, int8_t *q, float *d) {
-    for (size_t b = 0; b < k / CLINFER_Q8_ACT_BLOCK; b++) {
-        const float *xb = x + b * CLINFER_Q8_ACT_BLOCK;
-        int8_t *qb = q + b * CLINFER_Q8_ACT_BLOCK;
+size_t clinfer_dtype_q8_act_block(clinfer_dtype type) {
+    const dtype_info *t = dtype_lookup((uint32_t)type);
+    return t && t->q8_act && t->block_elems == QK_K ? CLINFER_Q8_ACT_SUPER : CLINFER_Q8_ACT_BLOCK;
+}
+
+void clinfer_quantize_q8_act(const float *x, size_t k, size_t block, int8_t *q, float *d) {
+    for (size_t b = 0; b < k / block; b++) {
+        const float *xb = x + b * block;
+        int8_t *qb = q + b * block;
         float amax = 0.0f;
         bool finite = true;
-        for (int i = 0; i < CLINFER_Q8_ACT_BLOCK; i++) {
+        for (size_t i = 0; i < block; i++) {
             amax = fmaxf(amax, fabsf(xb[i]));
             finite = finite && isfinite(xb[i]);
         }
         /* A NaN or infinity makes the whole block NaN (d * 0), as it would poison the dot. */
         float db = finite ? amax / 127.0f : NAN, id = finite && db != 0.0f ? 1.0f / db : 0.0f;
-        for (int i = 0; i < CLINFER_Q8_ACT_BLOCK; i++)
+        for (size_t i = 0; i < block; i++)
             qb[i] = finite ? (int8_t)roundf(xb[i] * id) : 0;
         d[b] = db;
     }

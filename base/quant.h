@@ -153,12 +153,18 @@ uint16_t clinfer_f32_to_bf16(float f); /* round to nearest even; nan stays a qui
 void clinfer_dequantize_row(clinfer_dtype type, const void *src, float *dst, size_t n);
 void clinfer_quantize_row(clinfer_dtype type, const float *src, void *dst, size_t n);
 
-/* Activations rounded to 8 bits per block of 32, the form the integer dot products of quantized
- * weights take (as ggml's Q8_0 activations): per block d = max |x| / 127, id = 1 / d (0 when d
- * is 0), q[i] = roundf(x[i] * id) (halves away from zero); x is then read as d * q[i].
- * Every backend rounds this way, so their results stay comparable. k % 32 == 0. */
+/* Activations rounded to 8 bits per block, the form the integer dot products of quantized
+ * weights take: per block d = max |x| / 127, id = 1 / d (0 when d is 0), q[i] = roundf(x[i] * id)
+ * (halves away from zero); x is then read as d * q[i]. A block is 32 elements (as ggml's Q8_0),
+ * or for the K-quant weights 256 (as ggml's Q8_K): one scale per super-block lets their dots sum a
+ * super-block's integer products before one float multiply. Every backend rounds this way, so
+ * their results stay comparable. k % block == 0; d[k / block]. */
 #define CLINFER_Q8_ACT_BLOCK 32
-void clinfer_quantize_q8_act(const float *x, size_t k, int8_t *q, float *d);
+#define CLINFER_Q8_ACT_SUPER 256
+void clinfer_quantize_q8_act(const float *x, size_t k, size_t block, int8_t *q, float *d);
+/* The block a weight type's matmuls round x by: CLINFER_Q8_ACT_SUPER for the K-quants,
+ * CLINFER_Q8_ACT_BLOCK for every other type. */
+size_t clinfer_dtype_q8_act_block(clinfer_dtype type);
 /* Weight types whose matmuls take 8-bit activations, for integer dot products with their integer
  * blocks; F16/F32 rows would only lose precision. */
 bool clinfer_dtype_takes_q8_act(clinfer_dtype type);

@@ -212,16 +212,12 @@ static void rmsnorm_task(__global const int *r, int task, const slot_t *slots) {
                 XD(r) + (size_t)task * (d / 32), XF(r) + (size_t)task * d, WANT_F(r));
 }
 
-/* Blocks task * per_task .. of x rounded, as quantize_q8_act does. */
+/* Rounding blocks task * per_task .. of x rounded, as quantize_q8_act does. */
 static void quantize_task(__global const int *r, int task, const slot_t *slots) {
-    __global const float *x = F32(r, QUANTIZE_X);
-    int blocks = r[QUANTIZE_COUNT] / 32, per_task = r[QUANTIZE_PER_TASK];
-    for (int i = task * per_task; i < min(blocks, (task + 1) * per_task); i++) {
-        float8 v[4];
-        for (int j = 0; j < 4; j++)
-            v[j] = vload8(4 * i + j, x);
-        round_block(v, i, XQ(r), XD(r), XF(r), WANT_F(r));
-    }
+    int span = r[QUANTIZE_SPAN], blocks = r[QUANTIZE_COUNT] / (32 * span);
+    int per_task = r[QUANTIZE_PER_TASK];
+    for (int i = task * per_task; i < min(blocks, (task + 1) * per_task); i++)
+        round_span(F32(r, QUANTIZE_X), (size_t)i * span, span, XQ(r), XD(r), XF(r), WANT_F(r));
 }
 
 static attn_args attention_of(__global const int *r, const slot_t *slots) {

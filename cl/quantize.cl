@@ -1,4 +1,4 @@
-/* Activations rounded to 8 bits per block of 32 (the MATMUL op's x_q8), as round_q8.clh states.
+/* Activations rounded to 8 bits (the MATMUL op's x_q8), as round_q8.clh states.
  * Rows of k % 32 == 0 elements are whole blocks, so blocks are numbered across the whole tensor.
  *
  * quantize_q8_act rounds a tensor x. rmsnorm_q8_act and glu_q8_act are the RMSNORM and SWIGLU
@@ -9,14 +9,11 @@
 #include "glu.clh"
 #include "round_q8.clh"
 
-/* Global size: the blocks of x (x_off onwards). */
+/* Global size: the rounding blocks of x (x_off onwards), each span blocks of 32 with one scale
+ * (round_span: 1, or 8 for a K-quant's x). */
 __kernel void quantize_q8_act(__global const float *x, int x_off, __global char *xq,
-                              __global float2 *xd, __global float *xf, int want_f) {
-    size_t i = get_global_id(0);
-    float8 v[4];
-    for (int j = 0; j < 4; j++)
-        v[j] = vload8(4 * i + j, x + x_off);
-    round_block(v, i, xq, xd, xf, want_f);
+                              __global float2 *xd, __global float *xf, int want_f, int span) {
+    round_span(x + x_off, get_global_id(0) * span, span, xq, xd, xf, want_f);
 }
 
 /* Global size (d / 32, n): item (b, r) writes block b of row r of y = x / sqrt(mean(x^2) + eps)

@@ -284,9 +284,9 @@ typedef struct {
     uint32_t n_batch; /* prefill chunk; 0: 256 */
     bool kv_f32;      /* KV cache in f32 instead of f16 */
     /* Which matmuls over quantized weights (Q8_0, Q4_0, Q4_1, Q4_K, Q6_K) take their input
-     * rounded to 8 bits per block of 32 (as llama.cpp's CPU backend does, for integer dot
-     * products) and which take it in f32: slower, closer to the exact product. F16/F32 weights
-     * always take f32. */
+     * rounded to 8 bits per block of 32, 256 for the K-quants (as llama.cpp's CPU backend
+     * does, for integer dot products) and which take it in f32: slower, closer to the exact
+     * product. F16/F32 weights always take f32. */
     clinfer_activations activations;
     /* Keep the logits of every token of each eval, not only the last one's (perplexity,
      * scoring): clinfer_get_logits_ith. Costs n_batch rows of logits on the device. */

@@ -94,9 +94,11 @@ static bool extends(const clinfer_op *op, const clinfer_op *next) {
 
 void exec_matmul(builder *b, const clinfer_matrix *w, clinfer_ref x, clinfer_ref y,
                  clinfer_ref bias, int n, bool accumulate) {
-    bool x_q8 =
-        !b->f32_now && clinfer_dtype_takes_q8_act(w->type) && w->k % CLINFER_Q8_ACT_BLOCK == 0;
-    if (x_q8 && b->steps && b->count > 0) { /* the op that made x may round it as well */
+    size_t q8_block = clinfer_dtype_q8_act_block(w->type);
+    bool x_q8 = !b->f32_now && clinfer_dtype_takes_q8_act(w->type) && w->k % q8_block == 0;
+    /* the op that made x may round it as well, per 32 (a K-quant's x is rounded per 256 by the
+     * matmul's own launch) */
+    if (x_q8 && q8_block == CLINFER_Q8_ACT_BLOCK && b->steps && b->count > 0) {
         clinfer_op *prev = &b->steps[b->count - 1].op;
         if (prev->kind == CLINFER_OP_RMSNORM && same_ref(prev->norm.y, x)) prev->norm.y_q8 = true;
         if ((prev->kind == CLINFER_OP_SWIGLU || prev->kind == CLINFER_OP_GEGLU) &&

@@ -248,6 +248,11 @@ static void test_shapes(clinfer_dtype type) {
     if (w.buf[REF] && w.buf[CL]) {
         check_matmul(&w, type, 0, 67, k, n, false, true, false, "batch");
         if (q8) check_matmul(&w, type, 0, 67, k, n, true, false, true, "batch");
+        if (q8) { /* 8-bit GEMM tiles cut at both edges: odd row counts (from an odd row on),
+                   * column counts no multiple of any tile */
+            check_matmul(&w, type, 1, 63, k, 37, false, true, true, "tile edges");
+            check_matmul(&w, type, 0, 5, k, 13, true, false, true, "tile edges");
+        }
         check_embed_out_of_range(&w, 67, k);
     }
     pair_free(&w);

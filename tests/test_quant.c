@@ -504,7 +504,7 @@ static void test_q8_act(void) {
     want[5 * B + 1] = 1;
     want[5 * B + 2] = -2;
     memset(q, 0x55, sizeof q);
-    clinfer_quantize_q8_act(x, N_BLOCKS * B, q, d);
+    clinfer_quantize_q8_act(x, N_BLOCKS * B, B, q, d);
     const float want_d[N_BLOCKS] = {1, 1, 0, NAN, NAN, 2};
     for (int b = 0; b < N_BLOCKS; b++) {
         EXPECT(isnan(want_d[b]) ? isnan(d[b]) : d[b] == want_d[b], "q8 act block %d: d %g, want %g",
@@ -513,6 +513,38 @@ static void test_q8_act(void) {
             EXPECT(q[b * B + i] == want[b * B + i], "q8 act block %d [%d] = %g: q %d, want %d", b,
                    i, (double)x[b * B + i], q[b * B + i], want[b * B + i]);
     }
+}
+
+/* The K-quants' x rounds per super-block of 256: one d for all of it, from its largest value
+ * wherever that lies; a NaN anywhere in it makes the whole super-block NaN. */
+static void test_q8_act_super(void) {
+    enum { S = CLINFER_Q8_ACT_SUPER };
+    EXPECT(clinfer_dtype_q8_act_block(CLINFER_DT_Q4_K) == S &&
+               clinfer_dtype_q8_act_block(CLINFER_DT_Q6_K) == S &&
+               clinfer_dtype_q8_act_block(CLINFER_DT_Q4_0) == CLINFER_Q8_ACT_BLOCK &&
+               clinfer_dtype_q8_act_block(CLINFER_DT_F32) == CLINFER_Q8_ACT_BLOCK,
+           "q8 act block: Q4_K %zu, Q6_K %zu, Q4_0 %zu, F32 %zu",
+           clinfer_dtype_q8_act_block(CLINFER_DT_Q4_K), clinfer_dtype_q8_act_block(CLINFER_DT_Q6_K),
+           clinfer_dtype_q8_act_block(CLINFER_DT_Q4_0), clinfer_dtype_q8_act_block(CLINFER_DT_F32));
+    float x[2 * S] = {0}, d[2];
+    int8_t q[2 * S];
+    x[200] = -254; /* super-block 0: d = 2 from its 7th block; 3 in its first block rounds to 2 */
+    x[0] = 3;
+    x[1] = 1;
+    x[255] = 127;
+    x[S + 40] = 5; /* super-block 1: a NaN in its last block zeroes all of it */
+    x[S + 250] = NAN;
+    memset(q, 0x55, sizeof q);
+    clinfer_quantize_q8_act(x, 2 * S, S, q, d);
+    EXPECT(d[0] == 2 && isnan(d[1]), "q8 act super-blocks: d %g %g, want 2 NaN", (double)d[0],
+           (double)d[1]);
+    EXPECT(q[0] == 2 && q[1] == 1 && q[200] == -127 && q[255] == 64 && q[2] == 0,
+           "q8 act super-block 0: q %d %d %d %d %d, want 2 1 -127 64 0", q[0], q[1], q[200], q[255],
+           q[2]);
+    int nonzero = 0;
+    for (int i = S; i < 2 * S; i++)
+        nonzero += q[i] != 0;
+    EXPECT(nonzero == 0, "q8 act super-block 1 (a NaN): %d values are not 0", nonzero);
 }
 
 int main(void) {
@@ -534,5 +566,6 @@ int main(void) {
     test_round_trips();
     test_k_fits();
     test_q8_act();
+    test_q8_act_super();
     return finish("test_quant");
 }

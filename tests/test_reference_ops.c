@@ -86,7 +86,8 @@ static size_t N_TYPES; /* weight_types(all_types), filled by main */
 
 /* ---- matmul and embed -------------------------------------------------------------------- */
 
-/* x_q8: the expectation reads x rounded by hand, a whole row per clinfer_quantize_q8_act call. */
+/* x_q8: the expectation reads x rounded by hand (per the type's block), a whole row per
+ * clinfer_quantize_q8_act call. */
 static void check_matmul(clinfer_dtype type, int m, int k, int n, bool bias, bool accumulate,
                          bool x_q8) {
     float *w;
@@ -95,12 +96,13 @@ static void check_matmul(clinfer_dtype type, int m, int k, int n, bool bias, boo
     float *xr = malloc((size_t)n * k * sizeof *xr); /* x as the matmul reads it */
     memcpy(xr, x, (size_t)n * k * sizeof *xr);
     if (x_q8) {
+        size_t block = clinfer_dtype_q8_act_block(type);
         int8_t *q = malloc((size_t)k);
-        float *d = malloc((size_t)k / CLINFER_Q8_ACT_BLOCK * sizeof *d);
+        float *d = malloc((size_t)k / block * sizeof *d);
         for (size_t r = 0; r < (size_t)n; r++) {
-            clinfer_quantize_q8_act(x + r * k, (size_t)k, q, d);
+            clinfer_quantize_q8_act(x + r * k, (size_t)k, block, q, d);
             for (size_t j = 0; j < (size_t)k; j++)
-                xr[r * k + j] = d[j / CLINFER_Q8_ACT_BLOCK] * q[j];
+                xr[r * k + j] = d[j / block] * q[j];
         }
         free(q);
         free(d);

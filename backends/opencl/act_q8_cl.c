@@ -47,17 +47,19 @@ static clinfer_status act_args(cl_backend_ctx *b, size_t count, int *want_f, cl_
 clinfer_status cl_quantize_x(cl_backend_ctx *b, const clinfer_op *op, int want_f) {
     act_q8 *act = &b->mm->act;
     size_t count = (size_t)op->matmul.n * (size_t)op->matmul.k;
+    size_t block = clinfer_dtype_q8_act_block(op->matmul.w->weight->layout.type);
     cl_mem x = op->matmul.x.buf->mem;
-    int x_off = (int)op->matmul.x.offset;
+    int x_off = (int)op->matmul.x.offset, span = (int)(block / CLINFER_Q8_ACT_BLOCK);
     if (act->x == x && act->x_off == op->matmul.x.offset && act->count == count &&
-        (act->has_f || !want_f))
+        act->span == span && (act->has_f || !want_f))
         return CLINFER_OK;
     clinfer_status st = CLINFER_OK;
-    cl_arg args[6] = {{sizeof(cl_mem), &x}, {sizeof(int), &x_off}};
+    cl_arg args[7] = {{sizeof(cl_mem), &x}, {sizeof(int), &x_off}};
     CHECK(act_args(b, count, &want_f, args + 2));
-    size_t global[2] = {count / CLINFER_Q8_ACT_BLOCK, 1};
-    CHECK(cl_launch(b, b->mm->quantize, "quantize_q8_act", args, 6, 2, global, NULL));
-    *act = (act_q8){act->q, act->d, act->f, x, op->matmul.x.offset, count, want_f};
+    args[6] = (cl_arg){sizeof(int), &span};
+    size_t global[2] = {count / block, 1};
+    CHECK(cl_launch(b, b->mm->quantize, "quantize_q8_act", args, 7, 2, global, NULL));
+    *act = (act_q8){act->q, act->d, act->f, x, op->matmul.x.offset, count, want_f, span};
 cleanup:
     return st;
 }
@@ -115,7 +117,7 @@ clinfer_status cl_rounding_op(cl_backend_ctx *b, const clinfer_op *op) {
     CHECK(act_args(b, count, &want_f, args + n_args));
     CHECK(cl_launch(b, norm ? s->rmsnorm_q8 : s->glu_q8, norm ? "rmsnorm_q8_act" : "glu_q8_act",
                     args, (cl_uint)n_args + 4, 2, global, NULL));
-    s->act = (act_q8){s->act.q, s->act.d, s->act.f, y.buf->mem, y.offset, count, want_f};
+    s->act = (act_q8){s->act.q, s->act.d, s->act.f, y.buf->mem, y.offset, count, want_f, 1};
 cleanup:
     return st;
 }
@@ -135,7 +137,7 @@ clinfer_status cl_act_q8_buffers(cl_backend_ctx *b, size_t count, cl_mem mem[3],
     return st;
 }
 
-void cl_act_q8_made(cl_backend_ctx *b, clinfer_ref y, size_t count, int want_f) {
+void cl_act_q8_made(cl_backend_ctx *b, clinfer_ref y, size_t count, int want_f, int span) {
     act_q8 *act = &b->mm->act;
-    *act = (act_q8){act->q, act->d, act->f, y.buf->mem, y.offset, count, want_f};
+    *act = (act_q8){act->q, act->d, act->f, y.buf->mem, y.offset, count, want_f, span};
 }

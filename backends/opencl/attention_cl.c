@@ -178,7 +178,7 @@ clinfer_status cl_op_attention(cl_backend_ctx *b, const clinfer_op *op) {
     size_t n_tail = sizeof tail / sizeof *tail;
     CHECK(attention_launch(b, f16 ? K_ATTN_F16 : K_ATTN_F32, args, sizeof args / sizeof *args, tail,
                            rows ? n_tail : 0, tail + n_tail - 5, op));
-    if (round_q8) cl_act_q8_made(b, op->attention.out, q_total, want_f);
+    if (round_q8) cl_act_q8_made(b, op->attention.out, q_total, want_f, 1);
 cleanup:
     return st;
 }

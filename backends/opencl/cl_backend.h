@@ -167,10 +167,10 @@ clinfer_status cl_rounding_op(cl_backend_ctx *b, const clinfer_op *op);
 /* For a kernel elsewhere that rounds its output y for the next x_q8 matmul (attention with
  * out_q8): cl_act_q8_buffers makes room for count rounded values and gives the xq, xd and xf
  * buffers and want_f of round_q8.clh's round_block; once the launch is enqueued,
- * cl_act_q8_made records y as rounded, so that matmul does not round it again. */
+ * cl_act_q8_made records y as rounded (span: act_q8's), so that matmul does not round it again. */
 clinfer_status cl_act_q8_buffers(cl_backend_ctx *b, size_t count, cl_mem mem[3], int *want_f);
 int cl_act_q8_want_f(const cl_backend_ctx *b); /* the want_f cl_act_q8_buffers gives */
-void cl_act_q8_made(cl_backend_ctx *b, clinfer_ref y, size_t count, int want_f);
+void cl_act_q8_made(cl_backend_ctx *b, clinfer_ref y, size_t count, int want_f, int span);
 clinfer_status cl_embed(cl_backend_ctx *b, const clinfer_op *op);
 /* What graph_cl.c needs to know of a MATMUL or EMBED op's weight, after checking the op as the
  * per-op path does: its type and first part's arrays (their arena, where it has one; s is q for

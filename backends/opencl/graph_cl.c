@@ -77,6 +77,7 @@ typedef struct {
     struct {
         clinfer_ref ref; /* buf NULL: nothing rounded */
         size_t count;
+        int span; /* blocks of 32 with one scale (act_q8) */
     } rounded;
     /* The last record, where it could round its output y (count values) as it writes it: its
      * want_q field (NULL: it cannot), set when a matmul over y follows. */
@@ -178,9 +179,10 @@ static void written(encoder *e, clinfer_buffer *y) {
     if (e->rounded.ref.buf == y) e->rounded.ref.buf = NULL;
 }
 
-static void rounded_from(encoder *e, clinfer_ref x, size_t count) {
+static void rounded_from(encoder *e, clinfer_ref x, size_t count, int span) {
     e->rounded.ref = x;
     e->rounded.count = count;
+    e->rounded.span = span;
     if (count > e->q8_count) e->q8_count = count;
 }
 
@@ -201,20 +203,23 @@ static bool encode_matmul(encoder *e, const clinfer_op *op) {
     cl_mem mems[5] = {w.q, w.s, x.buf->mem, y.buf->mem, bias.buf ? bias.buf->mem : y.buf->mem};
     if (!take_slots(e, mems, 5)) return false;
     size_t count = (size_t)k;
+    int span = (int)(clinfer_dtype_q8_act_block(w.type) / CLINFER_Q8_ACT_BLOCK);
     bool fresh = e->rounded.ref.buf == x.buf && e->rounded.ref.offset == x.offset &&
-                 e->rounded.count == count;
-    bool by_last = e->roundable.want_q && e->roundable.y.buf == x.buf &&
+                 e->rounded.count == count && e->rounded.span == span;
+    /* producers round per 32 (span 1) */
+    bool by_last = span == 1 && e->roundable.want_q && e->roundable.y.buf == x.buf &&
                    e->roundable.y.offset == x.offset && e->roundable.count == count;
     if (x_q8 && !fresh && by_last) { /* the op that wrote x rounds it too: one record less */
         *e->roundable.want_q = 1;
-        rounded_from(e, x, count);
+        rounded_from(e, x, count, 1);
     } else if (x_q8 && !fresh) { /* as quantize_x: round x first */
-        size_t per_task, tasks = split(e, count / 32, 32 * 5, &per_task);
+        size_t per_task, tasks = split(e, count / (32 * span), 32 * 5 * span, &per_task);
         int32_t *r = record(e, G_QUANTIZE, tasks);
         put_ref(e, r, QUANTIZE_X, x);
         r[QUANTIZE_COUNT] = (int32_t)count;
         r[QUANTIZE_PER_TASK] = (int32_t)per_task;
-        rounded_from(e, x, count);
+        r[QUANTIZE_SPAN] = span;
+        rounded_from(e, x, count, span);
     }
     /* the units a task takes: rows, groups of 16 (CL_MM_IL) or their halves (CL_MM_IL_F32) */
     int variant = w.variant, r0 = op->matmul.row0,
@@ -276,7 +281,7 @@ static bool encode_rmsnorm(encoder *e, const clinfer_op *op) {
     r[RMSNORM_EPS] = float_bits(op->norm.eps);
     r[RMSNORM_WANT_Q] = want_q;
     written(e, y.buf);
-    if (want_q) rounded_from(e, y, (size_t)op->norm.n * (size_t)op->norm.d);
+    if (want_q) rounded_from(e, y, (size_t)op->norm.n * (size_t)op->norm.d, 1);
     return true;
 }
 
@@ -305,7 +310,7 @@ static bool encode_eltwise(encoder *e, const clinfer_op *op) {
     r[ELT_FN] = fns[op->kind];
     r[ELT_B_COUNT] = (int32_t)b_count;
     written(e, y.buf);
-    if (want_q) rounded_from(e, y, count);
+    if (want_q) rounded_from(e, y, count, 1);
     /* every 8 values in the vector form: the task can round y for a matmul after it */
     else if (count % 32 == 0 && b_count % 8 == 0)
         may_round(e, r + ELT_WANT_Q, y, count);
@@ -405,7 +410,7 @@ static bool encode_attention(encoder *e, const clinfer_op *op) {
         put_attention(e, r, op, chunk, n_chunks, round_q8);
     }
     written(e, out.buf);
-    if (round_q8) rounded_from(e, out, q_total);
+    if (round_q8) rounded_from(e, out, q_total, 1);
     return true;
 }
 
@@ -524,7 +529,7 @@ clinfer_status cl_graph_run(cl_backend_ctx *b, const clinfer_op *ops, size_t n, 
     if (!kernel) return CLINFER_OK;
     CHECK(enqueue_run(b, kernel, &e));
     if (e.rounded.ref.buf) /* the matmul after the run finds its x rounded */
-        cl_act_q8_made(b, e.rounded.ref, e.rounded.count, want_f);
+        cl_act_q8_made(b, e.rounded.ref, e.rounded.count, want_f, e.rounded.span);
     else
         cl_matmul_forget(b);
     *taken = end;

@@ -420,8 +420,9 @@ static clinfer_status run_matvec_q8_norm(cl_backend_ctx *b, const type_kernels *
     CHECK(cl_launch(b, t->matvec_q8_il_norm, "matvec_q8_il_norm", args, 23, 2, global, local));
     if (want_q) { /* the rounded output becomes act, the input's buffers the spare */
         act_q8 input = s->act;
-        s->act = (act_q8){s->spare.q, s->spare.d, s->spare.f, o.y, o.y_off, (size_t)rows, want_f};
-        s->spare = (act_q8){input.q, input.d, input.f, NULL, 0, 0, 0};
+        s->act =
+            (act_q8){s->spare.q, s->spare.d, s->spare.f, o.y, o.y_off, (size_t)rows, want_f, 1};
+        s->spare = (act_q8){input.q, input.d, input.f, NULL, 0, 0, 0, 0};
     }
 cleanup:
     return st;

@@ -57,6 +57,7 @@ typedef struct {
     cl_mem x; /* what they were made from; NULL: nothing valid */
     size_t x_off, count;
     int has_f;
+    int span; /* blocks of 32 sharing one scale: 1, or 8 for a K-quant's x (round_q8.clh) */
 } act_q8;
 
 /* On CPU devices weights live in arenas: a few large buffers, each weight array a sub-buffer of

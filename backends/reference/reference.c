@@ -131,7 +131,8 @@ static clinfer_status op_matmul(ref_ctx *c, const clinfer_op *o) {
     clinfer_status st = scratch_reserve(c, (size_t)o->matmul.k + (o->matmul.x_q8 ? nx : 0));
     if (st != CLINFER_OK) return st;
     if (o->matmul.x_q8) {
-        ref_round_q8(x, c->scratch + o->matmul.k, nx);
+        ref_round_q8(x, c->scratch + o->matmul.k, nx,
+                     clinfer_dtype_q8_act_block(o->matmul.w->type));
         x = c->scratch + o->matmul.k;
     }
     ref_matmul(o->matmul.w, o->matmul.row0, o->matmul.m, x, f32(o->matmul.y), f32(o->matmul.bias),

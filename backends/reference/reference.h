@@ -22,9 +22,9 @@ struct clinfer_buffer {
 /* sum of a[i] * b[i], f32 with several accumulators */
 float ref_dot(const float *a, const float *b, size_t n);
 
-/* xq = x rounded to 8 bits per 32-element block and read back as d * q (a matmul's x_q8);
- * count % 32 == 0, so rows of k % 32 == 0 elements round independently */
-void ref_round_q8(const float *x, float *xq, size_t count);
+/* xq = x rounded to 8 bits per block of `block` elements and read back as d * q (a matmul's x_q8);
+ * count % block == 0, so rows of k % block == 0 elements round independently */
+void ref_round_q8(const float *x, float *xq, size_t count, size_t block);
 /* y[n][m] (+)= x[n][k] . W[row0 .. row0 + m)[k]^T + bias[m]; row: scratch for k floats */
 void ref_matmul(const clinfer_buffer *w, int row0, int m, const float *x, float *y,
                 const float *bias, int n, bool accumulate, float *row);

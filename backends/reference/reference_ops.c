@@ -28,13 +28,13 @@ static const float *weight_row(const clinfer_buffer *w, int r, float *row) {
     return row;
 }
 
-void ref_round_q8(const float *x, float *xq, size_t count) {
+void ref_round_q8(const float *x, float *xq, size_t count, size_t block) {
     /* block by block, so the 8-bit values need no buffer of their own */
-    int8_t q[CLINFER_Q8_ACT_BLOCK];
+    int8_t q[CLINFER_Q8_ACT_SUPER];
     float d;
-    for (size_t b = 0; b < count; b += CLINFER_Q8_ACT_BLOCK) {
-        clinfer_quantize_q8_act(x + b, CLINFER_Q8_ACT_BLOCK, q, &d);
-        for (int i = 0; i < CLINFER_Q8_ACT_BLOCK; i++)
+    for (size_t b = 0; b < count; b += block) {
+        clinfer_quantize_q8_act(x + b, block, block, q, &d);
+        for (size_t i = 0; i < block; i++)
             xq[b + i] = d * (float)q[i];
     }
 }
