@@ -57,16 +57,16 @@ __kernel void matvec_rows_norm(wq_t wq, ws_t ws, int il, int k, int rows, __glob
         store_y(y + y_off, i, row_dot(wq, ws, il, i, k, x + x_off), bias, bias_off, flags);
     if (atomic_inc(done) != (int)get_global_size(0) - 1) return;
     *done = 0;
-    rmsnorm_row(y + y_off, rows, nw + nw_off, has_nw, ny + ny_off, eps, 0,
-                (__global char *)ny, (__global float2 *)ny, ny, 0);
+    rmsnorm_row(y + y_off, rows, nw + nw_off, has_nw, ny + ny_off, eps, 0, (__global char *)ny,
+                (__global float2 *)ny, ny, 0);
 }
 
 /* 2 .. MV_MAX_N columns: each weight block is decoded once for all of them; the per-column
  * accumulators live in a private array (L1 on CPUs) instead of re-reading W per column. */
 __kernel void matvec_rows_n(wq_t wq, ws_t ws, int il, int k, int r0, int rows,
                             __global const float *x, int x_off, int ldx, __global float *y,
-                            int y_off, int ldy, __global const float *bias, int bias_off,
-                            int flags, int n) {
+                            int y_off, int ldy, __global const float *bias, int bias_off, int flags,
+                            int n) {
     int i = get_global_id(0), r = r0 + i;
     if (i >= rows) return;
     float16 acc[MV_MAX_N];
@@ -121,8 +121,8 @@ __kernel void matvec_il_n(wq_t wq, ws_t ws, int k, int r0, int rows, __global co
     if (8 * u >= r0 + rows || c0 >= n) return;
     for (int c = c0, end = min(c0 + ILF_COLS, n); c < end;) {
         float8 out[ILF_COLS];
-        int nc = il_f32_pass(wq, ws, k, u / 2, u % 2, x + x_off + (size_t)c * ldx, ldx, end - c,
-                             out);
+        int nc =
+            il_f32_pass(wq, ws, k, u / 2, u % 2, x + x_off + (size_t)c * ldx, ldx, end - c, out);
         for (int j = 0; j < nc; j++, c++)
             il_f32_store(out[j], u, r0, rows, y + y_off + (size_t)c * ldy, bias, bias_off, flags);
     }
@@ -191,6 +191,11 @@ __kernel void gemm_q8(wq_t wq, ws_t ws, int k, int r0, int rows, __global const 
         xc[j] = xq + c * k;
         dc[j] = xd + c * (k / 32);
     }
+#ifdef SB_TILE /* lane GQ_N i + j: row i, column j */
+    float8 tile = 0.0f;
+    for (int b = 0; b < nb; b++)
+        sb_tile_q8(wq, ws, r, nb, b, xc, dc, &tile);
+#else
     float8 acc[GQ_M][GQ_N];
     float off[GQ_M][GQ_N];
 #pragma unroll
@@ -204,12 +209,17 @@ __kernel void gemm_q8(wq_t wq, ws_t ws, int k, int r0, int rows, __global const 
 #pragma unroll
             for (int j = 0; j < GQ_N; j++)
                 blk_dot_q8(wq, ws, r[i], nb, b, xc[j], dc[j], &acc[i][j], &off[i][j]);
+#endif
 #pragma unroll
     for (int i = 0; i < GQ_M; i++)
 #pragma unroll
         for (int j = 0; j < GQ_N; j++) {
+#ifdef SB_TILE
+            float s = tile[GQ_N * i + j];
+#else
             float4 h = acc[i][j].lo + acc[i][j].hi;
             float s = (h.x + h.y) + (h.z + h.w) + off[i][j];
+#endif
             if (i0 + i < rows && c0 + j < n)
                 store_y(y + y_off + (size_t)(c0 + j) * ldy, i0 + i, s, bias, bias_off, flags);
         }
@@ -225,8 +235,7 @@ __kernel void matvec_q8_il(wq_t wq, ws_t ws, int k, int r0, int rows, __global c
     int g = r0 / 16 + get_global_id(0), c0 = IL_COLS * get_global_id(1);
     if (16 * g >= r0 + rows || c0 >= n) return;
     if (c0 + IL_COLS <= n)
-        il_rows(wq, ws, k, r0, rows, g, c0, IL_COLS, xq, xd, y, y_off, ldy, bias, bias_off,
-                flags);
+        il_rows(wq, ws, k, r0, rows, g, c0, IL_COLS, xq, xd, y, y_off, ldy, bias, bias_off, flags);
     else
         for (int c = c0; c < n; c++)
             il_rows(wq, ws, k, r0, rows, g, c, 1, xq, xd, y, y_off, ldy, bias, bias_off, flags);
@@ -242,16 +251,15 @@ __kernel void matvec_q8_il_norm(wq_t wq, ws_t ws, int k, int rows, __global cons
                                 __global const float2 *xd, __global float *y, int y_off,
                                 __global const float *bias, int bias_off, int flags,
                                 __global int *done, __global const float *nw, ulong nw_off,
-                                int has_nw, __global float *ny, ulong ny_off, float eps,
-                                int want_q, __global char *aq, __global float2 *ad,
-                                __global float *af, int want_f) {
+                                int has_nw, __global float *ny, ulong ny_off, float eps, int want_q,
+                                __global char *aq, __global float2 *ad, __global float *af,
+                                int want_f) {
     int g = get_global_id(0);
     if (16 * g < rows)
         il_rows(wq, ws, k, 0, rows, g, 0, 1, xq, xd, y, y_off, rows, bias, bias_off, flags);
     if (atomic_inc(done) != (int)get_global_size(0) - 1) return;
     *done = 0;
-    rmsnorm_row(y + y_off, rows, nw + nw_off, has_nw, ny + ny_off, eps, want_q, aq, ad, af,
-                want_f);
+    rmsnorm_row(y + y_off, rows, nw + nw_off, has_nw, ny + ny_off, eps, want_q, aq, ad, af, want_f);
 }
 #endif
 
