@@ -44,10 +44,10 @@ clinfer_status cl_build_type(cl_backend_ctx *b, clinfer_dtype type) {
     if (t->program) return CLINFER_OK;
     char options[192], defines[64]; /* the fused norm of matvec_q8_il rounds as quantize.cl does */
     snprintf(options, sizeof options,
-             "%s -DMV_WG=%zu -DMV_MAX_N=%d -DGQ_M=%d -DGQ_N=%d -DILF_COLS=%d "
+             "%s -DMV_WG=%zu -DMV_MAX_N=%d -DGQ_M=%d -DGQ_N=%d -DIL_COLS=%d -DILF_COLS=%d "
              "-cl-fp32-correctly-rounded-divide-sqrt",
              cl_type_defines(type, defines, sizeof defines), b->mm->mv_wg, MATVEC_MAX_N, GEMM_Q8_M,
-             GEMM_Q8_N, IL_F32_COLS);
+             GEMM_Q8_N, IL_COLS, IL_F32_COLS);
     clinfer_status st = cl_build(b, "matvec.cl", options, &t->program);
     cl_int err = CL_SUCCESS;
     if (st == CLINFER_OK)
