@@ -67,7 +67,7 @@ typedef struct cl_backend_ctx {
     cl_context context;
     cl_command_queue queue;
     clinfer_device_info info; /* info.kernel_path: the variant in use */
-    char description[256];
+    char description[384];    /* "OpenCL: name (platform, path, threads)": two 128-byte names fit */
     clinfer_backend_options options; /* resolved; options.cache_dir points to cache_dir */
     char cache_dir[1024];
     struct cl_matmul_state *mm;
