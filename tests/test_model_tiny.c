@@ -139,9 +139,9 @@ static void test_backends_agree(const char *arch, clinfer_dtype type) {
                "%s, 8-bit activations: OpenCL vs reference logits NMSE %.3g at step %d, more than "
                "their rounding noises together (%.3g + %.3g)",
                tag, across, step, q_ref, q_cl);
-        printf("%s: f32 activations NMSE at most %.3g, greedy tokens identical; 8-bit: rounding "
-               "%.3g (reference) %.3g (OpenCL), across %.3g\n",
-               tag, e, q_ref, q_cl, across);
+        printf("%s: f32 activations NMSE at most %.3g, %d greedy tokens identical; 8-bit: "
+               "rounding %.3g (reference) %.3g (OpenCL), across %.3g\n",
+               tag, e, first_diff < 0 ? N_GEN : first_diff, q_ref, q_cl, across);
     }
     clinfer_model_free(cl);
     clinfer_model_free(ref);
