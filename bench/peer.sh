@@ -26,10 +26,18 @@ ppl_clinfer() {
 # -j2 on a quiet machine, -j1 on a busy one (the box is shared).
 jobs_for_load() { awk '{ print ($1 < 1.0) ? 2 : 1 }' /proc/loadavg; }
 
+# -march=native, less AMX: on the Xeon VMs here (Sapphire Rapids class, amx_int8 in cpuinfo and
+# granted by arch_prctl) the pinned version's AMX matrix kernels die of SIGILL at their first
+# tileloadd (Q8_0 prefill, any thread count), so the peer is its AVX-512 VNNI CPU backend there.
+peer_flags=
+grep -qw amx_tile /proc/cpuinfo 2>/dev/null && peer_flags="-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
+
 # Builds whichever of peer_targets is missing, once, from the llama-cpp-python source
-# distribution on PyPI (tools/fetch_llamacpp_sdist.sh: pinned, SHA-256 checked). Needs $root.
+# distribution on PyPI (tools/fetch_llamacpp_sdist.sh: pinned, SHA-256 checked), and all of them
+# again where the build was made with other flags ($peer_cache/build/flags). Needs $root.
 peer_build() {
-    local t missing=() sdist src jobs
+    local t missing=() sdist src jobs stamp="$peer_cache/build/flags"
+    [ "$(cat "$stamp" 2>/dev/null)" = "$peer_flags" ] || rm -rf "$peer_cache/build"
     for t in "${peer_targets[@]}"; do [ -x "$peer_bin/$t" ] || missing+=("$t"); done
     [ ${#missing[@]} -gt 0 ] || return 0
     sdist=$(bash "$root/tools/fetch_llamacpp_sdist.sh") || return 1
@@ -38,10 +46,11 @@ peer_build() {
     jobs=$(jobs_for_load)
     echo "peer: building ${missing[*]} (CPU backend, -j$jobs; about 15 minutes)" >&2
     cmake -S "$src" -B "$peer_cache/build" -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON \
+        -DCMAKE_C_FLAGS="$peer_flags" -DCMAKE_CXX_FLAGS="$peer_flags" \
         -DLLAMA_CURL=OFF -DBUILD_SHARED_LIBS=OFF -DLLAMA_BUILD_TESTS=OFF \
         -DLLAMA_BUILD_SERVER=ON >"$peer_cache/cmake.log" &&
         cmake --build "$peer_cache/build" -j"$jobs" --target "${missing[@]}" \
-            >"$peer_cache/build.log"
+            >"$peer_cache/build.log" && echo "$peer_flags" >"$stamp"
 }
 
 # Sets $clinfer: $CLINFER_BIN, else a Release build of this checkout in $root/build-compare.
