@@ -20,7 +20,7 @@ enum {
     GEMM_KC = 256, /* elements of k per block of gemm_panels */
     STAGE_BYTES = 16 << 20,  /* f32 staging (or panels) of one chunk of a weight for GEMM */
     ARENA_BYTES = 256 << 20, /* weight arenas (CPU devices), unless a part needs more */
-    IL_COLS = 4,             /* columns per work-item of matvec_q8_il (cl/matvec.cl) */
+    IL_COLS = 8,             /* columns per work-item of matvec_q8_il (cl/matvec.cl) */
     IL_F32_COLS = 8,         /* columns per work-item of matvec_il_n (cl/matvec.cl) */
     IL_F32_MAX_N = 16,       /* matvec_il_n for 1 .. this many columns of f32 x over il weights */
     GEMM_Q8_M = 2,           /* rows x columns per work-item of gemm_q8 (cl/matvec.cl) */
