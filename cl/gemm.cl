@@ -22,7 +22,9 @@
  *               is read from L1 by every tile; the accumulators wait in private memory between
  *               blocks. Global size (ceil(rows / PM), ceil(n / (PN * PT))). PoCL's code for the
  *               f16 inner loop (objdump of its kernel cache): 2 vcvtph2ps from memory, 6
- *               vbroadcastss, 12 vfmadd231ps ymm, no spills.
+ *               vbroadcastss, 12 vfmadd231ps ymm, no spills; with AVX-512 (PN float16
+ *               accumulators, PV below) 2 vcvtph2ps, one vinsertf64x4 and 6 vfmadd231ps zmm
+ *               with the x value broadcast from memory.
  *   gemm_tiled  TS x TS outputs per work-group, one per item, TS x TS tiles of x and w staged in
  *               local memory (gpu-local-reduce, gpu-subgroup), over f32 rows (dequant_rows
  *               stages the other types).
@@ -161,48 +163,63 @@ static void store_panel(__global float *y, int r0, int rows, float8 lo, float8 h
         store_out(y, r0 + i, v[i], bias, bias_off, flags);
 }
 
+/* gemm_panels' accumulators: PH vectors PV per PM rows and column. AVX-512 holds the 16 rows in
+ * one float16 and runs its FMA as one instruction, at twice the rate of two float8 ones (measured
+ * on a Sapphire Rapids class Xeon: 175 against 82 GFLOP/s on one core); AVX2 keeps two float8
+ * halves, 12 of its 16 registers at 16 x 6. PV_LO / PV_HI: rows 0..7 and 8..15 of column j. */
+#ifdef __AVX512F__
+#define PV float16
+#define PH 1
+#define PV_PART(v, h) (v)
+#define PV_LO(a, j) (a)[0][j].lo
+#define PV_HI(a, j) (a)[0][j].hi
+#else
+#define PV float8
+#define PH 2
+#define PV_PART(v, h) ((h) ? (v).hi : (v).lo)
+#define PV_LO(a, j) (a)[0][j]
+#define PV_HI(a, j) (a)[1][j]
+#endif
+
 #define LOAD16_F32(p) vload16(0, p)
 #define LOAD16_F16(p) vload_half16(0, (__global const half *)(p))
 #define GEMM_PANELS(name, T, LOAD16)                                                               \
-    __kernel void name(__global const T *p, int k, int rows, int n, __global const float *x,      \
+    __kernel void name(__global const T *p, int k, int rows, int n, __global const float *x,       \
                        int x_off, int ldx, __global float *y, int y_off, int ldy,                  \
                        __global const float *bias, int bias_off, int flags) {                      \
         int c0 = get_global_id(1) * (PN * PT), r0 = get_global_id(0) * PM;                         \
         if (c0 >= n) return;                                                                       \
         int tiles = min(PT, (n - c0 + PN - 1) / PN);                                               \
         __global const T *pw = p + (size_t)r0 * k;                                                 \
-        float8 part[PT][2][PN];                                                                    \
+        PV part[PT][PH][PN];                                                                       \
         for (int kb = 0; kb < k; kb += KC) {                                                       \
             int ke = min(k, kb + KC);                                                              \
             for (int t = 0; t < tiles; t++) {                                                      \
                 __global const float *xc[PN];                                                      \
-                float8 acc[2][PN];                                                                 \
+                PV acc[PH][PN];                                                                    \
                 _Pragma("unroll") for (int j = 0; j < PN; j++) {                                   \
                     xc[j] = x + x_off + (size_t)min(c0 + t * PN + j, n - 1) * ldx;                 \
-                    acc[0][j] = acc[1][j] = 0.0f;                                                  \
-                    if (kb) {                                                                      \
-                        acc[0][j] = part[t][0][j];                                                 \
-                        acc[1][j] = part[t][1][j];                                                 \
+                    _Pragma("unroll") for (int h = 0; h < PH; h++) {                               \
+                        acc[h][j] = 0.0f;                                                          \
+                        if (kb) acc[h][j] = part[t][h][j];                                         \
                     }                                                                              \
                 }                                                                                  \
                 for (int e = kb; e < ke; e++) {                                                    \
                     float16 wv = LOAD16(pw + (size_t)e * PM);                                      \
                     _Pragma("unroll") for (int j = 0; j < PN; j++) {                               \
-                        float8 xv = xc[j][e];                                                      \
-                        acc[0][j] = fma(wv.lo, xv, acc[0][j]);                                     \
-                        acc[1][j] = fma(wv.hi, xv, acc[1][j]);                                     \
+                        PV xv = xc[j][e];                                                          \
+                        _Pragma("unroll") for (int h = 0; h < PH; h++) acc[h][j] =                 \
+                            fma(PV_PART(wv, h), xv, acc[h][j]);                                    \
                     }                                                                              \
                 }                                                                                  \
-                _Pragma("unroll") for (int j = 0; j < PN; j++) {                                   \
-                    part[t][0][j] = acc[0][j];                                                     \
-                    part[t][1][j] = acc[1][j];                                                     \
-                }                                                                                  \
+                _Pragma("unroll") for (int j = 0; j < PN; j++)                                     \
+                    _Pragma("unroll") for (int h = 0; h < PH; h++) part[t][h][j] = acc[h][j];      \
             }                                                                                      \
         }                                                                                          \
         for (int t = 0; t < tiles; t++)                                                            \
             for (int j = 0; j < PN && c0 + t * PN + j < n; j++)                                    \
-                store_panel(y + y_off + (size_t)(c0 + t * PN + j) * ldy, r0, rows, part[t][0][j], \
-                            part[t][1][j], bias, bias_off, flags);                                 \
+                store_panel(y + y_off + (size_t)(c0 + t * PN + j) * ldy, r0, rows,                 \
+                            PV_LO(part[t], j), PV_HI(part[t], j), bias, bias_off, flags);          \
     }
 GEMM_PANELS(gemm_panels, float, LOAD16_F32)
 GEMM_PANELS(gemm_panels_f16, ushort, LOAD16_F16)
