@@ -230,7 +230,7 @@ __kernel void gemm_q8(wq_t wq, ws_t ws, int k, int r0, int rows, __global const 
 /* Global size (groups of 16 rows that hold some of [r0, r0 + rows), columns n / IL_COLS
  * rounded up): work-item (g, t) takes columns IL_COLS t onwards, IL_REG_COLS at a time while
  * that many are left, then 4, then one: AVX-512's 32 vector registers hold the accumulators of
- * 8 columns (1B Q8_0 pp512 +8-10% over 4, alternated), AVX2's 16 those of 4. */
+ * 8 columns (1B Q8_0 pp512 about +5% over 4, alternated), AVX2's 16 those of 4. */
 #if IL_LANES == 16 && IL_COLS >= 8
 #define IL_REG_COLS 8
 #else
