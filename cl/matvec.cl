@@ -14,8 +14,8 @@
  *                  local-memory tree reduction (gpu-local-reduce, gpu-subgroup)
  *   matvec_q8      quantized weights against 8-bit activations, AVX2 hosts only (see below)
  *   matvec_q8_il   the same over rows interleaved by 16, 16 rows per work-item (AVX2 hosts)
- *   matvec_il_n    f32 x over rows interleaved by 16 (Q8_0, Q4_0, Q4_1), 8 rows and up to
- *                  ILF_COLS columns per work-item (a decode step, or a batch of them)
+ *   matvec_il_n    f32 x over rows interleaved by 16 (Q8_0, Q4_0, Q4_1), a group of 16 rows
+ *                  and up to ILF_COLS columns per work-item (a decode step, or a batch of them)
  *   gemm_q8        matvec_q8 as a GEMM for prefill: GQ_M rows x GQ_N columns per work-item
  *   dequant_rows   out[i][0..k) = W[row(i)] for row(i) = ids[i] (embedding) or first + i;
  *                  rows outside this part are left alone, ids outside [0, m) give zeros
@@ -90,7 +90,7 @@ __kernel void matvec_rows_n(wq_t wq, ws_t ws, int il, int k, int r0, int rows,
 /* il_f32_rows for the widest of 8, 4, 2 and 1 columns (up to ILF_COLS, a power of two) that
  * is at most left: how many it took. */
 INLINE int il_f32_pass(wq_t wq, ws_t ws, int k, int g, int h, __global const float *x, int ldx,
-                       int left, float8 *out) {
+                       int left, floatF *out) {
 #if ILF_COLS >= 8
     if (left >= 8) {
         il_f32_rows(wq, ws, k, g, h, x, ldx, 8, out);
@@ -111,20 +111,25 @@ INLINE int il_f32_pass(wq_t wq, ws_t ws, int k, int g, int h, __global const flo
     return 1;
 }
 
-/* Work-item (u, t) takes the rows 8u .. 8u + 7 of the part that lie in [r0, r0 + rows) and
- * columns ILF_COLS t onwards (up to n). Global size (the 8-row halves of groups that hold some
- * of the rows, column tiles). */
+/* Work-item (g, t) takes the rows of group 16g of the part that lie in [r0, r0 + rows) and
+ * columns ILF_COLS t onwards (up to n). Global size (the groups that hold some of the rows,
+ * column tiles). */
 __kernel void matvec_il_n(wq_t wq, ws_t ws, int k, int r0, int rows, __global const float *x,
                           int x_off, int ldx, __global float *y, int y_off, int ldy,
                           __global const float *bias, int bias_off, int flags, int n) {
-    int u = r0 / 8 + get_global_id(0), c0 = ILF_COLS * get_global_id(1);
-    if (8 * u >= r0 + rows || c0 >= n) return;
+    int g = r0 / 16 + get_global_id(0), c0 = ILF_COLS * get_global_id(1);
+    if (16 * g >= r0 + rows || c0 >= n) return;
     for (int c = c0, end = min(c0 + ILF_COLS, n); c < end;) {
-        float8 out[ILF_COLS];
-        int nc =
-            il_f32_pass(wq, ws, k, u / 2, u % 2, x + x_off + (size_t)c * ldx, ldx, end - c, out);
-        for (int j = 0; j < nc; j++, c++)
-            il_f32_store(out[j], u, r0, rows, y + y_off + (size_t)c * ldy, bias, bias_off, flags);
+        int nc = 0;
+        for (int h = 0; h < 16 / ILF_LANES; h++) {
+            floatF out[ILF_COLS];
+            if (!il_f32_wanted(g, h, r0, rows)) continue;
+            nc = il_f32_pass(wq, ws, k, g, h, x + x_off + (size_t)c * ldx, ldx, end - c, out);
+            for (int j = 0; j < nc; j++)
+                il_f32_store(out[j], g, h, r0, rows, y + y_off + (size_t)(c + j) * ldy, bias,
+                             bias_off, flags);
+        }
+        c += nc;
     }
 }
 #endif

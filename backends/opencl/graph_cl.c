@@ -221,9 +221,9 @@ static bool encode_matmul(encoder *e, const clinfer_op *op) {
         r[QUANTIZE_SPAN] = span;
         rounded_from(e, x, count, span);
     }
-    /* the units a task takes: rows, groups of 16 (CL_MM_IL) or their halves (CL_MM_IL_F32) */
+    /* the units a task takes: rows, or groups of 16 over interleaved weights */
     int variant = w.variant, r0 = op->matmul.row0,
-        unit = variant == CL_MM_IL ? 16 : variant == CL_MM_IL_F32 ? 8 : 1;
+        unit = variant == CL_MM_IL || variant == CL_MM_IL_F32 ? 16 : 1;
     int work = (r0 + m - 1) / unit + 1 - r0 / unit;
     size_t per_task, tasks = split(e, (size_t)work, w.row_bytes * (size_t)unit, &per_task);
     int32_t *r = record(e, G_MATMUL, tasks);

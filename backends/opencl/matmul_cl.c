@@ -251,7 +251,8 @@ static clinfer_status run_matvec(cl_backend_ctx *b, const type_kernels *t, const
     return cl_launch(b, kernel, "matvec", args, n_args, 2, global, local);
 }
 
-/* matvec_il_n: f32 x over interleaved rows, 8 rows and IL_F32_COLS columns per work-item. */
+/* matvec_il_n: f32 x over interleaved rows, a group of 16 rows and IL_F32_COLS columns per
+ * work-item. */
 static clinfer_status run_matvec_il(cl_backend_ctx *b, const type_kernels *t, const weight_part *p,
                                     const mm_args *a) {
     int rows = a->rows;
@@ -261,7 +262,7 @@ static clinfer_status run_matvec_il(cl_backend_ctx *b, const type_kernels *t, co
         {sizeof(int), &a->x_off},    {sizeof(int), &a->k},        {sizeof(cl_mem), &a->y},
         {sizeof(int), &a->y_off},    {sizeof(int), &a->ldy},      {sizeof(cl_mem), &a->bias},
         {sizeof(int), &a->bias_off}, {sizeof(int), &a->flags},    {sizeof(int), &a->n}};
-    size_t global[2] = {(size_t)((a->r0 + rows - 1) / 8 - a->r0 / 8 + 1),
+    size_t global[2] = {(size_t)((a->r0 + rows - 1) / 16 - a->r0 / 16 + 1),
                         (size_t)(a->n + IL_F32_COLS - 1) / IL_F32_COLS},
            local[2] = {1, 1};
     return cl_launch(b, t->matvec_il_n, "matvec_il_n", args, sizeof args / sizeof args[0], 2,
