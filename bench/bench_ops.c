@@ -5,7 +5,8 @@
  *      models: min and median time, GB/s of the bytes actually read (the weights as stored on
  *      the device, f32 scales included, + x) and the share of the probed bandwidth
  *   3. GEMM (prefill) 512 x 1536 x 576 per type: GFLOP/s (2 m n k / t), ours and CLBlast's
- *      over f32 x, ours over 8-bit x (k cut to whole blocks: 512 for the K types)
+ *      over f32 x, ours over 8-bit x (k cut to whole blocks: 512 for the K types); -n N sets its
+ *      512 (8: a decode step of 8 sequences in one batch)
  * Times are wall clock around enqueue + sync, min and median of SAMPLES samples after WARMUPS
  * warm-ups; a sample repeats the op until it lasts about 2 ms so launch and sync overheads of
  * tiny shapes are amortised the way a decode loop amortises them.
@@ -50,7 +51,7 @@ static size_t weight_types(clinfer_dtype out[CLINFER_DT_ID_LIMIT]) {
 
 static const int shapes[][2] = {{576, 576},   {192, 576},   {1536, 576},  {576, 1536},
                                 {49152, 576}, {2048, 2048}, {8192, 2048}, {14336, 4096}};
-static const int gemm_m = 1536, gemm_k = 576, gemm_n = 512;
+static const int gemm_m = 1536, gemm_k = 576;
 
 typedef struct {
     double min_ms, median_ms;
@@ -289,7 +290,7 @@ static void note_check(const char *what, clinfer_dtype type, bool q8, int n, int
 /* ---- command --------------------------------------------------------------------------- */
 
 static void usage(FILE *out) {
-    fprintf(out, "usage: bench_ops [--device SPEC] [--type TYPE] [--json] [--check]\n\n"
+    fprintf(out, "usage: bench_ops [--device SPEC] [--type TYPE] [-n N] [--json] [--check]\n\n"
                  "Times the matvec and GEMM kernels for every weight type next to the device's\n"
                  "measured read bandwidth and FMA rate.\n\n"
                  "      --check          correctness instead of speed: each op once, against the\n"
@@ -297,6 +298,7 @@ static void usage(FILE *out) {
                  "      --device SPEC    OpenCL device: index, cpu, gpu or a name part\n"
                  "      --type TYPE      only this weight type (F32, F16, Q8_0, Q4_0, Q4_1, Q4_K,\n"
                  "                       Q6_K)\n"
+                 "  -n N                 the GEMM's columns (512; 8: a batch of 8 decode steps)\n"
                  "      --json           one JSON object on stdout instead of the table\n"
                  "  -h, --help           this help\n");
 }
@@ -313,7 +315,8 @@ int main(int argc, char **argv) {
     bool json = false, checking = false;
     int opt;
     opterr = 0;
-    while ((opt = getopt_long(argc, argv, ":h", options, NULL)) != -1) {
+    int gemm_n = 512;
+    while ((opt = getopt_long(argc, argv, ":hn:", options, NULL)) != -1) {
         if (opt == OPT_DEVICE)
             device = optarg;
         else if (opt == 'j')
@@ -322,6 +325,10 @@ int main(int argc, char **argv) {
             only = optarg;
         else if (opt == 'c')
             checking = true;
+        else if (opt == 'n') {
+            if ((gemm_n = atoi(optarg)) < 1)
+                return cli_error("-n '%s': the GEMM's columns, a positive number", optarg);
+        }
         else if (opt == 'h') {
             usage(stdout);
             return 0;
