@@ -269,6 +269,11 @@ typedef struct clinfer_backend_i {
     void (*weight_cache_open)(void *ctx, const void *id, size_t id_size);
     bool (*weight_cached)(void *ctx, clinfer_dtype type, int m, int k);
     void (*weight_cache_close)(void *ctx);
+    /* Optional (NULL: yes): whether matmuls over 8-bit activations run integer dot products for
+     * some weight made so far. Where none does, kernels read the rounded activations back as
+     * f32, so rounding them buys no speed and costs launches and accuracy (src/context.c's
+     * default activations ask). */
+    bool (*int8_dots)(void *ctx);
 } clinfer_backend_i;
 
 #define CLINFER_BACKEND_API 2

@@ -268,8 +268,9 @@ bool clinfer_token_is_eog(const clinfer_model *model, int32_t token); /* ends ge
 /* ---- contexts: a KV cache and the state of one sequence -------------------------------- */
 
 typedef enum {
-    CLINFER_ACT_DEFAULT = 0, /* f32 for models under 1B parameters, q8 from 1B on: the choice
-                              * measured in docs/PERFORMANCE.md */
+    CLINFER_ACT_DEFAULT = 0, /* f32 for models under 1B parameters, q8 from 1B on where the
+                              * device has integer dots for 8-bit x (CPUs with AVX2), else f32:
+                              * the choice measured in docs/PERFORMANCE.md */
     CLINFER_ACT_Q8,          /* every matmul 8-bit */
     CLINFER_ACT_F32_HEAD,    /* the output projection (LM head) f32, the layers 8-bit */
     CLINFER_ACT_F32_ENDS,    /* the first and last layers and the LM head f32 */

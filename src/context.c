@@ -11,11 +11,13 @@
 #include "options.h"
 
 #define DEFAULT_N_BATCH 256
-/* CLINFER_ACT_DEFAULT: f32 activations below this many parameters, 8-bit ones from it on.
+/* CLINFER_ACT_DEFAULT: f32 activations below this many parameters, 8-bit ones from it on where
+ * the backend has integer dots for them (int8_dots).
  * Measured on SmolLM2-135M Q4_1 (docs/PERFORMANCE.md, bench/activations.sh): 8-bit activations
  * cost a mean KLD of 0.0029 against exact products and turn the README's demo answer into
  * nonsense; f32 ones answer it right at about 0.6x the decode speed, which a small model can
- * spare. Large models keep llama.cpp's 8-bit activations and their speed. */
+ * spare. Large models keep llama.cpp's 8-bit activations and their speed; a device without
+ * integer dots (GPUs) reads them back as f32 and would only pay for the rounding. */
 #define SMALL_MODEL_PARAMS 1000000000ull
 #define MAX_N_CTX (1u << 24)
 #define MAX_N_SEQ 4096u
@@ -199,9 +201,12 @@ clinfer_status clinfer_context_create(clinfer_model *model, const clinfer_contex
     c->n_seq = plan.n_seq_max;
     c->n_logit_rows = logit_rows(params->logits_all, c->n_seq, c->n_batch);
     c->state.activations = params->activations;
-    if (params->activations == CLINFER_ACT_DEFAULT)
+    if (params->activations == CLINFER_ACT_DEFAULT) {
+        const clinfer_backend *be = model->backend;
+        bool int8 = !be->i->int8_dots || be->i->int8_dots(be->ctx);
         c->state.activations =
-            model->n_params < SMALL_MODEL_PARAMS ? CLINFER_ACT_F32 : CLINFER_ACT_Q8;
+            model->n_params < SMALL_MODEL_PARAMS || !int8 ? CLINFER_ACT_F32 : CLINFER_ACT_Q8;
+    }
     c->state.logits_all = params->logits_all;
     c->state.embeddings = params->embeddings;
     c->plans = calloc((size_t)c->n_batch + 1, sizeof *c->plans);

@@ -430,6 +430,37 @@ static void test_gemm_tiles(clinfer_dtype type) {
     pair_free(&w);
 }
 
+/* int8_dots, which the default activations ask, says what the kernels do: integer dots exist
+ * where matvec.cl compiles its AVX2 sections, so PoCL (which compiles for its host) on an x86
+ * host with AVX2 on the cpu-rows path, and never on the GPU paths, whose matmuls read 8-bit x
+ * back as f32. Other CPU drivers are only held to the GPU paths' answer. A backend of its own,
+ * so that no other test's weight has been built first. */
+static void test_int8_dots(size_t index) {
+    clinfer_device_info info;
+    clinfer_backend *cl = NULL;
+    EXPECT_OK(clinfer_device_get_info(index, &info));
+    EXPECT_OK(clinfer_backend_opencl_create(index, NULL, &cl));
+    if (!cl) return;
+    const char *path = getenv("CLINFER_KERNEL_PATH") ? path_name : info.kernel_path;
+    EXPECT(!cl->i->int8_dots(cl->ctx), "int8_dots before any quantized weight");
+    static const unsigned char zeros[16 * 2 * 34]; /* 16 rows of two Q8_0 blocks */
+    clinfer_buffer *w = NULL;
+    EXPECT_OK(cl->i->weight_create(cl->ctx, CLINFER_DT_Q8_0, 16, 64, zeros, &w));
+    bool dots = cl->i->int8_dots(cl->ctx);
+    if (strcmp(path, "cpu-rows") != 0) {
+        EXPECT(!dots, "int8_dots on the %s path", path);
+    } else if (info.type == CLINFER_DEVICE_CPU && strstr(info.platform, "Portable Computing")) {
+#if defined(__x86_64__) || defined(__i386__)
+        bool avx2 = __builtin_cpu_supports("avx2");
+#else
+        bool avx2 = false;
+#endif
+        EXPECT(dots == avx2, "int8_dots %d on PoCL, host AVX2 %d", dots, avx2);
+    }
+    if (w) cl->i->buffer_free(cl->ctx, w);
+    clinfer_backend_free(cl);
+}
+
 static void test_device(size_t index) {
     EXPECT_OK(clinfer_backend_reference_create(&be[REF]));
     EXPECT_OK(clinfer_backend_opencl_create(index, NULL, &be[CL]));
@@ -439,6 +470,7 @@ static void test_device(size_t index) {
         return;
     }
     printf("device %zu: %s\n", index, be[CL]->i->describe(be[CL]->ctx));
+    test_int8_dots(index);
     rng_seed(1234 + index);
     clinfer_dtype types[CLINFER_DT_ID_LIMIT];
     size_t n_types = weight_types(types);

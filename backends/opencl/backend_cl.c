@@ -327,6 +327,10 @@ static uint64_t cl_memory(void *ctx) {
     return b->info.global_mem;
 }
 
+static bool cl_int8_dots(void *ctx) {
+    return cl_matmul_int8_dots(ctx);
+}
+
 static const clinfer_backend_i cl_interface = {
     .api_version = CLINFER_BACKEND_API,
     .name = cl_name,
@@ -350,6 +354,7 @@ static const clinfer_backend_i cl_interface = {
     .weight_cache_open = cl_weight_cache_open_i,
     .weight_cached = cl_weight_cached_i,
     .weight_cache_close = cl_weight_cache_close_i,
+    .int8_dots = cl_int8_dots,
 };
 
 /* What a backend and its instances each have: a queue (timing kernels where a context made now

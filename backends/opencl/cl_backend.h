@@ -188,5 +188,8 @@ typedef struct {
 clinfer_status cl_weight_view_of(cl_backend_ctx *b, const clinfer_op *op, cl_weight_view *v);
 /* 1 when f32 GEMM goes through CLBlast on this context (for bench-ops' side-by-side). */
 int cl_matmul_clblast(const cl_backend_ctx *b);
+/* Whether some weight type built so far has integer dots against 8-bit x (the backend's
+ * int8_dots): matvec_q8, made on CPU devices where PoCL compiles for AVX2 or AVX-512. */
+bool cl_matmul_int8_dots(const cl_backend_ctx *b);
 
 #endif

@@ -174,6 +174,12 @@ int cl_matmul_clblast(const cl_backend_ctx *b) {
     return b->mm && b->mm->use_clblast;
 }
 
+bool cl_matmul_int8_dots(const cl_backend_ctx *b) {
+    for (int t = 0; b->mm && t < CLINFER_DT_ID_LIMIT; t++)
+        if (b->mm->types[t].matvec_q8) return true;
+    return false;
+}
+
 void cl_matmul_free(cl_backend_ctx *b) {
     struct cl_matmul_state *s = b->mm;
     if (!s) return;
