@@ -10,8 +10,9 @@
  *   matvec_rows_norm  the same, then the RMSNORM of y (the op after it), in one launch
  *   matvec_rows_n  the same for 2 .. MV_MAX_N columns at once (x[c] for c < n, one launch
  *                  with global size (rows, 1)), so W is read once
- *   matvec_wg      one work-group of MV_WG items per row, blocks strided over the items,
- *                  local-memory tree reduction (gpu-local-reduce, gpu-subgroup)
+ *   matvec_wg      one work-group of MV_WG items per row, blocks strided over the items
+ *                  (elements, for Q8_0/Q4_0/Q4_1: lane_value), local-memory tree reduction
+ *                  (gpu-local-reduce, gpu-subgroup)
  *   matvec_q8      quantized weights against 8-bit activations, AVX2 hosts only (see below)
  *   matvec_q8_il   the same over rows interleaved by 16, 16 rows per work-item (AVX2 hosts)
  *   matvec_il_n    f32 x over rows interleaved by 16 (Q8_0, Q4_0, Q4_1), a group of 16 rows
@@ -137,6 +138,30 @@ __kernel void matvec_il_n(wq_t wq, ws_t ws, int k, int r0, int rows, __global co
 #if MV_WG < 1 || (MV_WG & (MV_WG - 1))
 #error "MV_WG must be a power of two: matvec_wg's reduction halves it"
 #endif
+
+#if defined(WT_Q8_0) || defined(WT_Q4_0) || defined(WT_Q4_1)
+/* Element e of row r's block b, dequantized, for matvec_wg over the 32-element types: there a
+ * work-item takes one element at a time, so neighbouring items read neighbouring floats of x and
+ * bytes of the block. With a whole block per item (blk_dot), the items of a warp read x 128
+ * bytes apart, 32 cache lines per load; an H200 then read every type at the same rate per
+ * element, whatever its bytes (Q4_0 146 GB/s, F16 640: docs/PERFORMANCE.md). */
+INLINE float lane_value(wq_t wq, ws_t ws, int il, int r, int nb, int b, int e) {
+    __global const uint *p = (__global const uint *)wq;
+#ifdef WT_Q8_0 /* byte e % 4 of word e / 4, signed */
+    uint w = p[word_at(il, r, nb, b, 8, e / 4)];
+    return (float)(as_int(w << (24 - 8 * (e % 4))) >> 24) * scale_at(ws, il, r, nb, b, 1, 0);
+#else /* byte e % 16 (word e % 16 / 4): its low nibble below element 16, its high one from it */
+    uint w = p[word_at(il, r, nb, b, 4, e % 16 / 4)];
+    int q = (int)(w >> (8 * (e % 4) + 4 * (e / 16))) & 15;
+#ifdef WT_Q4_0
+    return (float)(q - 8) * scale_at(ws, il, r, nb, b, 1, 0);
+#else
+    return fma((float)q, scale_at(ws, il, r, nb, b, 2, 0), scale_at(ws, il, r, nb, b, 2, 1));
+#endif
+#endif
+}
+#define LANE_DOT 1
+#endif
 __kernel __attribute__((reqd_work_group_size(MV_WG, 1, 1))) void
 matvec_wg(wq_t wq, ws_t ws, int il, int k, int r0, int rows, __global const float *x, int x_off,
           int ldx, __global float *y, int y_off, int ldy, __global const float *bias, int bias_off,
@@ -144,10 +169,17 @@ matvec_wg(wq_t wq, ws_t ws, int il, int k, int r0, int rows, __global const floa
     __local float red[MV_WG];
     int i = get_group_id(0), r = r0 + i, c = get_global_id(1), lid = get_local_id(0);
     __global const float *xc = x + x_off + (size_t)c * ldx;
+#ifdef LANE_DOT
+    float acc = 0.0f;
+    for (int e = lid; e < k; e += MV_WG)
+        acc = fma(lane_value(wq, ws, il, r, k / 32, e / 32, e % 32), xc[e], acc);
+    red[lid] = acc;
+#else
     float16 acc = 0.0f;
     for (int b = lid; b < k / BLK; b += MV_WG)
         acc = blk_dot(wq, ws, il, r, k, b, xc, acc);
     red[lid] = hsum16(acc) + tail_dot(wq, r, k, lid, MV_WG, xc);
+#endif
     barrier(CLK_LOCAL_MEM_FENCE);
     for (int s = MV_WG / 2; s > 0; s >>= 1) {
         if (lid < s) red[lid] += red[lid + s];
