@@ -23,7 +23,7 @@
  *               blocks. Global size (ceil(rows / PM), ceil(n / (PN * PT))). PoCL's code for the
  *               f16 inner loop (objdump of its kernel cache): 2 vcvtph2ps from memory, 6
  *               vbroadcastss, 12 vfmadd231ps ymm, no spills; with AVX-512 (PN float16
- *               accumulators, PV below) 2 vcvtph2ps, one vinsertf64x4 and 6 vfmadd231ps zmm
+ *               accumulators, PH below) 2 vcvtph2ps, one vinsertf64x4 and 6 vfmadd231ps zmm
  *               with the x value broadcast from memory.
  *   gemm_tiled  TS x TS outputs per work-group, one per item, TS x TS tiles of x and w staged in
  *               local memory (gpu-local-reduce, gpu-subgroup), over f32 rows (dequant_rows
@@ -34,6 +34,8 @@
  * last valid row/column and skip the stores, so no size has to be a multiple of a tile. The
  * tile loops carry `#pragma unroll`: without it PoCL kept accumulator arrays in memory and ran
  * 4-6x slower (measured on gemm_rows). */
+
+#include "f32_lanes.clh"
 
 #ifndef GM
 #define GM 6
@@ -163,19 +165,15 @@ static void store_panel(__global float *y, int r0, int rows, float8 lo, float8 h
         store_out(y, r0 + i, v[i], bias, bias_off, flags);
 }
 
-/* gemm_panels' accumulators: PH vectors PV per PM rows and column. AVX-512 holds the 16 rows in
- * one float16 and runs its FMA as one instruction, at twice the rate of two float8 ones (measured
- * on a Sapphire Rapids class Xeon: 175 against 82 GFLOP/s on one core); AVX2 keeps two float8
- * halves, 12 of its 16 registers at 16 x 6. PV_LO / PV_HI: rows 0..7 and 8..15 of column j. */
-#ifdef __AVX512F__
-#define PV float16
-#define PH 1
+/* gemm_panels' accumulators: PH vectors floatF (f32_lanes.clh) per PM rows and column: with
+ * AVX-512 the 16 rows in one float16, one FMA instruction; on AVX2 two float8 halves, 12 of its
+ * 16 registers at 16 x 6. PV_LO / PV_HI: rows 0..7 and 8..15 of column j. */
+#define PH (16 / F32_LANES)
+#if F32_LANES == 16
 #define PV_PART(v, h) (v)
 #define PV_LO(a, j) (a)[0][j].lo
 #define PV_HI(a, j) (a)[0][j].hi
 #else
-#define PV float8
-#define PH 2
 #define PV_PART(v, h) ((h) ? (v).hi : (v).lo)
 #define PV_LO(a, j) (a)[0][j]
 #define PV_HI(a, j) (a)[1][j]
@@ -191,12 +189,12 @@ static void store_panel(__global float *y, int r0, int rows, float8 lo, float8 h
         if (c0 >= n) return;                                                                       \
         int tiles = min(PT, (n - c0 + PN - 1) / PN);                                               \
         __global const T *pw = p + (size_t)r0 * k;                                                 \
-        PV part[PT][PH][PN];                                                                       \
+        floatF part[PT][PH][PN];                                                                   \
         for (int kb = 0; kb < k; kb += KC) {                                                       \
             int ke = min(k, kb + KC);                                                              \
             for (int t = 0; t < tiles; t++) {                                                      \
                 __global const float *xc[PN];                                                      \
-                PV acc[PH][PN];                                                                    \
+                floatF acc[PH][PN];                                                                \
                 _Pragma("unroll") for (int j = 0; j < PN; j++) {                                   \
                     xc[j] = x + x_off + (size_t)min(c0 + t * PN + j, n - 1) * ldx;                 \
                     _Pragma("unroll") for (int h = 0; h < PH; h++) {                               \
@@ -207,7 +205,7 @@ static void store_panel(__global float *y, int r0, int rows, float8 lo, float8 h
                 for (int e = kb; e < ke; e++) {                                                    \
                     float16 wv = LOAD16(pw + (size_t)e * PM);                                      \
                     _Pragma("unroll") for (int j = 0; j < PN; j++) {                               \
-                        PV xv = xc[j][e];                                                          \
+                        floatF xv = xc[j][e];                                                      \
                         _Pragma("unroll") for (int h = 0; h < PH; h++) acc[h][j] =                 \
                             fma(PV_PART(wv, h), xv, acc[h][j]);                                    \
                     }                                                                              \

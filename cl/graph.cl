@@ -26,6 +26,7 @@
 #include "round_q8.clh"
 #include "attention.clh"
 #include "graph_record.clh"
+#include "f32_lanes.clh"
 
 typedef __global uchar *slot_t;
 

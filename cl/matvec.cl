@@ -29,6 +29,7 @@
 #define MV_MAX_N 8
 #endif
 
+#include "f32_lanes.clh"
 #include "weights.clh"
 #include "weights_q8.clh"
 #include "round_q8.clh"
@@ -122,7 +123,7 @@ __kernel void matvec_il_n(wq_t wq, ws_t ws, int k, int r0, int rows, __global co
     if (16 * g >= r0 + rows || c0 >= n) return;
     for (int c = c0, end = min(c0 + ILF_COLS, n); c < end;) {
         int nc = 0;
-        for (int h = 0; h < 16 / ILF_LANES; h++) {
+        for (int h = 0; h < 16 / F32_LANES; h++) {
             floatF out[ILF_COLS];
             if (!il_f32_wanted(g, h, r0, rows)) continue;
             nc = il_f32_pass(wq, ws, k, g, h, x + x_off + (size_t)c * ldx, ldx, end - c, out);
