@@ -1,6 +1,6 @@
 # Sourced by the bench scripts that run beside llama.cpp: where its build lives (built once by
 # bench/compare_llamacpp.sh into $CLINFER_BENCH_CACHE, else ~/.cache/clinfer/llama.cpp), and the
-# venv with the PyPI packages gguf and numpy that writes random-weight models (tools/gpu_check.sh
+# venv with the PyPI packages gguf and numpy that writes random-weight models (tools/gguf_venv.sh
 # makes it), and the final perplexity of either tool on a model, as a number ("-" when the tool
 # cannot load it).
 # ppl_peer and ppl_clinfer take MODEL TEXT CTX CHUNKS; ppl_clinfer needs $clinfer set and adds

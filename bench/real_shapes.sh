@@ -82,7 +82,7 @@ shape_flags() {
 peer_build
 clinfer_build
 [ -x "$peer_venv/bin/python" ] ||
-    { say "no venv with gguf at $peer_venv (tools/gpu_check.sh makes it)"; exit 1; }
+    { say "no venv with gguf at $peer_venv (tools/gguf_venv.sh makes it)"; exit 1; }
 
 # ---- model files --------------------------------------------------------------------------
 mkdir -p "$shape_dir"

@@ -26,7 +26,6 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=$root/build-gpucheck
 bundle=$build/bundle
-cache=${XDG_CACHE_HOME:-$HOME/.cache}/clinfer
 say() { echo "gpu_bundle: $*" >&2; }
 
 cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DPython3_EXECUTABLE=/usr/bin/python3 >/dev/null
@@ -41,15 +40,11 @@ find "$build" -maxdepth 2 -type f -perm -u+x ! -name '*.so*' -exec ldd {} + 2>/d
     while read -r lib; do cp -L "$lib" "$bundle/lib/"; done
 
 python3 -m pip download --quiet --disable-pip-version-check --no-deps --only-binary=:all: \
-    -d "$bundle/wheels" "gguf==0.19.0"
+    -d "$bundle/wheels" "$(bash "$root/tools/gguf_venv.sh" --pin)"
 
-venv=$cache/venv-gguf
-if ! "$venv/bin/python" -c 'import gguf' 2>/dev/null; then
-    python3 -m venv "$venv"
-    "$venv/bin/pip" install --quiet --disable-pip-version-check "gguf==0.19.0" numpy
-fi
+py=$(bash "$root/tools/gguf_venv.sh")
 model=$(bash "$root/tools/fetch_model.sh")
-"$venv/bin/python" - "$model" "$bundle/tokenizer.gguf" "$root/bench" <<'EOF'
+"$py" - "$model" "$bundle/tokenizer.gguf" "$root/bench" <<'EOF'
 import sys
 sys.path.insert(0, sys.argv[3])
 import gguf

@@ -175,14 +175,9 @@ else
 fi
 
 # ---- 3. clinfer bench on the default model and 1B-shaped files -----------------------------
-# venv_python: a venv with gguf and numpy for bench/make_shape_model.py (made once).
-venv="$cache/venv-gguf"
-venv_python() {
-    if ! "$venv/bin/python" -c 'import gguf, numpy' 2>/dev/null; then
-        python3 -m venv "$venv" &&
-            "$venv/bin/pip" install --quiet --disable-pip-version-check "gguf==0.19.0" numpy
-    fi
-}
+# venv_python: py, the python of a venv with gguf and numpy for bench/make_shape_model.py.
+py=""
+venv_python() { py=$(bash "$root/tools/gguf_venv.sh"); }
 
 bench_files=()
 if [ "$do_bench" = 1 ] && [ "$built" = 1 ] && [ -n "$models" ]; then
@@ -196,7 +191,7 @@ elif [ "$do_bench" = 1 ] && [ "$built" = 1 ]; then
         for type in $types; do
             file="$cache/models/llama-3.2-1b-shape.$type.gguf"
             if [ -s "$file" ] ||
-                run_step "make 1B $type" "make-1b-$type.log" "$venv/bin/python" \
+                run_step "make 1B $type" "make-1b-$type.log" "$py" \
                     "$root/bench/make_shape_model.py" "$file" --type "$type" \
                     --tokenizer-from "$model"; then
                 bench_files+=("$file")
