@@ -2,7 +2,9 @@
  * on its own instance of the model's backend): on the reference backend, on OpenCL with per-op
  * launches and, on CPU devices, with graph launches, THREADS contexts decode at once on a fresh
  * model (so they also build its kernels at once), then one context decodes alone; every thread's
- * logits equal the lone context's, bit for bit. On OpenCL a context made after the first builds
+ * logits equal the lone context's, bit for bit (on PoCL, whose CPU driver aborted about 1 run
+ * in 20 here while two queues ran one kernel at once, the queues take turns: launch_cl.c's
+ * cl_turn_begin). On OpenCL a context made after the first builds
  * no program: the backend's instances share the model's (no cache lookup, no build). */
 #include <pthread.h>
 #include <stdio.h>

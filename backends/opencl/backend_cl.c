@@ -1,7 +1,8 @@
 /* The OpenCL backend: context and queue, buffers, the interface and op dispatch (the ops live
  * in ops_cl.c and attention_cl.c, matmul and embedding in matmul_cl.c), and the instances that
  * share a context and its programs. Kernels are enqueued on one in-order queue per instance
- * without waiting; sync is the only clFinish. OpenCL errors pass through as the status; after
+ * without waiting (on PoCL's CPU driver, queues take turns: launch_cl.c); sync is the only
+ * clFinish. OpenCL errors pass through as the status; after
  * CL_OUT_OF_RESOURCES or CL_INVALID_COMMAND_QUEUE the device is marked lost for the backend and
  * its instances, and every later call returns CLINFER_ERR_DEVICE_LOST. */
 #include "cl_backend.h"
@@ -306,7 +307,10 @@ static const char *cl_describe(void *ctx) {
 static void cl_destroy(void *ctx) {
     cl_backend_ctx *b = ctx;
     if (!b) return;
-    if (b->queue) clFinish(b->queue);
+    if (b->queue) {
+        clFinish(b->queue);
+        cl_turn_leave(b);
+    }
     for (size_t i = 0; i < b->timing.n; i++)
         clReleaseEvent(b->timing.launches[i].event);
     free(b->timing.launches);

@@ -100,6 +100,12 @@ clinfer_status cl_launch(cl_backend_ctx *b, cl_kernel kernel, const char *name, 
 clinfer_status cl_check(cl_backend_ctx *b, cl_int err, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 void cl_note_lost(cl_backend_ctx *b, clinfer_status st);
+/* Around every kernel enqueue on b->queue (cl_launch; CLBlast's): on devices whose driver needs
+ * it (launch_cl.c), waits until no other queue has kernels in flight. cl_turn_leave gives the turn
+ * up before b's queue is released. */
+void cl_turn_begin(cl_backend_ctx *b);
+void cl_turn_end(cl_backend_ctx *b);
+void cl_turn_leave(cl_backend_ctx *b);
 clinfer_status cl_check_alive(const cl_backend_ctx *b);
 clinfer_status cl_sync(void *ctx);
 static inline size_t cl_round_up(size_t v, size_t to) {

@@ -45,11 +45,13 @@ clinfer_status cl_clblast_gemm(cl_backend_ctx *b, cl_mem w, int w_off, int rows,
      * or what bias_fill wrote. The event is its last kernel's (CLBlast issue 159): the
      * profile counts any pad/transpose kernels it runs besides as gaps. */
     cl_event event = NULL;
+    cl_turn_begin(b);
     CLBlastStatusCode cs =
         CLBlastSgemm(CLBlastLayoutRowMajor, CLBlastTransposeNo, CLBlastTransposeYes, (size_t)a->n,
                      (size_t)rows, (size_t)a->k, 1.0f, a->x, (size_t)a->x_off, (size_t)a->k, w,
                      (size_t)w_off, (size_t)a->k, a->flags ? 1.0f : 0.0f, a->y, (size_t)a->y_off,
                      (size_t)a->ldy, &b->queue, cl_timing_slot(b, &event));
+    cl_turn_end(b);
     if (cs != CLBlastSuccess)
         /* OpenCL errors pass through; CLBlast's own codes (<= -1000) are not device faults */
         return clinfer_fail(cs < 0 && cs > -1000 ? cs : CLINFER_ERR_UNSUPPORTED,

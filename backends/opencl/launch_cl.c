@@ -42,6 +42,57 @@ clinfer_status cl_check_alive(const cl_backend_ctx *b) {
     return st;
 }
 
+/* ---- turns: one queue's kernels in flight at a time on PoCL's CPU driver -------------------- */
+
+/* PoCL 3.1's CPU driver (Debian bookworm's) keeps one loaded copy of a kernel per work-group size
+ * and grid width; a launch takes the first copy wide enough and moves it to the front of the
+ * list, but its end releases the first copy of that size in the list, whichever width. With
+ * launches of one kernel in flight from two queues at once (two contexts or two models decoding
+ * at the same time), the wrong copy's count drops below zero and PoCL aborts the process
+ * (`found->ref_count > 0` in pocl_release_dlhandle_cache; test_contexts hit it about 1 run in 20).
+ * So on PoCL CPU devices the process lets one queue at a time have kernels in flight: a queue
+ * that wants its turn first waits for the holder's queue to finish. Costs nothing to one context
+ * alone (each kernel there runs on every core anyway); only switching queues waits. */
+static pthread_mutex_t turn_lock = PTHREAD_MUTEX_INITIALIZER;
+static cl_command_queue turn_queue; /* the queue that may have kernels in flight; NULL: none */
+static unsigned long turn_launches; /* launches into turn_queue so far */
+
+static bool takes_turns(const cl_backend_ctx *b) {
+    return b->info.vendor == CLINFER_VENDOR_POCL && b->info.type == CLINFER_DEVICE_CPU;
+}
+
+void cl_turn_begin(cl_backend_ctx *b) {
+    if (!takes_turns(b)) return;
+    pthread_mutex_lock(&turn_lock);
+    while (turn_queue && turn_queue != b->queue) {
+        /* finished with no launch into it since: its kernels are done, the turn is free */
+        cl_command_queue holder = turn_queue;
+        unsigned long launches = turn_launches;
+        clRetainCommandQueue(holder);
+        pthread_mutex_unlock(&turn_lock);
+        clFinish(holder); /* its errors are its owner's to see */
+        clReleaseCommandQueue(holder);
+        pthread_mutex_lock(&turn_lock);
+        if (turn_queue == holder && turn_launches == launches) turn_queue = NULL;
+    }
+    turn_queue = b->queue;
+}
+
+void cl_turn_end(cl_backend_ctx *b) {
+    if (!takes_turns(b)) return;
+    turn_launches++;
+    pthread_mutex_unlock(&turn_lock);
+}
+
+void cl_turn_leave(cl_backend_ctx *b) {
+    if (!takes_turns(b)) return;
+    pthread_mutex_lock(&turn_lock);
+    if (turn_queue == b->queue) turn_queue = NULL;
+    pthread_mutex_unlock(&turn_lock);
+}
+
+/* ---- launches ------------------------------------------------------------------------------ */
+
 clinfer_status cl_launch(cl_backend_ctx *b, cl_kernel kernel, const char *name, const cl_arg *args,
                          size_t n_args, cl_uint dims, const size_t *global, const size_t *local) {
     clinfer_status st = CLINFER_OK;
@@ -50,9 +101,12 @@ clinfer_status cl_launch(cl_backend_ctx *b, cl_kernel kernel, const char *name, 
                        "clSetKernelArg(%s, %zu)", name, i));
     cl_event event = NULL;
     cl_int err = cl_fault("enqueue");
-    if (err == CL_SUCCESS)
+    if (err == CL_SUCCESS) {
+        cl_turn_begin(b);
         err = clEnqueueNDRangeKernel(b->queue, kernel, dims, NULL, global, local, 0, NULL,
                                      cl_timing_slot(b, &event));
+        cl_turn_end(b);
+    }
     CHECK(cl_check(b, err, "clEnqueueNDRangeKernel(%s)", name));
     CHECK(cl_timing_keep(b, event));
 cleanup:
