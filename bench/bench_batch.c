@@ -117,11 +117,8 @@ int main(int argc, char **argv) {
         return 2;
     }
     const char *act = getenv("BENCH_ACT");
-    for (int a = CLINFER_ACT_Q8; act && clinfer_activations_name((clinfer_activations)a); a++)
-        if (!strcmp(act, clinfer_activations_name((clinfer_activations)a)))
-            activations = (clinfer_activations)a;
-    if (act && activations == CLINFER_ACT_DEFAULT) {
-        fprintf(stderr, "bench_batch: BENCH_ACT '%s' is not an --act mode\n", act);
+    if (act && clinfer_activations_parse(act, &activations) != CLINFER_OK) {
+        fprintf(stderr, "bench_batch: BENCH_ACT: %s\n", clinfer_last_error());
         return 2;
     }
     clinfer_log_set(log_stderr, NULL);

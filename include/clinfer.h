@@ -279,6 +279,9 @@ typedef enum {
 
 /* "default", "q8", "f32-head", "f32-ends", "f32"; NULL for a value out of range. */
 const char *clinfer_activations_name(clinfer_activations activations);
+/* The mode of one of those names into *out; CLINFER_ERR_INVALID_ARGUMENT for another name, with
+ * clinfer_last_error() listing them. */
+clinfer_status clinfer_activations_parse(const char *name, clinfer_activations *out);
 
 typedef struct {
     uint32_t n_ctx;   /* 0: the model's training context */

@@ -1,5 +1,6 @@
 /* Contexts: one sequence's KV cache and activation buffers on the model's backend, and the
  * evaluation of token batches through executor plans. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -31,6 +32,21 @@ const char *clinfer_activations_name(clinfer_activations a) {
                                         [CLINFER_ACT_F32_ENDS] = "f32-ends",
                                         [CLINFER_ACT_F32] = "f32"};
     return (unsigned)a < sizeof names / sizeof names[0] ? names[a] : NULL;
+}
+
+clinfer_status clinfer_activations_parse(const char *name, clinfer_activations *out) {
+    if (!name || !out) return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "activations: NULL");
+    char known[64] = "";
+    for (int a = 0; clinfer_activations_name((clinfer_activations)a); a++) {
+        const char *n = clinfer_activations_name((clinfer_activations)a);
+        if (!strcmp(name, n)) {
+            *out = (clinfer_activations)a;
+            return CLINFER_OK;
+        }
+        snprintf(known + strlen(known), sizeof known - strlen(known), "%s%s", a ? ", " : "", n);
+    }
+    return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "'%.64s' is not an activations mode (%s)",
+                        name, known);
 }
 
 void clinfer_context_params_default(clinfer_context_params *params) {

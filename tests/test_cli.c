@@ -396,6 +396,8 @@ int main(int argc, char **argv) {
     ERR("--temp", "run", "-p", "hello", "--temp", "hot");
     ERR("--top-p", "run", "-p", "hello", "--top-p", "2");
     ERR("--seed", "run", "-p", "hello", "--seed", "-3");
+    ERR("'q4' is not an activations mode (default, q8, f32-head, f32-ends, f32)", "run", "-p",
+        "hello", "--act", "q4");
     ERR("needs a value", "run", "-p");
     ERR("needs a value", "run", "-p", "hello", "--temp");
     ERR("prompt", "run", "-m", missing);

@@ -128,12 +128,8 @@ int cli_act_option(int opt, const char *arg, clinfer_activations *act) {
         return 1;
     }
     if (opt != OPT_ACT) return 0;
-    for (int a = CLINFER_ACT_Q8; clinfer_activations_name((clinfer_activations)a); a++)
-        if (!strcmp(arg, clinfer_activations_name((clinfer_activations)a))) {
-            *act = (clinfer_activations)a;
-            return 1;
-        }
-    cli_error("--act: '%s' is not one of q8, f32-head, f32-ends, f32", arg);
+    if (clinfer_activations_parse(arg, act) == CLINFER_OK) return 1;
+    cli_error("--act: %s", clinfer_last_error());
     return -1;
 }
 
