@@ -37,8 +37,8 @@ const char *clinfer_activations_name(clinfer_activations a) {
 clinfer_status clinfer_activations_parse(const char *name, clinfer_activations *out) {
     if (!name || !out) return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "activations: NULL");
     char known[64] = "";
-    for (int a = 0; clinfer_activations_name((clinfer_activations)a); a++) {
-        const char *n = clinfer_activations_name((clinfer_activations)a);
+    const char *n;
+    for (int a = 0; (n = clinfer_activations_name((clinfer_activations)a)); a++) {
         if (!strcmp(name, n)) {
             *out = (clinfer_activations)a;
             return CLINFER_OK;
