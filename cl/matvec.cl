@@ -17,7 +17,8 @@
  *   matvec_q8_il   the same over rows interleaved by 16, 16 rows per work-item (AVX2 hosts)
  *   matvec_il_n    f32 x over rows interleaved by 16 (Q8_0, Q4_0, Q4_1), a group of 16 rows
  *                  and up to ILF_COLS columns per work-item (a decode step, or a batch of them)
- *   gemm_q8        matvec_q8 as a GEMM for prefill: GQ_M rows x GQ_N columns per work-item
+ *   gemm_q8        matvec_q8 as a GEMM (prefill, batches): GQ_M rows x GQ_N columns per
+ *                  work-item
  *   dequant_rows   out[i][0..k) = W[row(i)] for row(i) = ids[i] (embedding) or first + i;
  *                  rows outside this part are left alone, ids outside [0, m) give zeros
  * flags and il as in weights.clh. */

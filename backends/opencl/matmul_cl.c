@@ -2,8 +2,9 @@
  * are laid out by weights_cl.c, 8-bit activations made by act_q8_cl.c:
  *   - matvec for n <= MATVEC_MAX_N columns (decode), one kernel per kernel path; f32 x over
  *     interleaved weights (CPUs) through matvec_il_n for 1 .. IL_F32_MAX_N columns;
- *   - GEMM for more columns (prefill): over 8-bit x, integer dots by gemm_q8 (or matvec_q8_il
- *     for interleaved weights) where the type has them; otherwise, on CPU devices from
+ *   - over 8-bit x, integer dots where the type has them: matvec_q8_il for interleaved weights,
+ *     else matvec_q8 for one column and gemm_q8 from GEMM_Q8_MIN_N;
+ *   - GEMM for more columns (prefill) otherwise: on CPU devices from
  *     GEMM_PANEL_N columns, weights packed into 16-row panels (f16 kept f16, other types staged
  *     to f32 by dequant_rows) for gemm_panels; below that, and on GPUs, f32 weights directly,
  *     other types staged to f32 in row chunks, for gemm_rows (CPUs) or gemm_tiled; CLBlast SGEMM
@@ -332,7 +333,7 @@ static clinfer_status run_matvec_q8(cl_backend_ctx *b, const type_kernels *t, co
                      {sizeof(int), &a->flags},
                      {sizeof(int), &a->n}};
     cl_uint n_args = sizeof args / sizeof args[0] - 1; /* n only for matvec_q8_il, gemm_q8 */
-    if (!a->il && a->n > MATVEC_MAX_N) { /* GEMM_Q8_M rows x GEMM_Q8_N columns per work-item */
+    if (!a->il && a->n >= GEMM_Q8_MIN_N) { /* GEMM_Q8_M rows x GEMM_Q8_N columns per work-item */
         size_t col_tiles = ((size_t)a->n + GEMM_Q8_N - 1) / GEMM_Q8_N;
         size_t local[2] = {1, col_group(col_tiles)};
         size_t global[2] = {((size_t)rows + GEMM_Q8_M - 1) / GEMM_Q8_M,
@@ -564,7 +565,7 @@ cleanup:
 static int q8_kernel_for(const struct cl_weight *w, const type_kernels *t, int n) {
     /* matvec_q8_il takes any n: IL_COLS columns per work-item make it a GEMM */
     if (w->il) return t->matvec_q8_il != NULL;
-    return (n <= MATVEC_MAX_N ? t->matvec_q8 : t->gemm_q8) != NULL;
+    return (n < GEMM_Q8_MIN_N ? t->matvec_q8 : t->gemm_q8) != NULL;
 }
 
 /* The matmul op, with norm (norm_fusable) run by its launch's last work-item. */

@@ -25,6 +25,10 @@ enum {
     IL_F32_MAX_N = 16,       /* matvec_il_n for 1 .. this many columns of f32 x over il weights */
     GEMM_Q8_M = 2,           /* rows x columns per work-item of gemm_q8 (cl/matvec.cl) */
     GEMM_Q8_N = 4,
+    /* 8-bit x over row-major weights (the K-quants...): from this many columns gemm_q8, whose
+     * tile unpacks a weight block once for GEMM_Q8_N columns, where matvec_q8 unpacks it per
+     * column (Gemma 3 270M Q4_K_M, 8 sequences' decode: 92-105 -> 129-135 tok/s; 2 even) */
+    GEMM_Q8_MIN_N = 2,
     NORM_ROWS = 8, /* rows per work-item of matvec_rows_norm */
 };
 
