@@ -103,6 +103,10 @@ static clinfer_vendor classify_vendor(cl_uint vendor_id, const char *vendor, con
     return CLINFER_VENDOR_OTHER;
 }
 
+bool cl_device_is_pocl_cpu(const clinfer_device_info *info) {
+    return info->vendor == CLINFER_VENDOR_POCL && info->type == CLINFER_DEVICE_CPU;
+}
+
 static clinfer_device_type classify_type(cl_device_type type) {
     if (type & CL_DEVICE_TYPE_GPU) return CLINFER_DEVICE_GPU;
     if (type & CL_DEVICE_TYPE_CPU) return CLINFER_DEVICE_CPU;

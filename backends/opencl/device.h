@@ -14,5 +14,7 @@ clinfer_status cl_device_handles(size_t index, cl_platform_id *platform, cl_devi
 /* clinfer_device_get_info with the kernel path path (DEFAULT: the device's own choice). */
 clinfer_status cl_device_get_info(size_t index, clinfer_kernel_path path,
                                   clinfer_device_info *info);
+/* Whether the device is PoCL's CPU device: this host's own cores. */
+bool cl_device_is_pocl_cpu(const clinfer_device_info *info);
 
 #endif

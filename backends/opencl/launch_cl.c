@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "cl_backend.h"
+#include "device.h"
 #include "error.h"
 #include "fault.h"
 
@@ -58,7 +59,7 @@ static cl_command_queue turn_queue; /* the queue that may have kernels in flight
 static unsigned long turn_launches; /* launches into turn_queue so far */
 
 static bool takes_turns(const cl_backend_ctx *b) {
-    return b->info.vendor == CLINFER_VENDOR_POCL && b->info.type == CLINFER_DEVICE_CPU;
+    return cl_device_is_pocl_cpu(&b->info);
 }
 
 void cl_turn_begin(cl_backend_ctx *b) {

@@ -23,6 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "device.h"
 #include "error.h"
 #include "fault.h"
 #include "log.h"
@@ -74,6 +75,19 @@ const cl_device_params *cl_device_params_for(const clinfer_device_info *info) {
     return best;
 }
 
+/* Whether kernels may use AVX512-VNNI through inline assembly (CLINFER_VNNI, cl/weights_q8.clh):
+ * PoCL's CPU device runs on this host, so the host's CPU is asked, not PoCL's LLVM, which may
+ * know the CPU only by an older name without VNNI (skylake-avx512 for a Sapphire Rapids class
+ * Xeon) and then never emits it. */
+static bool host_vnni(const clinfer_device_info *info) {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+    return cl_device_is_pocl_cpu(info) && __builtin_cpu_supports("avx512vnni");
+#else
+    (void)info;
+    return false;
+#endif
+}
+
 const char *cl_program_params(const clinfer_device_info *info) {
     static _Thread_local char options[256];
     char path[sizeof info->kernel_path];
@@ -85,8 +99,9 @@ const char *cl_program_params(const clinfer_device_info *info) {
     path[i] = '\0';
     const cl_device_params *p = cl_device_params_for(info);
     snprintf(options, sizeof options,
-             "-DCLINFER_PATH_%s=1 -DCLINFER_FP16=%d -DROWS_PER_WI=%u -DLOCAL_SIZE=%u", path,
-             info->fp16 ? 1 : 0, p->rows_per_wi, p->local_size);
+             "-DCLINFER_PATH_%s=1 -DCLINFER_FP16=%d -DROWS_PER_WI=%u -DLOCAL_SIZE=%u%s", path,
+             info->fp16 ? 1 : 0, p->rows_per_wi, p->local_size,
+             host_vnni(info) ? " -DCLINFER_VNNI=1" : "");
     return options;
 }
 
