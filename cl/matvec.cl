@@ -19,6 +19,8 @@
  *                  and up to ILF_COLS columns per work-item (a decode step, or a batch of them)
  *   gemm_q8        matvec_q8 as a GEMM (prefill, batches): GQ_M rows x GQ_N columns per
  *                  work-item
+ *   stage_kq, gemm_kq  the K-quants' prefill GEMM: rows staged 16 at a time as signed bytes,
+ *                  then 16 rows x IL_COLS columns per work-item (weights_q8.clh's kq_rec)
  *   dequant_rows   out[i][0..k) = W[row(i)] for row(i) = ids[i] (embedding) or first + i;
  *                  rows outside this part are left alone, ids outside [0, m) give zeros
  * flags and il as in weights.clh. */
@@ -265,31 +267,40 @@ __kernel void gemm_q8(wq_t wq, ws_t ws, int k, int r0, int rows, __global const 
 }
 #endif
 
+#ifdef KQ_STAGED
+/* Rows [r0, r0 + rows) of the part staged for gemm_kq: global size (groups of 16 rows, k / 256
+ * super-blocks), item (g, b) writes record g * (k / 256) + b of rec. */
+__kernel void stage_kq(wq_t wq, ws_t ws, int k, int r0, int rows, __global kq_rec *rec) {
+    int g = get_global_id(0), b = get_global_id(1), nb = k / 256;
+    kq_stage(wq, ws, nb, r0, rows, g, b, rec + (size_t)g * nb + b);
+}
+
+/* The staged rows (rows of them) against n columns of 8-bit x: global size (groups of 16 rows,
+ * n / IL_COLS rounded up), work-item (g, t) takes columns IL_COLS t onwards. */
+__kernel void gemm_kq(__global const kq_rec *rec, int k, int rows, __global const char *xq,
+                      __global const float2 *xd, __global float *y, int y_off, int ldy,
+                      __global const float *bias, int bias_off, int flags, int n) {
+    int g = get_global_id(0), c = IL_COLS * get_global_id(1);
+    if (16 * g >= rows || c >= n) return;
+    int end = min(c + IL_COLS, n);
+#define KQ_ROWS(c, nc)                                                                             \
+    kq_rows(rec, k, rows, g, c, nc, xq, xd, y, y_off, ldy, bias, bias_off, flags)
+    IL_WALK_COLS(c, end, KQ_ROWS);
+}
+#endif
+
 #ifdef IL_DOTS
 /* Global size (groups of 16 rows that hold some of [r0, r0 + rows), columns n / IL_COLS
- * rounded up): work-item (g, t) takes columns IL_COLS t onwards, IL_REG_COLS at a time while
- * that many are left, then 4, then one: AVX-512's 32 vector registers hold the accumulators of
- * 8 columns (1B Q8_0 pp512 about +5% over 4, alternated), AVX2's 16 those of 4. */
-#if IL_LANES == 16 && IL_COLS >= 8
-#define IL_REG_COLS 8
-#else
-#define IL_REG_COLS 4
-#endif
+ * rounded up): work-item (g, t) takes columns IL_COLS t onwards (IL_WALK_COLS). */
 __kernel void matvec_q8_il(wq_t wq, ws_t ws, int k, int r0, int rows, __global const char *xq,
                            __global const float2 *xd, __global float *y, int y_off, int ldy,
                            __global const float *bias, int bias_off, int flags, int n) {
     int g = r0 / 16 + get_global_id(0), c = IL_COLS * get_global_id(1);
     if (16 * g >= r0 + rows || c >= n) return;
     int end = min(c + IL_COLS, n);
-    for (; c + IL_REG_COLS <= end; c += IL_REG_COLS)
-        il_rows(wq, ws, k, r0, rows, g, c, IL_REG_COLS, xq, xd, y, y_off, ldy, bias, bias_off,
-                flags);
-#if IL_REG_COLS > 4
-    for (; c + 4 <= end; c += 4)
-        il_rows(wq, ws, k, r0, rows, g, c, 4, xq, xd, y, y_off, ldy, bias, bias_off, flags);
-#endif
-    for (; c < end; c++)
-        il_rows(wq, ws, k, r0, rows, g, c, 1, xq, xd, y, y_off, ldy, bias, bias_off, flags);
+#define IL_ROWS(c, nc)                                                                             \
+    il_rows(wq, ws, k, r0, rows, g, c, nc, xq, xd, y, y_off, ldy, bias, bias_off, flags)
+    IL_WALK_COLS(c, end, IL_ROWS);
 }
 
 /* matvec_q8_il for one column whose launch covers all of y's row (rows outputs), and then the

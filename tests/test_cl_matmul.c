@@ -386,12 +386,14 @@ static void test_rejects(void) {
 }
 
 /* 8-bit x past MATVEC_MAX_N columns (gemm_q8 where the device has integer dots, for weights
- * not interleaved: few rows, or split in parts of a few rows): edge tiles of rows and columns,
- * rows inside a weight, parts. Run after the other checks so their random data stays as it was.
- * test_small() keeps one k and n 9 (edge tiles of both): Oclgrind has no gemm_q8 (it needs the
- * AVX2 dot builtins), so there these checks take the staging path test_shapes covers. */
+ * not interleaved: few rows, or split in parts of a few rows; from GEMM_KQ_MIN_N columns the
+ * K-quants' staged gemm_kq, n 45 taking its passes of 8, 4 and 1 columns): edge tiles of rows
+ * and columns, rows inside a weight, parts. Run after the other checks so their random data
+ * stays as it was. test_small() keeps one k and n 9 (edge tiles of both): Oclgrind has no
+ * gemm_q8 (it needs the AVX2 dot builtins), so there these checks take the staging path
+ * test_shapes covers. */
 static void test_gemm_q8(clinfer_dtype type) {
-    static const int ms[] = {1, 5, 67}, ns[] = {9, 14, 33};
+    static const int ms[] = {1, 5, 67}, ns[] = {9, 14, 33, 45};
     size_t blk = clinfer_dtype_block_elems(type);
     bool small = test_small();
     int k = blk == 256 ? (small ? 256 : 512) : 96, variant = 0;

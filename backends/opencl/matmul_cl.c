@@ -43,12 +43,12 @@ clinfer_status cl_create_buffer(cl_backend_ctx *b, cl_mem_flags flags, size_t by
 clinfer_status cl_build_type(cl_backend_ctx *b, clinfer_dtype type) {
     type_kernels *t = &b->mm->types[type];
     if (t->program) return CLINFER_OK;
-    char options[192], defines[64]; /* the fused norm of matvec_q8_il rounds as quantize.cl does */
+    char options[256], defines[64]; /* the fused norm of matvec_q8_il rounds as quantize.cl does */
     snprintf(options, sizeof options,
              "%s -DMV_WG=%zu -DMV_MAX_N=%d -DGQ_M=%d -DGQ_N=%d -DIL_COLS=%d -DILF_COLS=%d "
-             "-cl-fp32-correctly-rounded-divide-sqrt",
+             "-DKQ_REC_BYTES=%d -cl-fp32-correctly-rounded-divide-sqrt",
              cl_type_defines(type, defines, sizeof defines), b->mm->mv_wg, MATVEC_MAX_N, GEMM_Q8_M,
-             GEMM_Q8_N, IL_COLS, IL_F32_COLS);
+             GEMM_Q8_N, IL_COLS, IL_F32_COLS, KQ_REC_BYTES);
     clinfer_status st = cl_build(b, "matvec.cl", options, &t->program);
     cl_int err = CL_SUCCESS;
     if (st == CLINFER_OK)
@@ -65,6 +65,10 @@ clinfer_status cl_build_type(cl_backend_ctx *b, clinfer_dtype type) {
             t->matvec_q8 = clCreateKernel(t->program, "matvec_q8", &err);
         if (err == CL_SUCCESS && t->matvec_q8) /* compiled alongside it */
             t->gemm_q8 = clCreateKernel(t->program, "gemm_q8", &err);
+        if (err == CL_SUCCESS && cl_program_has_kernel(t->program, "gemm_kq")) {
+            t->stage_kq = clCreateKernel(t->program, "stage_kq", &err);
+            if (err == CL_SUCCESS) t->gemm_kq = clCreateKernel(t->program, "gemm_kq", &err);
+        }
         if (err == CL_SUCCESS && b->mm->interleave &&
             cl_program_has_kernel(t->program, "matvec_q8_il")) /* the types laid out by 16 rows */
             t->matvec_q8_il = clCreateKernel(t->program, "matvec_q8_il", &err);
@@ -90,6 +94,8 @@ clinfer_status cl_build_type(cl_backend_ctx *b, clinfer_dtype type) {
         if (t->matvec_q8_il) clReleaseKernel(t->matvec_q8_il);
         if (t->matvec_q8_il_norm) clReleaseKernel(t->matvec_q8_il_norm);
         if (t->matvec_il_n) clReleaseKernel(t->matvec_il_n);
+        if (t->stage_kq) clReleaseKernel(t->stage_kq);
+        if (t->gemm_kq) clReleaseKernel(t->gemm_kq);
         if (t->program) clReleaseProgram(t->program);
         *t = (type_kernels){0};
     }
@@ -194,6 +200,8 @@ void cl_matmul_free(cl_backend_ctx *b) {
         if (s->types[i].matvec_q8_il) clReleaseKernel(s->types[i].matvec_q8_il);
         if (s->types[i].matvec_q8_il_norm) clReleaseKernel(s->types[i].matvec_q8_il_norm);
         if (s->types[i].matvec_il_n) clReleaseKernel(s->types[i].matvec_il_n);
+        if (s->types[i].stage_kq) clReleaseKernel(s->types[i].stage_kq);
+        if (s->types[i].gemm_kq) clReleaseKernel(s->types[i].gemm_kq);
         if (s->types[i].program) clReleaseProgram(s->types[i].program);
     }
     scratch *bufs[] = {&s->stage, &s->packed,  &s->act.q,   &s->act.d,
@@ -314,6 +322,45 @@ static clinfer_status run_gemm(cl_backend_ctx *b, cl_mem w, int w_off, int rows,
     return cl_launch(b, s->gemm, "gemm", args, sizeof args / sizeof args[0], 2, global, local);
 }
 
+/* gemm_kq: rows [a.r0, a.r0 + a.rows) of part p staged by stage_kq in chunks of whole groups of
+ * 16 rows, about STAGE_BYTES of records each, into the stage scratch. */
+static clinfer_status run_gemm_kq(cl_backend_ctx *b, const type_kernels *t, const weight_part *p,
+                                  mm_args a) {
+    struct cl_matmul_state *s = b->mm;
+    clinfer_status st = CLINFER_OK;
+    size_t nb = (size_t)a.k / 256, group_bytes = nb * KQ_REC_BYTES;
+    uint64_t bytes = cl_alloc_limit(b) < STAGE_BYTES ? cl_alloc_limit(b) : STAGE_BYTES;
+    size_t groups = (size_t)(a.rows + 15) / 16, chunk = bytes / group_bytes;
+    chunk = chunk < 1 ? 1 : chunk < groups ? chunk : groups;
+    CHECK(cl_ensure_scratch(b, &s->stage, chunk * group_bytes));
+    int part_y = a.y_off, part_bias = a.bias_off;
+    for (int r = 0; r < a.rows; r += 16 * (int)chunk) {
+        int count = a.rows - r < 16 * (int)chunk ? a.rows - r : 16 * (int)chunk, first = a.r0 + r;
+        cl_mem ws = p->s.mem;
+        cl_arg stage[] = {{sizeof(cl_mem), &p->q.mem}, {sizeof(cl_mem), &ws},
+                          {sizeof(int), &a.k},         {sizeof(int), &first},
+                          {sizeof(int), &count},       {sizeof(cl_mem), &s->stage.mem}};
+        size_t sglobal[2] = {((size_t)count + 15) / 16, nb};
+        CHECK(cl_launch(b, t->stage_kq, "stage_kq", stage, 6, 2, sglobal, NULL));
+        a.y_off = part_y + r;
+        a.bias_off = part_bias + r;
+        cl_arg args[] = {{sizeof(cl_mem), &s->stage.mem}, {sizeof(int), &a.k},
+                         {sizeof(int), &count},           {sizeof(cl_mem), &s->act.q.mem},
+                         {sizeof(cl_mem), &s->act.d.mem}, {sizeof(cl_mem), &a.y},
+                         {sizeof(int), &a.y_off},         {sizeof(int), &a.ldy},
+                         {sizeof(cl_mem), &a.bias},       {sizeof(int), &a.bias_off},
+                         {sizeof(int), &a.flags},         {sizeof(int), &a.n}};
+        /* a work-item per group of 16 rows and IL_COLS columns, rows first (col_group) */
+        size_t col_items = ((size_t)a.n + IL_COLS - 1) / IL_COLS;
+        size_t local[2] = {1, col_group(col_items)};
+        size_t global[2] = {((size_t)count + 15) / 16, cl_round_up(col_items, local[1])};
+        CHECK(cl_launch(b, t->gemm_kq, "gemm_kq", args, sizeof args / sizeof args[0], 2, global,
+                        local));
+    }
+cleanup:
+    return st;
+}
+
 static clinfer_status run_matvec_q8(cl_backend_ctx *b, const type_kernels *t, const weight_part *p,
                                     const mm_args *a) {
     int rows = a->rows;
@@ -333,6 +380,7 @@ static clinfer_status run_matvec_q8(cl_backend_ctx *b, const type_kernels *t, co
                      {sizeof(int), &a->flags},
                      {sizeof(int), &a->n}};
     cl_uint n_args = sizeof args / sizeof args[0] - 1; /* n only for matvec_q8_il, gemm_q8 */
+    if (!a->il && a->n >= GEMM_KQ_MIN_N && t->gemm_kq) return run_gemm_kq(b, t, p, *a);
     if (!a->il && a->n >= GEMM_Q8_MIN_N) { /* GEMM_Q8_M rows x GEMM_Q8_N columns per work-item */
         size_t col_tiles = ((size_t)a->n + GEMM_Q8_N - 1) / GEMM_Q8_N;
         size_t local[2] = {1, col_group(col_tiles)};

@@ -29,6 +29,10 @@ enum {
      * tile unpacks a weight block once for GEMM_Q8_N columns, where matvec_q8 unpacks it per
      * column (Gemma 3 270M Q4_K_M, 8 sequences' decode: 92-105 -> 129-135 tok/s; 2 even) */
     GEMM_Q8_MIN_N = 2,
+    /* 8-bit x over Q4_K, Q5_K, Q6_K from this many columns: rows staged by stage_kq, then gemm_kq
+     * (cl/weights_q8.clh), in chunks of at most STAGE_BYTES of records */
+    GEMM_KQ_MIN_N = 32,
+    KQ_REC_BYTES = 6656, /* sizeof(kq_rec): 16 rows x 256 elements staged (the kernel checks) */
     NORM_ROWS = 8, /* rows per work-item of matvec_rows_norm */
 };
 
@@ -44,6 +48,7 @@ typedef struct {
     cl_kernel matvec_q8_il_norm; /* matvec_q8_il and the RMSNORM after it; NULL as it */
     cl_kernel gemm_q8;           /* matvec_q8 for more than MATVEC_MAX_N columns; NULL as it */
     cl_kernel matvec_il_n;       /* f32 x over rows interleaved by 16; NULL for other types */
+    cl_kernel stage_kq, gemm_kq; /* the K-quants' prefill GEMM over 8-bit x; or NULL */
 } type_kernels;
 
 /* A device buffer that only grows. */
