@@ -323,13 +323,13 @@ static clinfer_status run_gemm(cl_backend_ctx *b, cl_mem w, int w_off, int rows,
 }
 
 /* gemm_kq: rows [a.r0, a.r0 + a.rows) of part p staged by stage_kq in chunks of whole groups of
- * 16 rows, about STAGE_BYTES of records each, into the stage scratch. */
+ * 16 rows, about KQ_STAGE_BYTES of records each, into the stage scratch. */
 static clinfer_status run_gemm_kq(cl_backend_ctx *b, const type_kernels *t, const weight_part *p,
                                   mm_args a) {
     struct cl_matmul_state *s = b->mm;
     clinfer_status st = CLINFER_OK;
     size_t nb = (size_t)a.k / 256, group_bytes = nb * KQ_REC_BYTES;
-    uint64_t bytes = cl_alloc_limit(b) < STAGE_BYTES ? cl_alloc_limit(b) : STAGE_BYTES;
+    uint64_t bytes = cl_alloc_limit(b) < KQ_STAGE_BYTES ? cl_alloc_limit(b) : KQ_STAGE_BYTES;
     size_t groups = (size_t)(a.rows + 15) / 16, chunk = bytes / group_bytes;
     chunk = chunk < 1 ? 1 : chunk < groups ? chunk : groups;
     CHECK(cl_ensure_scratch(b, &s->stage, chunk * group_bytes));
