@@ -17,13 +17,21 @@ __kernel void quantize_q8_act(__global const float *x, int x_off, __global char 
 }
 
 /* Global size (d / 32, n): item (b, r) writes block b of row r of y = x / sqrt(mean(x^2) + eps)
- * * w (has_w) and rounds it; each item sums its row's squares itself (rows are short). */
+ * * w (has_w) and rounds it; each item sums its row's squares itself (rows are short). Global
+ * size (1, n): item (0, r) writes all of row r (rmsnorm_row: the same arithmetic), which saves
+ * the d / 32 items of a row summing its squares again where rows are many (CPUs, prefill). */
 __kernel void rmsnorm_q8_act(__global const float *x, ulong x_off, __global const float *w,
                              ulong w_off, int has_w, __global float *y, ulong y_off, int d,
                              float eps, __global char *xq, __global float2 *xd,
                              __global float *xf, int want_f) {
     int b = get_global_id(0), r = get_global_id(1);
     __global const float *xr = x + x_off + (size_t)r * d;
+    if (get_global_size(0) == 1) {
+        size_t e = (size_t)r * d; /* xf is written only with want_f */
+        rmsnorm_row(xr, d, w + w_off, has_w, y + y_off + e, eps, 1, xq + e, xd + e / 32, xf + e,
+                    want_f);
+        return;
+    }
     float inv = inv_rms(xr, d, eps);
     float8 v[4];
     for (int j = 0; j < 4; j++) {

@@ -97,7 +97,9 @@ clinfer_status cl_rounding_op(cl_backend_ctx *b, const clinfer_op *op) {
                          {sizeof(float), &op->norm.eps}};
         n_args = sizeof head / sizeof head[0];
         memcpy(args, head, sizeof head);
-        global[0] = (size_t)op->norm.d / CLINFER_Q8_ACT_BLOCK;
+        /* an item per block, or on CPUs with rows to spare an item per row (quantize.cl) */
+        bool rows = s->cpu && op->norm.n > 1;
+        global[0] = rows ? 1 : (size_t)op->norm.d / CLINFER_Q8_ACT_BLOCK;
         global[1] = (size_t)op->norm.n;
     } else {
         const clinfer_ref *a = &op->eltwise.a, *g = &op->eltwise.b;
