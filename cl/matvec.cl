@@ -268,10 +268,12 @@ __kernel void gemm_q8(wq_t wq, ws_t ws, int k, int r0, int rows, __global const 
 #endif
 
 #ifdef KQ_STAGED
-/* Rows [r0, r0 + rows) of the part staged for gemm_kq: global size (groups of 16 rows, k / 256
- * super-blocks), item (g, b) writes record g * (k / 256) + b of rec. */
+/* Rows [r0, r0 + rows) of the part staged for gemm_kq: global size (k / 256 super-blocks, groups
+ * of 16 rows), item (b, g) writes record g * (k / 256) + b of rec. Super-blocks first: PoCL runs
+ * items in that order, so each row is read front to back (with groups first, the reads of the
+ * weights stalled for 45% of pp64's staging time). */
 __kernel void stage_kq(wq_t wq, ws_t ws, int k, int r0, int rows, __global kq_rec *rec) {
-    int g = get_global_id(0), b = get_global_id(1), nb = k / 256;
+    int b = get_global_id(0), g = get_global_id(1), nb = k / 256;
     kq_stage(wq, ws, nb, r0, rows, g, b, rec + (size_t)g * nb + b);
 }
 

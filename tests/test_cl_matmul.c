@@ -281,30 +281,33 @@ static void test_split(clinfer_dtype type) {
     pair_free(&w);
 }
 
-static void run_q8(int side, const pair *w, int m, int k, clinfer_ref x, clinfer_ref y) {
+static void run_q8(int side, const pair *w, int m, int k, int n, clinfer_ref x, clinfer_ref y) {
     clinfer_op op = {.kind = CLINFER_OP_MATMUL};
     op.matmul.w = w->buf[side];
     op.matmul.x = x;
     op.matmul.y = y;
     op.matmul.m = m;
     op.matmul.k = k;
-    op.matmul.n = 1;
+    op.matmul.n = n;
     op.matmul.x_q8 = true;
     EXPECT_OK(be[side]->i->op(be[side]->ctx, &op));
 }
 
 /* A device may keep the rounded x for the next matmul over the same x (q, k, v): whatever
  * changes x in between (a buffer write, another op, a matmul writing into x's buffer) must be
- * seen. An rmsnorm or swiglu with the y_q8 hint may round x as it writes it (steps 4, 5). Each
- * step's result is compared with the reference. */
+ * seen. An rmsnorm or swiglu with the y_q8 hint may round x as it writes it (steps 4, 5; step 6
+ * an rmsnorm of two rows, which CPUs round a row per item, before a matmul of two columns).
+ * Each step's result is compared with the reference. */
 static void test_q8_reuse(clinfer_dtype type) {
     const int m = 40, k = clinfer_dtype_block_elems(type) == 256 ? 256 : 96;
     pair w = weight_new(type, m, k), w2 = weight_new(type, k, k);
-    pair x = pair_random(2 * (size_t)k), y = pair_random((size_t)m), src = pair_random((size_t)k);
+    pair x = pair_random(2 * (size_t)k), y = pair_random(2 * (size_t)m);
+    pair src = pair_random(2 * (size_t)k);
     float *fresh = malloc((size_t)k * sizeof *fresh);
     rng_fill(fresh, (size_t)k, -2.0f, 2.0f);
     char what[96];
-    for (int step = 0; step < 6 && w.buf[REF] && w.buf[CL] && w2.buf[REF] && w2.buf[CL]; step++) {
+    for (int step = 0; step < 7 && w.buf[REF] && w.buf[CL] && w2.buf[REF] && w2.buf[CL]; step++) {
+        int n = step == 6 ? 2 : 1;
         for (int s = 0; s < SIDES; s++) {
             clinfer_ref x0 = {x.buf[s], 0}, x1 = {x.buf[s], (size_t)k};
             if (step == 1) /* a write to x */
@@ -316,12 +319,12 @@ static void test_q8_reuse(clinfer_dtype type) {
                     .a = x0, .b = x0, .y = x0, .count = (size_t)k, .b_count = (size_t)k};
                 EXPECT_OK(be[s]->i->op(be[s]->ctx, &op));
             }
-            if (step == 3) run_q8(s, &w2, k, k, x0, x1); /* a matmul into x's buffer */
+            if (step == 3) run_q8(s, &w2, k, k, 1, x0, x1); /* a matmul into x's buffer */
             clinfer_ref from = {src.buf[s], 0};
-            if (step == 4) {
+            if (step == 4 || step == 6) {
                 clinfer_op op = {.kind = CLINFER_OP_RMSNORM};
                 op.norm = (typeof(op.norm)){
-                    .x = from, .w = from, .y = x0, .n = 1, .d = k, .eps = 1e-5f, .y_q8 = true};
+                    .x = from, .w = from, .y = x0, .n = n, .d = k, .eps = 1e-5f, .y_q8 = true};
                 EXPECT_OK(be[s]->i->op(be[s]->ctx, &op));
             }
             if (step == 5) {
@@ -330,11 +333,11 @@ static void test_q8_reuse(clinfer_dtype type) {
                     .a = from, .b = x1, .y = x0, .count = (size_t)k, .y_q8 = true};
                 EXPECT_OK(be[s]->i->op(be[s]->ctx, &op));
             }
-            run_q8(s, &w, m, k, step == 3 ? x1 : x0, (clinfer_ref){y.buf[s], 0});
-            if (step == 0) run_q8(s, &w, m, k, x0, (clinfer_ref){y.buf[s], 0}); /* reuse */
+            run_q8(s, &w, m, k, n, step == 3 ? x1 : x0, (clinfer_ref){y.buf[s], 0});
+            if (step == 0) run_q8(s, &w, m, k, 1, x0, (clinfer_ref){y.buf[s], 0}); /* reuse */
         }
         snprintf(what, sizeof what, "x_q8 reuse %s step %d", clinfer_dtype_name(type), step);
-        compare(&y, 0, (size_t)m, MATMUL_NMSE, what);
+        compare(&y, 0, (size_t)m * n, MATMUL_NMSE, what);
     }
     free(fresh);
     pair_free(&w);

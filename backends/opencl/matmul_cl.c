@@ -340,7 +340,7 @@ static clinfer_status run_gemm_kq(cl_backend_ctx *b, const type_kernels *t, cons
         cl_arg stage[] = {{sizeof(cl_mem), &p->q.mem}, {sizeof(cl_mem), &ws},
                           {sizeof(int), &a.k},         {sizeof(int), &first},
                           {sizeof(int), &count},       {sizeof(cl_mem), &s->stage.mem}};
-        size_t sglobal[2] = {((size_t)count + 15) / 16, nb};
+        size_t sglobal[2] = {nb, ((size_t)count + 15) / 16};
         CHECK(cl_launch(b, t->stage_kq, "stage_kq", stage, 6, 2, sglobal, NULL));
         a.y_off = part_y + r;
         a.bias_off = part_bias + r;
