@@ -3,7 +3,8 @@
  *   - matvec for n <= MATVEC_MAX_N columns (decode), one kernel per kernel path; f32 x over
  *     interleaved weights (CPUs) through matvec_il_n for 1 .. IL_F32_MAX_N columns;
  *   - over 8-bit x, integer dots where the type has them: matvec_q8_il for interleaved weights,
- *     else matvec_q8 for one column and gemm_q8 from GEMM_Q8_MIN_N;
+ *     else matvec_q8 for one column, gemm_q8 from GEMM_Q8_MIN_N and, for Q4_K, Q5_K and Q6_K,
+ *     stage_kq + gemm_kq from GEMM_KQ_MIN_N;
  *   - GEMM for more columns (prefill) otherwise: on CPU devices from
  *     GEMM_PANEL_N columns, weights packed into 16-row panels (f16 kept f16, other types staged
  *     to f32 by dequant_rows) for gemm_panels; below that, and on GPUs, f32 weights directly,
