@@ -323,20 +323,29 @@ static clinfer_status run_gemm(cl_backend_ctx *b, cl_mem w, int w_off, int rows,
     return cl_launch(b, s->gemm, "gemm", args, sizeof args / sizeof args[0], 2, global, local);
 }
 
+/* Rows per chunk of a weight staged for a GEMM: as many whole granules of rows as fit in limit
+ * bytes (and the allocation limit) at row_bytes each; at least one granule, at most all rows
+ * rounded up to one. */
+static int chunk_rows(const cl_backend_ctx *b, uint64_t limit, uint64_t row_bytes, int granule,
+                      int rows) {
+    uint64_t bytes = cl_alloc_limit(b) < limit ? cl_alloc_limit(b) : limit;
+    uint64_t fit = bytes / row_bytes / (uint64_t)granule * (uint64_t)granule;
+    int all = (rows + granule - 1) / granule * granule;
+    return fit < (uint64_t)granule ? granule : fit < (uint64_t)all ? (int)fit : all;
+}
+
 /* gemm_kq: rows [a.r0, a.r0 + a.rows) of part p staged by stage_kq in chunks of whole groups of
  * 16 rows, about KQ_STAGE_BYTES of records each, into the stage scratch. */
 static clinfer_status run_gemm_kq(cl_backend_ctx *b, const type_kernels *t, const weight_part *p,
                                   mm_args a) {
     struct cl_matmul_state *s = b->mm;
     clinfer_status st = CLINFER_OK;
-    size_t nb = (size_t)a.k / 256, group_bytes = nb * KQ_REC_BYTES;
-    uint64_t bytes = cl_alloc_limit(b) < KQ_STAGE_BYTES ? cl_alloc_limit(b) : KQ_STAGE_BYTES;
-    size_t groups = (size_t)(a.rows + 15) / 16, chunk = bytes / group_bytes;
-    chunk = chunk < 1 ? 1 : chunk < groups ? chunk : groups;
-    CHECK(cl_ensure_scratch(b, &s->stage, chunk * group_bytes));
+    size_t nb = (size_t)a.k / 256, row_bytes = nb * KQ_REC_BYTES / 16;
+    int chunk = chunk_rows(b, KQ_STAGE_BYTES, row_bytes, 16, a.rows);
+    CHECK(cl_ensure_scratch(b, &s->stage, (size_t)chunk * row_bytes));
     int part_y = a.y_off, part_bias = a.bias_off;
-    for (int r = 0; r < a.rows; r += 16 * (int)chunk) {
-        int count = a.rows - r < 16 * (int)chunk ? a.rows - r : 16 * (int)chunk, first = a.r0 + r;
+    for (int r = 0; r < a.rows; r += chunk) {
+        int count = a.rows - r < chunk ? a.rows - r : chunk, first = a.r0 + r;
         cl_mem ws = p->s.mem;
         cl_arg stage[] = {{sizeof(cl_mem), &p->q.mem}, {sizeof(cl_mem), &ws},
                           {sizeof(int), &a.k},         {sizeof(int), &first},
@@ -381,7 +390,6 @@ static clinfer_status run_matvec_q8(cl_backend_ctx *b, const type_kernels *t, co
                      {sizeof(int), &a->flags},
                      {sizeof(int), &a->n}};
     cl_uint n_args = sizeof args / sizeof args[0] - 1; /* n only for matvec_q8_il, gemm_q8 */
-    if (!a->il && a->n >= GEMM_KQ_MIN_N && t->gemm_kq) return run_gemm_kq(b, t, p, *a);
     if (!a->il && a->n >= GEMM_Q8_MIN_N) { /* GEMM_Q8_M rows x GEMM_Q8_N columns per work-item */
         size_t col_tiles = ((size_t)a->n + GEMM_Q8_N - 1) / GEMM_Q8_N;
         size_t local[2] = {1, col_group(col_tiles)};
@@ -519,10 +527,7 @@ static clinfer_status run_panels(cl_backend_ctx *b, const struct cl_weight *w, c
     clinfer_status st = CLINFER_OK;
     clinfer_dtype type = w->layout.type;
     int f16 = type == CLINFER_DT_F16, staged = !f16 && type != CLINFER_DT_F32, k = a.k;
-    uint64_t bytes = cl_alloc_limit(b) < STAGE_BYTES ? cl_alloc_limit(b) : STAGE_BYTES;
-    int chunk = (int)(bytes / ((uint64_t)k * sizeof(float))) / GEMM_PM * GEMM_PM;
-    int all = (a.rows + GEMM_PM - 1) / GEMM_PM * GEMM_PM;
-    chunk = chunk < GEMM_PM ? GEMM_PM : chunk < all ? chunk : all;
+    int chunk = chunk_rows(b, STAGE_BYTES, (uint64_t)k * sizeof(float), GEMM_PM, a.rows);
     CHECK(cl_ensure_scratch(b, &s->packed, (size_t)chunk * k * (f16 ? 2 : sizeof(float))));
     if (staged) CHECK(cl_ensure_scratch(b, &s->stage, (size_t)chunk * k * sizeof(float)));
     int part_y = a.y_off, part_bias = a.bias_off;
@@ -660,6 +665,8 @@ static clinfer_status matmul(cl_backend_ctx *b, const clinfer_op *op, const clin
         a.bias_off = (has_bias ? (int)op->matmul.bias.offset : 0) + (lo - row0);
         if (norm) {
             CHECK(q8_kernel ? run_matvec_q8_norm(b, t, p, &a) : run_matvec_norm(b, t, p, &a));
+        } else if (q8_kernel && !w->il && n >= GEMM_KQ_MIN_N && t->gemm_kq) {
+            CHECK(run_gemm_kq(b, t, p, a));
         } else if (q8_kernel) {
             CHECK(run_matvec_q8(b, t, p, &a));
         } else if (il_f32_for(w, t, n)) {
@@ -671,9 +678,7 @@ static clinfer_status matmul(cl_backend_ctx *b, const clinfer_op *op, const clin
         } else if (l->type == CLINFER_DT_F32) {
             CHECK(run_gemm(b, p->q.mem, a.r0 * k, a.rows, &a));
         } else {
-            uint64_t stage = cl_alloc_limit(b) < STAGE_BYTES ? cl_alloc_limit(b) : STAGE_BYTES;
-            int chunk = (int)(stage / ((uint64_t)k * sizeof(float)));
-            chunk = chunk < 1 ? 1 : chunk < a.rows ? chunk : a.rows;
+            int chunk = chunk_rows(b, STAGE_BYTES, (uint64_t)k * sizeof(float), 1, a.rows);
             CHECK(cl_ensure_scratch(b, &b->mm->stage, (size_t)chunk * k * sizeof(float)));
             int part_y = a.y_off, part_bias = a.bias_off;
             for (int r = 0; r < a.rows; r += chunk) {
