@@ -19,7 +19,7 @@
  *                  and up to ILF_COLS columns per work-item (a decode step, or a batch of them)
  *   gemm_q8        matvec_q8 as a GEMM (prefill, batches): GQ_M rows x GQ_N columns per
  *                  work-item
- *   stage_kq, gemm_kq  the K-quants' prefill GEMM: rows staged 16 at a time as signed bytes,
+ *   stage_kq, gemm_kq  the K-quants' prefill GEMM: rows staged 16 at a time as bytes,
  *                  then 16 rows x IL_COLS columns per work-item (weights_q8.clh's kq_rec)
  *   dequant_rows   out[i][0..k) = W[row(i)] for row(i) = ids[i] (embedding) or first + i;
  *                  rows outside this part are left alone, ids outside [0, m) give zeros

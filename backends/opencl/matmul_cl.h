@@ -33,7 +33,7 @@ enum {
      * (cl/weights_q8.clh), in chunks of at most KQ_STAGE_BYTES of records */
     GEMM_KQ_MIN_N = 32,
     KQ_STAGE_BYTES = 4 << 20,
-    KQ_REC_BYTES = 6656, /* sizeof(kq_rec): 16 rows x 256 elements staged (the kernel checks) */
+    KQ_REC_BYTES = 5632, /* sizeof(kq_rec): 16 rows x 256 elements staged (the kernel checks) */
     NORM_ROWS = 8,       /* rows per work-item of matvec_rows_norm */
 };
 
