@@ -22,9 +22,11 @@
 #   llama.cpp  llama-bench -t $THREADS -p 64,512 -n 32 -r $REPS; its load time from llama-simple's
 #              timing report; warm TTFT: the wall time of `llama-bench -p 16 -n 0 -r 1
 #              --no-warmup` (load, 16-token prompt; process start and exit included)
-#   clinfer    clinfer bench --act q8 -p 512 -n 32, then -p 64 -n 0 (-r $REPS; 8-bit activations
-#              as llama.cpp's CPU backend); its load time and warm TTFT from the wall time of
-#              `clinfer bench -p 0 -n 0 -r 1` (load, 16-token prompt, first token)
+#   clinfer    one `clinfer bench -p 0 -n 0 -r 1` that fills its kernel cache, as any earlier
+#              run would; then clinfer bench --act q8 -p 512 -n 32, then -p 64 -n 0 (-r $REPS;
+#              8-bit activations as llama.cpp's CPU backend); its load time and warm TTFT from
+#              the wall time of `clinfer bench -p 0 -n 0 -r 1` (load, 16-token prompt, first
+#              token)
 # then once, cold: the file evicted from the page cache (posix_fadvise DONTNEED; needs no root,
 # but cannot drop pages another process maps: the table's note says how much stayed) before each
 # engine's TTFT process, and for clinfer an empty kernel cache ($CLINFER_CACHE_DIR), so that its
