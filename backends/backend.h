@@ -71,7 +71,7 @@ typedef struct clinfer_op {
             clinfer_ref x, w, b, y; /* w optional (a scale of 1); b: layernorm only, optional */
             int n, d;
             float eps;
-            bool y_q8; /* hint: the next op is an x_q8 MATMUL over y, rounding per 32 (eltwise) */
+            int y_q8; /* hint as eltwise's */
         } norm;
         struct {
             clinfer_ref x;
@@ -106,7 +106,7 @@ typedef struct clinfer_op {
             /* out lies in neither cache's buffer: other items read the caches while it is
              * written. */
             float scale;
-            /* Hint: the next op is an x_q8 MATMUL over out (see eltwise). */
+            /* Hint: the next op is an x_q8 MATMUL over out that rounds per 32 (see eltwise). */
             bool out_q8;
             /* Optional rotation and cache write first (rope.n_rot 0: none), one launch less
              * per layer in decode: q and the new keys k_src are rotated as CLINFER_OP_ROPE does
@@ -126,10 +126,11 @@ typedef struct clinfer_op {
         struct {
             clinfer_ref a, b, y;
             size_t count, b_count; /* b_count: ADD only */
-            /* Hint: the next op is an x_q8 MATMUL with y as its x whose weight rounds per 32
-             * (clinfer_dtype_q8_act_block), so a backend may round y to 8 bits as it writes it
-             * (one pass less); results are the same either way. */
-            bool y_q8;
+            /* Hint: 0, or the next op is an x_q8 MATMUL with y as its x whose weight rounds per
+             * y_q8 elements (clinfer_dtype_q8_act_block: 32, or 256 for the K-quants), so a
+             * backend may round y to 8 bits as it writes it (one pass less); results are the
+             * same either way. */
+            int y_q8;
         } eltwise;
     };
 } clinfer_op;

@@ -16,43 +16,40 @@ __kernel void quantize_q8_act(__global const float *x, int x_off, __global char 
     round_span(x + x_off, get_global_id(0) * span, span, xq, xd, xf, want_f);
 }
 
-/* Global size (d / 32, n): item (b, r) writes block b of row r of y = x / sqrt(mean(x^2) + eps)
- * * w (has_w) and rounds it; each item sums its row's squares itself (rows are short). Global
- * size (1, n): item (0, r) writes all of row r (rmsnorm_row: the same arithmetic), which saves
- * the d / 32 items of a row summing its squares again where rows are many (CPUs, prefill). */
+/* Global size (d / (32 span), n): item (b, r) writes blocks span b .. span b + span - 1 of row r
+ * of y = x / sqrt(mean(x^2) + eps) * w (has_w) and rounds them with one scale (round_span, from
+ * y as written); each item sums its row's squares itself (rows are short). Global size (1, n):
+ * item (0, r) writes all of row r (rmsnorm_row: the same arithmetic), which saves the items of a
+ * row summing its squares again where rows are many (CPUs, prefill). */
 __kernel void rmsnorm_q8_act(__global const float *x, ulong x_off, __global const float *w,
                              ulong w_off, int has_w, __global float *y, ulong y_off, int d,
                              float eps, __global char *xq, __global float2 *xd,
-                             __global float *xf, int want_f) {
+                             __global float *xf, int want_f, int span) {
     int b = get_global_id(0), r = get_global_id(1);
     __global const float *xr = x + x_off + (size_t)r * d;
+    __global float *yr = y + y_off + (size_t)r * d;
+    size_t e = (size_t)r * d; /* xf is written only with want_f */
+    xq += e, xd += e / 32, xf += e;
     if (get_global_size(0) == 1) {
-        size_t e = (size_t)r * d; /* xf is written only with want_f */
-        rmsnorm_row(xr, d, w + w_off, has_w, y + y_off + e, eps, 1, xq + e, xd + e / 32, xf + e,
-                    want_f);
+        rmsnorm_row(xr, d, w + w_off, has_w, yr, eps, 0, xq, xd, xf, want_f);
+        for (int s = 0; s < d / 32; s += span)
+            round_span(yr, s, span, xq, xd, xf, want_f);
         return;
     }
     float inv = inv_rms(xr, d, eps);
-    float8 v[4];
-    for (int j = 0; j < 4; j++) {
-        size_t c = 4 * (size_t)b + j; /* in float8s */
-        v[j] = vload8(c, xr) * inv;
-        if (has_w) v[j] *= vload8(c, w + w_off);
-        vstore8(v[j], c, y + y_off + (size_t)r * d);
-    }
-    round_block(v, (size_t)r * (d / 32) + b, xq, xd, xf, want_f);
+    for (size_t c = 4 * (size_t)span * b; c < 4 * (size_t)span * (b + 1); c++) /* in float8s */
+        vstore8(has_w ? vload8(c, xr) * inv * vload8(c, w + w_off) : vload8(c, xr) * inv, c, yr);
+    round_span(yr, (size_t)span * b, span, xq, xd, xf, want_f);
 }
 
-/* Global size: the blocks of y (count / 32): y = silu(a) * b, or gelu(a) * b with gelu. */
+/* Global size: the spans of y (count / (32 span)): y = silu(a) * b, or gelu(a) * b with gelu,
+ * each span rounded with one scale (round_span, from y as written). */
 __kernel void glu_q8_act(__global const float *a, ulong a_off, __global const float *b,
                          ulong b_off, __global float *y, ulong y_off, int gelu, __global char *xq,
-                         __global float2 *xd, __global float *xf, int want_f) {
-    size_t i = get_global_id(0);
-    float8 v[4];
-    for (int j = 0; j < 4; j++) {
-        float8 s = vload8(4 * i + j, a + a_off);
-        v[j] = GLU(s, vload8(4 * i + j, b + b_off), gelu);
-        vstore8(v[j], 4 * i + j, y + y_off);
-    }
-    round_block(v, i, xq, xd, xf, want_f);
+                         __global float2 *xd, __global float *xf, int want_f, int span) {
+    size_t i = get_global_id(0) * span;
+    y += y_off;
+    for (size_t c = 4 * i; c < 4 * (i + span); c++) /* in float8s */
+        vstore8(GLU(vload8(c, a + a_off), vload8(c, b + b_off), gelu), c, y);
+    round_span(y, i, span, xq, xd, xf, want_f);
 }

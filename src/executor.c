@@ -96,16 +96,17 @@ void exec_matmul(builder *b, const clinfer_matrix *w, clinfer_ref x, clinfer_ref
                  clinfer_ref bias, int n, bool accumulate) {
     size_t q8_block = clinfer_dtype_q8_act_block(w->type);
     bool x_q8 = !b->f32_now && clinfer_dtype_takes_q8_act(w->type) && w->k % q8_block == 0;
-    /* the op that made x may round it as well, per 32 (a K-quant's x is rounded per 256 by the
-     * matmul's own launch) */
-    if (x_q8 && q8_block == CLINFER_Q8_ACT_BLOCK && b->steps && b->count > 0) {
+    /* the op that made x may round it as well (attention per 32 only: a head is too short
+     * for a K-quant's 256, whose x the matmul's own launch rounds then) */
+    if (x_q8 && b->steps && b->count > 0) {
         clinfer_op *prev = &b->steps[b->count - 1].op;
-        if (prev->kind == CLINFER_OP_RMSNORM && same_ref(prev->norm.y, x)) prev->norm.y_q8 = true;
+        if (prev->kind == CLINFER_OP_RMSNORM && same_ref(prev->norm.y, x))
+            prev->norm.y_q8 = (int)q8_block;
         if ((prev->kind == CLINFER_OP_SWIGLU || prev->kind == CLINFER_OP_GEGLU) &&
             same_ref(prev->eltwise.y, x))
-            prev->eltwise.y_q8 = true;
+            prev->eltwise.y_q8 = (int)q8_block;
         if (prev->kind == CLINFER_OP_ATTENTION && same_ref(prev->attention.out, x))
-            prev->attention.out_q8 = true;
+            prev->attention.out_q8 = q8_block == CLINFER_Q8_ACT_BLOCK;
     }
     clinfer_op op = {.kind = CLINFER_OP_MATMUL,
                      .matmul = {.w = w->w,

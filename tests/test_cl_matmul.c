@@ -300,6 +300,7 @@ static void run_q8(int side, const pair *w, int m, int k, int n, clinfer_ref x, 
  * Each step's result is compared with the reference. */
 static void test_q8_reuse(clinfer_dtype type) {
     const int m = 40, k = clinfer_dtype_block_elems(type) == 256 ? 256 : 96;
+    const int q8_block = (int)clinfer_dtype_q8_act_block(type); /* the y_q8 hint's */
     pair w = weight_new(type, m, k), w2 = weight_new(type, k, k);
     pair x = pair_random(2 * (size_t)k), y = pair_random(2 * (size_t)m);
     pair src = pair_random(2 * (size_t)k);
@@ -324,13 +325,13 @@ static void test_q8_reuse(clinfer_dtype type) {
             if (step == 4 || step == 6) {
                 clinfer_op op = {.kind = CLINFER_OP_RMSNORM};
                 op.norm = (typeof(op.norm)){
-                    .x = from, .w = from, .y = x0, .n = n, .d = k, .eps = 1e-5f, .y_q8 = true};
+                    .x = from, .w = from, .y = x0, .n = n, .d = k, .eps = 1e-5f, .y_q8 = q8_block};
                 EXPECT_OK(be[s]->i->op(be[s]->ctx, &op));
             }
             if (step == 5) {
                 clinfer_op op = {.kind = CLINFER_OP_SWIGLU};
                 op.eltwise = (typeof(op.eltwise)){
-                    .a = from, .b = x1, .y = x0, .count = (size_t)k, .y_q8 = true};
+                    .a = from, .b = x1, .y = x0, .count = (size_t)k, .y_q8 = q8_block};
                 EXPECT_OK(be[s]->i->op(be[s]->ctx, &op));
             }
             run_q8(s, &w, m, k, n, step == 3 ? x1 : x0, (clinfer_ref){y.buf[s], 0});

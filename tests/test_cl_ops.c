@@ -116,7 +116,7 @@ static void compare_cl_exact(const pair *a, const pair *b, size_t bytes, const c
 static void test_eltwise(void) {
     static const clinfer_op_kind kinds[] = {CLINFER_OP_ADD, CLINFER_OP_GELU, CLINFER_OP_SWIGLU,
                                             CLINFER_OP_GEGLU};
-    static const size_t counts[] = {1, 7, 64, 1000, 4097, 576 * 3};
+    static const size_t counts[] = {1, 7, 64, 1000, 4097, 576 * 3, 768};
     for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++)
         for (size_t c = 0; c < sizeof counts / sizeof *counts; c++) {
             size_t n = counts[c], off = 5;
@@ -133,7 +133,8 @@ static void test_eltwise(void) {
                     op.eltwise.y = in_place ? op.eltwise.a : ref_of(&y, s, 0);
                     op.eltwise.count = n;
                     op.eltwise.b_count = b_counts[bc];
-                    op.eltwise.y_q8 = bc == 0; /* only a hint: y is the same */
+                    /* only a hint: y is the same (256: a K-quant's rounding span) */
+                    op.eltwise.y_q8 = (int[]){CLINFER_Q8_ACT_BLOCK, 0, 256}[bc];
                     run(s, &op, "eltwise");
                 }
                 char what[64];
@@ -180,8 +181,8 @@ static void test_store(void) {
 /* ---- norms ---- */
 
 static void test_norms(void) {
-    static const int shapes[][2] = {{1, 1},    {1, 7},     {3, 576}, {5, 1000},
-                                    {2, 4097}, {1, 49152}, {9, 64}};
+    static const int shapes[][2] = {{1, 1},     {1, 7},  {3, 576}, {5, 1000}, {2, 4097},
+                                    {1, 49152}, {9, 64}, {4, 512}, {2, 768}};
     for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++)
         /* rmsnorm, layernorm +b, layernorm, then both without w (a scale of 1) */
         for (int variant = 0; variant < 5; variant++) {
@@ -199,7 +200,8 @@ static void test_norms(void) {
                 op.norm.n = n;
                 op.norm.d = d;
                 op.norm.eps = 1e-5f;
-                op.norm.y_q8 = i % 4 == 2; /* only a hint: y is the same */
+                /* only a hint: y is the same (256: a K-quant's rounding span) */
+                op.norm.y_q8 = i % 4 == 2 ? CLINFER_Q8_ACT_BLOCK : i % 4 == 0 ? 256 : 0;
                 run(s, &op, "norm");
             }
             char what[64];

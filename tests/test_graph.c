@@ -337,7 +337,7 @@ static clinfer_op norm_op(const side *s) { /* xn = rmsnorm(x) * w, rounded for t
                                  .n = 1,
                                  .d = D,
                                  .eps = 1e-5f,
-                                 .y_q8 = true}};
+                                 .y_q8 = CLINFER_Q8_ACT_BLOCK}};
 }
 
 /* y (+)= W[m] x, accumulating into the residual stream x */

@@ -64,12 +64,26 @@ cleanup:
     return st;
 }
 
+/* The op's rounding block (y_q8) where quantize.cl's kernels take it, else 0. */
+static int round_block_of(const clinfer_op *op) {
+    int block;
+    size_t count; /* a norm's rows round apart */
+    if (op->kind == CLINFER_OP_RMSNORM) {
+        if (op->norm.n <= 0 || op->norm.y.buf == op->norm.x.buf) return 0; /* items read rows */
+        block = op->norm.y_q8;
+        count = (size_t)op->norm.d;
+    } else if (op->kind == CLINFER_OP_SWIGLU || op->kind == CLINFER_OP_GEGLU) {
+        block = op->eltwise.y_q8;
+        count = op->eltwise.count;
+    } else {
+        return 0;
+    }
+    return block > 0 && block % CLINFER_Q8_ACT_BLOCK == 0 && count > 0 && count % block == 0 ? block
+                                                                                             : 0;
+}
+
 bool cl_round_output(const clinfer_op *op) {
-    if (op->kind == CLINFER_OP_RMSNORM)
-        return op->norm.y_q8 && op->norm.n > 0 && op->norm.d % CLINFER_Q8_ACT_BLOCK == 0 &&
-               op->norm.y.buf != op->norm.x.buf; /* its items read whole rows of x */
-    return (op->kind == CLINFER_OP_SWIGLU || op->kind == CLINFER_OP_GEGLU) && op->eltwise.y_q8 &&
-           op->eltwise.count > 0 && op->eltwise.count % CLINFER_Q8_ACT_BLOCK == 0;
+    return round_block_of(op) > 0;
 }
 
 clinfer_status cl_rounding_op(cl_backend_ctx *b, const clinfer_op *op) {
@@ -78,11 +92,11 @@ clinfer_status cl_rounding_op(cl_backend_ctx *b, const clinfer_op *op) {
     int want_f = cl_act_q8_want_f(b), norm = op->kind == CLINFER_OP_RMSNORM;
     clinfer_ref y = norm ? op->norm.y : op->eltwise.y;
     size_t count = norm ? (size_t)op->norm.n * (size_t)op->norm.d : op->eltwise.count;
-    cl_arg args[13];
+    cl_arg args[14];
     size_t n_args, global[2];
     cl_ulong off[3];
     int has_w = norm && op->norm.w.buf != NULL; /* the arguments point at these locals */
-    int gelu = op->kind == CLINFER_OP_GEGLU;
+    int gelu = op->kind == CLINFER_OP_GEGLU, span = round_block_of(op) / CLINFER_Q8_ACT_BLOCK;
     if (norm) {
         const clinfer_ref *x = &op->norm.x, *w = &op->norm.w;
         off[0] = x->offset, off[1] = w->offset, off[2] = y.offset;
@@ -97,9 +111,10 @@ clinfer_status cl_rounding_op(cl_backend_ctx *b, const clinfer_op *op) {
                          {sizeof(float), &op->norm.eps}};
         n_args = sizeof head / sizeof head[0];
         memcpy(args, head, sizeof head);
-        /* an item per block, or on CPUs with rows to spare an item per row (quantize.cl) */
+        /* an item per span of blocks, or on CPUs with rows to spare an item per row
+         * (quantize.cl) */
         bool rows = s->cpu && op->norm.n > 1;
-        global[0] = rows ? 1 : (size_t)op->norm.d / CLINFER_Q8_ACT_BLOCK;
+        global[0] = rows ? 1 : (size_t)op->norm.d / CLINFER_Q8_ACT_BLOCK / span;
         global[1] = (size_t)op->norm.n;
     } else {
         const clinfer_ref *a = &op->eltwise.a, *g = &op->eltwise.b;
@@ -113,13 +128,14 @@ clinfer_status cl_rounding_op(cl_backend_ctx *b, const clinfer_op *op) {
                          {sizeof(int), &gelu}};
         n_args = sizeof head / sizeof head[0];
         memcpy(args, head, sizeof head);
-        global[0] = count / CLINFER_Q8_ACT_BLOCK;
+        global[0] = count / CLINFER_Q8_ACT_BLOCK / span;
         global[1] = 1;
     }
     CHECK(act_args(b, count, &want_f, args + n_args));
+    args[n_args + 4] = (cl_arg){sizeof(int), &span};
     CHECK(cl_launch(b, norm ? s->rmsnorm_q8 : s->glu_q8, norm ? "rmsnorm_q8_act" : "glu_q8_act",
-                    args, (cl_uint)n_args + 4, 2, global, NULL));
-    s->act = (act_q8){s->act.q, s->act.d, s->act.f, y.buf->mem, y.offset, count, want_f, 1};
+                    args, (cl_uint)n_args + 5, 2, global, NULL));
+    s->act = (act_q8){s->act.q, s->act.d, s->act.f, y.buf->mem, y.offset, count, want_f, span};
 cleanup:
     return st;
 }
