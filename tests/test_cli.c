@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "temp_tree.h"
 #include "tiny_model.h"
 
 static const char *binary;
@@ -415,13 +416,6 @@ int main(int argc, char **argv) {
     test_supported(dir);
     test_quantize(missing, not_gguf);
 
-    const char *files[] = {"stderr", "stdout", "tiny.gguf"};
-    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
-        char path[sizeof dir + 16];
-        snprintf(path, sizeof path, "%s/%s", dir, files[i]);
-        remove(path);
-    }
-    remove(not_gguf);
-    rmdir(dir);
+    remove_tree(dir);
     return finish("test_cli");
 }

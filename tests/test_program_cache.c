@@ -15,6 +15,7 @@
 #include "check.h"
 #include "opencl/device.h"
 #include "opencl/program.h"
+#include "temp_tree.h"
 
 static cl_context ctx;
 static cl_device_id device;
@@ -229,20 +230,6 @@ static void test_build_errors(void) {
     /* Bad options are a build failure too, not a crash. */
     st = cl_program_build(ctx, device, &info, NULL, "selftest.cl", "-DX=1 -not-an-option", &prog);
     EXPECT(st == CLINFER_ERR_BUILD && !prog, "bad option -> %s", clinfer_status_str(st));
-}
-
-static void remove_tree(const char *path) {
-    DIR *d = opendir(path);
-    if (d) {
-        for (struct dirent *e; (e = readdir(d)) != NULL;) {
-            if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-            char child[1024];
-            snprintf(child, sizeof child, "%s/%s", path, e->d_name);
-            remove_tree(child);
-        }
-        closedir(d);
-    }
-    remove(path);
 }
 
 int main(void) {

@@ -11,6 +11,7 @@
 
 #include "check.h"
 #include "gguf.h"
+#include "temp_tree.h"
 #include "tiny_model.h"
 
 #define N_PROMPT 4
@@ -369,6 +370,6 @@ int main(void) {
     test_threads();
     test_bf16();
     test_requantize();
-    rmdir(dir);
+    remove_tree(dir);
     return finish("test_quantize");
 }

@@ -10,6 +10,7 @@
 #include "check.h"
 #include "gguf_writer.h"
 #include "random.h"
+#include "temp_tree.h"
 
 static char dir[] = "/tmp/clinfer-test-quantize-errors-XXXXXX";
 static char out[sizeof dir + 32], tmp[sizeof dir + 40];
@@ -163,6 +164,6 @@ int main(void) {
     EXPECT(exists(out) && !exists(tmp), "a good run left no %s or a %s", out, tmp);
     remove(out);
     remove(good);
-    rmdir(dir);
+    remove_tree(dir);
     return finish("test_quantize_errors");
 }
