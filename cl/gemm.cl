@@ -2,16 +2,12 @@
  * row-major x[n][ldx], y[n][ldy] with element offsets.
  *
  * Variants, chosen by kernel path and n:
- *   gemm_rows   cpu-rows, fewer than GEMM_PANEL_N columns (matmul_cl.h): one work-item computes
- *               GM rows x GN columns, dot products along k with float8 accumulators, over f32
- *               rows (dequant_rows stages the other types). Global size (ceil(n/GN),
- *               ceil(rows/GM)); a work-group walks columns for one row tile so the GM weight
- *               rows stay in L1.
- *   pack_panels(_f16)   cpu-rows, GEMM_PANEL_N columns or more: copy weight rows (f32, or
- *               f16 kept as f16; quantized types arrive as f32 rows staged by matvec.cl's
- *               dequant_rows) into panels of PM rows,
- *               k-major: element e of rows 16p .. 16p + 15 at p[(p * k + e) * PM + i], rows
- *               past the last zero. Item (g, p) moves elements 8g .. 8g + 7 of panel p.
+ *   pack_panels(_f16)   cpu-rows, every GEMM (more than MATVEC_MAX_N columns; once packing was
+ *               fast, panels beat per-row dot products from 9 columns: 1B F16 pp9 1.3x, pp16
+ *               1.15x): copy weight rows (f32, or f16 kept as f16; quantized types arrive as f32
+ *               rows staged by matvec.cl's dequant_rows) into panels of PM rows, k-major:
+ *               element e of rows 16p .. 16p + 15 at p[(p * k + e) * PM + i], rows past the last
+ *               zero. Item (g, p) moves elements 8g .. 8g + 7 of panel p (transpose8 below).
  *   gemm_panels(_f16)   cpu-rows, over those panels: an outer product per element of k. A
  *               work-item holds PM rows x PN columns in 2 x PN float8 accumulators (12 of the
  *               16 AVX2 registers at 16 x 6), and per element of k loads one PM-row vector of
@@ -33,16 +29,10 @@
  * flags: bit 0 accumulate, bit 1 bias (as in matvec.cl). Edge tiles clamp their loads to the
  * last valid row/column and skip the stores, so no size has to be a multiple of a tile. The
  * tile loops carry `#pragma unroll`: without it PoCL kept accumulator arrays in memory and ran
- * 4-6x slower (measured on gemm_rows). */
+ * 4-6x slower (measured on the former gemm_rows). */
 
 #include "f32_lanes.clh"
 
-#ifndef GM
-#define GM 6
-#endif
-#ifndef GN
-#define GN 2
-#endif
 #define PM 16 /* rows per panel: one float16 */
 #ifndef PN
 #define PN 6
@@ -67,80 +57,89 @@ static void store_out(__global float *y, int r, float s, __global const float *b
     y[r] = s;
 }
 
-static float hsum8(float8 v) {
-    float4 a = v.lo + v.hi;
-    float2 b = a.lo + a.hi;
-    return b.x + b.y;
-}
+/* Packing a 16 x 8 block of rows into panel order: a transpose of 32-bit words in three rounds,
+ * each output vector built from two inputs (LLVM lowers each to one unpack or lane permute; a
+ * vector gathered from all 16 rows' vectors compiled to extracts and stack stores, and packing
+ * took 28% of a 1B F16 pp64). PoCL's shuffle2 is an out-of-line call, hence the swizzles; unrolled,
+ * so that the vectors stay in registers (in private arrays, a vector written in halves and read
+ * whole stalled). */
 
-__kernel void gemm_rows(__global const float *w, int w_off, int k, int rows, int n,
-                        __global const float *x, int x_off, int ldx, __global float *y, int y_off,
-                        int ldy, __global const float *bias, int bias_off, int flags) {
-    int c0 = get_global_id(0) * GN, r0 = get_global_id(1) * GM;
-    if (c0 >= n || r0 >= rows) return;
-    __global const float *wr[GM], *xc[GN];
-    for (int i = 0; i < GM; i++)
-        wr[i] = w + w_off + (size_t)min(r0 + i, rows - 1) * k;
-    for (int j = 0; j < GN; j++)
-        xc[j] = x + x_off + (size_t)min(c0 + j, n - 1) * ldx;
-    float8 acc[GM][GN];
-    for (int i = 0; i < GM; i++)
-        for (int j = 0; j < GN; j++)
-            acc[i][j] = 0.0f;
-    int e = 0;
-    for (; e + 8 <= k; e += 8) {
-        float8 xv[GN];
+/* The 8 x 8 transpose of words: out[e] lane i = v[i] lane e. */
+static void transpose8(const uint8 *v, uint8 *out) {
+    uint8 t[8], s[8];
 #pragma unroll
-        for (int j = 0; j < GN; j++)
-            xv[j] = vload8(0, xc[j] + e);
-#pragma unroll
-        for (int i = 0; i < GM; i++) {
-            float8 wv = vload8(0, wr[i] + e);
-#pragma unroll
-            for (int j = 0; j < GN; j++)
-                acc[i][j] = fma(wv, xv[j], acc[i][j]);
-        }
+    for (int i = 0; i < 8; i += 2) { /* rows i, i + 1 zipped within 128-bit lanes, as unpack */
+        uint8 a = v[i], b = v[i + 1];
+        t[i] = (uint8)(a.s0, b.s0, a.s1, b.s1, a.s4, b.s4, a.s5, b.s5);
+        t[i + 1] = (uint8)(a.s2, b.s2, a.s3, b.s3, a.s6, b.s6, a.s7, b.s7);
     }
-    for (int i = 0; i < GM; i++)
-        for (int j = 0; j < GN; j++) {
-            float s = hsum8(acc[i][j]);
-            for (int t = e; t < k; t++)
-                s = fma(wr[i][t], xc[j][t], s);
-            if (r0 + i < rows && c0 + j < n)
-                store_out(y + y_off + (size_t)(c0 + j) * ldy, r0 + i, s, bias, bias_off, flags);
+#pragma unroll
+    for (int i = 0; i < 8; i += 4)
+#pragma unroll
+        for (int h = 0; h < 2; h++) { /* rows i .. i + 3 of elements 2h and 2h + 1 (+ 4) */
+            uint8 a = t[i + h], b = t[i + 2 + h];
+            s[i + 2 * h] = (uint8)(a.s01, b.s01, a.s45, b.s45);
+            s[i + 2 * h + 1] = (uint8)(a.s23, b.s23, a.s67, b.s67);
         }
+#pragma unroll
+    for (int e = 0; e < 4; e++) { /* s[e]: rows 0..3 of elements e, e + 4; s[4 + e] rows 4..7 */
+        out[e] = (uint8)(s[e].lo, s[4 + e].lo);
+        out[4 + e] = (uint8)(s[e].hi, s[4 + e].hi);
+    }
 }
 
-/* PACK_PANELS(name, T, T8, T16): rows [0, rows) of w (element type T, offset w_off, k per row)
+/* Panel elements e0 .. e0 + 7 (dst) of 16 rows' f32 (v[i]: row i's): rows 0..7 and 8..15 by
+ * halves. */
+static void panel_block_f32(const float8 *v, __global float *dst) {
+    uint8 u[16], lo[8], hi[8];
+#pragma unroll
+    for (int i = 0; i < 16; i++)
+        u[i] = as_uint8(v[i]);
+    transpose8(u, lo);
+    transpose8(u + 8, hi);
+#pragma unroll
+    for (int e = 0; e < 8; e++) {
+        ((__global uint8 *)dst)[2 * e] = lo[e];
+        ((__global uint8 *)dst)[2 * e + 1] = hi[e];
+    }
+}
+
+/* The same for f16 bits: rows 2i and 2i + 1 zipped into words first, so that one word
+ * transpose moves both. */
+static void panel_block_f16(const ushort8 *v, __global ushort *dst) {
+    uint8 z[8], out[8];
+#pragma unroll
+    for (int i = 0; i < 8; i++) {
+        ushort8 a = v[2 * i], b = v[2 * i + 1];
+        z[i] = as_uint8((ushort16)(a.s0, b.s0, a.s1, b.s1, a.s2, b.s2, a.s3, b.s3, a.s4, b.s4, a.s5,
+                                   b.s5, a.s6, b.s6, a.s7, b.s7));
+    }
+    transpose8(z, out);
+#pragma unroll
+    for (int e = 0; e < 8; e++)
+        ((__global uint8 *)dst)[e] = out[e];
+}
+
+/* PACK_PANELS(name, T, T8, BLOCK): rows [0, rows) of w (element type T, offset w_off, k per row)
  * into panels p. */
-#define COL16(v, c)                                                                                \
-    (v[0].c, v[1].c, v[2].c, v[3].c, v[4].c, v[5].c, v[6].c, v[7].c, v[8].c, v[9].c, v[10].c,     \
-     v[11].c, v[12].c, v[13].c, v[14].c, v[15].c)
-#define PACK_PANELS(name, T, T8, T16)                                                              \
-    __kernel void name(__global const T *w, int w_off, int k, int rows, __global T *p) {         \
+#define PACK_PANELS(name, T, T8, BLOCK)                                                            \
+    __kernel void name(__global const T *w, int w_off, int k, int rows, __global T *p) {           \
         int e0 = get_global_id(0) * 8, r0 = get_global_id(1) * PM;                                 \
         __global const T *src = w + w_off + (size_t)r0 * k;                                        \
         __global T *dst = p + (size_t)r0 * k + (size_t)e0 * PM;                                    \
-        if (e0 + 8 <= k) {                                                                         \
+        if (e0 + 8 <= k && r0 + PM <= rows) {                                                      \
             T8 v[PM];                                                                              \
             _Pragma("unroll") for (int i = 0; i < PM; i++) v[i] =                                  \
-                r0 + i < rows ? vload8(0, src + (size_t)i * k + e0) : (T8)0;                       \
-            vstore16((T16)COL16(v, s0), 0, dst);                                                   \
-            vstore16((T16)COL16(v, s1), 1, dst);                                                   \
-            vstore16((T16)COL16(v, s2), 2, dst);                                                   \
-            vstore16((T16)COL16(v, s3), 3, dst);                                                   \
-            vstore16((T16)COL16(v, s4), 4, dst);                                                   \
-            vstore16((T16)COL16(v, s5), 5, dst);                                                   \
-            vstore16((T16)COL16(v, s6), 6, dst);                                                   \
-            vstore16((T16)COL16(v, s7), 7, dst);                                                   \
+                vload8(0, src + (size_t)i * k + e0);                                               \
+            BLOCK(v, dst);                                                                         \
             return;                                                                                \
         }                                                                                          \
-        for (int e = 0; e0 + e < k; e++) /* the tail of k */                                       \
+        for (int e = 0; e < 8 && e0 + e < k; e++) /* the last panel, the tail of k */              \
             for (int i = 0; i < PM; i++)                                                           \
                 dst[e * PM + i] = r0 + i < rows ? src[(size_t)i * k + e0 + e] : (T)0;              \
     }
-PACK_PANELS(pack_panels, float, float8, float16)
-PACK_PANELS(pack_panels_f16, ushort, ushort8, ushort16) /* f16 bits, moved unconverted */
+PACK_PANELS(pack_panels, float, float8, panel_block_f32)
+PACK_PANELS(pack_panels_f16, ushort, ushort8, panel_block_f16) /* f16 bits, moved unconverted */
 
 /* The PM rows r0 .. of column y (rows of them valid) from lo and hi. */
 static void store_panel(__global float *y, int r0, int rows, float8 lo, float8 hi,

@@ -5,10 +5,9 @@
  *   - over 8-bit x, integer dots where the type has them: matvec_q8_il for interleaved weights,
  *     else matvec_q8 for one column, gemm_q8 from GEMM_Q8_MIN_N and, for Q4_K, Q5_K and Q6_K,
  *     stage_kq + gemm_kq from GEMM_KQ_MIN_N;
- *   - GEMM for more columns (prefill) otherwise: on CPU devices from
- *     GEMM_PANEL_N columns, weights packed into 16-row panels (f16 kept f16, other types staged
- *     to f32 by dequant_rows) for gemm_panels; below that, and on GPUs, f32 weights directly,
- *     other types staged to f32 in row chunks, for gemm_rows (CPUs) or gemm_tiled; CLBlast SGEMM
+ *   - GEMM for more columns (prefill) otherwise: on cpu-rows, weights packed into 16-row panels
+ *     (f16 kept f16, other types staged to f32 by dequant_rows) for gemm_panels; on GPUs f32
+ *     weights directly, other types staged to f32 in row chunks, for gemm_tiled; CLBlast SGEMM
  *     instead of our kernels where the table says it wins;
  *   - embedding gather through dequant_rows. */
 #include <limits.h>
@@ -117,20 +116,21 @@ clinfer_status cl_matmul_init(cl_backend_ctx *b) {
     for (s->mv_wg = GPU_WG; s->mv_wg > 1 && s->mv_wg > b->info.max_work_group_size;)
         s->mv_wg /= 2;
 #ifdef CLINFER_WITH_CLBLAST
-    /* Tuning table: on CPU OpenCL CLBlast's SGEMM is untuned: 15x slower than gemm_rows on PoCL,
-     * and gemm_panels runs F16 prefill in 1.7x less CPU time than gemm_rows
+    /* Tuning table: on CPU OpenCL CLBlast's SGEMM is untuned: 15x slower than gemm_rows (since
+     * replaced by gemm_panels, faster still) on PoCL
      * (docs/PERFORMANCE.md); on GPUs its tuned kernels are taken over our plain local-memory
      * gemm_tiled (not measured yet). The clblast option overrides; bench_ops compares both. */
     s->use_clblast = b->options.clblast ? b->options.clblast == CLINFER_ON : !s->cpu;
     if (s->use_clblast) cl_clblast_hold();
 #endif
     char options[96];
-    snprintf(options, sizeof options, "-DGM=%d -DGN=%d -DPN=%d -DPT=%d -DKC=%d -DTS=%zu", GEMM_GM,
-             GEMM_GN, GEMM_PN, GEMM_PT, GEMM_KC, s->gemm_ts);
+    snprintf(options, sizeof options, "-DPN=%d -DPT=%d -DKC=%d -DTS=%zu", GEMM_PN, GEMM_PT,
+             GEMM_KC, s->gemm_ts);
     CHECK(cl_build(b, "gemm.cl", options, &s->gemm_program));
-    s->gemm = clCreateKernel(s->gemm_program, s->cpu ? "gemm_rows" : "gemm_tiled", &err);
-    CHECK(cl_error(err, "clCreateKernel(gemm)"));
-    if (s->cpu) {
+    if (!s->cpu) {
+        s->gemm = clCreateKernel(s->gemm_program, "gemm_tiled", &err);
+        CHECK(cl_error(err, "clCreateKernel(gemm_tiled)"));
+    } else {
         const struct {
             cl_kernel *kernel;
             const char *name;
@@ -285,8 +285,8 @@ static clinfer_status run_matvec_il(cl_backend_ctx *b, const type_kernels *t, co
                      global, local);
 }
 
-/* Local size of a GEMM launch whose work-groups walk the column tiles of one row tile. The
- * integer GEMMs and the panels put rows in dimension 0 instead, columns in 1: PoCL runs
+/* Local size (dimension 1) of an integer GEMM launch, whose work-groups walk the column tiles of
+ * one row tile. They and the panels put rows in dimension 0, columns in 1: PoCL runs
  * work-groups in order of their ids, dimension 0 first, so neighbouring work-groups move down the
  * rows with the same chunk of x, which stays in L2, and each weight row is read once per chunk
  * rather than x once per row tile (quiet 1B pp512, against columns first: Q6_K +20%, Q4_K_M
@@ -295,7 +295,7 @@ static size_t col_group(size_t col_tiles) {
     return col_tiles < 16 ? col_tiles : 16;
 }
 
-/* GEMM over `rows` f32 weight rows starting at element w_off of w: CLBlast or gemm.cl. */
+/* GEMM over `rows` f32 weight rows starting at element w_off of w: CLBlast or gemm_tiled. */
 static clinfer_status run_gemm(cl_backend_ctx *b, cl_mem w, int w_off, int rows, const mm_args *a) {
     struct cl_matmul_state *s = b->mm;
 #ifdef CLINFER_WITH_CLBLAST
@@ -307,19 +307,8 @@ static clinfer_status run_gemm(cl_backend_ctx *b, cl_mem w, int w_off, int rows,
         {sizeof(int), &a->x_off},    {sizeof(int), &a->k},    {sizeof(cl_mem), &a->y},
         {sizeof(int), &a->y_off},    {sizeof(int), &a->ldy},  {sizeof(cl_mem), &a->bias},
         {sizeof(int), &a->bias_off}, {sizeof(int), &a->flags}};
-    size_t global[2], local[2];
-    if (s->cpu) {
-        /* A work-group walks the column tiles of one row tile: its GM weight rows stay cached. */
-        size_t col_tiles = ((size_t)a->n + GEMM_GN - 1) / GEMM_GN;
-        local[0] = col_group(col_tiles);
-        local[1] = 1;
-        global[0] = cl_round_up(col_tiles, local[0]);
-        global[1] = ((size_t)rows + GEMM_GM - 1) / GEMM_GM;
-    } else {
-        local[0] = local[1] = s->gemm_ts;
-        global[0] = cl_round_up((size_t)rows, s->gemm_ts);
-        global[1] = cl_round_up((size_t)a->n, s->gemm_ts);
-    }
+    size_t local[2] = {s->gemm_ts, s->gemm_ts};
+    size_t global[2] = {cl_round_up((size_t)rows, s->gemm_ts), cl_round_up((size_t)a->n, s->gemm_ts)};
     return cl_launch(b, s->gemm, "gemm", args, sizeof args / sizeof args[0], 2, global, local);
 }
 
@@ -673,7 +662,7 @@ static clinfer_status matmul(cl_backend_ctx *b, const clinfer_op *op, const clin
             CHECK(run_matvec_il(b, t, p, &a));
         } else if (n <= MATVEC_MAX_N) {
             CHECK(run_matvec(b, t, p, &a));
-        } else if (b->mm->cpu && !b->mm->use_clblast && n >= GEMM_PANEL_N) {
+        } else if (b->mm->cpu && !b->mm->use_clblast) {
             CHECK(run_panels(b, w, p, lo, a));
         } else if (l->type == CLINFER_DT_F32) {
             CHECK(run_gemm(b, p->q.mem, a.r0 * k, a.rows, &a));

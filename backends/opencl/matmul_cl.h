@@ -9,11 +9,6 @@ enum {
     MATVEC_MAX_N = 8, /* more columns go to GEMM */
     CPU_LOCAL = 8,    /* work-group size of the cpu-rows kernels: fixed, so PoCL compiles once */
     GPU_WG = 64,      /* items per row in matvec_wg (power of two), at most */
-    GEMM_GM = 6,      /* rows x columns per item in gemm_rows */
-    GEMM_GN = 2,
-    /* Columns from which cpu-rows GEMMs pack panels: below, packing the whole weight costs more
-     * than panels save (1B F16, quiet, t/s rows / panels: pp16 20 / 14, pp64 even, pp256 38/47) */
-    GEMM_PANEL_N = 64,
     GEMM_PM = 16,  /* rows per panel of gemm_panels (fixed by cl/gemm.cl) */
     GEMM_PN = 6,   /* columns per tile: 16 x 6 keeps 12 accumulators in AVX2's 16 registers */
     GEMM_PT = 8,   /* tiles of columns per work-item of gemm_panels */
@@ -106,7 +101,7 @@ struct cl_matmul_state {
     size_t gemm_ts;
     type_kernels types[CLINFER_DT_ID_LIMIT]; /* by weight type */
     cl_program gemm_program;
-    cl_kernel gemm, bias_fill; /* gemm: gemm_tiled (GPU paths) or gemm_rows (cpu-rows) */
+    cl_kernel gemm, bias_fill; /* gemm: gemm_tiled (GPU paths; NULL on cpu-rows) */
     /* cpu-rows: gemm_panels(_f16), pack_panels(_f16) */
     cl_kernel panels, panels_f16, pack, pack_f16;
     scratch stage, packed;
