@@ -218,7 +218,8 @@ static void quantize_task(__global const int *r, int task, const slot_t *slots) 
     int span = r[QUANTIZE_SPAN], blocks = r[QUANTIZE_COUNT] / (32 * span);
     int per_task = r[QUANTIZE_PER_TASK];
     for (int i = task * per_task; i < min(blocks, (task + 1) * per_task); i++)
-        round_span(F32(r, QUANTIZE_X), (size_t)i * span, span, XQ(r), XD(r), XF(r), WANT_F(r));
+        round_span(F32(r, QUANTIZE_X), (size_t)i * span, span, XQ(r), XD(r), XF(r), WANT_F(r),
+                   0); /* decode: no gemm_kq reads offsets */
 }
 
 static attn_args attention_of(__global const int *r, const slot_t *slots) {

@@ -280,13 +280,14 @@ __kernel void stage_kq(wq_t wq, ws_t ws, int k, int r0, int rows, __global kq_re
 /* The staged rows (rows of them) against n columns of 8-bit x: global size (groups of 16 rows,
  * n / IL_COLS rounded up), work-item (g, t) takes columns IL_COLS t onwards. */
 __kernel void gemm_kq(__global const kq_rec *rec, int k, int rows, __global const char *xq,
-                      __global const float2 *xd, __global float *y, int y_off, int ldy,
-                      __global const float *bias, int bias_off, int flags, int n) {
+                      __global const float2 *xd, __global const int *xo, __global float *y,
+                      int y_off, int ldy, __global const float *bias, int bias_off, int flags,
+                      int n) {
     int g = get_global_id(0), c = IL_COLS * get_global_id(1);
     if (16 * g >= rows || c >= n) return;
     int end = min(c + IL_COLS, n);
 #define KQ_ROWS(c, nc)                                                                             \
-    kq_rows(rec, k, rows, g, c, nc, xq, xd, y, y_off, ldy, bias, bias_off, flags)
+    kq_rows(rec, k, rows, g, c, nc, xq, xd, xo, y, y_off, ldy, bias, bias_off, flags)
     IL_WALK_COLS(c, end, KQ_ROWS);
 }
 #endif

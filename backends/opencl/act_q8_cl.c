@@ -42,24 +42,43 @@ static clinfer_status act_args(cl_backend_ctx *b, size_t count, int *want_f, cl_
     return cl_act_into(b, &b->mm->act, count, want_f, args);
 }
 
+/* The last argument of quantize.cl's kernels, xo: where K-quant spans write their offsets, else
+ * a buffer they leave unwritten. */
+static clinfer_status xo_arg(cl_backend_ctx *b, size_t count, int span, cl_arg *arg) {
+    struct cl_matmul_state *s = b->mm;
+    *arg = (cl_arg){sizeof(cl_mem), &s->act.q.mem};
+    if (span != QK_K / CLINFER_Q8_ACT_BLOCK) return CLINFER_OK;
+    *arg = (cl_arg){sizeof(cl_mem), &s->xo.mem};
+    return cl_ensure_scratch(b, &s->xo, count / 16 * sizeof(int));
+}
+
 /* Rounds the op's x to 8 bits (quantize.cl) unless the last op left it so; with want_f the f32
- * form d * q too. */
-clinfer_status cl_quantize_x(cl_backend_ctx *b, const clinfer_op *op, int want_f) {
+ * form d * q too, with want_o Q6_K's offsets. */
+clinfer_status cl_quantize_x(cl_backend_ctx *b, const clinfer_op *op, int want_f, int want_o) {
     act_q8 *act = &b->mm->act;
     size_t count = (size_t)op->matmul.n * (size_t)op->matmul.k;
     size_t block = clinfer_dtype_q8_act_block(op->matmul.w->weight->layout.type);
     cl_mem x = op->matmul.x.buf->mem;
     int x_off = (int)op->matmul.x.offset, span = (int)(block / CLINFER_Q8_ACT_BLOCK);
     if (act->x == x && act->x_off == op->matmul.x.offset && act->count == count &&
-        act->span == span && (act->has_f || !want_f))
+        act->span == span && (act->has_f || !want_f) && (act->has_o || !want_o))
         return CLINFER_OK;
     clinfer_status st = CLINFER_OK;
-    cl_arg args[7] = {{sizeof(cl_mem), &x}, {sizeof(int), &x_off}};
+    cl_arg args[8] = {{sizeof(cl_mem), &x}, {sizeof(int), &x_off}};
     CHECK(act_args(b, count, &want_f, args + 2));
     args[6] = (cl_arg){sizeof(int), &span};
+    CHECK(xo_arg(b, count, span, &args[7]));
     size_t global[2] = {count / block, 1};
-    CHECK(cl_launch(b, b->mm->quantize, "quantize_q8_act", args, 7, 2, global, NULL));
-    *act = (act_q8){act->q, act->d, act->f, x, op->matmul.x.offset, count, want_f, span};
+    CHECK(cl_launch(b, b->mm->quantize, "quantize_q8_act", args, 8, 2, global, NULL));
+    *act = (act_q8){.q = act->q,
+                    .d = act->d,
+                    .f = act->f,
+                    .x = x,
+                    .x_off = op->matmul.x.offset,
+                    .count = count,
+                    .has_f = want_f,
+                    .span = span,
+                    .has_o = span == QK_K / CLINFER_Q8_ACT_BLOCK};
 cleanup:
     return st;
 }
@@ -92,7 +111,7 @@ clinfer_status cl_rounding_op(cl_backend_ctx *b, const clinfer_op *op) {
     int want_f = cl_act_q8_want_f(b), norm = op->kind == CLINFER_OP_RMSNORM;
     clinfer_ref y = norm ? op->norm.y : op->eltwise.y;
     size_t count = norm ? (size_t)op->norm.n * (size_t)op->norm.d : op->eltwise.count;
-    cl_arg args[14];
+    cl_arg args[15];
     size_t n_args, global[2];
     cl_ulong off[3];
     int has_w = norm && op->norm.w.buf != NULL; /* the arguments point at these locals */
@@ -133,9 +152,18 @@ clinfer_status cl_rounding_op(cl_backend_ctx *b, const clinfer_op *op) {
     }
     CHECK(act_args(b, count, &want_f, args + n_args));
     args[n_args + 4] = (cl_arg){sizeof(int), &span};
+    CHECK(xo_arg(b, count, span, &args[n_args + 5]));
     CHECK(cl_launch(b, norm ? s->rmsnorm_q8 : s->glu_q8, norm ? "rmsnorm_q8_act" : "glu_q8_act",
-                    args, (cl_uint)n_args + 5, 2, global, NULL));
-    s->act = (act_q8){s->act.q, s->act.d, s->act.f, y.buf->mem, y.offset, count, want_f, span};
+                    args, (cl_uint)n_args + 6, 2, global, NULL));
+    s->act = (act_q8){.q = s->act.q,
+                      .d = s->act.d,
+                      .f = s->act.f,
+                      .x = y.buf->mem,
+                      .x_off = y.offset,
+                      .count = count,
+                      .has_f = want_f,
+                      .span = span,
+                      .has_o = span == QK_K / CLINFER_Q8_ACT_BLOCK};
 cleanup:
     return st;
 }
@@ -157,5 +185,12 @@ clinfer_status cl_act_q8_buffers(cl_backend_ctx *b, size_t count, cl_mem mem[3],
 
 void cl_act_q8_made(cl_backend_ctx *b, clinfer_ref y, size_t count, int want_f, int span) {
     act_q8 *act = &b->mm->act;
-    *act = (act_q8){act->q, act->d, act->f, y.buf->mem, y.offset, count, want_f, span};
+    *act = (act_q8){.q = act->q,
+                    .d = act->d,
+                    .f = act->f,
+                    .x = y.buf->mem,
+                    .x_off = y.offset,
+                    .count = count,
+                    .has_f = want_f,
+                    .span = span}; /* the graph writes no xo */
 }

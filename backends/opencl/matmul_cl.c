@@ -124,8 +124,8 @@ clinfer_status cl_matmul_init(cl_backend_ctx *b) {
     if (s->use_clblast) cl_clblast_hold();
 #endif
     char options[96];
-    snprintf(options, sizeof options, "-DPN=%d -DPT=%d -DKC=%d -DTS=%zu", GEMM_PN, GEMM_PT,
-             GEMM_KC, s->gemm_ts);
+    snprintf(options, sizeof options, "-DPN=%d -DPT=%d -DKC=%d -DTS=%zu", GEMM_PN, GEMM_PT, GEMM_KC,
+             s->gemm_ts);
     CHECK(cl_build(b, "gemm.cl", options, &s->gemm_program));
     if (!s->cpu) {
         s->gemm = clCreateKernel(s->gemm_program, "gemm_tiled", &err);
@@ -205,8 +205,8 @@ void cl_matmul_free(cl_backend_ctx *b) {
         if (s->types[i].gemm_kq) clReleaseKernel(s->types[i].gemm_kq);
         if (s->types[i].program) clReleaseProgram(s->types[i].program);
     }
-    scratch *bufs[] = {&s->stage, &s->packed,  &s->act.q,   &s->act.d,
-                       &s->act.f, &s->spare.q, &s->spare.d, &s->spare.f};
+    scratch *bufs[] = {&s->stage,   &s->packed,  &s->act.q,   &s->act.d, &s->act.f,
+                       &s->spare.q, &s->spare.d, &s->spare.f, &s->xo};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         if (bufs[i]->mem) clReleaseMemObject(bufs[i]->mem);
     if (s->done) clReleaseMemObject(s->done);
@@ -308,7 +308,8 @@ static clinfer_status run_gemm(cl_backend_ctx *b, cl_mem w, int w_off, int rows,
         {sizeof(int), &a->y_off},    {sizeof(int), &a->ldy},  {sizeof(cl_mem), &a->bias},
         {sizeof(int), &a->bias_off}, {sizeof(int), &a->flags}};
     size_t local[2] = {s->gemm_ts, s->gemm_ts};
-    size_t global[2] = {cl_round_up((size_t)rows, s->gemm_ts), cl_round_up((size_t)a->n, s->gemm_ts)};
+    size_t global[2] = {cl_round_up((size_t)rows, s->gemm_ts),
+                        cl_round_up((size_t)a->n, s->gemm_ts)};
     return cl_launch(b, s->gemm, "gemm", args, sizeof args / sizeof args[0], 2, global, local);
 }
 
@@ -343,12 +344,19 @@ static clinfer_status run_gemm_kq(cl_backend_ctx *b, const type_kernels *t, cons
         CHECK(cl_launch(b, t->stage_kq, "stage_kq", stage, 6, 2, sglobal, NULL));
         a.y_off = part_y + r;
         a.bias_off = part_bias + r;
-        cl_arg args[] = {{sizeof(cl_mem), &s->stage.mem}, {sizeof(int), &a.k},
-                         {sizeof(int), &count},           {sizeof(cl_mem), &s->act.q.mem},
-                         {sizeof(cl_mem), &s->act.d.mem}, {sizeof(cl_mem), &a.y},
-                         {sizeof(int), &a.y_off},         {sizeof(int), &a.ldy},
-                         {sizeof(cl_mem), &a.bias},       {sizeof(int), &a.bias_off},
-                         {sizeof(int), &a.flags},         {sizeof(int), &a.n}};
+        cl_arg args[] = {{sizeof(cl_mem), &s->stage.mem},
+                         {sizeof(int), &a.k},
+                         {sizeof(int), &count},
+                         {sizeof(cl_mem), &s->act.q.mem},
+                         {sizeof(cl_mem), &s->act.d.mem},
+                         {sizeof(cl_mem), &s->xo.mem},
+                         {sizeof(cl_mem), &a.y},
+                         {sizeof(int), &a.y_off},
+                         {sizeof(int), &a.ldy},
+                         {sizeof(cl_mem), &a.bias},
+                         {sizeof(int), &a.bias_off},
+                         {sizeof(int), &a.flags},
+                         {sizeof(int), &a.n}};
         /* a work-item per group of 16 rows and IL_COLS columns, rows first (col_group) */
         size_t col_items = ((size_t)a.n + IL_COLS - 1) / IL_COLS;
         size_t local[2] = {1, col_group(col_items)};
@@ -474,9 +482,15 @@ static clinfer_status run_matvec_q8_norm(cl_backend_ctx *b, const type_kernels *
     CHECK(cl_launch(b, t->matvec_q8_il_norm, "matvec_q8_il_norm", args, 23, 2, global, local));
     if (want_q) { /* the rounded output becomes act, the input's buffers the spare */
         act_q8 input = s->act;
-        s->act =
-            (act_q8){s->spare.q, s->spare.d, s->spare.f, o.y, o.y_off, (size_t)rows, want_f, 1};
-        s->spare = (act_q8){input.q, input.d, input.f, NULL, 0, 0, 0, 0};
+        s->act = (act_q8){.q = s->spare.q,
+                          .d = s->spare.d,
+                          .f = s->spare.f,
+                          .x = o.y,
+                          .x_off = o.y_off,
+                          .count = (size_t)rows,
+                          .has_f = want_f,
+                          .span = 1};
+        s->spare = (act_q8){.q = input.q, .d = input.d, .f = input.f};
     }
 cleanup:
     return st;
@@ -621,10 +635,11 @@ static clinfer_status matmul(cl_backend_ctx *b, const clinfer_op *op, const clin
     const struct cl_weight *w = op->matmul.w->weight;
     const clinfer_block_split *l = &w->layout;
     const type_kernels *t = &b->mm->types[l->type];
-    int q8_kernel = 0;
+    int q8_kernel = 0, kq = 0; /* kq: stage_kq + gemm_kq, which read Q6_K's offsets (xo) */
     if (op->matmul.x_q8) {
         q8_kernel = q8_kernel_for(w, t, n);
-        CHECK(cl_quantize_x(b, op, !q8_kernel));
+        kq = q8_kernel && !w->il && n >= GEMM_KQ_MIN_N && t->gemm_kq;
+        CHECK(cl_quantize_x(b, op, !q8_kernel, kq));
     }
     mm_args a = {
         .x = op->matmul.x.buf->mem,
@@ -654,7 +669,7 @@ static clinfer_status matmul(cl_backend_ctx *b, const clinfer_op *op, const clin
         a.bias_off = (has_bias ? (int)op->matmul.bias.offset : 0) + (lo - row0);
         if (norm) {
             CHECK(q8_kernel ? run_matvec_q8_norm(b, t, p, &a) : run_matvec_norm(b, t, p, &a));
-        } else if (q8_kernel && !w->il && n >= GEMM_KQ_MIN_N && t->gemm_kq) {
+        } else if (kq) {
             CHECK(run_gemm_kq(b, t, p, a));
         } else if (q8_kernel) {
             CHECK(run_matvec_q8(b, t, p, &a));
