@@ -7,7 +7,7 @@
  *               1.15x): copy weight rows (f32, or f16 kept as f16; quantized types arrive as f32
  *               rows staged by matvec.cl's dequant_rows) into panels of PM rows, k-major:
  *               element e of rows 16p .. 16p + 15 at p[(p * k + e) * PM + i], rows past the last
- *               zero. Item (g, p) moves elements 8g .. 8g + 7 of panel p (transpose8 below).
+ *               zero. Item (g, p) moves elements 8g .. 8g + 7 of panel p (transpose8.clh).
  *   gemm_panels(_f16)   cpu-rows, over those panels: an outer product per element of k. A
  *               work-item holds PM rows x PN columns in 2 x PN float8 accumulators (12 of the
  *               16 AVX2 registers at 16 x 6), and per element of k loads one PM-row vector of
@@ -32,6 +32,7 @@
  * 4-6x slower (measured on the former gemm_rows). */
 
 #include "f32_lanes.clh"
+#include "transpose8.clh"
 
 #define PM 16 /* rows per panel: one float16 */
 #ifndef PN
@@ -57,36 +58,9 @@ static void store_out(__global float *y, int r, float s, __global const float *b
     y[r] = s;
 }
 
-/* Packing a 16 x 8 block of rows into panel order: a transpose of 32-bit words in three rounds,
- * each output vector built from two inputs (LLVM lowers each to one unpack or lane permute; a
- * vector gathered from all 16 rows' vectors compiled to extracts and stack stores, and packing
- * took 28% of a 1B F16 pp64). PoCL's shuffle2 is an out-of-line call, hence the swizzles; unrolled,
- * so that the vectors stay in registers (in private arrays, a vector written in halves and read
- * whole stalled). */
-
-/* The 8 x 8 transpose of words: out[e] lane i = v[i] lane e. */
-static void transpose8(const uint8 *v, uint8 *out) {
-    uint8 t[8], s[8];
-#pragma unroll
-    for (int i = 0; i < 8; i += 2) { /* rows i, i + 1 zipped within 128-bit lanes, as unpack */
-        uint8 a = v[i], b = v[i + 1];
-        t[i] = (uint8)(a.s0, b.s0, a.s1, b.s1, a.s4, b.s4, a.s5, b.s5);
-        t[i + 1] = (uint8)(a.s2, b.s2, a.s3, b.s3, a.s6, b.s6, a.s7, b.s7);
-    }
-#pragma unroll
-    for (int i = 0; i < 8; i += 4)
-#pragma unroll
-        for (int h = 0; h < 2; h++) { /* rows i .. i + 3 of elements 2h and 2h + 1 (+ 4) */
-            uint8 a = t[i + h], b = t[i + 2 + h];
-            s[i + 2 * h] = (uint8)(a.s01, b.s01, a.s45, b.s45);
-            s[i + 2 * h + 1] = (uint8)(a.s23, b.s23, a.s67, b.s67);
-        }
-#pragma unroll
-    for (int e = 0; e < 4; e++) { /* s[e]: rows 0..3 of elements e, e + 4; s[4 + e] rows 4..7 */
-        out[e] = (uint8)(s[e].lo, s[4 + e].lo);
-        out[4 + e] = (uint8)(s[e].hi, s[4 + e].hi);
-    }
-}
+/* Packing a 16 x 8 block of rows into panel order by transpose8.clh: a vector gathered lane by
+ * lane from all 16 rows' vectors compiled to extracts and stack stores (packing took 28% of a 1B
+ * F16 pp64), and in private arrays a vector written in halves and read whole stalled. */
 
 /* Panel elements e0 .. e0 + 7 (dst) of 16 rows' f32 (v[i]: row i's): rows 0..7 and 8..15 by
  * halves. */

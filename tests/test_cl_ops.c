@@ -385,7 +385,10 @@ static void check_attention(int n_head, int n_kv, int head_dim, int n, int pos0,
 static void test_attention(void) {
     static const int heads[][2] = {{4, 4}, {6, 2}, {8, 2}, {1, 1}}; /* ratios 1, 3, 4, 1 */
     static const int head_dims[] = {64, 80};
-    static const int cases[][2] = {{1, 0}, {7, 0}, {1, 5}, {3, 100}, {1, 300}}; /* n, pos0 */
+    /* n, pos0; from 8 tokens in one chunk the CPU kernel takes them by eights (attention.cl):
+     * whole and partial eights, from position 0 and later */
+    static const int cases[][2] = {{1, 0},   {7, 0}, {1, 5},  {3, 100},
+                                   {1, 300}, {8, 0}, {13, 0}, {21, 40}};
     for (size_t hd = 0; hd < 2; hd++)
         for (size_t g = 0; g < sizeof heads / sizeof *heads; g++)
             for (size_t c = 0; c < sizeof cases / sizeof *cases; c++)
