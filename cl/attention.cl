@@ -8,13 +8,14 @@
  * one pass over the cache suffices. The host guarantees head_dim % 8 == 0 and
  * head_dim <= MAX_HEAD_DIM.
  * Variants, chosen by kernel path:
- *   attention_rows  one work-item per (head, token, chunk of positions) with private float8
- *                   accumulators (AVX width), no barriers (CPU devices). Global size n_head x n x
- * n_chunks. attention_wg    one work-group of OPS_WG items per (head, token, chunk): items score
- * OPS_WG positions at a time, reduce max and sum in local memory, then each item accumulates its
- * own output dimensions (GPUs). Global OPS_WG*n_head x n x n_chunks: exactly one group per triple,
- * so it never tests n (see norm.cl). With more than one chunk both write partial results that
- * attention_merge combines.
+ *   attention_rows  one work-item per (head, token, chunk of positions), or in prefill per
+ *                   (head, eight tokens), with private float8 accumulators (AVX width) and no
+ *                   barriers (CPU devices). Global size n_head x n (or n / 8) x n_chunks.
+ *   attention_wg    one work-group of OPS_WG items per (head, token, chunk): items score OPS_WG
+ *                   positions at a time, reduce max and sum in local memory, then each item
+ *                   accumulates its own output dimensions (GPUs). Global OPS_WG*n_head x n x
+ *                   n_chunks: exactly one group per triple, so it never tests n (see norm.cl).
+ * With more than one chunk both write partial results that attention_merge combines.
  * In decode (n == 1) attention_rows can also do the ATTENTION op's rotation and cache write
  * (n_rot > 0): every item rotates its query head and its kv head's new key from the raw k_src
  * itself (cheap) and takes the new position's key and value from those private copies, read
@@ -108,25 +109,14 @@ static void attention_item8(const attn_args *a, int h, int i0, int nt) {
             }
         }
     }
-    for (int t = 0; t < nt; t++) {
-        size_t row = (size_t)(i0 + t) * a->n_head + h;
-        __global float *o = a->out + row * head_dim;
-        float inv = 1.0f / l[t];
-        for (int c = 0; c < d8; c++) {
-            acc[t][c] *= inv;
-            vstore8(acc[t][c], c, o);
-        }
-        if (a->round_q8)
-            for (int b = 0; b < d8 / 4; b++)
-                round_block(acc[t] + 4 * b, row * (head_dim / 32) + b, a->xq, a->xd, a->xf,
-                            a->want_f);
-    }
+    for (int t = 0; t < nt; t++)
+        attn_out_row(a, (size_t)(i0 + t) * a->n_head + h, acc[t], l[t]);
 }
 
-/* Prefill without a window in one chunk goes by eights of tokens (attention_item8). Otherwise
- * work-item (h, i, c) is attention_item (h, i, c) of attention.clh: one chunk of positions of one
- * (head, token). Splitting the positions keeps every core busy in decode, where n_head x 1 items
- * would not. */
+/* With by8 (prefill without a window in one chunk, chosen by the host) work-item (h, i) takes
+ * tokens 8 i .. 8 i + 7 of head h (attention_item8). Otherwise work-item (h, i, c) is
+ * attention_item (h, i, c) of attention.clh: one chunk of positions of one (head, token).
+ * Splitting the positions keeps every core busy in decode, where n_head x 1 items would not. */
 __kernel void attention_rows(__global const float *q, ulong q_off, __global kv_t *k, ulong k_off,
                              __global kv_t *v, ulong v_off, __global float *out, ulong out_off,
                              int n, int n_head, int n_kv_head, int head_dim, int pos0, int window,
@@ -134,16 +124,15 @@ __kernel void attention_rows(__global const float *q, ulong q_off, __global kv_t
                              ulong k_src_off, __global const float *v_src, ulong v_src_off,
                              int n_rot, float freq_base, float freq_scale, int neox,
                              __global char *xq, __global float2 *xd, __global float *xf,
-                             int want_f, int round_q8) {
+                             int want_f, int round_q8, int by8) {
     int h = get_global_id(0), i = get_global_id(1);
-    if (h >= n_head || i >= n) return;
+    if (h >= n_head || i >= (by8 ? (n + 7) / 8 : n)) return;
     attn_args a = {q + q_off, k + k_off, v + v_off, out + out_off, part, k_src + k_src_off,
                    v_src + v_src_off, xq, xd, xf, n, n_head, n_kv_head, head_dim, pos0, chunk,
                    (int)get_global_size(2), window, scale, n_rot, neox, freq_base, freq_scale,
                    want_f, round_q8};
-    if (!n_rot && window == 0 && get_global_size(2) == 1 && n >= 8) {
-        /* tokens in eights (attention_item8): item i takes i .. i + 7, the others have none */
-        if (i % 8 == 0) attention_item8(&a, h, i, min(8, n - i));
+    if (by8) {
+        attention_item8(&a, h, 8 * i, min(8, n - 8 * i));
         return;
     }
     float cs[ROPE_TABLE], ss[ROPE_TABLE];

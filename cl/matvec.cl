@@ -33,9 +33,9 @@
 #endif
 
 #include "f32_lanes.clh"
+#include "round_q8.clh"
 #include "weights.clh"
 #include "weights_q8.clh"
-#include "round_q8.clh"
 
 __kernel void matvec_rows(wq_t wq, ws_t ws, int il, int k, int r0, int rows,
                           __global const float *x, int x_off, int ldx, __global float *y, int y_off,

@@ -49,8 +49,8 @@ void cl_attention_chunks(const cl_backend_ctx *b, const clinfer_op *op, size_t *
     *n_chunks = (positions + *chunk - 1) / *chunk;
 }
 
-/* The attention kernel takes args, then chunk and part, then tail; the merge takes the rounding
- * arguments q8 (xq, xd, xf, want_f, round_q8). */
+/* The attention kernel takes args, then chunk and part, then tail, then (cpu-rows) by8; the merge
+ * takes the rounding arguments q8 (xq, xd, xf, want_f, round_q8). */
 static clinfer_status attention_launch(cl_backend_ctx *b, kernel_id kernel, const cl_arg *args,
                                        size_t n_args, const cl_arg *tail, size_t n_tail,
                                        const cl_arg q8[5], const clinfer_op *op) {
@@ -69,8 +69,11 @@ static clinfer_status attention_launch(cl_backend_ctx *b, kernel_id kernel, cons
     all[n_args] = CL_ARG(chunk_arg);
     all[n_args + 1] = CL_ARG(part);
     memcpy(all + n_args + 2, tail, n_tail * sizeof *tail);
+    /* Prefill without a window in one chunk: eights of tokens per work-item (attention_item8). */
+    cl_int by8 = !groups && n_chunks == 1 && op->attention.window == 0 && n >= 8;
+    if (!groups) all[n_args + 2 + n_tail++] = CL_ARG(by8);
     size_t local[3] = {groups ? b->ops->wg : 1, 1, 1};
-    size_t global[3] = {(size_t)n_head * local[0], (size_t)n, n_chunks};
+    size_t global[3] = {(size_t)n_head * local[0], by8 ? (size_t)(n + 7) / 8 : (size_t)n, n_chunks};
     CHECK(cl_ops_launch(b, kernel, n_args + 2 + n_tail, all, 3, global, local));
     if (n_chunks > 1) {
         cl_int chunks_arg = (cl_int)n_chunks;
