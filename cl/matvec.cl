@@ -277,18 +277,22 @@ __kernel void stage_kq(wq_t wq, ws_t ws, int k, int r0, int rows, __global kq_re
     kq_stage(wq, ws, nb, r0, rows, g, b, rec + (size_t)g * nb + b);
 }
 
-/* The staged rows (rows of them) against n columns of 8-bit x: global size (groups of 16 rows,
- * n / IL_COLS rounded up), work-item (g, t) takes columns IL_COLS t onwards. */
+/* The staged rows (rows of them) against n columns of 8-bit x: global size (KQ_RECS groups of
+ * 16 rows, n / IL_COLS rounded up), work-item (g, t) takes records KQ_RECS g .. KQ_RECS g +
+ * KQ_RECS - 1, KQ_SIDE at a time (kq_rows), and columns IL_COLS t onwards. */
 __kernel void gemm_kq(__global const kq_rec *rec, int k, int rows, __global const char *xq,
                       __global const float2 *xd, __global const int *xo, __global float *y,
                       int y_off, int ldy, __global const float *bias, int bias_off, int flags,
                       int n) {
-    int g = get_global_id(0), c = IL_COLS * get_global_id(1);
-    if (16 * g >= rows || c >= n) return;
-    int end = min(c + IL_COLS, n);
+    int g0 = KQ_RECS * get_global_id(0), c0 = IL_COLS * get_global_id(1);
+    if (16 * g0 >= rows || c0 >= n) return;
+    int end = min(c0 + IL_COLS, n);
+    for (int g = g0; g < g0 + KQ_RECS && 16 * g < rows; g += KQ_SIDE) {
+        int c = c0;
 #define KQ_ROWS(c, nc)                                                                             \
     kq_rows(rec, k, rows, g, c, nc, xq, xd, xo, y, y_off, ldy, bias, bias_off, flags)
-    IL_WALK_COLS(c, end, KQ_ROWS);
+        IL_WALK_COLS(c, end, KQ_ROWS);
+    }
 }
 #endif
 

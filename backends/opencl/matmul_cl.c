@@ -43,12 +43,12 @@ clinfer_status cl_create_buffer(cl_backend_ctx *b, cl_mem_flags flags, size_t by
 clinfer_status cl_build_type(cl_backend_ctx *b, clinfer_dtype type) {
     type_kernels *t = &b->mm->types[type];
     if (t->program) return CLINFER_OK;
-    char options[256], defines[64]; /* the fused norm of matvec_q8_il rounds as quantize.cl does */
+    char options[320], defines[64]; /* the fused norm of matvec_q8_il rounds as quantize.cl does */
     snprintf(options, sizeof options,
              "%s -DMV_WG=%zu -DMV_MAX_N=%d -DGQ_M=%d -DGQ_N=%d -DIL_COLS=%d -DILF_COLS=%d "
-             "-DKQ_REC_BYTES=%d -cl-fp32-correctly-rounded-divide-sqrt",
+             "-DKQ_REC_BYTES=%d -DKQ_RECS=%d -cl-fp32-correctly-rounded-divide-sqrt",
              cl_type_defines(type, defines, sizeof defines), b->mm->mv_wg, MATVEC_MAX_N, GEMM_Q8_M,
-             GEMM_Q8_N, IL_COLS, IL_F32_COLS, KQ_REC_BYTES);
+             GEMM_Q8_N, IL_COLS, IL_F32_COLS, KQ_REC_BYTES, KQ_RECS);
     clinfer_status st = cl_build(b, "matvec.cl", options, &t->program);
     cl_int err = CL_SUCCESS;
     if (st == CLINFER_OK)
@@ -357,10 +357,11 @@ static clinfer_status run_gemm_kq(cl_backend_ctx *b, const type_kernels *t, cons
                          {sizeof(int), &a.bias_off},
                          {sizeof(int), &a.flags},
                          {sizeof(int), &a.n}};
-        /* a work-item per group of 16 rows and IL_COLS columns, rows first (col_group) */
+        /* a work-item per KQ_RECS groups of 16 rows and IL_COLS columns, rows first (col_group) */
         size_t col_items = ((size_t)a.n + IL_COLS - 1) / IL_COLS;
         size_t local[2] = {1, col_group(col_items)};
-        size_t global[2] = {((size_t)count + 15) / 16, cl_round_up(col_items, local[1])};
+        size_t global[2] = {((size_t)count + 16 * KQ_RECS - 1) / (16 * KQ_RECS),
+                            cl_round_up(col_items, local[1])};
         CHECK(cl_launch(b, t->gemm_kq, "gemm_kq", args, sizeof args / sizeof args[0], 2, global,
                         local));
     }

@@ -9,10 +9,10 @@ enum {
     MATVEC_MAX_N = 8, /* more columns go to GEMM */
     CPU_LOCAL = 8,    /* work-group size of the cpu-rows kernels: fixed, so PoCL compiles once */
     GPU_WG = 64,      /* items per row in matvec_wg (power of two), at most */
-    GEMM_PM = 16,  /* rows per panel of gemm_panels (fixed by cl/gemm.cl) */
-    GEMM_PN = 6,   /* columns per tile: 16 x 6 keeps 12 accumulators in AVX2's 16 registers */
-    GEMM_PT = 8,   /* tiles of columns per work-item of gemm_panels */
-    GEMM_KC = 256, /* elements of k per block of gemm_panels */
+    GEMM_PM = 16,     /* rows per panel of gemm_panels (fixed by cl/gemm.cl) */
+    GEMM_PN = 6,      /* columns per tile: 16 x 6 keeps 12 accumulators in AVX2's 16 registers */
+    GEMM_PT = 8,      /* tiles of columns per work-item of gemm_panels */
+    GEMM_KC = 256,    /* elements of k per block of gemm_panels */
     STAGE_BYTES = 16 << 20,  /* f32 staging (or panels) of one chunk of a weight for GEMM */
     ARENA_BYTES = 256 << 20, /* weight arenas (CPU devices), unless a part needs more */
     IL_COLS = 8,             /* columns per work-item of matvec_q8_il (cl/matvec.cl) */
@@ -29,7 +29,9 @@ enum {
     GEMM_KQ_MIN_N = 32,
     KQ_STAGE_BYTES = 4 << 20,
     KQ_REC_BYTES = 5632, /* sizeof(kq_rec): 16 rows x 256 elements staged (the kernel checks) */
-    NORM_ROWS = 8,       /* rows per work-item of matvec_rows_norm */
+    KQ_RECS =
+        2, /* records (16 rows each) per work-item of gemm_kq: 32 rows, as AVX-512 takes them */
+    NORM_ROWS = 8, /* rows per work-item of matvec_rows_norm */
 };
 
 #define F_ACCUMULATE 1
