@@ -24,6 +24,7 @@
 #include "layernorm.clh"
 #include "rope.clh"
 #include "round_q8.clh"
+#include "transpose8.clh"
 #include "attention.clh"
 #include "graph_record.clh"
 #include "f32_lanes.clh"

@@ -34,6 +34,7 @@
 
 #include "f32_lanes.clh"
 #include "round_q8.clh"
+#include "transpose8.clh"
 #include "weights.clh"
 #include "weights_q8.clh"
 
