@@ -9,18 +9,16 @@
  *               element e of rows 16p .. 16p + 15 at p[(p * k + e) * PM + i], rows past the last
  *               zero. Item (g, p) moves elements 8g .. 8g + 7 of panel p (transpose8.clh).
  *   gemm_panels(_f16)   cpu-rows, over those panels: an outer product per element of k. A
- *               work-item holds PM rows x PN columns in 2 x PN float8 accumulators (12 of the
- *               16 AVX2 registers at 16 x 6), and per element of k loads one PM-row vector of
- *               the panel (f16: vload_half16, converted by vcvtph2ps) and broadcasts PN values of
- *               x: 2 vector loads and 6 broadcasts feed 12 FMAs, where a dot product along k
- *               (one float8 per row and column) needs a vector load per row and per column. It
- *               walks PT such tiles of columns, KC elements of k at a time, so the panel's block
- *               is read from L1 by every tile; the accumulators wait in private memory between
- *               blocks. Global size (ceil(rows / PM), ceil(n / (PN * PT))). PoCL's code for the
- *               f16 inner loop (objdump of its kernel cache): 2 vcvtph2ps from memory, 6
- *               vbroadcastss, 12 vfmadd231ps ymm, no spills; with AVX-512 (PN float16
- *               accumulators, PH below) 2 vcvtph2ps, one vinsertf64x4 and 6 vfmadd231ps zmm
- *               with the x value broadcast from memory.
+ *               work-item takes PR panels and PN * PT columns. Per block of KC elements of k it
+ *               converts its panels' block to f32 in private memory once (f16: vcvtph2ps) for
+ *               all its tiles, then per tile of PN columns and element of k loads one PM-row
+ *               vector of each panel and broadcasts PN values of x into PM x PN accumulators
+ *               per panel (AVX2: 2 x PN float8, 12 of its 16 registers at 16 x 6; AVX-512: two
+ *               panels side by side, PSIDE below, 2 x PN float16), where a dot product along k
+ *               (one float8 per row and column) needs a vector load per row and per column.
+ *               The accumulators wait in private memory between blocks. Global size
+ *               (ceil(rows / (PM * PR)), ceil(n / (PN * PT))). PoCL's AVX-512 inner loop: 2
+ *               vmovaps of the block and 6 vbroadcastss feeding 12 vfmadd231ps zmm.
  *   gemm_tiled  TS x TS outputs per work-group, one per item, TS x TS tiles of x and w staged in
  *               local memory (gpu-local-reduce, gpu-subgroup), over f32 rows (dequant_rows
  *               stages the other types).
@@ -40,6 +38,9 @@
 #endif
 #ifndef PT
 #define PT 8
+#endif
+#ifndef PR
+#define PR 2
 #endif
 #ifndef KC
 #define KC 256
@@ -152,45 +153,69 @@ static void store_panel(__global float *y, int r0, int rows, float8 lo, float8 h
 #define PV_HI(a, j) (a)[1][j]
 #endif
 
+/* Panels a work-item runs side by side, of the PR it takes: each x value loaded then serves the
+ * rows of all of them. x comes from L2 or further for every panel, and one panel gives it only
+ * 32 flops per 4 bytes (1B F16 pp256 took 1.15-1.7x the CPU time, alternated). AVX-512's 32
+ * registers hold two panels' 2 x PN float16 accumulators, AVX2's 16 one panel's 2 x PN float8. */
+#if F32_LANES == 16
+#define PSIDE 2
+#else
+#define PSIDE 1
+#endif
+
 #define LOAD16_F32(p) vload16(0, p)
 #define LOAD16_F16(p) vload_half16(0, (__global const half *)(p))
 #define GEMM_PANELS(name, T, LOAD16)                                                               \
     __kernel void name(__global const T *p, int k, int rows, int n, __global const float *x,       \
                        int x_off, int ldx, __global float *y, int y_off, int ldy,                  \
                        __global const float *bias, int bias_off, int flags) {                      \
-        int c0 = get_global_id(1) * (PN * PT), r0 = get_global_id(0) * PM;                         \
+        int c0 = get_global_id(1) * (PN * PT), p0 = get_global_id(0) * PR;                         \
+        int panels = (rows + PM - 1) / PM;                                                         \
         if (c0 >= n) return;                                                                       \
         int tiles = min(PT, (n - c0 + PN - 1) / PN);                                               \
-        __global const T *pw = p + (size_t)r0 * k;                                                 \
-        floatF part[PT][PH][PN];                                                                   \
-        for (int kb = 0; kb < k; kb += KC) {                                                       \
-            int ke = min(k, kb + KC);                                                              \
-            for (int t = 0; t < tiles; t++) {                                                      \
-                __global const float *xc[PN];                                                      \
-                floatF acc[PH][PN];                                                                \
-                _Pragma("unroll") for (int j = 0; j < PN; j++) {                                   \
-                    xc[j] = x + x_off + (size_t)min(c0 + t * PN + j, n - 1) * ldx;                 \
-                    _Pragma("unroll") for (int h = 0; h < PH; h++) {                               \
-                        acc[h][j] = 0.0f;                                                          \
-                        if (kb) acc[h][j] = part[t][h][j];                                         \
-                    }                                                                              \
+        for (int q0 = p0; q0 < min(p0 + PR, panels); q0 += PSIDE) {                                \
+            floatF part[PT][PSIDE][PH][PN];                                                        \
+            float wf[PSIDE][KC * PM] __attribute__((aligned(64))); /* the block as f32 */          \
+            for (int kb = 0; kb < k; kb += KC) {                                                   \
+                int ke = min(k, kb + KC);                                                          \
+                for (int s = 0; s < PSIDE; s++) { /* past the last panel: the last again */        \
+                    __global const T *pw = p + (size_t)min(q0 + s, panels - 1) * PM * k;           \
+                    for (int e = kb; e < ke; e++)                                                  \
+                        vstore16(LOAD16(pw + (size_t)e * PM), e - kb, wf[s]);                      \
                 }                                                                                  \
-                for (int e = kb; e < ke; e++) {                                                    \
-                    float16 wv = LOAD16(pw + (size_t)e * PM);                                      \
+                for (int t = 0; t < tiles; t++) {                                                  \
+                    __global const float *xc[PN];                                                  \
+                    floatF acc[PSIDE][PH][PN];                                                     \
                     _Pragma("unroll") for (int j = 0; j < PN; j++) {                               \
-                        floatF xv = xc[j][e];                                                      \
-                        _Pragma("unroll") for (int h = 0; h < PH; h++) acc[h][j] =                 \
-                            fma(PV_PART(wv, h), xv, acc[h][j]);                                    \
+                        xc[j] = x + x_off + (size_t)min(c0 + t * PN + j, n - 1) * ldx + kb;        \
+                        _Pragma("unroll") for (int s = 0; s < PSIDE; s++)                          \
+                            _Pragma("unroll") for (int h = 0; h < PH; h++) acc[s][h][j] =          \
+                                kb ? part[t][s][h][j] : 0.0f;                                      \
                     }                                                                              \
+                    for (int e = 0; e < ke - kb; e++) {                                            \
+                        float16 wv[PSIDE];                                                         \
+                        _Pragma("unroll") for (int s = 0; s < PSIDE; s++) wv[s] =                  \
+                            vload16(e, wf[s]);                                                     \
+                        _Pragma("unroll") for (int j = 0; j < PN; j++) {                           \
+                            floatF xv = xc[j][e];                                                  \
+                            _Pragma("unroll") for (int s = 0; s < PSIDE; s++)                      \
+                                _Pragma("unroll") for (int h = 0; h < PH; h++) acc[s][h][j] =      \
+                                    fma(PV_PART(wv[s], h), xv, acc[s][h][j]);                      \
+                        }                                                                          \
+                    }                                                                              \
+                    _Pragma("unroll") for (int j = 0; j < PN; j++)                                 \
+                        _Pragma("unroll") for (int s = 0; s < PSIDE; s++)                          \
+                            _Pragma("unroll") for (int h = 0; h < PH; h++) part[t][s][h][j] =      \
+                                acc[s][h][j];                                                      \
                 }                                                                                  \
-                _Pragma("unroll") for (int j = 0; j < PN; j++)                                     \
-                    _Pragma("unroll") for (int h = 0; h < PH; h++) part[t][h][j] = acc[h][j];      \
             }                                                                                      \
+            for (int s = 0; s < PSIDE && q0 + s < panels; s++)                                     \
+                for (int t = 0; t < tiles; t++)                                                    \
+                    for (int j = 0; j < PN && c0 + t * PN + j < n; j++)                            \
+                        store_panel(y + y_off + (size_t)(c0 + t * PN + j) * ldy, (q0 + s) * PM,    \
+                                    rows, PV_LO(part[t][s], j), PV_HI(part[t][s], j), bias,        \
+                                    bias_off, flags);                                              \
         }                                                                                          \
-        for (int t = 0; t < tiles; t++)                                                            \
-            for (int j = 0; j < PN && c0 + t * PN + j < n; j++)                                    \
-                store_panel(y + y_off + (size_t)(c0 + t * PN + j) * ldy, r0, rows,                 \
-                            PV_LO(part[t], j), PV_HI(part[t], j), bias, bias_off, flags);          \
     }
 GEMM_PANELS(gemm_panels, float, LOAD16_F32)
 GEMM_PANELS(gemm_panels_f16, ushort, LOAD16_F16)

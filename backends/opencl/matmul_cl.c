@@ -124,8 +124,8 @@ clinfer_status cl_matmul_init(cl_backend_ctx *b) {
     if (s->use_clblast) cl_clblast_hold();
 #endif
     char options[96];
-    snprintf(options, sizeof options, "-DPN=%d -DPT=%d -DKC=%d -DTS=%zu", GEMM_PN, GEMM_PT, GEMM_KC,
-             s->gemm_ts);
+    snprintf(options, sizeof options, "-DPN=%d -DPT=%d -DPR=%d -DKC=%d -DTS=%zu", GEMM_PN, GEMM_PT,
+             GEMM_PR, GEMM_KC, s->gemm_ts);
     CHECK(cl_build(b, "gemm.cl", options, &s->gemm_program));
     if (!s->cpu) {
         s->gemm = clCreateKernel(s->gemm_program, "gemm_tiled", &err);
@@ -566,10 +566,10 @@ static clinfer_status run_panels(cl_backend_ctx *b, const struct cl_weight *w, c
                          {sizeof(cl_mem), &a.bias},
                          {sizeof(int), &a.bias_off},
                          {sizeof(int), &a.flags}};
-        /* a work-item takes one panel and PN * PT columns, rows first (col_group) */
+        /* a work-item takes GEMM_PR panels and PN * PT columns, rows first */
         size_t items = ((size_t)a.n + GEMM_PN * GEMM_PT - 1) / (GEMM_PN * GEMM_PT);
         size_t local[2] = {1, 1};
-        size_t global[2] = {panels, items};
+        size_t global[2] = {(panels + GEMM_PR - 1) / GEMM_PR, items};
         CHECK(cl_launch(b, f16 ? s->panels_f16 : s->panels, "gemm_panels", args,
                         sizeof args / sizeof args[0], 2, global, local));
     }

@@ -12,6 +12,7 @@ enum {
     GEMM_PM = 16,     /* rows per panel of gemm_panels (fixed by cl/gemm.cl) */
     GEMM_PN = 6,      /* columns per tile: 16 x 6 keeps 12 accumulators in AVX2's 16 registers */
     GEMM_PT = 8,      /* tiles of columns per work-item of gemm_panels */
+    GEMM_PR = 2,      /* panels per work-item of gemm_panels (AVX-512 takes both at once) */
     GEMM_KC = 256,    /* elements of k per block of gemm_panels */
     STAGE_BYTES = 16 << 20,  /* f32 staging (or panels) of one chunk of a weight for GEMM */
     ARENA_BYTES = 256 << 20, /* weight arenas (CPU devices), unless a part needs more */
