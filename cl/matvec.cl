@@ -278,9 +278,9 @@ __kernel void stage_kq(wq_t wq, ws_t ws, int k, int r0, int rows, __global kq_re
     kq_stage(wq, ws, nb, r0, rows, g, b, rec + (size_t)g * nb + b);
 }
 
-/* The staged rows (rows of them) against n columns of 8-bit x: global size (KQ_RECS groups of
- * 16 rows, n / IL_COLS rounded up), work-item (g, t) takes records KQ_RECS g .. KQ_RECS g +
- * KQ_RECS - 1, KQ_SIDE at a time (kq_rows), and columns IL_COLS t onwards. */
+/* The staged rows (rows of them) against n columns of 8-bit x: global size (records / KQ_RECS,
+ * n / IL_COLS, both rounded up), work-item (g, t) takes records KQ_RECS g .. KQ_RECS g + KQ_RECS -
+ * 1, KQ_SIDE at a time (kq_rows), and columns IL_COLS t onwards. */
 __kernel void gemm_kq(__global const kq_rec *rec, int k, int rows, __global const char *xq,
                       __global const float2 *xd, __global const int *xo, __global float *y,
                       int y_off, int ldy, __global const float *bias, int bias_off, int flags,

@@ -30,9 +30,8 @@ enum {
     GEMM_KQ_MIN_N = 32,
     KQ_STAGE_BYTES = 4 << 20,
     KQ_REC_BYTES = 5632, /* sizeof(kq_rec): 16 rows x 256 elements staged (the kernel checks) */
-    KQ_RECS =
-        2, /* records (16 rows each) per work-item of gemm_kq: 32 rows, as AVX-512 takes them */
-    NORM_ROWS = 8, /* rows per work-item of matvec_rows_norm */
+    KQ_RECS = 2,         /* records (16 rows each) per work-item of gemm_kq */
+    NORM_ROWS = 8,       /* rows per work-item of matvec_rows_norm */
 };
 
 #define F_ACCUMULATE 1
