@@ -80,19 +80,7 @@ static void attention_item8(const attn_args *a, int h, int i0, int nt) {
         for (int t = 0; t < 8; t++) {
             int lim = pos0 + i0 + min(t, nt - 1) - p0; /* lanes up to lim are valid */
             float8 st = select((float8)(-INFINITY), s[t], lane <= lim);
-            float4 m4 = fmax(st.lo, st.hi);
-            float bm = fmax(fmax(m4.x, m4.y), fmax(m4.z, m4.w));
-            if (bm > m[t]) {
-                float shrink = exp(m[t] - bm);
-                l[t] *= shrink;
-                for (int c = 0; c < d8; c++)
-                    acc[t][c] *= shrink;
-                m[t] = bm;
-            }
-            float8 ev = exp(st - m[t]);
-            float4 e4 = ev.lo + ev.hi;
-            l[t] += (e4.x + e4.y) + (e4.z + e4.w);
-            vstore8(ev, 0, e[t]);
+            vstore8(softmax_block(st, &m[t], &l[t], acc[t], d8), 0, e[t]);
         }
         for (int c = 0; c < d8; c++) {
             float8 v[8];
