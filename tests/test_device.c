@@ -212,6 +212,15 @@ static void test_selftest_kernel(size_t index) {
     st = cl_program_build(ctx, device, &info, NULL, "missing.cl", NULL, &missing);
     EXPECT(st == (getenv("CLINFER_CL_DIR") ? CLINFER_ERR_IO : CLINFER_ERR_NOT_FOUND) && !missing,
            "missing source: %s", clinfer_status_str(st));
+    if (built == CLINFER_OK)
+        EXPECT(cl_program_has_kernel(prog, "vector_add") && !cl_program_has_kernel(prog, "vector"),
+               "cl_program_has_kernel: vector_add");
+    /* a program without kernels (NVIDIA's driver crashed when asked its kernel names) */
+    const char *none = "/* nothing */\n";
+    cl_program empty = clCreateProgramWithSource(ctx, 1, &none, NULL, &err);
+    if (empty && clBuildProgram(empty, 1, &device, "", NULL, NULL) == CL_SUCCESS)
+        EXPECT(!cl_program_has_kernel(empty, "vector_add"), "a kernel in an empty program");
+    if (empty) clReleaseProgram(empty);
     if (built == CLINFER_OK && err == CL_SUCCESS) {
         for (int i = 0; i < N; i++) {
             a[i] = (float)i * 0.5f;
@@ -242,6 +251,36 @@ static void test_selftest_kernel(size_t index) {
     if (prog) clReleaseProgram(prog);
     if (queue) clReleaseCommandQueue(queue);
     clReleaseContext(ctx);
+}
+
+/* The inline assembly of cl/weights_q8.clh (CLINFER_VNNI) only for PoCL 3's CPU device, on a
+ * host with AVX512-VNNI: PoCL 5.0 aborts the process on inline assembly. */
+static void test_pocl_vnni(void) {
+    static const struct {
+        clinfer_vendor vendor;
+        const char *version;
+        int major;
+    } cases[] = {
+        {CLINFER_VENDOR_POCL, "OpenCL 3.0 PoCL 3.1+debian  Linux, None+Asserts, LLVM 15.0.6", 3},
+        {CLINFER_VENDOR_POCL, "OpenCL 3.0 PoCL 5.0+debian  Linux, None+Asserts, LLVM 16.0.6", 5},
+        {CLINFER_VENDOR_POCL, "OpenCL 3.0 PoCL 6.0  Linux, Release, LLVM 18.1.8", 6},
+        {CLINFER_VENDOR_POCL, "OpenCL 1.2 pocl", 0},
+        {CLINFER_VENDOR_NVIDIA, "OpenCL 3.0 CUDA 13.0.98", 0},
+    };
+    bool host_vnni = false;
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+    host_vnni = __builtin_cpu_supports("avx512vnni");
+#endif
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        clinfer_device_info info = {.vendor = cases[i].vendor, .type = CLINFER_DEVICE_CPU};
+        snprintf(info.platform_version, sizeof info.platform_version, "%s", cases[i].version);
+        snprintf(info.kernel_path, sizeof info.kernel_path, "cpu-rows");
+        EXPECT(cl_device_pocl_major(&info) == cases[i].major, "PoCL major of '%s': %d",
+               cases[i].version, cl_device_pocl_major(&info));
+        bool vnni = strstr(cl_program_params(&info), "-DCLINFER_VNNI=1") != NULL;
+        bool want = host_vnni && cases[i].vendor == CLINFER_VENDOR_POCL && cases[i].major == 3;
+        EXPECT(vnni == want, "'%s': CLINFER_VNNI %d, want %d", cases[i].version, vnni, want);
+    }
 }
 
 /* The first enumeration raced by several threads: all see the same devices. */
@@ -287,6 +326,7 @@ static int expect_no_platform(void) {
 int main(int argc, char **argv) {
     if (argc > 1 && !strcmp(argv[1], "--no-platform")) return expect_no_platform();
     test_status_names();
+    test_pocl_vnni();
     test_concurrent_enumeration();
     size_t count = 0;
     EXPECT_OK(clinfer_device_count(&count));

@@ -107,6 +107,12 @@ bool cl_device_is_pocl_cpu(const clinfer_device_info *info) {
     return info->vendor == CLINFER_VENDOR_POCL && info->type == CLINFER_DEVICE_CPU;
 }
 
+int cl_device_pocl_major(const clinfer_device_info *info) {
+    const char *v =
+        info->vendor == CLINFER_VENDOR_POCL ? strstr(info->platform_version, "PoCL ") : NULL;
+    return v && isdigit((unsigned char)v[5]) ? atoi(v + 5) : 0;
+}
+
 static clinfer_device_type classify_type(cl_device_type type) {
     if (type & CL_DEVICE_TYPE_GPU) return CLINFER_DEVICE_GPU;
     if (type & CL_DEVICE_TYPE_CPU) return CLINFER_DEVICE_CPU;

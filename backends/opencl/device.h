@@ -16,5 +16,8 @@ clinfer_status cl_device_get_info(size_t index, clinfer_kernel_path path,
                                   clinfer_device_info *info);
 /* Whether the device is PoCL's CPU device: this host's own cores. */
 bool cl_device_is_pocl_cpu(const clinfer_device_info *info);
+/* PoCL's major version, from its platform version ("OpenCL 3.0 PoCL 5.0+debian ..."); 0 where
+ * the platform is not PoCL or does not say. */
+int cl_device_pocl_major(const clinfer_device_info *info);
 
 #endif

@@ -78,10 +78,12 @@ const cl_device_params *cl_device_params_for(const clinfer_device_info *info) {
 /* Whether kernels may use AVX512-VNNI through inline assembly (CLINFER_VNNI, cl/weights_q8.clh):
  * PoCL's CPU device runs on this host, so the host's CPU is asked, not PoCL's LLVM, which may
  * know the CPU only by an older name without VNNI (skylake-avx512 for a Sapphire Rapids class
- * Xeon) and then never emits it. */
+ * Xeon) and then never emits it. Only on PoCL 3, where it was checked: PoCL 5.0 (Ubuntu 24.04,
+ * LLVM 16) aborts the whole process on any inline assembly in a kernel (docs/DEVICES.md). */
 static bool host_vnni(const clinfer_device_info *info) {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-    return cl_device_is_pocl_cpu(info) && __builtin_cpu_supports("avx512vnni");
+    return cl_device_is_pocl_cpu(info) && cl_device_pocl_major(info) == 3 &&
+           __builtin_cpu_supports("avx512vnni");
 #else
     (void)info;
     return false;
@@ -574,8 +576,12 @@ void cl_program_cache_stats(unsigned *hits, unsigned *misses) {
 }
 
 bool cl_program_has_kernel(cl_program program, const char *name) {
-    size_t bytes = 0;
-    if (clGetProgramInfo(program, CL_PROGRAM_KERNEL_NAMES, 0, NULL, &bytes) != CL_SUCCESS)
+    /* NVIDIA's driver (580.159) crashes when asked the names of a program with no kernel */
+    size_t count = 0, bytes = 0;
+    if (clGetProgramInfo(program, CL_PROGRAM_NUM_KERNELS, sizeof count, &count, NULL) !=
+            CL_SUCCESS ||
+        count == 0 ||
+        clGetProgramInfo(program, CL_PROGRAM_KERNEL_NAMES, 0, NULL, &bytes) != CL_SUCCESS)
         return false;
     char *names = malloc(bytes + 1);
     bool found = false;
