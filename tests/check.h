@@ -12,6 +12,12 @@
 
 static int check_failures, check_count;
 
+/* stdout line by line, so that a test killed by a signal (a driver's crash) still shows in
+ * CTest's log how far it got. */
+__attribute__((constructor)) static void check_line_buffered(void) {
+    setvbuf(stdout, NULL, _IOLBF, 0);
+}
+
 #define EXPECT(cond, ...)                                                                          \
     do {                                                                                           \
         check_count++;                                                                             \

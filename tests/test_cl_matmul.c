@@ -486,6 +486,7 @@ static void test_device(size_t index) {
     clinfer_dtype types[CLINFER_DT_ID_LIMIT];
     size_t n_types = weight_types(types);
     for (size_t t = 0; t < n_types; t++) {
+        printf("  %s\n", clinfer_dtype_name(types[t]));
         test_shapes(types[t]);
         test_split(types[t]);
         if (clinfer_dtype_block_elems(types[t]) > 1) test_q8_reuse(types[t]);
