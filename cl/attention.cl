@@ -108,8 +108,9 @@ static void attention_item8(const attn_args *a, int h, int i0, int nt) {
 __kernel void attention_rows(__global const float *q, ulong q_off, __global kv_t *k, ulong k_off,
                              __global kv_t *v, ulong v_off, __global float *out, ulong out_off,
                              int n, int n_head, int n_kv_head, int head_dim, int pos0, int window,
-                             float scale, int chunk, __global float *part, __global const float *k_src,
-                             ulong k_src_off, __global const float *v_src, ulong v_src_off,
+                             float scale, int chunk, __global float *part,
+                             __global const float *k_src, ulong k_src_off,
+                             __global const float *v_src, ulong v_src_off,
                              int n_rot, float freq_base, float freq_scale, int neox,
                              __global char *xq, __global float2 *xd, __global float *xf,
                              int want_f, int round_q8, int by8) {

@@ -149,9 +149,9 @@ typedef __global uchar *slot_t;
 #include "weights_q8.clh"
 #include "graph_typed_close.clh"
 #endif
-#if GT_N != defined(GT_F32) + defined(GT_F16) + defined(GT_Q8_0) + defined(GT_Q4_0) +               \
-                defined(GT_Q4_1) + defined(GT_Q5_0) + defined(GT_Q5_1) + defined(GT_IQ4_NL) +          \
-                defined(GT_Q2_K) + defined(GT_Q3_K) + defined(GT_Q4_K) + defined(GT_Q5_K) +            \
+#if GT_N != defined(GT_F32) + defined(GT_F16) + defined(GT_Q8_0) + defined(GT_Q4_0) +           \
+                defined(GT_Q4_1) + defined(GT_Q5_0) + defined(GT_Q5_1) + defined(GT_IQ4_NL) +      \
+                defined(GT_Q2_K) + defined(GT_Q3_K) + defined(GT_Q4_K) + defined(GT_Q5_K) +        \
                 defined(GT_Q6_K)
 #error "graph.cl has no readers for one of the weight types it is built for (GT_N of them)"
 #endif

@@ -2,9 +2,9 @@
  * Rows of k % 32 == 0 elements are whole blocks, so blocks are numbered across the whole tensor.
  *
  * quantize_q8_act rounds a tensor x. rmsnorm_q8_act and glu_q8_act are the RMSNORM and SWIGLU
- * or GEGLU ops that round their output y as they write it, when the next op is an x_q8 matmul over y:
- * one launch instead of two. They compute what norm.cl's and elementwise.cl's kernels do, up
- * to float rounding. */
+ * or GEGLU ops that round their output y as they write it, when the next op is an x_q8 matmul
+ * over y: one launch instead of two. They compute what norm.cl's and elementwise.cl's kernels
+ * do, up to float rounding. */
 
 #include "glu.clh"
 #include "round_q8.clh"
