@@ -12,10 +12,21 @@
 
 static int check_failures, check_count;
 
-/* stdout line by line, so that a test killed by a signal (a driver's crash) still shows in
+/* OCL_ICD_FILENAMES as the process found it. The ICD loader CUDA ships (Khronos', as in CUDA
+ * 13.0) cuts it in place at the first OpenCL call, to its first driver, so the CLI runs a test
+ * starts later would see that driver alone: check_icd_env_restore() puts it back first. */
+static char *check_icd_filenames;
+
+/* Also stdout line by line, so that a test killed by a signal (a driver's crash) still shows in
  * CTest's log how far it got. */
-__attribute__((constructor)) static void check_line_buffered(void) {
+__attribute__((constructor)) static void check_init(void) {
     setvbuf(stdout, NULL, _IOLBF, 0);
+    const char *icds = getenv("OCL_ICD_FILENAMES");
+    check_icd_filenames = icds ? strdup(icds) : NULL;
+}
+
+static inline void check_icd_env_restore(void) {
+    if (check_icd_filenames) setenv("OCL_ICD_FILENAMES", check_icd_filenames, 1);
 }
 
 #define EXPECT(cond, ...)                                                                          \

@@ -35,6 +35,7 @@ static int run(const char *const *args, char *err, size_t err_size) {
     snprintf(err_path, sizeof err_path, "%s/stderr", dir);
     snprintf(out_path, sizeof out_path, "%s/stdout", dir);
     fflush(NULL); /* the child's freopen must not write our buffers twice */
+    check_icd_env_restore();
     pid_t pid = fork();
     if (pid == 0) {
         if (!freopen(stdin_path, "r", stdin) || !freopen(out_path, "w", stdout) ||

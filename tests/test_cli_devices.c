@@ -118,15 +118,9 @@ int main(int argc, char **argv) {
     snprintf(err_path, sizeof err_path, "%s/err", dir);
     test_no_platform(argv[1]);
     test_options(argv[1]);
-    /* The ICD loader that CUDA ships (Khronos', as in CUDA 13.0) splits OCL_ICD_FILENAMES in
-     * place, leaving only its first driver in this process's environment for the CLI runs to
-     * inherit: they get the value from before the first OpenCL call. */
-    const char *icds = getenv("OCL_ICD_FILENAMES");
-    char *saved = icds ? strdup(icds) : NULL;
     size_t count = 0;
     EXPECT_OK(clinfer_device_count(&count));
-    if (saved) setenv("OCL_ICD_FILENAMES", saved, 1);
-    free(saved);
+    check_icd_env_restore(); /* the CLI runs see the drivers this process saw */
     if (count > 0)
         test_listing(argv[1], count);
     else

@@ -129,6 +129,7 @@ static int run(const char *args) {
     char cmd[1024];
     snprintf(cmd, sizeof cmd, "'%s' perplexity -m %s -c %d --chunks %d %s >%s 2>>%s.err", binary,
              model_path, N_CTX, N_CHUNK, args, out_path, out_path);
+    check_icd_env_restore();
     int rc = system(cmd);
     return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
 }
