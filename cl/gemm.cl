@@ -2,15 +2,13 @@
  * row-major x[n][ldx], y[n][ldy] with element offsets.
  *
  * Variants, chosen by kernel path and n:
- *   pack_panels(_f16)   cpu-rows, every GEMM (more than MATVEC_MAX_N columns; once packing was
- *               fast, panels beat per-row dot products from 9 columns: 1B F16 pp9 1.3x, pp16
- *               1.15x): copy weight rows (f32, or f16 kept as f16; quantized types arrive as f32
- *               rows staged by matvec.cl's dequant_rows) into panels of PM rows, k-major:
- *               element e of rows 16p .. 16p + 15 at p[(p * k + e) * PM + i], rows past the last
- *               zero. Item (g, p) moves elements 8g .. 8g + 7 of panel p (transpose8.clh).
- *   gemm_panels(_f16)   cpu-rows, over those panels: an outer product per element of k. A
+ *   gemm_panels(_f16)   cpu-rows, every GEMM (more than MATVEC_MAX_N columns; panels beat
+ *               per-row dot products from 9 columns: 1B F16 pp9 1.3x, pp16 1.15x) over weight
+ *               rows (f32, or f16; quantized types arrive as f32 rows staged by matvec.cl's
+ *               dequant_rows): an outer product per element of k over panels of PM rows. A
  *               work-item takes PR panels and PN * PT columns. Per block of KC elements of k it
- *               converts its panels' block to f32 in private memory once (f16: vcvtph2ps) for
+ *               converts its panels' block to f32 in panel order (k-major: element e's PM rows
+ *               side by side) in private memory once (panel_fill: f16 by vcvtph2ps) for
  *               all its tiles, then per tile of PN columns and element of k loads one PM-row
  *               vector of each panel and broadcasts PN values of x into PM x PN accumulators
  *               per panel (AVX2: 2 x PN float8, 12 of its 16 registers at 16 x 6; AVX-512: two
@@ -18,7 +16,9 @@
  *               (one float8 per row and column) needs a vector load per row and per column.
  *               The accumulators wait in private memory between blocks. Global size
  *               (ceil(rows / (PM * PR)), ceil(n / (PN * PT))). PoCL's AVX-512 inner loop: 2
- *               vmovaps of the block and 6 vbroadcastss feeding 12 vfmadd231ps zmm.
+ *               vmovaps of the block and 6 vbroadcastss feeding 12 vfmadd231ps zmm. The panels
+ *               were once packed by a kernel of their own, which read and wrote the whole
+ *               weight again per GEMM (a fifth of a 1B F16 pp64).
  *   gemm_tiled  TS x TS outputs per work-group, one per item, TS x TS tiles of x and w staged in
  *               local memory (gpu-local-reduce, gpu-subgroup), over f32 rows (dequant_rows
  *               stages the other types).
@@ -37,7 +37,7 @@
 #define PN 6
 #endif
 #ifndef PT
-#define PT 8
+#define PT 32
 #endif
 #ifndef PR
 #define PR 2
@@ -59,62 +59,36 @@ static void store_out(__global float *y, int r, float s, __global const float *b
     y[r] = s;
 }
 
-/* Packing a 16 x 8 block of rows into panel order by transpose8.clh: a vector gathered lane by
- * lane from all 16 rows' vectors compiled to extracts and stack stores (packing took 28% of a 1B
- * F16 pp64), and in private arrays a vector written in halves and read whole stalled. */
-
-/* Panel elements e0 .. e0 + 7 (dst) of 16 rows' f32 (v[i]: row i's): rows 0..7 and 8..15 by
- * halves. */
-static void panel_block_f32(const float8 *v, __global float *dst) {
-    uint8 u[16], lo[8], hi[8];
-#pragma unroll
-    for (int i = 0; i < 16; i++)
-        u[i] = as_uint8(v[i]);
-    transpose8(u, lo);
-    transpose8(u + 8, hi);
-#pragma unroll
-    for (int e = 0; e < 8; e++) {
-        ((__global uint8 *)dst)[2 * e] = lo[e];
-        ((__global uint8 *)dst)[2 * e + 1] = hi[e];
-    }
-}
-
-/* The same for f16 bits: rows 2i and 2i + 1 zipped into words first, so that one word
- * transpose moves both. */
-static void panel_block_f16(const ushort8 *v, __global ushort *dst) {
-    uint8 z[8], out[8];
-#pragma unroll
-    for (int i = 0; i < 8; i++) {
-        ushort8 a = v[2 * i], b = v[2 * i + 1];
-        z[i] = as_uint8((ushort16)(a.s0, b.s0, a.s1, b.s1, a.s2, b.s2, a.s3, b.s3, a.s4, b.s4, a.s5,
-                                   b.s5, a.s6, b.s6, a.s7, b.s7));
-    }
-    transpose8(z, out);
-#pragma unroll
-    for (int e = 0; e < 8; e++)
-        ((__global uint8 *)dst)[e] = out[e];
-}
-
-/* PACK_PANELS(name, T, T8, BLOCK): rows [0, rows) of w (element type T, offset w_off, k per row)
- * into panels p. */
-#define PACK_PANELS(name, T, T8, BLOCK)                                                            \
-    __kernel void name(__global const T *w, int w_off, int k, int rows, __global T *p) {           \
-        int e0 = get_global_id(0) * 8, r0 = get_global_id(1) * PM;                                 \
-        __global const T *src = w + w_off + (size_t)r0 * k;                                        \
-        __global T *dst = p + (size_t)r0 * k + (size_t)e0 * PM;                                    \
-        if (e0 + 8 <= k && r0 + PM <= rows) {                                                      \
-            T8 v[PM];                                                                              \
-            _Pragma("unroll") for (int i = 0; i < PM; i++) v[i] =                                  \
-                vload8(0, src + (size_t)i * k + e0);                                               \
-            BLOCK(v, dst);                                                                         \
-            return;                                                                                \
+/* Elements kb .. ke - 1 of weight rows r0 .. r0 + PM - 1 (f32, or f16 bits) as f32 in panel
+ * order: element e's 16 rows at wf[(e - kb) * PM]. A full panel goes 8 elements at a time, each
+ * 16 x 8 block transposed in registers by transpose8.clh as two halves of 8 rows (a vector
+ * gathered lane by lane compiled to extracts and stack stores); a panel past the last row reads
+ * that row again (its outputs are never stored), and the tail of k goes element by element. */
+#define PANEL_FILL(name, T, LOAD8, ELEM)                                                           \
+    static void name(__global const T *w, int k, int r0, int rows, int kb, int ke, float *wf) {    \
+        int e = kb;                                                                                \
+        if (r0 + PM <= rows) {                                                                     \
+            __global const T *src = w + (size_t)r0 * k;                                            \
+            for (; e + 8 <= ke; e += 8) {                                                          \
+                uint8 v[PM], lo[8], hi[8];                                                         \
+                _Pragma("unroll") for (int i = 0; i < PM; i++) v[i] =                              \
+                    as_uint8(LOAD8(src + (size_t)i * k + e));                                      \
+                transpose8(v, lo);                                                                 \
+                transpose8(v + 8, hi);                                                             \
+                _Pragma("unroll") for (int j = 0; j < 8; j++)                                      \
+                    vstore16(as_float16((uint16)(lo[j], hi[j])), e - kb + j, wf);                  \
+            }                                                                                      \
         }                                                                                          \
-        for (int e = 0; e < 8 && e0 + e < k; e++) /* the last panel, the tail of k */              \
+        for (; e < ke; e++)                                                                        \
             for (int i = 0; i < PM; i++)                                                           \
-                dst[e * PM + i] = r0 + i < rows ? src[(size_t)i * k + e0 + e] : (T)0;              \
+                wf[(e - kb) * PM + i] = ELEM(w + (size_t)min(r0 + i, rows - 1) * k, e);            \
     }
-PACK_PANELS(pack_panels, float, float8, panel_block_f32)
-PACK_PANELS(pack_panels_f16, ushort, ushort8, panel_block_f16) /* f16 bits, moved unconverted */
+#define LOAD8_F32(p) vload8(0, p)
+#define LOAD8_F16(p) vload_half8(0, (__global const half *)(p))
+#define ELEM_F32(row, e) (row)[e]
+#define ELEM_F16(row, e) vload_half(e, (__global const half *)(row))
+PANEL_FILL(panel_fill, float, LOAD8_F32, ELEM_F32)
+PANEL_FILL(panel_fill_f16, ushort, LOAD8_F16, ELEM_F16)
 
 /* The PM rows r0 .. of column y (rows of them valid) from lo and hi. */
 static void store_panel(__global float *y, int r0, int rows, float8 lo, float8 hi,
@@ -163,12 +137,10 @@ static void store_panel(__global float *y, int r0, int rows, float8 lo, float8 h
 #define PSIDE 1
 #endif
 
-#define LOAD16_F32(p) vload16(0, p)
-#define LOAD16_F16(p) vload_half16(0, (__global const half *)(p))
-#define GEMM_PANELS(name, T, LOAD16)                                                               \
-    __kernel void name(__global const T *p, int k, int rows, int n, __global const float *x,       \
-                       int x_off, int ldx, __global float *y, int y_off, int ldy,                  \
-                       __global const float *bias, int bias_off, int flags) {                      \
+#define GEMM_PANELS(name, T, FILL)                                                                 \
+    __kernel void name(__global const T *w, int w_off, int k, int rows, int n,                     \
+                       __global const float *x, int x_off, int ldx, __global float *y, int y_off,  \
+                       int ldy, __global const float *bias, int bias_off, int flags) {             \
         int c0 = get_global_id(1) * (PN * PT), p0 = get_global_id(0) * PR;                         \
         int panels = (rows + PM - 1) / PM;                                                         \
         if (c0 >= n) return;                                                                       \
@@ -178,11 +150,8 @@ static void store_panel(__global float *y, int r0, int rows, float8 lo, float8 h
             float wf[PSIDE][KC * PM] __attribute__((aligned(64))); /* the block as f32 */          \
             for (int kb = 0; kb < k; kb += KC) {                                                   \
                 int ke = min(k, kb + KC);                                                          \
-                for (int s = 0; s < PSIDE; s++) { /* past the last panel: the last again */        \
-                    __global const T *pw = p + (size_t)min(q0 + s, panels - 1) * PM * k;           \
-                    for (int e = kb; e < ke; e++)                                                  \
-                        vstore16(LOAD16(pw + (size_t)e * PM), e - kb, wf[s]);                      \
-                }                                                                                  \
+                for (int s = 0; s < PSIDE; s++) /* past the last panel: the last again */          \
+                    FILL(w + w_off, k, min(q0 + s, panels - 1) * PM, rows, kb, ke, wf[s]);         \
                 for (int t = 0; t < tiles; t++) {                                                  \
                     __global const float *xc[PN];                                                  \
                     floatF acc[PSIDE][PH][PN];                                                     \
@@ -217,8 +186,8 @@ static void store_panel(__global float *y, int r0, int rows, float8 lo, float8 h
                                     bias_off, flags);                                              \
         }                                                                                          \
     }
-GEMM_PANELS(gemm_panels, float, LOAD16_F32)
-GEMM_PANELS(gemm_panels_f16, ushort, LOAD16_F16)
+GEMM_PANELS(gemm_panels, float, panel_fill)
+GEMM_PANELS(gemm_panels_f16, ushort, panel_fill_f16)
 
 __kernel __attribute__((reqd_work_group_size(TS, TS, 1))) void
 gemm_tiled(__global const float *w, int w_off, int k, int rows, int n, __global const float *x,

@@ -422,17 +422,17 @@ static void test_gemm_q8(clinfer_dtype type) {
 }
 
 /* f32 x past MATVEC_MAX_N columns, shapes that are no multiple of the GEMM's tiles. On cpu-rows
- * both go to gemm_panels (16-row panels, 6-column tiles, 8 tiles per work-item, 256-element blocks
- * of k): n 49 = 48 + 1, a work-item of one column; 103 = 2 x 48 + 6 + 1, a partial work-item and
- * a partial tile. 37 rows from row 3 (a partial last panel, packed from inside the weight), k
- * with a partial last block (f32/f16: 299, past a multiple of 8 too). */
+ * both go to gemm_panels (16-row panels, 6-column tiles, 32 tiles per work-item, 256-element
+ * blocks of k): n 193 = 192 + 1, a work-item of one column; 199 = 192 + 6 + 1, a partial
+ * work-item and a partial tile. 37 rows from row 3 (a partial last panel, read from inside the
+ * weight), k with a partial last block (f32/f16: 299, past a multiple of 8 too). */
 static void test_gemm_tiles(clinfer_dtype type) {
     size_t blk = clinfer_dtype_block_elems(type);
     int k = blk == 1 ? 299 : blk == 32 ? 320 : 512, m = 37;
     pair w = weight_new(type, m + 5, k);
     if (w.buf[REF] && w.buf[CL]) {
-        check_matmul(&w, type, 3, m, k, 49, false, true, false, "gemm tiles");
-        check_matmul(&w, type, 3, m, k, 103, true, false, false, "gemm tiles");
+        check_matmul(&w, type, 3, m, k, 193, false, true, false, "gemm tiles");
+        check_matmul(&w, type, 3, m, k, 199, true, false, false, "gemm tiles");
     }
     pair_free(&w);
 }

@@ -5,8 +5,8 @@
  *   - over 8-bit x, integer dots where the type has them: matvec_q8_il for interleaved weights,
  *     else matvec_q8 for one column, gemm_q8 from GEMM_Q8_MIN_N and, for Q4_K, Q5_K and Q6_K,
  *     stage_kq + gemm_kq from GEMM_KQ_MIN_N;
- *   - GEMM for more columns (prefill) otherwise: on cpu-rows, weights packed into 16-row panels
- *     (f16 kept f16, other types staged to f32 by dequant_rows) for gemm_panels; on GPUs f32
+ *   - GEMM for more columns (prefill) otherwise: on cpu-rows gemm_panels over 16-row panels
+ *     (f32 and f16 rows read in place, other types staged to f32 by dequant_rows); on GPUs f32
  *     weights directly, other types staged to f32 in row chunks, for gemm_tiled; CLBlast SGEMM
  *     instead of our kernels where the table says it wins;
  *   - embedding gather through dequant_rows. */
@@ -134,10 +134,7 @@ clinfer_status cl_matmul_init(cl_backend_ctx *b) {
         const struct {
             cl_kernel *kernel;
             const char *name;
-        } panels[] = {{&s->panels, "gemm_panels"},
-                      {&s->panels_f16, "gemm_panels_f16"},
-                      {&s->pack, "pack_panels"},
-                      {&s->pack_f16, "pack_panels_f16"}};
+        } panels[] = {{&s->panels, "gemm_panels"}, {&s->panels_f16, "gemm_panels_f16"}};
         for (size_t i = 0; i < sizeof panels / sizeof panels[0]; i++) {
             *panels[i].kernel = clCreateKernel(s->gemm_program, panels[i].name, &err);
             CHECK(cl_error(err, panels[i].name));
@@ -205,7 +202,7 @@ void cl_matmul_free(cl_backend_ctx *b) {
         if (s->types[i].gemm_kq) clReleaseKernel(s->types[i].gemm_kq);
         if (s->types[i].program) clReleaseProgram(s->types[i].program);
     }
-    scratch *bufs[] = {&s->stage,   &s->packed,  &s->act.q,   &s->act.d, &s->act.f,
+    scratch *bufs[] = {&s->stage,   &s->act.q,   &s->act.d,   &s->act.f,
                        &s->spare.q, &s->spare.d, &s->spare.f, &s->xo};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         if (bufs[i]->mem) clReleaseMemObject(bufs[i]->mem);
@@ -217,7 +214,7 @@ void cl_matmul_free(cl_backend_ctx *b) {
     for (size_t i = 0; i < sizeof rounding / sizeof rounding[0]; i++)
         if (rounding[i]) clReleaseKernel(rounding[i]);
     if (s->quantize_program) clReleaseProgram(s->quantize_program);
-    cl_kernel gemm[] = {s->gemm, s->panels, s->panels_f16, s->pack, s->pack_f16, s->bias_fill};
+    cl_kernel gemm[] = {s->gemm, s->panels, s->panels_f16, s->bias_fill};
     for (size_t i = 0; i < sizeof gemm / sizeof gemm[0]; i++)
         if (gemm[i]) clReleaseKernel(gemm[i]);
     if (s->gemm_program) clReleaseProgram(s->gemm_program);
@@ -522,51 +519,37 @@ static int il_f32_for(const struct cl_weight *w, const type_kernels *t, int n) {
     return w->il && t->matvec_il_n && n <= IL_F32_MAX_N;
 }
 
-/* GEMM on cpu-rows devices (without CLBlast): rows [lo, lo + a.rows) of part p packed into
- * panels (f16 weights as f16, f32 as f32, other types staged to f32 rows first), then
- * gemm_panels, in chunks of whole panels of about STAGE_BYTES of f32. */
+/* GEMM on cpu-rows devices (without CLBlast): gemm_panels over rows [lo, lo + a.rows) of part p,
+ * f32 and f16 rows where they are, other types staged to f32 rows first, in chunks of about
+ * STAGE_BYTES. */
 static clinfer_status run_panels(cl_backend_ctx *b, const struct cl_weight *w, const weight_part *p,
                                  int lo, mm_args a) {
     struct cl_matmul_state *s = b->mm;
     clinfer_status st = CLINFER_OK;
     clinfer_dtype type = w->layout.type;
     int f16 = type == CLINFER_DT_F16, staged = !f16 && type != CLINFER_DT_F32, k = a.k;
-    int chunk = chunk_rows(b, STAGE_BYTES, (uint64_t)k * sizeof(float), GEMM_PM, a.rows);
-    CHECK(cl_ensure_scratch(b, &s->packed, (size_t)chunk * k * (f16 ? 2 : sizeof(float))));
+    int chunk =
+        staged ? chunk_rows(b, STAGE_BYTES, (uint64_t)k * sizeof(float), GEMM_PM, a.rows) : a.rows;
     if (staged) CHECK(cl_ensure_scratch(b, &s->stage, (size_t)chunk * k * sizeof(float)));
     int part_y = a.y_off, part_bias = a.bias_off;
     for (int r = 0; r < a.rows; r += chunk) {
-        int count = a.rows - r < chunk ? a.rows - r : chunk, src_off = (a.r0 + r) * k;
+        int count = a.rows - r < chunk ? a.rows - r : chunk, w_off = (a.r0 + r) * k;
         cl_mem src = p->q.mem;
         if (staged) {
             CHECK(run_dequant(b, w, p, NULL, 0, 0, lo + r, count, s->stage.mem, 0));
             src = s->stage.mem;
-            src_off = 0;
+            w_off = 0;
         }
-        cl_arg pack[] = {{sizeof(cl_mem), &src},
-                         {sizeof(int), &src_off},
-                         {sizeof(int), &k},
-                         {sizeof(int), &count},
-                         {sizeof(cl_mem), &s->packed.mem}};
-        size_t panels = ((size_t)count + GEMM_PM - 1) / GEMM_PM;
-        size_t pglobal[2] = {((size_t)k + 7) / 8, panels};
-        CHECK(cl_launch(b, f16 ? s->pack_f16 : s->pack, "pack_panels", pack, 5, 2, pglobal, NULL));
         a.y_off = part_y + r;
         a.bias_off = part_bias + r;
-        cl_arg args[] = {{sizeof(cl_mem), &s->packed.mem},
-                         {sizeof(int), &k},
-                         {sizeof(int), &count},
-                         {sizeof(int), &a.n},
-                         {sizeof(cl_mem), &a.x},
-                         {sizeof(int), &a.x_off},
-                         {sizeof(int), &a.k},
-                         {sizeof(cl_mem), &a.y},
-                         {sizeof(int), &a.y_off},
-                         {sizeof(int), &a.ldy},
-                         {sizeof(cl_mem), &a.bias},
-                         {sizeof(int), &a.bias_off},
-                         {sizeof(int), &a.flags}};
+        cl_arg args[] = {
+            {sizeof(cl_mem), &src},     {sizeof(int), &w_off},  {sizeof(int), &k},
+            {sizeof(int), &count},      {sizeof(int), &a.n},    {sizeof(cl_mem), &a.x},
+            {sizeof(int), &a.x_off},    {sizeof(int), &a.k},    {sizeof(cl_mem), &a.y},
+            {sizeof(int), &a.y_off},    {sizeof(int), &a.ldy},  {sizeof(cl_mem), &a.bias},
+            {sizeof(int), &a.bias_off}, {sizeof(int), &a.flags}};
         /* a work-item takes GEMM_PR panels and PN * PT columns, rows first */
+        size_t panels = ((size_t)count + GEMM_PM - 1) / GEMM_PM;
         size_t items = ((size_t)a.n + GEMM_PN * GEMM_PT - 1) / (GEMM_PN * GEMM_PT);
         size_t local[2] = {1, 1};
         size_t global[2] = {(panels + GEMM_PR - 1) / GEMM_PR, items};

@@ -11,10 +11,10 @@ enum {
     GPU_WG = 64,      /* items per row in matvec_wg (power of two), at most */
     GEMM_PM = 16,     /* rows per panel of gemm_panels (fixed by cl/gemm.cl) */
     GEMM_PN = 6,      /* columns per tile: 16 x 6 keeps 12 accumulators in AVX2's 16 registers */
-    GEMM_PT = 8,      /* tiles of columns per work-item of gemm_panels */
+    GEMM_PT = 32,     /* tiles of columns per work-item of gemm_panels (each converts once) */
     GEMM_PR = 2,      /* panels per work-item of gemm_panels (AVX-512 takes both at once) */
     GEMM_KC = 256,    /* elements of k per block of gemm_panels */
-    STAGE_BYTES = 16 << 20,  /* f32 staging (or panels) of one chunk of a weight for GEMM */
+    STAGE_BYTES = 16 << 20,  /* f32 staging of one chunk of a weight for GEMM */
     ARENA_BYTES = 256 << 20, /* weight arenas (CPU devices), unless a part needs more */
     IL_COLS = 8,             /* columns per work-item of matvec_q8_il (cl/matvec.cl) */
     IL_F32_COLS = 8,         /* columns per work-item of matvec_il_n (cl/matvec.cl) */
@@ -105,9 +105,8 @@ struct cl_matmul_state {
     type_kernels types[CLINFER_DT_ID_LIMIT]; /* by weight type */
     cl_program gemm_program;
     cl_kernel gemm, bias_fill; /* gemm: gemm_tiled (GPU paths; NULL on cpu-rows) */
-    /* cpu-rows: gemm_panels(_f16), pack_panels(_f16) */
-    cl_kernel panels, panels_f16, pack, pack_f16;
-    scratch stage, packed;
+    cl_kernel panels, panels_f16; /* cpu-rows: gemm_panels(_f16) */
+    scratch stage;
     cl_program quantize_program;
     cl_kernel quantize, rmsnorm_q8, glu_q8;
     act_q8 act;
