@@ -61,8 +61,8 @@ static void store_out(__global float *y, int r, float s, __global const float *b
 
 /* Elements kb .. ke - 1 of weight rows r0 .. r0 + PM - 1 (f32, or f16 bits) as f32 in panel
  * order: element e's 16 rows at wf[(e - kb) * PM]. A full panel goes 8 elements at a time, each
- * 16 x 8 block transposed in registers by transpose8.clh as two halves of 8 rows (a vector
- * gathered lane by lane compiled to extracts and stack stores); a panel past the last row reads
+ * 16 x 8 block transposed in registers by transpose8.clh as two halves of 8 rows, since a vector
+ * gathered lane by lane compiles to extracts and stack stores. A panel past the last row reads
  * that row again (its outputs are never stored), and the tail of k goes element by element. */
 #define PANEL_FILL(name, T, LOAD8, ELEM)                                                           \
     static void name(__global const T *w, int k, int r0, int rows, int kb, int ke, float *wf) {    \

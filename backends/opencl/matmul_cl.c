@@ -533,6 +533,7 @@ static clinfer_status run_panels(cl_backend_ctx *b, const struct cl_weight *w, c
     if (staged) CHECK(cl_ensure_scratch(b, &s->stage, (size_t)chunk * k * sizeof(float)));
     int part_y = a.y_off, part_bias = a.bias_off;
     for (int r = 0; r < a.rows; r += chunk) {
+        /* w_off < m * k, which weight_create keeps within int */
         int count = a.rows - r < chunk ? a.rows - r : chunk, w_off = (a.r0 + r) * k;
         cl_mem src = p->q.mem;
         if (staged) {
