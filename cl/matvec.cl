@@ -218,12 +218,14 @@ __kernel void matvec_q8(wq_t wq, ws_t ws, int k, int r0, int rows, __global cons
 #endif
 __kernel void gemm_q8(wq_t wq, ws_t ws, int k, int r0, int rows, __global const char *xq,
                       __global const float2 *xd, __global float *y, int y_off, int ldy,
-                      __global const float *bias, int bias_off, int flags, int n) {
+                      __global const float *bias, int bias_off, int flags, int n,
+                      __global const int *xo) {
     int c0 = get_global_id(1) * GQ_N, i0 = get_global_id(0) * GQ_M;
     if (c0 >= n || i0 >= rows) return;
     int nb = k / Q8_BLK, r[GQ_M];
     __global const char *xc[GQ_N];
     __global const float2 *dc[GQ_N];
+    __global const int *oc[GQ_N]; /* Q6_K's group offsets (others: not read) */
 #pragma unroll
     for (int i = 0; i < GQ_M; i++)
         r[i] = r0 + min(i0 + i, rows - 1);
@@ -232,11 +234,12 @@ __kernel void gemm_q8(wq_t wq, ws_t ws, int k, int r0, int rows, __global const 
         size_t c = (size_t)min(c0 + j, n - 1);
         xc[j] = xq + c * k;
         dc[j] = xd + c * (k / 32);
+        oc[j] = xo + c * (k / 16);
     }
 #ifdef SB_TILE /* lane GQ_N i + j: row i, column j */
     float8 tile = 0.0f;
     for (int b = 0; b < nb; b++)
-        sb_tile_q8(wq, ws, r, nb, b, xc, dc, &tile);
+        sb_tile_q8(wq, ws, r, nb, b, xc, dc, oc, &tile);
 #else
     float8 acc[GQ_M][GQ_N];
     float off[GQ_M][GQ_N];
