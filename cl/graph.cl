@@ -37,6 +37,7 @@ typedef __global uchar *slot_t;
 #define XD(r) ((__global float2 *)slots[(r)[G_Q8 + 1]])
 #define XF(r) ((__global float *)slots[(r)[G_Q8 + 2]])
 #define WANT_F(r) ((r)[G_Q8 + 3])
+#define XO(r) ((__global int *)slots[(r)[G_Q8 + 4]])
 
 /* The readers and weight task of each weight type the program is built for (graph_cl.c passes
  * -DGT_<type>=<code> for each of GT_N types; the code is the records' G_WTYPE), side by side
@@ -220,7 +221,7 @@ static void quantize_task(__global const int *r, int task, const slot_t *slots) 
     int per_task = r[QUANTIZE_PER_TASK];
     for (int i = task * per_task; i < min(blocks, (task + 1) * per_task); i++)
         round_span(F32(r, QUANTIZE_X), (size_t)i * span, span, XQ(r), XD(r), XF(r), WANT_F(r),
-                   0); /* decode: no gemm_kq reads offsets */
+                   XO_FOR(span, XO(r)));
 }
 
 static attn_args attention_of(__global const int *r, const slot_t *slots) {

@@ -195,13 +195,16 @@ matvec_wg(wq_t wq, ws_t ws, int il, int k, int r0, int rows, __global const floa
 }
 
 #ifdef Q8_DOTS
-/* One work-item per (output row, column): global size (rows rounded up, n). */
+/* One work-item per (output row, column): global size (rows rounded up, n). xo: x's group
+ * offsets (round_q8.clh), read for Q6_K only, as in gemm_q8. */
 __kernel void matvec_q8(wq_t wq, ws_t ws, int k, int r0, int rows, __global const char *xq,
                         __global const float2 *xd, __global float *y, int y_off, int ldy,
-                        __global const float *bias, int bias_off, int flags) {
+                        __global const float *bias, int bias_off, int flags,
+                        __global const int *xo) {
     int i = get_global_id(0), c = get_global_id(1);
     if (i >= rows) return;
-    float s = q8_row_dot(wq, ws, k, r0 + i, xq + (size_t)c * k, xd + (size_t)c * (k / 32));
+    float s = q8_row_dot(wq, ws, k, r0 + i, xq + (size_t)c * k, xd + (size_t)c * (k / 32),
+                         xo + (size_t)c * (k / 16));
     store_y(y + y_off + (size_t)c * ldy, i, s, bias, bias_off, flags);
 }
 /* GEMM over 8-bit x (prefill, more than MV_MAX_N columns): work-item (g, t) computes GQ_M rows
@@ -218,8 +221,8 @@ __kernel void matvec_q8(wq_t wq, ws_t ws, int k, int r0, int rows, __global cons
 #endif
 __kernel void gemm_q8(wq_t wq, ws_t ws, int k, int r0, int rows, __global const char *xq,
                       __global const float2 *xd, __global float *y, int y_off, int ldy,
-                      __global const float *bias, int bias_off, int flags, int n,
-                      __global const int *xo) {
+                      __global const float *bias, int bias_off, int flags,
+                      __global const int *xo, int n) {
     int c0 = get_global_id(1) * GQ_N, i0 = get_global_id(0) * GQ_M;
     if (c0 >= n || i0 >= rows) return;
     int nb = k / Q8_BLK, r[GQ_M];
@@ -253,7 +256,7 @@ __kernel void gemm_q8(wq_t wq, ws_t ws, int k, int r0, int rows, __global const 
         for (int i = 0; i < GQ_M; i++)
 #pragma unroll
             for (int j = 0; j < GQ_N; j++)
-                blk_dot_q8(wq, ws, r[i], nb, b, xc[j], dc[j], &acc[i][j], &off[i][j]);
+                blk_dot_q8(wq, ws, r[i], nb, b, xc[j], dc[j], oc[j], &acc[i][j], &off[i][j]);
 #endif
 #pragma unroll
     for (int i = 0; i < GQ_M; i++)

@@ -9,9 +9,6 @@
 #include "glu.clh"
 #include "round_q8.clh"
 
-/* xo, the offsets of round_q8.clh, where span is QK_SPAN (else NULL). */
-#define XO_FOR(span, xo) ((span) == QK_SPAN ? (xo) : (__global int *)0)
-
 /* Global size: the rounding blocks of x (x_off onwards), each span blocks of 32 with one scale
  * (round_span: 1, or QK_SPAN for a K-quant's x, which also writes xo). */
 __kernel void quantize_q8_act(__global const float *x, int x_off, __global char *xq,

@@ -42,26 +42,42 @@ static clinfer_status act_args(cl_backend_ctx *b, size_t count, int *want_f, cl_
     return cl_act_into(b, &b->mm->act, count, want_f, args);
 }
 
+/* Spans of a K-quant's x: their rounding writes Q6_K's group offsets xo too (round_q8.clh). */
+static bool has_offsets(int span) {
+    return span == QK_K / CLINFER_Q8_ACT_BLOCK;
+}
+
+clinfer_status cl_act_q8_offsets(cl_backend_ctx *b, size_t count, cl_mem *xo) {
+    clinfer_status st = cl_ensure_scratch(b, &b->mm->xo, count / 16 * sizeof(int));
+    *xo = b->mm->xo.mem;
+    return st;
+}
+
+cl_mem cl_act_q8_xo(const cl_backend_ctx *b) {
+    return has_offsets(b->mm->act.span) ? b->mm->xo.mem : b->mm->act.q.mem;
+}
+
 /* The last argument of quantize.cl's kernels, xo: where K-quant spans write their offsets, else
  * a buffer they leave unwritten. */
 static clinfer_status xo_arg(cl_backend_ctx *b, size_t count, int span, cl_arg *arg) {
     struct cl_matmul_state *s = b->mm;
     *arg = (cl_arg){sizeof(cl_mem), &s->act.q.mem};
-    if (span != QK_K / CLINFER_Q8_ACT_BLOCK) return CLINFER_OK;
+    if (!has_offsets(span)) return CLINFER_OK;
     *arg = (cl_arg){sizeof(cl_mem), &s->xo.mem};
-    return cl_ensure_scratch(b, &s->xo, count / 16 * sizeof(int));
+    cl_mem xo;
+    return cl_act_q8_offsets(b, count, &xo);
 }
 
 /* Rounds the op's x to 8 bits (quantize.cl) unless the last op left it so; with want_f the f32
- * form d * q too, with want_o Q6_K's offsets. */
-clinfer_status cl_quantize_x(cl_backend_ctx *b, const clinfer_op *op, int want_f, int want_o) {
+ * form d * q too (and for a K-quant's x always Q6_K's offsets). */
+clinfer_status cl_quantize_x(cl_backend_ctx *b, const clinfer_op *op, int want_f) {
     act_q8 *act = &b->mm->act;
     size_t count = (size_t)op->matmul.n * (size_t)op->matmul.k;
     size_t block = clinfer_dtype_q8_act_block(op->matmul.w->weight->layout.type);
     cl_mem x = op->matmul.x.buf->mem;
     int x_off = (int)op->matmul.x.offset, span = (int)(block / CLINFER_Q8_ACT_BLOCK);
     if (act->x == x && act->x_off == op->matmul.x.offset && act->count == count &&
-        act->span == span && (act->has_f || !want_f) && (act->has_o || !want_o))
+        act->span == span && (act->has_f || !want_f))
         return CLINFER_OK;
     clinfer_status st = CLINFER_OK;
     cl_arg args[8] = {{sizeof(cl_mem), &x}, {sizeof(int), &x_off}};
@@ -77,8 +93,7 @@ clinfer_status cl_quantize_x(cl_backend_ctx *b, const clinfer_op *op, int want_f
                     .x_off = op->matmul.x.offset,
                     .count = count,
                     .has_f = want_f,
-                    .span = span,
-                    .has_o = span == QK_K / CLINFER_Q8_ACT_BLOCK};
+                    .span = span};
 cleanup:
     return st;
 }
@@ -162,8 +177,7 @@ clinfer_status cl_rounding_op(cl_backend_ctx *b, const clinfer_op *op) {
                       .x_off = y.offset,
                       .count = count,
                       .has_f = want_f,
-                      .span = span,
-                      .has_o = span == QK_K / CLINFER_Q8_ACT_BLOCK};
+                      .span = span};
 cleanup:
     return st;
 }
@@ -192,5 +206,5 @@ void cl_act_q8_made(cl_backend_ctx *b, clinfer_ref y, size_t count, int want_f, 
                     .x_off = y.offset,
                     .count = count,
                     .has_f = want_f,
-                    .span = span}; /* the graph writes no xo */
+                    .span = span};
 }

@@ -175,6 +175,9 @@ clinfer_status cl_rounding_op(cl_backend_ctx *b, const clinfer_op *op);
  * buffers and want_f of round_q8.clh's round_block; once the launch is enqueued,
  * cl_act_q8_made records y as rounded (span: act_q8's), so that matmul does not round it again. */
 clinfer_status cl_act_q8_buffers(cl_backend_ctx *b, size_t count, cl_mem mem[3], int *want_f);
+/* Room for the group offsets xo of count values rounded with a K-quant's span (round_q8.clh),
+ * for a kernel that rounds such x itself (graph.cl); cl_act_q8_made's span says they are made. */
+clinfer_status cl_act_q8_offsets(cl_backend_ctx *b, size_t count, cl_mem *xo);
 int cl_act_q8_want_f(const cl_backend_ctx *b); /* the want_f cl_act_q8_buffers gives */
 void cl_act_q8_made(cl_backend_ctx *b, clinfer_ref y, size_t count, int want_f, int span);
 clinfer_status cl_embed(cl_backend_ctx *b, const clinfer_op *op);

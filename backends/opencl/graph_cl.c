@@ -34,10 +34,11 @@ enum {
      * units share; the last one decides how long the others wait) */
     TASK_BYTES = 256 << 10,
     MAX_TASKS = 32,
-    /* reserved slots: the rounded activations (xq, xd, xf) and attention's chunk results */
+    /* reserved slots: the rounded activations (xq, xd, xf, xo) and attention's chunk results */
     SLOT_XQ = 0,
     SLOT_XD,
     SLOT_XF,
+    SLOT_XO,
     SLOT_PART,
     FIRST_FREE_SLOT,
     MAX_PROGRAMS = 8, /* sets of weight types and KV cache types built for (a model has one or
@@ -125,6 +126,7 @@ static int32_t *record(encoder *e, int kind, size_t tasks) {
     r[G_Q8 + 1] = SLOT_XD;
     r[G_Q8 + 2] = SLOT_XF;
     r[G_Q8 + 3] = e->want_f;
+    r[G_Q8 + 4] = SLOT_XO;
     e->roundable.want_q = NULL;
     return r;
 }
@@ -517,13 +519,17 @@ clinfer_status cl_graph_run(cl_backend_ctx *b, const clinfer_op *ops, size_t n, 
     if (end < MIN_RUN || !e.types) return CLINFER_OK; /* programs are per set of weight types */
     /* The reserved slots: records name them by index, so their buffers can be made now that the
      * run's needs are known (unused ones name any buffer). */
-    cl_mem act[3] = {g->ctl, g->ctl, g->ctl}, part = g->ctl;
+    cl_mem act[3] = {g->ctl, g->ctl, g->ctl}, xo = g->ctl, part = g->ctl;
     int want_f = e.want_f;
-    if (e.q8_count) CHECK(cl_act_q8_buffers(b, e.q8_count, act, &want_f));
+    if (e.q8_count) {
+        CHECK(cl_act_q8_buffers(b, e.q8_count, act, &want_f));
+        CHECK(cl_act_q8_offsets(b, e.q8_count, &xo));
+    }
     if (e.part_bytes) CHECK(cl_attention_scratch(b, e.part_bytes, &part));
     e.slots[SLOT_XQ] = act[0];
     e.slots[SLOT_XD] = act[1];
     e.slots[SLOT_XF] = act[2];
+    e.slots[SLOT_XO] = xo;
     e.slots[SLOT_PART] = part;
     cl_kernel kernel = graph_kernel(b, e.types, e.kv_f16 != 0);
     if (!kernel) return CLINFER_OK;

@@ -370,8 +370,7 @@ static clinfer_status run_matvec_q8(cl_backend_ctx *b, const type_kernels *t, co
                                     const mm_args *a) {
     int rows = a->rows;
     cl_mem ws = p->s.mem;
-    /* Q6_K's group offsets, for gemm_q8 (matmul asks the rounding for them); else unread */
-    cl_mem xo = b->mm->act.has_o ? b->mm->xo.mem : b->mm->act.q.mem;
+    cl_mem xo = cl_act_q8_xo(b);
     cl_arg args[] = {{sizeof(cl_mem), &p->q.mem},
                      {sizeof(cl_mem), &ws},
                      {sizeof(int), &a->k},
@@ -385,9 +384,10 @@ static clinfer_status run_matvec_q8(cl_backend_ctx *b, const type_kernels *t, co
                      {sizeof(cl_mem), &a->bias},
                      {sizeof(int), &a->bias_off},
                      {sizeof(int), &a->flags},
-                     {sizeof(int), &a->n},
-                     {sizeof(cl_mem), &xo}};
-    /* n only for matvec_q8_il and gemm_q8, xo only for gemm_q8 */
+                     {sizeof(cl_mem), &xo},
+                     {sizeof(int), &a->n}};
+    /* the arguments all three kernels take; then xo for matvec_q8 and gemm_q8, n for gemm_q8
+     * and matvec_q8_il */
     cl_uint n_args = sizeof args / sizeof args[0] - 2;
     if (!a->il && a->n >= GEMM_Q8_MIN_N) { /* GEMM_Q8_M rows x GEMM_Q8_N columns per work-item */
         size_t col_tiles = ((size_t)a->n + GEMM_Q8_N - 1) / GEMM_Q8_N;
@@ -399,7 +399,7 @@ static clinfer_status run_matvec_q8(cl_backend_ctx *b, const type_kernels *t, co
     if (!a->il) { /* one work-item per (row, column) */
         size_t global[2] = {cl_round_up((size_t)rows, CPU_LOCAL), (size_t)a->n};
         size_t local[2] = {CPU_LOCAL, 1};
-        return cl_launch(b, t->matvec_q8, "matvec_q8", args, n_args, 2, global, local);
+        return cl_launch(b, t->matvec_q8, "matvec_q8", args, n_args + 1, 2, global, local);
     }
     /* a work-item per group of 16 rows that holds some of them and IL_COLS columns; a
      * work-group walks columns over the same rows (col_group: rows first) */
@@ -407,6 +407,7 @@ static clinfer_status run_matvec_q8(cl_backend_ctx *b, const type_kernels *t, co
     size_t local[2] = {1, col_group(col_items)};
     size_t global[2] = {(size_t)((a->r0 + rows - 1) / 16 - a->r0 / 16 + 1),
                         cl_round_up(col_items, local[1])};
+    args[n_args] = args[n_args + 1]; /* n, without xo */
     return cl_launch(b, t->matvec_q8_il, "matvec_q8_il", args, n_args + 1, 2, global, local);
 }
 
@@ -627,10 +628,8 @@ static clinfer_status matmul(cl_backend_ctx *b, const clinfer_op *op, const clin
     int q8_kernel = 0, kq = 0; /* kq: stage_kq + gemm_kq */
     if (op->matmul.x_q8) {
         q8_kernel = q8_kernel_for(w, t, n);
-        /* gemm_q8 or gemm_kq, which read Q6_K's offsets (xo) */
-        int gemm = q8_kernel && !w->il && n >= GEMM_Q8_MIN_N;
-        kq = gemm && n >= GEMM_KQ_MIN_N && t->gemm_kq;
-        CHECK(cl_quantize_x(b, op, !q8_kernel, gemm));
+        kq = q8_kernel && !w->il && n >= GEMM_KQ_MIN_N && t->gemm_kq;
+        CHECK(cl_quantize_x(b, op, !q8_kernel));
     }
     mm_args a = {
         .x = op->matmul.x.buf->mem,

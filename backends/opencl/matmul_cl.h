@@ -64,8 +64,8 @@ typedef struct {
     cl_mem x; /* what they were made from; NULL: nothing valid */
     size_t x_off, count;
     int has_f;
-    int span;  /* blocks of 32 sharing one scale: 1, or 8 for a K-quant's x (round_q8.clh) */
-    int has_o; /* the state's xo holds their offsets (round_q8.clh; quantize.cl, span 8) */
+    int span; /* blocks of 32 sharing one scale: 1, or 8 for a K-quant's x, whose offsets are
+               * then in the state's xo (round_q8.clh) */
 } act_q8;
 
 /* On CPU devices weights live in arenas: a few large buffers, each weight array a sub-buffer of
@@ -110,7 +110,7 @@ struct cl_matmul_state {
     cl_program quantize_program;
     cl_kernel quantize, rmsnorm_q8, glu_q8;
     act_q8 act;
-    scratch xo;   /* Q6_K's offsets of act (int per 16 values), for gemm_kq */
+    scratch xo;   /* Q6_K's offsets of act (int per 16 values), where act.span is 8 */
     act_q8 spare; /* where matvec_q8_il_norm rounds its output while it reads act (then swapped) */
     cl_mem done;  /* finished work-items of a matvec with the norm at its end; 0 between launches */
     int q8_dots;  /* every weight type built that takes 8-bit x has matvec_q8 (1) or one has not
@@ -210,7 +210,9 @@ clinfer_status cl_build_type(cl_backend_ctx *b, clinfer_dtype type);
 clinfer_status cl_ensure_scratch(cl_backend_ctx *b, scratch *sc, size_t bytes);
 clinfer_status cl_act_into(cl_backend_ctx *b, act_q8 *act, size_t count, int *want_f,
                            cl_arg args[4]);
-clinfer_status cl_quantize_x(cl_backend_ctx *b, const clinfer_op *op, int want_f, int want_o);
+clinfer_status cl_quantize_x(cl_backend_ctx *b, const clinfer_op *op, int want_f);
+/* The integer kernels' xo argument: act's offsets where it has them, else a buffer not read. */
+cl_mem cl_act_q8_xo(const cl_backend_ctx *b);
 
 /* clblast_cl.c: contexts using CLBlast hold it (the last drop empties its program cache), and
  * its SGEMM for f32 weight rows. */
