@@ -71,16 +71,16 @@ static void layer(exec_builder *b, const clinfer_model *m, const exec_state *s, 
     const clinfer_layer *l = &m->layers[il];
     clinfer_buffer *const *buf = s->buf;
     clinfer_ref x = exec_at(buf[EXEC_X], 0), xn = exec_at(buf[EXEC_XN], 0);
-    clinfer_ref up = exec_at(buf[EXEC_FF_A], 0), act = exec_at(buf[EXEC_FF_C], 0);
+    clinfer_ref up = exec_at(buf[EXEC_FF_A], 0);
 
     exec_attention_block(b, m, s, il, n);
     exec_norm(b, &m->hp, x, l->ffn_norm, l->ffn_norm_b, xn, n);
     exec_matmul(b, &l->ffn_up, xn, up, l->ffn_up_b, n, false);
     exec_push(b,
               (clinfer_op){.kind = CLINFER_OP_GELU,
-                           .eltwise = {.a = up, .y = act, .count = (size_t)n * m->hp.n_ff}},
+                           .eltwise = {.a = up, .y = up, .count = (size_t)n * m->hp.n_ff}},
               0);
-    exec_matmul(b, &l->ffn_down, act, x, l->ffn_down_b, n, true);
+    exec_matmul(b, &l->ffn_down, up, x, l->ffn_down_b, n, true);
 }
 
 const clinfer_arch clinfer_arch_gpt2 = {.name = "gpt2",

@@ -39,7 +39,6 @@ void exec_buffer_sizes(const clinfer_hparams *hp, uint32_t n_ctx, uint32_t n_bat
     bytes[EXEC_QKV] = n * (q_dim + 2 * kv_dim) * f;
     bytes[EXEC_ATT] = n * q_dim * f;
     bytes[EXEC_FF_A] = (hp->arch->gated_ffn ? 2 : 1) * n * hp->n_ff * f;
-    bytes[EXEC_FF_C] = n * hp->n_ff * f;
     bytes[EXEC_LOGITS] = logit_rows * hp->n_vocab * f;
     bytes[EXEC_IDS] = (size_t)n_ctx * sizeof(int32_t);
     bytes[EXEC_POS_IDS] = positions ? (size_t)n_ctx * sizeof(int32_t) : 0;
@@ -216,8 +215,7 @@ void exec_gated_ffn(builder *b, const clinfer_model *m, const exec_state *s, int
     clinfer_buffer *const *buf = s->buf;
     clinfer_ref x = exec_at(buf[EXEC_X], 0), xn = exec_at(buf[EXEC_XN], 0);
     size_t count = (size_t)n * m->hp.n_ff;
-    clinfer_ref gate = exec_at(buf[EXEC_FF_A], 0), up = exec_at(buf[EXEC_FF_A], count),
-                act = exec_at(buf[EXEC_FF_C], 0);
+    clinfer_ref gate = exec_at(buf[EXEC_FF_A], 0), up = exec_at(buf[EXEC_FF_A], count);
 
     exec_norm(b, &m->hp, x, l->ffn_norm, l->ffn_norm_b, xn, n);
     exec_matmul(b, &l->ffn_gate, xn, gate, (clinfer_ref){0}, n, false);
@@ -225,9 +223,9 @@ void exec_gated_ffn(builder *b, const clinfer_model *m, const exec_state *s, int
     exec_push(
         b,
         (clinfer_op){.kind = glu,
-                     .eltwise = {.a = gate, .b = up, .y = act, .count = count, .b_count = count}},
+                     .eltwise = {.a = gate, .b = up, .y = gate, .count = count, .b_count = count}},
         0);
-    output_projection(b, m, s, &l->ffn_down, act, l->ffn_down_b, l->ffn_post_norm, n);
+    output_projection(b, m, s, &l->ffn_down, gate, l->ffn_down_b, l->ffn_post_norm, n);
 }
 
 /* Rotation, cache writes and attention of one run of tokens: batch rows [row, row + n) at

@@ -24,8 +24,9 @@ typedef enum {
                    * values the same (keys and values before they are stored in the cache) */
     EXEC_ATT,     /* [n][n_head][head_dim] attention output */
     EXEC_FF_A,    /* [n][n_ff] gate, then [n][n_ff] up (gpt2: up only); for one token both
-                   * are one row, which one matmul over the stacked weight writes */
-    EXEC_FF_C,    /* [n][n_ff] activated */
+                   * are one row, which one matmul over the stacked weight writes. The
+                   * activation overwrites the gate rows (gpt2: the up rows), which the down
+                   * matmul then reads: the element-wise ops allow y == a */
     EXEC_LOGITS,  /* [n_vocab] of the last token; with logits_all [n][n_vocab], every token's;
                    * a layout plan's [n_out][n_vocab] */
     EXEC_IDS,     /* [n_ctx] int32: the sequence's token ids, written once per eval */
