@@ -47,8 +47,13 @@ static bool has_offsets(int span) {
     return span == QK_K / CLINFER_Q8_ACT_BLOCK;
 }
 
+/* Room in the state's xo for the offsets of count values. */
+static clinfer_status ensure_offsets(cl_backend_ctx *b, size_t count) {
+    return cl_ensure_scratch(b, &b->mm->xo, count / 16 * sizeof(int));
+}
+
 clinfer_status cl_act_q8_offsets(cl_backend_ctx *b, size_t count, cl_mem *xo) {
-    clinfer_status st = cl_ensure_scratch(b, &b->mm->xo, count / 16 * sizeof(int));
+    clinfer_status st = ensure_offsets(b, count);
     *xo = b->mm->xo.mem;
     return st;
 }
@@ -63,9 +68,8 @@ static clinfer_status xo_arg(cl_backend_ctx *b, size_t count, int span, cl_arg *
     struct cl_matmul_state *s = b->mm;
     *arg = (cl_arg){sizeof(cl_mem), &s->act.q.mem};
     if (!has_offsets(span)) return CLINFER_OK;
-    *arg = (cl_arg){sizeof(cl_mem), &s->xo.mem};
-    cl_mem xo;
-    return cl_act_q8_offsets(b, count, &xo);
+    *arg = (cl_arg){sizeof(cl_mem), &s->xo.mem}; /* the field: ensure_offsets may replace it */
+    return ensure_offsets(b, count);
 }
 
 /* Rounds the op's x to 8 bits (quantize.cl) unless the last op left it so; with want_f the f32
