@@ -10,6 +10,8 @@
  *   - two models decoding at once from two threads, their graph launches sharing the device's
  *     threads: both finish, with the logits of decoding alone;
  *   - a device on which graph.cl fails to build decodes through per-op launches, as without it;
+ *   - steps of four sequences in one batch (llama, gpt2): their attentions run in graph
+ *     launches between the batch's matmuls, with the logits of per-op launches;
  *   - ops: a run stops before an op the kernel cannot do (a ROPE) and before a bad one (a
  *     matmul past its output buffer), which op() then rejects with its own message; a run that
  *     names more buffers than a launch takes is split over several launches; the outputs are
@@ -276,6 +278,74 @@ static void test_alternating(void) {
     remove(path);
 }
 
+/* Decode steps of several sequences in one batch, as a server's: each sequence's attention is
+ * an op of its own (gpt2's with two cache stores before it), and a run of them takes one graph
+ * launch between the batch's matmuls. The logits of every entry are those of per-op launches,
+ * bit for bit, and the trace shows graph launches on a model that never decoded a single token
+ * (so a run without weights builds the program it runs in). The sequences' lengths differ, and
+ * pass 64 positions: attention then splits them into chunks, every run merging its own. */
+#define N_SEQ 4
+static void decode_batches(clinfer_model *m, float *out) {
+    size_t n_vocab = tiny_model_n_vocab();
+    clinfer_context_params cp;
+    clinfer_context_params_default(&cp);
+    cp.n_seq_max = N_SEQ;
+    cp.n_ctx = N_PROMPT + N_SEQ + N_DECODE;
+    clinfer_context *c = NULL;
+    EXPECT_OK(clinfer_context_create(m, &cp, &c));
+    clinfer_batch_entry e[N_SEQ * (N_PROMPT + N_SEQ)];
+    size_t n = 0;
+    for (int s = 0; s < N_SEQ; s++) /* sequence s: a prompt of N_PROMPT + s tokens */
+        for (int i = 0; i < N_PROMPT + s; i++)
+            e[n++] = (clinfer_batch_entry){3 + (s * 31 + i * 7) % 250, (uint32_t)i, (uint32_t)s,
+                                           i == N_PROMPT + s - 1};
+    clinfer_status st = c ? clinfer_batch_eval(c, e, n) : CLINFER_ERR_INVALID_ARGUMENT;
+    EXPECT_OK(st);
+    for (int step = 0; step < N_DECODE && st == CLINFER_OK; step++) {
+        for (int s = 0; s < N_SEQ; s++)
+            e[s] = (clinfer_batch_entry){3 + (s * 17 + step * 53) % 250,
+                                         (uint32_t)(N_PROMPT + s + step), (uint32_t)s, true};
+        if ((st = clinfer_batch_eval(c, e, N_SEQ)) != CLINFER_OK) break;
+        for (int s = 0; s < N_SEQ; s++) {
+            const float *logits = NULL;
+            EXPECT_OK(clinfer_get_logits_ith(c, s, &logits, NULL));
+            if (logits)
+                memcpy(out + ((size_t)step * N_SEQ + (size_t)s) * n_vocab, logits,
+                       n_vocab * sizeof *out);
+        }
+    }
+    EXPECT_OK(st);
+    clinfer_context_free(c);
+}
+
+static void test_batches(const char *arch) {
+    char path[SCRATCH_NAME], trace[SCRATCH_NAME];
+    scratch_model("batches", arch, CLINFER_DT_Q4_0, path, trace);
+    size_t n = (size_t)N_DECODE * N_SEQ * tiny_model_n_vocab();
+    float *logits[SIDES] = {calloc(n, sizeof(float)), calloc(n, sizeof(float))};
+    for (int side = 0; side < SIDES; side++) {
+        clinfer_model *m = load(path, side == GRAPH);
+        if (side == GRAPH) setenv("CLINFER_TRACE", trace, 1);
+        if (m) decode_batches(m, logits[side]);
+        unsetenv("CLINFER_TRACE");
+        clinfer_model_free(m);
+    }
+    size_t differ = 0;
+    for (size_t i = 0; i < n && !differ; i++)
+        if (memcmp(&logits[PER_OP][i], &logits[GRAPH][i], sizeof(float))) differ = i + 1;
+    EXPECT(!differ, "%s, %d sequences a step: logits differ from per-op launches at step %zu", arch,
+           N_SEQ, differ ? (differ - 1) / tiny_model_n_vocab() / N_SEQ : 0);
+    int graphs = graph_events(trace);
+    EXPECT(graphs >= N_DECODE, "%s: %d graph launches for %d steps of %d sequences", arch, graphs,
+           N_DECODE, N_SEQ);
+    printf("%s, %d sequences a step: %d steps identical, %d graph launches\n", arch, N_SEQ,
+           N_DECODE, graphs);
+    free(logits[PER_OP]);
+    free(logits[GRAPH]);
+    remove(path);
+    remove(trace);
+}
+
 /* ---- ops ---------------------------------------------------------------------------------- */
 
 #define D 64  /* rows of x and outputs */
@@ -476,6 +546,8 @@ int main(void) {
     test_concurrent();
     test_build_failure();
     test_alternating();
+    test_batches("llama");
+    test_batches("gpt2");
     /* mixed types, as quantized files have them: Q4_K_M's Q4_K + Q6_K (with Q5_0 and Q8_0
      * where rows do not fit super-blocks), and the 32-element and float types */
     static const clinfer_dtype q4_k_m[] = {CLINFER_DT_Q6_K, CLINFER_DT_Q8_0, CLINFER_DT_Q5_0};

@@ -446,7 +446,8 @@ static bool encode(encoder *e, const clinfer_op *op) {
 /* ---- programs and launch --------------------------------------------------------------- */
 
 /* The kernel for a run with weights of `types` and the KV cache type: that of a program built for
- * a set holding them all, or of one built now; NULL where the program does not build on this
+ * a set holding them all (any program, for a run without weights: a batch's attentions, one per
+ * sequence), or of one built now; NULL where the program does not build on this
  * device (graph launches are then off for that set, and the per-op launches do the work:
  * CLINFER_VERBOSE says why) or no room is left for another. */
 static cl_kernel graph_kernel(cl_backend_ctx *b, uint32_t types, bool kv_f16) {
@@ -516,7 +517,7 @@ clinfer_status cl_graph_run(cl_backend_ctx *b, const clinfer_op *ops, size_t n, 
     size_t end = 0;
     while (end < n && encode(&e, &ops[end]))
         end++;
-    if (end < MIN_RUN || !e.types) return CLINFER_OK; /* programs are per set of weight types */
+    if (end < MIN_RUN) return CLINFER_OK;
     /* The reserved slots: records name them by index, so their buffers can be made now that the
      * run's needs are known (unused ones name any buffer). */
     cl_mem act[3] = {g->ctl, g->ctl, g->ctl}, xo = g->ctl, part = g->ctl;
