@@ -111,7 +111,7 @@ clinfer_status cl_matmul_init(cl_backend_ctx *b) {
     s->cpu = strcmp(b->info.kernel_path, "cpu-rows") == 0;
     clinfer_dev_options dev;
     clinfer_dev_options_get(&dev);
-    s->interleave = s->cpu && dev.interleave;
+    s->interleave = s->cpu ? dev.interleave : 0; /* 2: forced (weights_cl.c) */
     s->gemm_ts = b->info.max_work_group_size >= 256 ? 16 : 8;
     for (s->mv_wg = GPU_WG; s->mv_wg > 1 && s->mv_wg > b->info.max_work_group_size;)
         s->mv_wg /= 2;
