@@ -93,30 +93,6 @@ __kernel void matvec_rows_n(wq_t wq, ws_t ws, int il, int k, int r0, int rows,
 }
 
 #if defined(WT_Q8_0) || defined(WT_Q4_0) || defined(WT_Q4_1)
-/* il_f32_rows for the widest of 8, 4, 2 and 1 columns (up to ILF_COLS, a power of two) that
- * is at most left: how many it took. */
-INLINE int il_f32_pass(wq_t wq, ws_t ws, int k, int g, int h, __global const float *x, int ldx,
-                       int left, floatF *out) {
-#if ILF_COLS >= 8
-    if (left >= 8) {
-        il_f32_rows(wq, ws, k, g, h, x, ldx, 8, out);
-        return 8;
-    }
-#endif
-#if ILF_COLS >= 4
-    if (left >= 4) {
-        il_f32_rows(wq, ws, k, g, h, x, ldx, 4, out);
-        return 4;
-    }
-#endif
-    if (left >= 2) {
-        il_f32_rows(wq, ws, k, g, h, x, ldx, 2, out);
-        return 2;
-    }
-    il_f32_rows(wq, ws, k, g, h, x, ldx, 1, out);
-    return 1;
-}
-
 /* Work-item (g, t) takes the rows of group 16g of the part that lie in [r0, r0 + rows) and
  * columns ILF_COLS t onwards (up to n). Global size (the groups that hold some of the rows,
  * column tiles). */
@@ -125,18 +101,8 @@ __kernel void matvec_il_n(wq_t wq, ws_t ws, int k, int r0, int rows, __global co
                           __global const float *bias, int bias_off, int flags, int n) {
     int g = r0 / 16 + get_global_id(0), c0 = ILF_COLS * get_global_id(1);
     if (16 * g >= r0 + rows || c0 >= n) return;
-    for (int c = c0, end = min(c0 + ILF_COLS, n); c < end;) {
-        int nc = 0;
-        for (int h = 0; h < 16 / F32_LANES; h++) {
-            floatF out[ILF_COLS];
-            if (!il_f32_wanted(g, h, r0, rows)) continue;
-            nc = il_f32_pass(wq, ws, k, g, h, x + x_off + (size_t)c * ldx, ldx, end - c, out);
-            for (int j = 0; j < nc; j++)
-                il_f32_store(out[j], g, h, r0, rows, y + y_off + (size_t)(c + j) * ldy, bias,
-                             bias_off, flags);
-        }
-        c += nc;
-    }
+    il_f32_cols(wq, ws, k, g, r0, rows, c0, min(c0 + ILF_COLS, n), x + x_off, ldx, y + y_off, ldy,
+                bias, bias_off, flags);
 }
 #endif
 

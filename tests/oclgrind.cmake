@@ -61,7 +61,13 @@ clinfer_oclgrind_test(run_per_op ENV CLINFER_GRAPH=0 CLINFER_PROFILE=1
 clinfer_oclgrind_test(run_graph ENV CLINFER_KERNEL_PATH=cpu-rows CLINFER_GRAPH=1 CLINFER_PROFILE=1
   COMMAND $<TARGET_FILE:clinfer_cli> run -m ${CLINFER_OCLGRIND_MODEL} -p ${CLINFER_OCLGRIND_PROMPT}
           -n 4)
-set_tests_properties(oclgrind_run_per_op oclgrind_run_graph PROPERTIES
+# Rows interleaved by 16 (forced, as AVX2 hosts lay them out) and a prompt of 6 tokens: the
+# prompt's matmuls also run in graph launches (f32 x over interleaved rows, several columns, as a
+# batch of sequences' decode steps do).
+clinfer_oclgrind_test(run_graph_il ENV CLINFER_KERNEL_PATH=cpu-rows CLINFER_GRAPH=1
+  CLINFER_INTERLEAVE=force CLINFER_PROFILE=1
+  COMMAND $<TARGET_FILE:clinfer_cli> run -m ${CLINFER_OCLGRIND_MODEL} -p "any device" -n 4)
+set_tests_properties(oclgrind_run_per_op oclgrind_run_graph oclgrind_run_graph_il PROPERTIES
   FIXTURES_REQUIRED oclgrind_model SKIP_REGULAR_EXPRESSION "oclgrind is not installed")
 # The same for a tiny gemma3 (a sliding window of 4 on two of its three layers, GEGLU, the
 # embedding scale, post-norms), the prompt longer than the window.
@@ -82,6 +88,9 @@ set_tests_properties(oclgrind_run_per_op oclgrind_run_per_op_gemma3 PROPERTIES
   FAIL_REGULAR_EXPRESSION "\n  graph ")
 set_tests_properties(oclgrind_run_graph oclgrind_run_graph_gemma3 PROPERTIES
   PASS_REGULAR_EXPRESSION "\n  graph +[0-9]" FAIL_REGULAR_EXPRESSION "oclgrind_run:")
+# run_graph_il: every matmul in graph launches (none launched on its own)
+set_tests_properties(oclgrind_run_graph_il PROPERTIES
+  PASS_REGULAR_EXPRESSION "\n  matmul +[0-9]+ +0 " FAIL_REGULAR_EXPRESSION "oclgrind_run:")
 # oclgrind_graph_model(NAME [ENV VAR=VALUE...] ARGS...): a tiny model written by
 # `write_tiny_model FILE ARGS...` that the CLI decodes in graph launches under Oclgrind
 # (oclgrind_run_graph_NAME, with ENV), passing only when the profile shows graph launches.

@@ -10,8 +10,9 @@
  *   - two models decoding at once from two threads, their graph launches sharing the device's
  *     threads: both finish, with the logits of decoding alone;
  *   - a device on which graph.cl fails to build decodes through per-op launches, as without it;
- *   - steps of four sequences in one batch (llama, gpt2): their attentions run in graph
- *     launches between the batch's matmuls, with the logits of per-op launches;
+ *   - steps of four sequences in one batch (llama with f32 and 8-bit x, gpt2): graph launches
+ *     take their matmuls over interleaved rows (four columns) and their attentions (one per
+ *     sequence), with the logits of per-op launches;
  *   - ops: a run stops before an op the kernel cannot do (a ROPE) and before a bad one (a
  *     matmul past its output buffer), which op() then rejects with its own message; a run that
  *     names more buffers than a launch takes is split over several launches; the outputs are
@@ -53,15 +54,21 @@ static clinfer_model *load(const char *path, bool graph) {
     return load_on(path, graph, CLINFER_BACKEND_OPENCL);
 }
 
-/* Graph events in a Chrome trace written by CLINFER_TRACE. */
-static int graph_events(const char *path) {
+/* Events named name (a graph launch: "graph", else an op's own launch) in a Chrome trace written
+ * by CLINFER_TRACE. */
+static int trace_events(const char *path, const char *name) {
     FILE *f = fopen(path, "r");
     int n = 0;
-    char line[1024];
+    char line[1024], key[64];
+    snprintf(key, sizeof key, "\"name\": \"%s\"", name);
     while (f && fgets(line, sizeof line, f))
-        n += strstr(line, "\"name\": \"graph\"") != NULL;
+        n += strstr(line, key) != NULL;
     if (f) fclose(f);
     return n;
+}
+
+static int graph_events(const char *path) {
+    return trace_events(path, "graph");
 }
 
 /* The model of arch with weights of type, or of type and the n_mix types of mix (n_mix > 0). */
@@ -285,12 +292,13 @@ static void test_alternating(void) {
  * (so a run without weights builds the program it runs in). The sequences' lengths differ, and
  * pass 64 positions: attention then splits them into chunks, every run merging its own. */
 #define N_SEQ 4
-static void decode_batches(clinfer_model *m, float *out) {
+static void decode_batches(clinfer_model *m, clinfer_activations act, float *out) {
     size_t n_vocab = tiny_model_n_vocab();
     clinfer_context_params cp;
     clinfer_context_params_default(&cp);
     cp.n_seq_max = N_SEQ;
     cp.n_ctx = N_PROMPT + N_SEQ + N_DECODE;
+    cp.activations = act;
     clinfer_context *c = NULL;
     EXPECT_OK(clinfer_context_create(m, &cp, &c));
     clinfer_batch_entry e[N_SEQ * (N_PROMPT + N_SEQ)];
@@ -318,7 +326,8 @@ static void decode_batches(clinfer_model *m, float *out) {
     clinfer_context_free(c);
 }
 
-static void test_batches(const char *arch) {
+static void test_batches(const char *arch, clinfer_activations act) {
+    const char *act_name = act == CLINFER_ACT_Q8 ? "8-bit x" : "f32 x";
     char path[SCRATCH_NAME], trace[SCRATCH_NAME];
     scratch_model("batches", arch, CLINFER_DT_Q4_0, path, trace);
     size_t n = (size_t)N_DECODE * N_SEQ * tiny_model_n_vocab();
@@ -326,20 +335,23 @@ static void test_batches(const char *arch) {
     for (int side = 0; side < SIDES; side++) {
         clinfer_model *m = load(path, side == GRAPH);
         if (side == GRAPH) setenv("CLINFER_TRACE", trace, 1);
-        if (m) decode_batches(m, logits[side]);
+        if (m) decode_batches(m, act, logits[side]);
         unsetenv("CLINFER_TRACE");
         clinfer_model_free(m);
     }
     size_t differ = 0;
     for (size_t i = 0; i < n && !differ; i++)
         if (memcmp(&logits[PER_OP][i], &logits[GRAPH][i], sizeof(float))) differ = i + 1;
-    EXPECT(!differ, "%s, %d sequences a step: logits differ from per-op launches at step %zu", arch,
-           N_SEQ, differ ? (differ - 1) / tiny_model_n_vocab() / N_SEQ : 0);
-    int graphs = graph_events(trace);
-    EXPECT(graphs >= N_DECODE, "%s: %d graph launches for %d steps of %d sequences", arch, graphs,
-           N_DECODE, N_SEQ);
-    printf("%s, %d sequences a step: %d steps identical, %d graph launches\n", arch, N_SEQ,
-           N_DECODE, graphs);
+    EXPECT(!differ, "%s %s, %d sequences a step: logits differ from per-op launches at step %zu",
+           arch, act_name, N_SEQ, differ ? (differ - 1) / tiny_model_n_vocab() / N_SEQ : 0);
+    int graphs = graph_events(trace), matmuls = trace_events(trace, "matmul");
+    EXPECT(graphs >= N_DECODE, "%s %s: %d graph launches for %d steps of %d sequences", arch,
+           act_name, graphs, N_DECODE, N_SEQ);
+    /* the prompts' (38 tokens: GEMMs) only */
+    EXPECT(matmuls < N_DECODE, "%s %s: %d matmuls launched on their own in %d steps", arch,
+           act_name, matmuls, N_DECODE);
+    printf("%s %s, %d sequences a step: %d steps identical, %d graph launches\n", arch, act_name,
+           N_SEQ, N_DECODE, graphs);
     free(logits[PER_OP]);
     free(logits[GRAPH]);
     remove(path);
@@ -546,8 +558,9 @@ int main(void) {
     test_concurrent();
     test_build_failure();
     test_alternating();
-    test_batches("llama");
-    test_batches("gpt2");
+    test_batches("llama", CLINFER_ACT_F32);
+    test_batches("llama", CLINFER_ACT_Q8);
+    test_batches("gpt2", CLINFER_ACT_Q8);
     /* mixed types, as quantized files have them: Q4_K_M's Q4_K + Q6_K (with Q5_0 and Q8_0
      * where rows do not fit super-blocks), and the 32-element and float types */
     static const clinfer_dtype q4_k_m[] = {CLINFER_DT_Q6_K, CLINFER_DT_Q8_0, CLINFER_DT_Q5_0};

@@ -2,10 +2,12 @@
  * how its work-groups take tasks and wait for each other without a launch between ops).
  *
  * cl_graph_run takes the longest run of ops at the head of a walk that the kernel can do:
- * single-token matmuls, embeddings, RMS and layer norms, the element-wise ops (ADD, GELU, SWIGLU,
- * GEGLU), KV cache stores and attentions, each weight in one part, of any mix of weight types (the
- * program is built for the set of types of the run, each with its own readers, and one KV cache
- * type): every architecture's decode step, gpt2's included. Each
+ * single-token matmuls (and matmuls of up to MAX_N tokens over rows interleaved by 16: a decode
+ * step of a batch of sequences, a short prompt), embeddings, RMS and layer norms, the element-wise
+ * ops (ADD, GELU, SWIGLU, GEGLU), KV cache stores and single-token attentions (a batch's, one per
+ * sequence), each weight in one part, of any mix of weight types (the program is built for the
+ * set of types of the run, each with its own readers, and one KV cache type): every
+ * architecture's decode step, gpt2's included. Each
  * op is checked as its own launch would check it first; an op that fails the check, or that
  * the kernel cannot do, ends the run and goes through the per-op path, which reports it. Each
  * op becomes a record (its operands as slots of the launch's buffer arguments) split into
@@ -23,12 +25,15 @@
 #include "cl_backend.h"
 #include "error.h"
 #include "fault.h"
+#include "matmul_cl.h"
 #include "program.h"
 
 enum {
-    MAX_RECS = 512, /* records per launch */
-    MIN_RUN = 3,    /* fewer ops gain little over their own launches (and a matmul and its
-                     * norm pair up without a graph) */
+    MAX_RECS = 512,       /* records per launch */
+    MIN_RUN = 3,          /* fewer ops gain little over their own launches (and a matmul and its
+                           * norm pair up without a graph) */
+    MAX_N = IL_F32_MAX_N, /* columns of a matmul: a decode step of a batch, or a short prompt
+                           * (longer ones are GEMMs, whose tasks would hold a thread long) */
     /* Tasks per op: one per TASK_BYTES of weights or activations read, at least two and at
      * most MAX_TASKS per compute unit (every task costs two atomic operations on lines the other
      * units share; the last one decides how long the others wait) */
@@ -197,14 +202,18 @@ static void may_round(encoder *e, int32_t *want_q, clinfer_ref y, size_t count) 
 
 static bool encode_matmul(encoder *e, const clinfer_op *op) {
     cl_weight_view w;
-    if (op->matmul.n != 1 || cl_weight_view_of(e->b, op, &w) != CLINFER_OK || w.parts != 1 ||
-        !take_type(e, w.type))
-        return false;
+    int n = op->matmul.n;
+    if (n > MAX_N || cl_weight_view_of(e->b, op, &w) != CLINFER_OK || w.parts != 1) return false;
+    /* Several columns over interleaved rows only: the tasks share matvec_q8_il's and
+     * matvec_il_n's column walks, while the row-major kernels for several columns (gemm_q8,
+     * matvec_rows_n) sum in another order than a task's per-column dot products would. */
+    bool il = w.variant == CL_MM_IL || w.variant == CL_MM_IL_F32;
+    if ((n > 1 && !il) || !take_type(e, w.type)) return false;
     clinfer_ref x = op->matmul.x, y = op->matmul.y, bias = op->matmul.bias;
     int k = op->matmul.k, m = op->matmul.m, x_q8 = op->matmul.x_q8;
     cl_mem mems[5] = {w.q, w.s, x.buf->mem, y.buf->mem, bias.buf ? bias.buf->mem : y.buf->mem};
     if (!take_slots(e, mems, 5)) return false;
-    size_t count = (size_t)k;
+    size_t count = (size_t)n * (size_t)k;
     int span = (int)(clinfer_dtype_q8_act_block(w.type) / CLINFER_Q8_ACT_BLOCK);
     bool fresh = e->rounded.ref.buf == x.buf && e->rounded.ref.offset == x.offset &&
                  e->rounded.count == count && e->rounded.span == span;
@@ -224,8 +233,7 @@ static bool encode_matmul(encoder *e, const clinfer_op *op) {
         rounded_from(e, x, count, span);
     }
     /* the units a task takes: rows, or groups of 16 over interleaved weights */
-    int variant = w.variant, r0 = op->matmul.row0,
-        unit = variant == CL_MM_IL || variant == CL_MM_IL_F32 ? 16 : 1;
+    int variant = w.variant, r0 = op->matmul.row0, unit = il ? 16 : 1;
     int work = (r0 + m - 1) / unit + 1 - r0 / unit;
     size_t per_task, tasks = split(e, (size_t)work, w.row_bytes * (size_t)unit, &per_task);
     int32_t *r = record(e, G_MATMUL, tasks);
@@ -245,6 +253,7 @@ static bool encode_matmul(encoder *e, const clinfer_op *op) {
     r[MATMUL_FLAGS] = (op->matmul.accumulate ? 1 : 0) | (bias.buf ? 2 : 0);
     r[MATMUL_VARIANT] = variant;
     r[MATMUL_PER_TASK] = (int32_t)per_task;
+    r[MATMUL_N] = n;
     written(e, y.buf);
     return true;
 }
@@ -460,8 +469,9 @@ static cl_kernel graph_kernel(cl_backend_ctx *b, uint32_t types, bool kv_f16) {
     if (g->n_programs == MAX_PROGRAMS) return NULL;
     char options[640], names[160] = "";
     int len = snprintf(options, sizeof options,
-                       "%s-DMAX_HEAD_DIM=256 -cl-fp32-correctly-rounded-divide-sqrt",
-                       kv_f16 ? "-DKV_F16 " : ""),
+                       "%s-DMAX_HEAD_DIM=256 -DIL_COLS=%d -DILF_COLS=%d "
+                       "-cl-fp32-correctly-rounded-divide-sqrt",
+                       kv_f16 ? "-DKV_F16 " : "", IL_COLS, IL_F32_COLS),
         names_len = 0, n_types = 0;
     for (int t = 0; t < 32; t++) /* 13 types at most: the buffers hold them all */
         if (types >> t & 1) {
