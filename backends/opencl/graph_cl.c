@@ -29,11 +29,14 @@
 #include "program.h"
 
 enum {
-    MAX_RECS = 512,       /* records per launch */
-    MIN_RUN = 3,          /* fewer ops gain little over their own launches (and a matmul and its
-                           * norm pair up without a graph) */
-    MAX_N = IL_F32_MAX_N, /* columns of a matmul: a decode step of a batch, or a short prompt
-                           * (longer ones are GEMMs, whose tasks would hold a thread long) */
+    MAX_RECS = 512, /* records per launch */
+    MIN_RUN = 3,    /* fewer ops gain little over their own launches (and a matmul and its
+                     * norm pair up without a graph) */
+    /* Columns of a matmul: a decode step of up to 8 sequences, or a prompt of up to 8 tokens.
+     * A 16-token prompt in a graph launch was 7% faster, but its first one loads the graph
+     * program before the first token instead of after it (time to first token 240 -> 270 ms,
+     * SmolLM2-135M, `clinfer bench -p 0`); longer prompts are GEMMs. */
+    MAX_N = MATVEC_MAX_N,
     /* Tasks per op: one per TASK_BYTES of weights or activations read, at least two and at
      * most MAX_TASKS per compute unit (every task costs two atomic operations on lines the other
      * units share; the last one decides how long the others wait) */
