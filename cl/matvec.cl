@@ -173,70 +173,16 @@ __kernel void matvec_q8(wq_t wq, ws_t ws, int k, int r0, int rows, __global cons
                          xo + (size_t)c * (k / 16));
     store_y(y + y_off + (size_t)c * ldy, i, s, bias, bias_off, flags);
 }
-/* GEMM over 8-bit x (prefill, more than MV_MAX_N columns): work-item (g, t) computes GQ_M rows
- * from output row GQ_M g and GQ_N columns from GQ_N t, global size (ceil(rows / GQ_M),
- * ceil(n / GQ_N)). The row and column loops are unrolled around one block, so LLVM loads and
- * unpacks each weight block once for the GQ_N columns and each x block once for the GQ_M rows;
- * a work-group walks the column tiles of one row tile, whose weights stay in L1. Edge tiles
- * clamp their loads to the last row/column and skip the stores. */
-#ifndef GQ_M
-#define GQ_M 2
-#endif
-#ifndef GQ_N
-#define GQ_N 4
-#endif
+/* GEMM over 8-bit x (prefill, batches): work-item (g, t) computes GQ_M rows from output row
+ * GQ_M g and GQ_N columns from GQ_N t (q8_tile), global size (ceil(rows / GQ_M), ceil(n /
+ * GQ_N)); a work-group walks the column tiles of one row tile, whose weights stay in L1. */
 __kernel void gemm_q8(wq_t wq, ws_t ws, int k, int r0, int rows, __global const char *xq,
                       __global const float2 *xd, __global float *y, int y_off, int ldy,
                       __global const float *bias, int bias_off, int flags,
                       __global const int *xo, int n) {
     int c0 = get_global_id(1) * GQ_N, i0 = get_global_id(0) * GQ_M;
     if (c0 >= n || i0 >= rows) return;
-    int nb = k / Q8_BLK, r[GQ_M];
-    __global const char *xc[GQ_N];
-    __global const float2 *dc[GQ_N];
-    __global const int *oc[GQ_N]; /* Q6_K's group offsets (others: not read) */
-#pragma unroll
-    for (int i = 0; i < GQ_M; i++)
-        r[i] = r0 + min(i0 + i, rows - 1);
-#pragma unroll
-    for (int j = 0; j < GQ_N; j++) {
-        size_t c = (size_t)min(c0 + j, n - 1);
-        xc[j] = xq + c * k;
-        dc[j] = xd + c * (k / 32);
-        oc[j] = xo + c * (k / 16);
-    }
-#ifdef SB_TILE /* lane GQ_N i + j: row i, column j */
-    float8 tile = 0.0f;
-    for (int b = 0; b < nb; b++)
-        sb_tile_q8(wq, ws, r, nb, b, xc, dc, oc, &tile);
-#else
-    float8 acc[GQ_M][GQ_N];
-    float off[GQ_M][GQ_N];
-#pragma unroll
-    for (int i = 0; i < GQ_M; i++)
-#pragma unroll
-        for (int j = 0; j < GQ_N; j++)
-            acc[i][j] = 0.0f, off[i][j] = 0.0f;
-    for (int b = 0; b < nb; b++)
-#pragma unroll
-        for (int i = 0; i < GQ_M; i++)
-#pragma unroll
-            for (int j = 0; j < GQ_N; j++)
-                blk_dot_q8(wq, ws, r[i], nb, b, xc[j], dc[j], oc[j], &acc[i][j], &off[i][j]);
-#endif
-#pragma unroll
-    for (int i = 0; i < GQ_M; i++)
-#pragma unroll
-        for (int j = 0; j < GQ_N; j++) {
-#ifdef SB_TILE
-            float s = tile[GQ_N * i + j];
-#else
-            float4 h = acc[i][j].lo + acc[i][j].hi;
-            float s = (h.x + h.y) + (h.z + h.w) + off[i][j];
-#endif
-            if (i0 + i < rows && c0 + j < n)
-                store_y(y + y_off + (size_t)(c0 + j) * ldy, i0 + i, s, bias, bias_off, flags);
-        }
+    q8_tile(wq, ws, k, r0, rows, i0, c0, n, xq, xd, xo, y + y_off, ldy, bias, bias_off, flags);
 }
 #endif
 

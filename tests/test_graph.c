@@ -10,9 +10,9 @@
  *   - two models decoding at once from two threads, their graph launches sharing the device's
  *     threads: both finish, with the logits of decoding alone;
  *   - a device on which graph.cl fails to build decodes through per-op launches, as without it;
- *   - steps of four sequences in one batch (llama with f32 and 8-bit x, gpt2): graph launches
- *     take their matmuls over interleaved rows (four columns) and their attentions (one per
- *     sequence), with the logits of per-op launches;
+ *   - steps of four sequences in one batch (llama with f32 and 8-bit x, gpt2; Q4_0's interleaved
+ *     rows, Q4_K and Q6_K's row-major ones): graph launches take their matmuls (four columns) and
+ *     their attentions (one per sequence), with the logits of per-op launches;
  *   - ops: a run stops before an op the kernel cannot do (a ROPE) and before a bad one (a
  *     matmul past its output buffer), which op() then rejects with its own message; a run that
  *     names more buffers than a launch takes is split over several launches; the outputs are
@@ -326,10 +326,12 @@ static void decode_batches(clinfer_model *m, clinfer_activations act, float *out
     clinfer_context_free(c);
 }
 
-static void test_batches(const char *arch, clinfer_activations act) {
-    const char *act_name = act == CLINFER_ACT_Q8 ? "8-bit x" : "f32 x";
+static void test_batches(const char *arch, clinfer_dtype type, clinfer_activations act) {
+    char what[64];
+    snprintf(what, sizeof what, "%s %s %s", arch, clinfer_dtype_name(type),
+             act == CLINFER_ACT_Q8 ? "8-bit x" : "f32 x");
     char path[SCRATCH_NAME], trace[SCRATCH_NAME];
-    scratch_model("batches", arch, CLINFER_DT_Q4_0, path, trace);
+    scratch_model("batches", arch, type, path, trace);
     size_t n = (size_t)N_DECODE * N_SEQ * tiny_model_n_vocab();
     float *logits[SIDES] = {calloc(n, sizeof(float)), calloc(n, sizeof(float))};
     for (int side = 0; side < SIDES; side++) {
@@ -342,16 +344,16 @@ static void test_batches(const char *arch, clinfer_activations act) {
     size_t differ = 0;
     for (size_t i = 0; i < n && !differ; i++)
         if (memcmp(&logits[PER_OP][i], &logits[GRAPH][i], sizeof(float))) differ = i + 1;
-    EXPECT(!differ, "%s %s, %d sequences a step: logits differ from per-op launches at step %zu",
-           arch, act_name, N_SEQ, differ ? (differ - 1) / tiny_model_n_vocab() / N_SEQ : 0);
+    EXPECT(!differ, "%s, %d sequences a step: logits differ from per-op launches at step %zu", what,
+           N_SEQ, differ ? (differ - 1) / tiny_model_n_vocab() / N_SEQ : 0);
     int graphs = graph_events(trace), matmuls = trace_events(trace, "matmul");
-    EXPECT(graphs >= N_DECODE, "%s %s: %d graph launches for %d steps of %d sequences", arch,
-           act_name, graphs, N_DECODE, N_SEQ);
+    EXPECT(graphs >= N_DECODE, "%s: %d graph launches for %d steps of %d sequences", what, graphs,
+           N_DECODE, N_SEQ);
     /* the prompts' (38 tokens: GEMMs) only */
-    EXPECT(matmuls < N_DECODE, "%s %s: %d matmuls launched on their own in %d steps", arch,
-           act_name, matmuls, N_DECODE);
-    printf("%s %s, %d sequences a step: %d steps identical, %d graph launches\n", arch, act_name,
-           N_SEQ, N_DECODE, graphs);
+    EXPECT(matmuls < N_DECODE, "%s: %d matmuls launched on their own in %d steps", what, matmuls,
+           N_DECODE);
+    printf("%s, %d sequences a step: %d steps identical, %d graph launches\n", what, N_SEQ,
+           N_DECODE, graphs);
     free(logits[PER_OP]);
     free(logits[GRAPH]);
     remove(path);
@@ -558,9 +560,11 @@ int main(void) {
     test_concurrent();
     test_build_failure();
     test_alternating();
-    test_batches("llama", CLINFER_ACT_F32);
-    test_batches("llama", CLINFER_ACT_Q8);
-    test_batches("gpt2", CLINFER_ACT_Q8);
+    test_batches("llama", CLINFER_DT_Q4_0, CLINFER_ACT_F32);
+    test_batches("llama", CLINFER_DT_Q4_0, CLINFER_ACT_Q8);
+    test_batches("gpt2", CLINFER_DT_Q4_0, CLINFER_ACT_Q8);
+    test_batches("llama", CLINFER_DT_Q4_K, CLINFER_ACT_Q8);
+    test_batches("qwen2", CLINFER_DT_Q6_K, CLINFER_ACT_Q8);
     /* mixed types, as quantized files have them: Q4_K_M's Q4_K + Q6_K (with Q5_0 and Q8_0
      * where rows do not fit super-blocks), and the 32-element and float types */
     static const clinfer_dtype q4_k_m[] = {CLINFER_DT_Q6_K, CLINFER_DT_Q8_0, CLINFER_DT_Q5_0};

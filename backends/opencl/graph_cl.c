@@ -207,11 +207,12 @@ static bool encode_matmul(encoder *e, const clinfer_op *op) {
     cl_weight_view w;
     int n = op->matmul.n;
     if (n > MAX_N || cl_weight_view_of(e->b, op, &w) != CLINFER_OK || w.parts != 1) return false;
-    /* Several columns over interleaved rows only: the tasks share matvec_q8_il's and
-     * matvec_il_n's column walks, while the row-major kernels for several columns (gemm_q8,
-     * matvec_rows_n) sum in another order than a task's per-column dot products would. */
+    /* Several columns through the per-op kernels' own functions (matvec_q8_il's and
+     * matvec_il_n's column walks, gemm_q8's tiles), so the bits are theirs; f32 x over row-major
+     * weights (matvec_rows_n) keeps one column. */
     bool il = w.variant == CL_MM_IL || w.variant == CL_MM_IL_F32;
-    if ((n > 1 && !il) || !take_type(e, w.type)) return false;
+    bool tiles = w.variant == CL_MM_Q8 && n > 1; /* GEMM_Q8_MIN_N: gemm_q8 from 2 columns */
+    if ((n > 1 && !il && !tiles) || !take_type(e, w.type)) return false;
     clinfer_ref x = op->matmul.x, y = op->matmul.y, bias = op->matmul.bias;
     int k = op->matmul.k, m = op->matmul.m, x_q8 = op->matmul.x_q8;
     cl_mem mems[5] = {w.q, w.s, x.buf->mem, y.buf->mem, bias.buf ? bias.buf->mem : y.buf->mem};
@@ -235,10 +236,12 @@ static bool encode_matmul(encoder *e, const clinfer_op *op) {
         r[QUANTIZE_SPAN] = span;
         rounded_from(e, x, count, span);
     }
-    /* the units a task takes: rows, or groups of 16 over interleaved weights */
-    int variant = w.variant, r0 = op->matmul.row0, unit = il ? 16 : 1;
-    int work = (r0 + m - 1) / unit + 1 - r0 / unit;
+    /* the units a task takes: rows, groups of 16 over interleaved weights, or gemm_q8's tiles'
+     * rows (counted as rows from the op's first) */
+    int variant = w.variant, r0 = op->matmul.row0, unit = il ? 16 : tiles ? GEMM_Q8_M : 1;
+    int work = tiles ? (m + unit - 1) / unit : (r0 + m - 1) / unit + 1 - r0 / unit;
     size_t per_task, tasks = split(e, (size_t)work, w.row_bytes * (size_t)unit, &per_task);
+    if (tiles) per_task *= (size_t)unit;
     int32_t *r = record(e, G_MATMUL, tasks);
     r[G_WTYPE] = type_code(w.type);
     put_mem(e, r, MATMUL_Q, w.q, w.q_off);
@@ -472,9 +475,9 @@ static cl_kernel graph_kernel(cl_backend_ctx *b, uint32_t types, bool kv_f16) {
     if (g->n_programs == MAX_PROGRAMS) return NULL;
     char options[640], names[160] = "";
     int len = snprintf(options, sizeof options,
-                       "%s-DMAX_HEAD_DIM=256 -DIL_COLS=%d -DILF_COLS=%d "
+                       "%s-DMAX_HEAD_DIM=256 -DIL_COLS=%d -DILF_COLS=%d -DGQ_M=%d -DGQ_N=%d "
                        "-cl-fp32-correctly-rounded-divide-sqrt",
-                       kv_f16 ? "-DKV_F16 " : "", IL_COLS, IL_F32_COLS),
+                       kv_f16 ? "-DKV_F16 " : "", IL_COLS, IL_F32_COLS, GEMM_Q8_M, GEMM_Q8_N),
         names_len = 0, n_types = 0;
     for (int t = 0; t < 32; t++) /* 13 types at most: the buffers hold them all */
         if (types >> t & 1) {
