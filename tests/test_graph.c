@@ -71,6 +71,31 @@ static int graph_events(const char *path) {
     return trace_events(path, "graph");
 }
 
+/* Decodes on a model into out (arg: what the caller passes through). */
+typedef void (*side_decode)(clinfer_model *m, const void *arg, float *out);
+
+/* Runs decode on the model at path loaded for per-op launches, then for graph launches (traced
+ * to trace), into logits[PER_OP] and logits[GRAPH] (n floats each): the first float where they
+ * differ, plus one; 0 where none does. */
+static size_t both_sides(const char *path, const char *trace, side_decode decode, const void *arg,
+                         float *const *logits, size_t n) {
+    for (int side = 0; side < SIDES; side++) {
+        clinfer_model *m = load(path, side == GRAPH);
+        if (side == GRAPH) setenv("CLINFER_TRACE", trace, 1);
+        if (m) decode(m, arg, logits[side]);
+        unsetenv("CLINFER_TRACE");
+        clinfer_model_free(m);
+    }
+    for (size_t i = 0; i < n; i++)
+        if (memcmp(&logits[PER_OP][i], &logits[GRAPH][i], sizeof(float))) return i + 1;
+    return 0;
+}
+
+/* A prompt of N_PROMPT tokens, then N_DECODE single tokens (arg: the context's parameters). */
+static void decode_single(clinfer_model *m, const void *arg, float *out) {
+    EXPECT_OK(tiny_model_decode(m, arg, N_PROMPT, N_DECODE, out));
+}
+
 /* The model of arch with weights of type, or of type and the n_mix types of mix (n_mix > 0). */
 static void test_model(const char *arch, clinfer_dtype type, const clinfer_dtype *mix, int n_mix,
                        bool kv_f32, bool f32_act) {
@@ -94,16 +119,7 @@ static void test_model(const char *arch, clinfer_dtype type, const clinfer_dtype
     clinfer_context_params_default(&cp);
     cp.kv_f32 = kv_f32;
     cp.activations = f32_act ? CLINFER_ACT_F32 : CLINFER_ACT_Q8;
-    for (int side = 0; side < SIDES; side++) {
-        clinfer_model *m = load(path, side == GRAPH);
-        if (side == GRAPH) setenv("CLINFER_TRACE", trace, 1);
-        if (m) EXPECT_OK(tiny_model_decode(m, &cp, N_PROMPT, N_DECODE, logits[side]));
-        unsetenv("CLINFER_TRACE");
-        clinfer_model_free(m);
-    }
-    size_t differ = 0;
-    for (size_t i = 0; i < n && !differ; i++)
-        if (memcmp(&logits[PER_OP][i], &logits[GRAPH][i], sizeof(float))) differ = i + 1;
+    size_t differ = both_sides(path, trace, decode_single, &cp, logits, n);
     EXPECT(!differ, "%s: logits differ from the per-op launches at step %zu", what,
            differ ? (differ - 1) / tiny_model_n_vocab() : 0);
     int graphs = graph_events(trace);
@@ -292,7 +308,8 @@ static void test_alternating(void) {
  * (so a run without weights builds the program it runs in). The sequences' lengths differ, and
  * pass 64 positions: attention then splits them into chunks, every run merging its own. */
 #define N_SEQ 4
-static void decode_batches(clinfer_model *m, clinfer_activations act, float *out) {
+static void decode_batches(clinfer_model *m, const void *arg, float *out) {
+    clinfer_activations act = *(const clinfer_activations *)arg;
     size_t n_vocab = tiny_model_n_vocab();
     clinfer_context_params cp;
     clinfer_context_params_default(&cp);
@@ -334,16 +351,7 @@ static void test_batches(const char *arch, clinfer_dtype type, clinfer_activatio
     scratch_model("batches", arch, type, path, trace);
     size_t n = (size_t)N_DECODE * N_SEQ * tiny_model_n_vocab();
     float *logits[SIDES] = {calloc(n, sizeof(float)), calloc(n, sizeof(float))};
-    for (int side = 0; side < SIDES; side++) {
-        clinfer_model *m = load(path, side == GRAPH);
-        if (side == GRAPH) setenv("CLINFER_TRACE", trace, 1);
-        if (m) decode_batches(m, act, logits[side]);
-        unsetenv("CLINFER_TRACE");
-        clinfer_model_free(m);
-    }
-    size_t differ = 0;
-    for (size_t i = 0; i < n && !differ; i++)
-        if (memcmp(&logits[PER_OP][i], &logits[GRAPH][i], sizeof(float))) differ = i + 1;
+    size_t differ = both_sides(path, trace, decode_batches, &act, logits, n);
     EXPECT(!differ, "%s, %d sequences a step: logits differ from per-op launches at step %zu", what,
            N_SEQ, differ ? (differ - 1) / tiny_model_n_vocab() / N_SEQ : 0);
     int graphs = graph_events(trace), matmuls = trace_events(trace, "matmul");
