@@ -2,11 +2,11 @@
  * how its work-groups take tasks and wait for each other without a launch between ops).
  *
  * cl_graph_run takes the longest run of ops at the head of a walk that the kernel can do:
- * single-token matmuls (and matmuls of up to MAX_N tokens over rows interleaved by 16: a decode
- * step of a batch of sequences, a short prompt), embeddings, RMS and layer norms, the element-wise
- * ops (ADD, GELU, SWIGLU, GEGLU), KV cache stores and single-token attentions (a batch's, one per
- * sequence), each weight in one part, of any mix of weight types (the program is built for the
- * set of types of the run, each with its own readers, and one KV cache type): every
+ * single-token matmuls (and matmuls of up to MAX_N tokens, a decode step of a batch of sequences
+ * or a short prompt, but for f32 x over row-major weights), embeddings, RMS and layer norms, the
+ * element-wise ops (ADD, GELU, SWIGLU, GEGLU), KV cache stores and single-token attentions (a
+ * batch's, one per sequence), each weight in one part, of any mix of weight types (the program is
+ * built for the set of types of the run, each with its own readers, and one KV cache type): every
  * architecture's decode step, gpt2's included. Each
  * op is checked as its own launch would check it first; an op that fails the check, or that
  * the kernel cannot do, ends the run and goes through the per-op path, which reports it. Each
