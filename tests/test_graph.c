@@ -307,35 +307,41 @@ static void test_alternating(void) {
  * bit for bit, and the trace shows graph launches on a model that never decoded a single token
  * (so a run without weights builds the program it runs in). The sequences' lengths differ, and
  * pass 64 positions: attention then splits them into chunks, every run merging its own. */
-#define N_SEQ 4
+#define MAX_SEQ 8
+typedef struct {
+    clinfer_activations act;
+    int n_seq; /* at most MAX_SEQ */
+} batches_arg;
+
 static void decode_batches(clinfer_model *m, const void *arg, float *out) {
-    clinfer_activations act = *(const clinfer_activations *)arg;
+    const batches_arg *a = arg;
+    const int n_seq = a->n_seq;
     size_t n_vocab = tiny_model_n_vocab();
     clinfer_context_params cp;
     clinfer_context_params_default(&cp);
-    cp.n_seq_max = N_SEQ;
-    cp.n_ctx = N_PROMPT + N_SEQ + N_DECODE;
-    cp.activations = act;
+    cp.n_seq_max = (uint32_t)n_seq;
+    cp.n_ctx = N_PROMPT + MAX_SEQ + N_DECODE;
+    cp.activations = a->act;
     clinfer_context *c = NULL;
     EXPECT_OK(clinfer_context_create(m, &cp, &c));
-    clinfer_batch_entry e[N_SEQ * (N_PROMPT + N_SEQ)];
+    clinfer_batch_entry e[MAX_SEQ * (N_PROMPT + MAX_SEQ)];
     size_t n = 0;
-    for (int s = 0; s < N_SEQ; s++) /* sequence s: a prompt of N_PROMPT + s tokens */
+    for (int s = 0; s < n_seq; s++) /* sequence s: a prompt of N_PROMPT + s tokens */
         for (int i = 0; i < N_PROMPT + s; i++)
             e[n++] = (clinfer_batch_entry){3 + (s * 31 + i * 7) % 250, (uint32_t)i, (uint32_t)s,
                                            i == N_PROMPT + s - 1};
     clinfer_status st = c ? clinfer_batch_eval(c, e, n) : CLINFER_ERR_INVALID_ARGUMENT;
     EXPECT_OK(st);
     for (int step = 0; step < N_DECODE && st == CLINFER_OK; step++) {
-        for (int s = 0; s < N_SEQ; s++)
+        for (int s = 0; s < n_seq; s++)
             e[s] = (clinfer_batch_entry){3 + (s * 17 + step * 53) % 250,
                                          (uint32_t)(N_PROMPT + s + step), (uint32_t)s, true};
-        if ((st = clinfer_batch_eval(c, e, N_SEQ)) != CLINFER_OK) break;
-        for (int s = 0; s < N_SEQ; s++) {
+        if ((st = clinfer_batch_eval(c, e, (size_t)n_seq)) != CLINFER_OK) break;
+        for (int s = 0; s < n_seq; s++) {
             const float *logits = NULL;
             EXPECT_OK(clinfer_get_logits_ith(c, s, &logits, NULL));
             if (logits)
-                memcpy(out + ((size_t)step * N_SEQ + (size_t)s) * n_vocab, logits,
+                memcpy(out + ((size_t)step * (size_t)n_seq + (size_t)s) * n_vocab, logits,
                        n_vocab * sizeof *out);
         }
     }
@@ -343,24 +349,25 @@ static void decode_batches(clinfer_model *m, const void *arg, float *out) {
     clinfer_context_free(c);
 }
 
-static void test_batches(const char *arch, clinfer_dtype type, clinfer_activations act) {
+static void test_batches(const char *arch, clinfer_dtype type, clinfer_activations act, int n_seq) {
     char what[64];
     snprintf(what, sizeof what, "%s %s %s", arch, clinfer_dtype_name(type),
              act == CLINFER_ACT_Q8 ? "8-bit x" : "f32 x");
     char path[SCRATCH_NAME], trace[SCRATCH_NAME];
     scratch_model("batches", arch, type, path, trace);
-    size_t n = (size_t)N_DECODE * N_SEQ * tiny_model_n_vocab();
+    size_t n = (size_t)N_DECODE * (size_t)n_seq * tiny_model_n_vocab();
     float *logits[SIDES] = {calloc(n, sizeof(float)), calloc(n, sizeof(float))};
-    size_t differ = both_sides(path, trace, decode_batches, &act, logits, n);
+    batches_arg arg = {act, n_seq};
+    size_t differ = both_sides(path, trace, decode_batches, &arg, logits, n);
     EXPECT(!differ, "%s, %d sequences a step: logits differ from per-op launches at step %zu", what,
-           N_SEQ, differ ? (differ - 1) / tiny_model_n_vocab() / N_SEQ : 0);
+           n_seq, differ ? (differ - 1) / tiny_model_n_vocab() / (size_t)n_seq : 0);
     int graphs = graph_events(trace), matmuls = trace_events(trace, "matmul");
     EXPECT(graphs >= N_DECODE, "%s: %d graph launches for %d steps of %d sequences", what, graphs,
-           N_DECODE, N_SEQ);
-    /* the prompts' (38 tokens: GEMMs) only */
+           N_DECODE, n_seq);
+    /* the prompts' (GEMMs) only */
     EXPECT(matmuls < N_DECODE, "%s: %d matmuls launched on their own in %d steps", what, matmuls,
            N_DECODE);
-    printf("%s, %d sequences a step: %d steps identical, %d graph launches\n", what, N_SEQ,
+    printf("%s, %d sequences a step: %d steps identical, %d graph launches\n", what, n_seq,
            N_DECODE, graphs);
     free(logits[PER_OP]);
     free(logits[GRAPH]);
@@ -568,11 +575,15 @@ int main(void) {
     test_concurrent();
     test_build_failure();
     test_alternating();
-    test_batches("llama", CLINFER_DT_Q4_0, CLINFER_ACT_F32);
-    test_batches("llama", CLINFER_DT_Q4_0, CLINFER_ACT_Q8);
-    test_batches("gpt2", CLINFER_DT_Q4_0, CLINFER_ACT_Q8);
-    test_batches("llama", CLINFER_DT_Q4_K, CLINFER_ACT_Q8);
-    test_batches("qwen2", CLINFER_DT_Q6_K, CLINFER_ACT_Q8);
+    /* f32 x over rows interleaved by 16 on AVX2 hosts: 4 and 8 columns take all 16 rows at once
+     * (il_f32_rows16), 6 takes 4 so and 2 by il_f32_rows */
+    test_batches("llama", CLINFER_DT_Q4_0, CLINFER_ACT_F32, 4);
+    test_batches("llama", CLINFER_DT_Q4_1, CLINFER_ACT_F32, 8);
+    test_batches("llama", CLINFER_DT_Q8_0, CLINFER_ACT_F32, 6);
+    test_batches("llama", CLINFER_DT_Q4_0, CLINFER_ACT_Q8, 4);
+    test_batches("gpt2", CLINFER_DT_Q4_0, CLINFER_ACT_Q8, 4);
+    test_batches("llama", CLINFER_DT_Q4_K, CLINFER_ACT_Q8, 4);
+    test_batches("qwen2", CLINFER_DT_Q6_K, CLINFER_ACT_Q8, 4);
     /* mixed types, as quantized files have them: Q4_K_M's Q4_K + Q6_K (with Q5_0 and Q8_0
      * where rows do not fit super-blocks), and the 32-element and float types */
     static const clinfer_dtype q4_k_m[] = {CLINFER_DT_Q6_K, CLINFER_DT_Q8_0, CLINFER_DT_Q5_0};
