@@ -1,9 +1,11 @@
 /* A run of ops in one launch (CPU devices): the host (graph_cl.c) encodes each op as a record
  * of G_INTS ints and splits it into tasks; the work-groups (one work-item each, one per compute
  * unit) then take tasks in order from a ticket counter. A task waits until every task of the
- * record before it has finished, so records run one after the other as the ops would, without a
- * launch between them: on PoCL a launch costs 5-8 us of two cores' time, which is what a decode
- * step of 180 launches lost to llama.cpp's spinning thread pool.
+ * records it depends on has finished (G_AFTER: the record before it, or for the attentions of a
+ * batch's sequences, which do not read each other's outputs, the records before their run), so
+ * records run as the ops would, without a launch between them: on PoCL a launch costs 5-8 us of
+ * two cores' time, which is what a decode step of 180 launches lost to llama.cpp's spinning
+ * thread pool.
  *
  * Nothing can deadlock however many work-groups run at once, one included: a task is taken only
  * by a running work-group, which finishes it before taking another, so the oldest unfinished
@@ -367,15 +369,16 @@ static void run_task(__global const int *r, int task, const slot_t *slots, rope_
     }
 }
 
-/* Spins until *counter reaches want, then takes a full barrier (an atomic read-modify-write), so
- * nothing after it is read before the tasks that counted were done. */
-static void wait_for(__global volatile int *counter, int want) {
-    while (*counter < want) {
+/* Spins until every task of records first .. last has finished, then takes a full barrier (an
+ * atomic read-modify-write), so nothing after it is read before what they wrote. */
+static void wait_for(__global volatile int *ctl, __global const int *recs, int first, int last) {
+    for (int k = first; k <= last; k++)
+        while (ctl[G_LINE * (k + 2)] < recs[k * G_INTS + G_TASKS]) {
 #if defined(__x86_64__) || defined(__i386__)
-        __builtin_ia32_pause();
+            __builtin_ia32_pause();
 #endif
-    }
-    atomic_add(counter, 0);
+        }
+    atomic_add(ctl + G_LINE * (last + 2), 0);
 }
 
 #define SLOT_PARAM(i) , __global uchar *s##i
@@ -391,15 +394,16 @@ __kernel void run_graph(__global const int *recs, int n_recs,
     slot_t slots[G_SLOTS] = {SLOTS_64(SLOT_VALUE)};
     rope_cache rope = {.n_rot = 0};
     int rec = 0, first = 0; /* the record of the last ticket and its first ticket */
-    int ready = 0;          /* records before this one are known to be done */
+    int waited = -1;        /* the record whose wait this work-group has done */
     for (;;) {
         int ticket = atomic_inc(ctl);
         while (rec < n_recs && ticket >= first + recs[rec * G_INTS + G_TASKS])
             first += recs[rec++ * G_INTS + G_TASKS];
         if (rec >= n_recs) break;
-        if (rec > ready) {
-            wait_for(ctl + G_LINE * (rec + 1), recs[(rec - 1) * G_INTS + G_TASKS]);
-            ready = rec;
+        if (rec > waited) {
+            __global const int *r = recs + rec * G_INTS;
+            if (r[G_AFTER] <= r[G_AFTER + 1]) wait_for(ctl, recs, r[G_AFTER], r[G_AFTER + 1]);
+            waited = rec;
         }
         run_task(recs + rec * G_INTS, ticket - first, slots, &rope);
         atomic_inc(ctl + G_LINE * (rec + 2));

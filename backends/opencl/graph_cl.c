@@ -51,7 +51,23 @@ enum {
     FIRST_FREE_SLOT,
     MAX_PROGRAMS = 8, /* sets of weight types and KV cache types built for (a model has one or
                        * two: the runs' sets are mostly the model's) */
+    MAX_STAGE = 64,   /* records of ops in one stage */
 };
+
+/* The operands an op touches (reads or writes) as element ranges of buffers, those it writes
+ * last: two ops where neither writes what the other touches may run at once. */
+typedef struct {
+    clinfer_ref at[6];
+    size_t count[6];
+    int n, writes; /* at[writes .. n - 1] are written */
+} op_span;
+
+/* The merge record an attention split into chunks needs: its fields, and the attention's record. */
+typedef struct {
+    const clinfer_op *op;
+    size_t chunk, n_chunks, part;
+    int round_q8, at;
+} att_merge;
 
 /* A graph program: built for a set of weight types (bit t: clinfer_dtype t) and a KV cache
  * type when first needed. */
@@ -83,6 +99,16 @@ typedef struct {
     int32_t *recs;
     size_t n_recs;
     size_t q8_count, part_bytes; /* the most any op needs of act and of attention's scratch */
+    /* The stage of the last record: records of ops that depend on none of each other (a
+     * layer's matmuls of one x; the attentions of a batch's sequences, each with its merge),
+     * which start at `stage`, each waiting on the records from after[0] to after[1]; a record
+     * after the stage waits on all of it. */
+    int stage, after[2];
+    op_span spans[MAX_STAGE]; /* of the stage's ops (none: a stage of one record) */
+    int n_spans;
+    size_t part_used;            /* floats of attention's scratch the stage's chunks take */
+    att_merge merges[MAX_STAGE]; /* of its chunked attentions, put after them all */
+    int n_merges;
     struct {
         clinfer_ref ref; /* buf NULL: nothing rounded */
         size_t count;
@@ -124,18 +150,75 @@ static bool take_slots(encoder *e, const cl_mem *mems, int n) {
     return true;
 }
 
-/* A new record of kind split into tasks, its rounding fields naming the reserved slots. */
-static int32_t *record(encoder *e, int kind, size_t tasks) {
+/* A new record of kind split into tasks, in the last record's stage, waiting on records first
+ * .. last; its rounding fields name the reserved slots. */
+static int32_t *record_after(encoder *e, int kind, size_t tasks, int first, int last) {
     int32_t *r = e->recs + e->n_recs++ * G_INTS;
     memset(r, 0, G_INTS * sizeof *r);
     r[G_KIND] = kind;
     r[G_TASKS] = (int32_t)tasks;
+    r[G_AFTER] = first;
+    r[G_AFTER + 1] = last;
     r[G_Q8] = SLOT_XQ;
     r[G_Q8 + 1] = SLOT_XD;
     r[G_Q8 + 2] = SLOT_XF;
     r[G_Q8 + 3] = e->want_f;
     r[G_Q8 + 4] = SLOT_XO;
     e->roundable.want_q = NULL;
+    return r;
+}
+
+static void put_attention(encoder *e, int32_t *r, const clinfer_op *op, size_t chunk,
+                          size_t n_chunks, int round_q8, size_t part);
+
+/* The stage's merges, each waiting on its attention only: the attentions of the other sequences
+ * run first, and by then most of them have nothing to wait for. */
+static void put_merges(encoder *e) {
+    for (int i = 0; i < e->n_merges; i++) {
+        const clinfer_op *op = e->merges[i].op;
+        int32_t *r = record_after(e, G_MERGE, (size_t)op->attention.n_head, e->merges[i].at,
+                                  e->merges[i].at);
+        put_attention(e, r, op, e->merges[i].chunk, e->merges[i].n_chunks, e->merges[i].round_q8,
+                      e->merges[i].part);
+    }
+    e->n_merges = 0;
+}
+
+static bool overlap(clinfer_ref a, size_t na, clinfer_ref b, size_t nb) {
+    return a.buf == b.buf && a.offset < b.offset + nb && b.offset < a.offset + na;
+}
+
+/* Whether neither of x and y writes what the other touches. */
+static bool apart(const op_span *x, const op_span *y) {
+    for (int i = 0; i < x->n; i++)
+        for (int j = y->writes; j < y->n; j++)
+            if (overlap(x->at[i], x->count[i], y->at[j], y->count[j])) return false;
+    for (int i = 0; i < y->n; i++)
+        for (int j = x->writes; j < x->n; j++)
+            if (overlap(y->at[i], y->count[i], x->at[j], x->count[j])) return false;
+    return true;
+}
+
+/* A new record that starts a stage of its own, after the whole of the last one. */
+static int32_t *record(encoder *e, int kind, size_t tasks) {
+    put_merges(e);
+    e->after[0] = e->stage;
+    e->after[1] = (int)e->n_recs - 1;
+    e->stage = (int)e->n_recs;
+    e->n_spans = 0;
+    e->part_used = 0;
+    return record_after(e, kind, tasks, e->after[0], e->after[1]);
+}
+
+/* A new record of an op that touches span: in the last record's stage where that is one of ops
+ * apart from it, else in a stage of its own. */
+static int32_t *record_op(encoder *e, int kind, size_t tasks, const op_span *span) {
+    bool joins = e->n_spans > 0 && e->n_spans < MAX_STAGE;
+    for (int i = 0; joins && i < e->n_spans; i++)
+        joins = apart(&e->spans[i], span);
+    int32_t *r =
+        joins ? record_after(e, kind, tasks, e->after[0], e->after[1]) : record(e, kind, tasks);
+    e->spans[e->n_spans++] = *span;
     return r;
 }
 
@@ -240,9 +323,13 @@ static bool encode_matmul(encoder *e, const clinfer_op *op) {
      * rows (counted as rows from the op's first) */
     int variant = w.variant, r0 = op->matmul.row0, unit = il ? 16 : tiles ? GEMM_Q8_M : 1;
     int work = tiles ? (m + unit - 1) / unit : (r0 + m - 1) / unit + 1 - r0 / unit;
-    size_t per_task, tasks = split(e, (size_t)work, w.row_bytes * (size_t)unit, &per_task);
+    size_t per_task,
+        tasks = split(e, (size_t)work, w.row_bytes * (size_t)unit * (size_t)n, &per_task);
     if (tiles) per_task *= (size_t)unit;
-    int32_t *r = record(e, G_MATMUL, tasks);
+    /* the matmuls of one x (q, k and v; gate and up) run at once */
+    op_span touched = {
+        {x, bias.buf ? bias : y, y}, {count, (size_t)m, (size_t)n * (size_t)m}, 3, 2};
+    int32_t *r = record_op(e, G_MATMUL, tasks, &touched);
     r[G_WTYPE] = type_code(w.type);
     put_mem(e, r, MATMUL_Q, w.q, w.q_off);
     put_mem(e, r, MATMUL_S, w.s, w.s_off);
@@ -374,15 +461,16 @@ static bool encode_store(encoder *e, const clinfer_op *op) {
     return true;
 }
 
-/* The attention record's fields; the merge record repeats them. */
+/* The attention record's fields, its chunks' results at part (floats into the scratch); the merge
+ * record repeats them. */
 static void put_attention(encoder *e, int32_t *r, const clinfer_op *op, size_t chunk,
-                          size_t n_chunks, int round_q8) {
+                          size_t n_chunks, int round_q8, size_t part) {
     int rope = op->attention.rope.n_rot != 0;
     put_ref(e, r, ATT_Q, op->attention.q);
     put_ref(e, r, ATT_K, op->attention.k);
     put_ref(e, r, ATT_V, op->attention.v);
     put_ref(e, r, ATT_OUT, op->attention.out);
-    r[ATT_PART] = SLOT_PART, r[ATT_PART + 1] = 0;
+    r[ATT_PART] = SLOT_PART, r[ATT_PART + 1] = (int32_t)part;
     put_ref(e, r, ATT_K_SRC, rope ? op->attention.rope.k_src : op->attention.out);
     put_ref(e, r, ATT_V_SRC, rope ? op->attention.rope.v_src : op->attention.out);
     r[ATT_N_HEAD] = op->attention.n_head;
@@ -398,6 +486,22 @@ static void put_attention(encoder *e, int32_t *r, const clinfer_op *op, size_t c
     r[ATT_FREQ_SCALE] = float_bits(op->attention.rope.freq_scale);
     r[ATT_ROUND_Q8] = round_q8;
     r[ATT_WINDOW] = op->attention.window;
+}
+
+/* What an attention touches: q, the new key and value, the caches as far as it reads them
+ * (rows it writes included) and out, written. */
+static op_span attention_span(const clinfer_op *op) {
+    int head_dim = op->attention.head_dim;
+    size_t q = (size_t)op->attention.n_head * head_dim,
+           kv = (size_t)op->attention.n_kv_head * head_dim;
+    size_t cached = ((size_t)op->attention.pos0 + (size_t)op->attention.n) * kv;
+    clinfer_ref k_new = op->attention.rope.k_src, v_new = op->attention.rope.v_src;
+    if (!op->attention.rope.n_rot) k_new = v_new = op->attention.q; /* the stores wrote them */
+    return (op_span){
+        {op->attention.q, k_new, v_new, op->attention.k, op->attention.v, op->attention.out},
+        {q, kv, kv, cached, cached, q},
+        6,
+        3};
 }
 
 static bool encode_attention(encoder *e, const clinfer_op *op) {
@@ -418,14 +522,21 @@ static bool encode_attention(encoder *e, const clinfer_op *op) {
     cl_attention_chunks(e->b, op, &chunk, &n_chunks);
     int head_dim = op->attention.head_dim, n_head = op->attention.n_head;
     int round_q8 = op->attention.out_q8 && head_dim % 32 == 0; /* as op_attention on cpu-rows */
-    size_t part = (size_t)n_head * n_chunks * ((size_t)head_dim + 2) * sizeof(float);
-    if (n_chunks > 1 && part > e->part_bytes) e->part_bytes = part;
-    int32_t *r = record(e, G_ATTENTION, (size_t)n_head * n_chunks);
-    put_attention(e, r, op, chunk, n_chunks, round_q8);
+    /* the sequences of a batch attend at once, each to chunks of its own scratch (one that
+     * rounds its output for the matmul after it writes the rounded activations: alone) */
+    op_span span = attention_span(op);
+    size_t tasks = (size_t)n_head * n_chunks;
+    int32_t *r = round_q8 ? record(e, G_ATTENTION, tasks) : record_op(e, G_ATTENTION, tasks, &span);
+    size_t part = e->part_used;
     if (n_chunks > 1) {
-        r = record(e, G_MERGE, (size_t)n_head);
-        put_attention(e, r, op, chunk, n_chunks, round_q8);
+        e->part_used += (size_t)n_head * n_chunks * ((size_t)head_dim + 2);
+        if (e->part_used * sizeof(float) > e->part_bytes)
+            e->part_bytes = e->part_used * sizeof(float);
     }
+    put_attention(e, r, op, chunk, n_chunks, round_q8, part);
+    if (n_chunks > 1)
+        e->merges[e->n_merges++] =
+            (att_merge){op, chunk, n_chunks, part, round_q8, (int)e->n_recs - 1};
     written(e, out.buf);
     if (round_q8) rounded_from(e, out, q_total, 1);
     return true;
@@ -434,7 +545,8 @@ static bool encode_attention(encoder *e, const clinfer_op *op) {
 /* Adds op to the run; false where the kernel cannot take it (or its check failed). */
 static bool encode(encoder *e, const clinfer_op *op) {
     /* room for its records, and a valid record */
-    if (e->n_recs + 3 > MAX_RECS || clinfer_op_check(op) != CLINFER_OK) return false;
+    if (e->n_recs + (size_t)e->n_merges + 3 > MAX_RECS || clinfer_op_check(op) != CLINFER_OK)
+        return false;
     switch (op->kind) {
     case CLINFER_OP_MATMUL:
         return encode_matmul(e, op);
@@ -533,6 +645,7 @@ clinfer_status cl_graph_run(cl_backend_ctx *b, const clinfer_op *ops, size_t n, 
     size_t end = 0;
     while (end < n && encode(&e, &ops[end]))
         end++;
+    put_merges(&e);
     if (end < MIN_RUN) return CLINFER_OK;
     /* The reserved slots: records name them by index, so their buffers can be made now that the
      * run's needs are known (unused ones name any buffer). */
