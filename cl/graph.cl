@@ -1,11 +1,11 @@
 /* A run of ops in one launch (CPU devices): the host (graph_cl.c) encodes each op as a record
  * of G_INTS ints and splits it into tasks; the work-groups (one work-item each, one per compute
  * unit) then take tasks in order from a ticket counter. A task waits until every task of the
- * records it depends on has finished (G_AFTER: the record before it, or for the attentions of a
- * batch's sequences, which do not read each other's outputs, the records before their run), so
- * records run as the ops would, without a launch between them: on PoCL a launch costs 5-8 us of
- * two cores' time, which is what a decode step of 180 launches lost to llama.cpp's spinning
- * thread pool.
+ * records it depends on has finished (G_AFTER: the host groups the records of ops that touch
+ * nothing the others write, such as a layer's matmuls of one x or a batch's attentions, into a
+ * stage, and each waits on the stage before its own), so records run as the ops would, without a
+ * launch between them: on PoCL a launch costs 5-8 us of two cores' time, which is what a decode
+ * step of 180 launches lost to llama.cpp's spinning thread pool.
  *
  * Nothing can deadlock however many work-groups run at once, one included: a task is taken only
  * by a running work-group, which finishes it before taking another, so the oldest unfinished

@@ -11,10 +11,11 @@
  * op is checked as its own launch would check it first; an op that fails the check, or that
  * the kernel cannot do, ends the run and goes through the per-op path, which reports it. Each
  * op becomes a record (its operands as slots of the launch's buffer arguments) split into
- * tasks; an 8-bit matmul whose x is not yet rounded gets a rounding record before it (or the
- * layer norm or element-wise record that wrote x rounds it as well: the same bits, one wait
- * less), and an attention split into chunks a merge record after it, as the per-op path launches
- * them. The records travel in a buffer made for the launch from the host's copy
+ * tasks, in one stage with the records before it where neither writes what the other touches
+ * (the tasks of a stage wait only on the stage before); an 8-bit matmul whose x is not yet
+ * rounded gets a rounding record before it (or the layer norm or element-wise record that wrote
+ * x rounds it as well: the same bits, one wait less), and an attention split into chunks a merge
+ * record after it, as the per-op path launches them. The records travel in a buffer made for the launch from the host's copy
  * (CL_MEM_COPY_HOST_PTR): a write command would cost a launch's wake-ups of the device's
  * threads, and the buffer is gone once the kernel is. */
 #include <stdint.h>
