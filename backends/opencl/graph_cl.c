@@ -15,9 +15,9 @@
  * (the tasks of a stage wait only on the stage before); an 8-bit matmul whose x is not yet
  * rounded gets a rounding record before it (or the layer norm or element-wise record that wrote
  * x rounds it as well: the same bits, one wait less), and an attention split into chunks a merge
- * record after it, as the per-op path launches them. The records travel in a buffer made for the launch from the host's copy
- * (CL_MEM_COPY_HOST_PTR): a write command would cost a launch's wake-ups of the device's
- * threads, and the buffer is gone once the kernel is. */
+ * record after it, as the per-op path launches them. The records travel in a buffer made for the
+ * launch from the host's copy (CL_MEM_COPY_HOST_PTR): a write command would cost a launch's
+ * wake-ups of the device's threads, and the buffer is gone once the kernel is. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
