@@ -31,6 +31,12 @@ typedef struct {
     size_t offset;       /* in elements */
 } clinfer_ref;
 
+/* Whether count_a elements from a and count_b from b share an element. */
+static inline bool clinfer_ref_overlap(clinfer_ref a, size_t count_a, clinfer_ref b,
+                                       size_t count_b) {
+    return a.buf == b.buf && a.offset < b.offset + count_b && b.offset < a.offset + count_a;
+}
+
 typedef enum {
     CLINFER_OP_MATMUL,    /* y[n][m] (+)= x[n][k] . W[row0 .. row0 + m)[k]^T + bias[m] */
     CLINFER_OP_EMBED,     /* y[n][k] = W[ids[i]][:] * scale, dequantized */

@@ -45,14 +45,10 @@ static clinfer_status operand(const char *op, const char *what, clinfer_ref r, s
     return CLINFER_OK;
 }
 
-static bool overlap(clinfer_ref a, size_t a_count, clinfer_ref b, size_t b_count) {
-    return a.buf == b.buf && a.offset < b.offset + b_count && b.offset < a.offset + a_count;
-}
-
 /* An input that the kernels read while writing an output must not share elements with it. */
 static clinfer_status disjoint(const char *op, const char *a_name, clinfer_ref a, size_t a_count,
                                const char *b_name, clinfer_ref b, size_t b_count) {
-    if (overlap(a, a_count, b, b_count))
+    if (clinfer_ref_overlap(a, a_count, b, b_count))
         return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
                             "%s: %s (offset %zu, %zu elements) and %s (offset %zu, %zu elements) "
                             "overlap",

@@ -55,11 +55,12 @@ enum {
     MAX_STAGE = 64,   /* records of ops in one stage */
 };
 
-/* The operands an op touches (reads or writes) as element ranges of buffers, those it writes
- * last: two ops where neither writes what the other touches may run at once. */
+/* The operands an op touches as element ranges of buffers: those it reads, then those it writes
+ * (clinfer_op_outputs). Two ops where neither writes what the other touches may run at once. */
+enum { SPAN_READS = 5 }; /* an attention's */
 typedef struct {
-    clinfer_ref at[6];
-    size_t count[6];
+    clinfer_ref at[SPAN_READS + CLINFER_OP_MAX_OUTPUTS];
+    size_t count[SPAN_READS + CLINFER_OP_MAX_OUTPUTS];
     int n, writes; /* at[writes .. n - 1] are written */
 } op_span;
 
@@ -185,18 +186,30 @@ static void put_merges(encoder *e) {
     e->n_merges = 0;
 }
 
-static bool overlap(clinfer_ref a, size_t na, clinfer_ref b, size_t nb) {
-    return a.buf == b.buf && a.offset < b.offset + nb && b.offset < a.offset + na;
+/* What op touches: the n_reads regions at reads (counts elements each), then what it writes. */
+static op_span span_of(const clinfer_op *op, const clinfer_ref *reads, const size_t *counts,
+                       int n_reads) {
+    op_span span = {.n = n_reads, .writes = n_reads};
+    for (int i = 0; i < n_reads; i++) {
+        span.at[i] = reads[i];
+        span.count[i] = counts[i];
+    }
+    clinfer_op_output out[CLINFER_OP_MAX_OUTPUTS];
+    for (size_t i = 0, n_out = clinfer_op_outputs(op, out); i < n_out; i++) {
+        span.at[span.n] = out[i].ref;
+        span.count[span.n++] = out[i].count;
+    }
+    return span;
 }
 
 /* Whether neither of x and y writes what the other touches. */
 static bool apart(const op_span *x, const op_span *y) {
     for (int i = 0; i < x->n; i++)
         for (int j = y->writes; j < y->n; j++)
-            if (overlap(x->at[i], x->count[i], y->at[j], y->count[j])) return false;
+            if (clinfer_ref_overlap(x->at[i], x->count[i], y->at[j], y->count[j])) return false;
     for (int i = 0; i < y->n; i++)
         for (int j = x->writes; j < x->n; j++)
-            if (overlap(y->at[i], y->count[i], x->at[j], x->count[j])) return false;
+            if (clinfer_ref_overlap(y->at[i], y->count[i], x->at[j], x->count[j])) return false;
     return true;
 }
 
@@ -328,8 +341,9 @@ static bool encode_matmul(encoder *e, const clinfer_op *op) {
         tasks = split(e, (size_t)work, w.row_bytes * (size_t)unit * (size_t)n, &per_task);
     if (tiles) per_task *= (size_t)unit;
     /* the matmuls of one x (q, k and v; gate and up) run at once */
-    op_span touched = {
-        {x, bias.buf ? bias : y, y}, {count, (size_t)m, (size_t)n * (size_t)m}, 3, 2};
+    clinfer_ref reads[2] = {x, bias};
+    size_t counts[2] = {count, (size_t)m};
+    op_span touched = span_of(op, reads, counts, bias.buf ? 2 : 1);
     int32_t *r = record_op(e, G_MATMUL, tasks, &touched);
     r[G_WTYPE] = type_code(w.type);
     put_mem(e, r, MATMUL_Q, w.q, w.q_off);
@@ -489,8 +503,8 @@ static void put_attention(encoder *e, int32_t *r, const clinfer_op *op, size_t c
     r[ATT_WINDOW] = op->attention.window;
 }
 
-/* What an attention touches: q, the new key and value, the caches as far as it reads them
- * (rows it writes included) and out, written. */
+/* What an attention touches: it reads q, the new key and value, and the caches up to its last
+ * position (its own rows written there too). */
 static op_span attention_span(const clinfer_op *op) {
     int head_dim = op->attention.head_dim;
     size_t q = (size_t)op->attention.n_head * head_dim,
@@ -498,11 +512,10 @@ static op_span attention_span(const clinfer_op *op) {
     size_t cached = ((size_t)op->attention.pos0 + (size_t)op->attention.n) * kv;
     clinfer_ref k_new = op->attention.rope.k_src, v_new = op->attention.rope.v_src;
     if (!op->attention.rope.n_rot) k_new = v_new = op->attention.q; /* the stores wrote them */
-    return (op_span){
-        {op->attention.q, k_new, v_new, op->attention.k, op->attention.v, op->attention.out},
-        {q, kv, kv, cached, cached, q},
-        6,
-        3};
+    clinfer_ref reads[SPAN_READS] = {op->attention.q, k_new, v_new, op->attention.k,
+                                     op->attention.v};
+    size_t counts[SPAN_READS] = {q, kv, kv, cached, cached};
+    return span_of(op, reads, counts, SPAN_READS);
 }
 
 static bool encode_attention(encoder *e, const clinfer_op *op) {
