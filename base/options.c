@@ -77,7 +77,7 @@ void clinfer_options_profiling(clinfer_toggle profile, bool *table, const char *
 
 void clinfer_dev_options_get(clinfer_dev_options *out) {
     const char *max_alloc = env("CLINFER_MAX_ALLOC"), *interleave = env("CLINFER_INTERLEAVE");
-    const char *cache_max = env("CLINFER_WEIGHT_CACHE_MAX");
+    const char *cache_max = env("CLINFER_WEIGHT_CACHE_MAX"), *lanes = env("CLINFER_F32_LANES");
     *out = (clinfer_dev_options){
         .verbose = env_flag("CLINFER_VERBOSE", false),
         .cl_dir = env("CLINFER_CL_DIR"),
@@ -88,5 +88,8 @@ void clinfer_dev_options_get(clinfer_dev_options *out) {
         .print_plan = env("CLINFER_PRINT_PLAN") != NULL,
         .weight_cache = env_flag("CLINFER_WEIGHT_CACHE", true),
         .weight_cache_max = (cache_max ? strtoull(cache_max, NULL, 10) : 16384) << 20,
+        .f32_lanes = lanes && !strcmp(lanes, "8")    ? 8
+                     : lanes && !strcmp(lanes, "16") ? 16
+                                                     : 0,
     };
 }

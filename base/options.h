@@ -39,6 +39,10 @@ typedef struct {
     bool weight_cache;  /* CLINFER_WEIGHT_CACHE (default on): re-laid-out weights on disk */
     /* CLINFER_WEIGHT_CACHE_MAX: MiB all weight cache files may take (default 16384) */
     uint64_t weight_cache_max;
+    /* CLINFER_F32_LANES: 8 or 16, the f32 vector width of the CPU kernels (cl/f32_lanes.clh) in
+     * place of the CPU's own (16 with AVX-512, else 8), so that tests run the other width on any
+     * CPU; 0 (unset or another value): the CPU's */
+    int f32_lanes;
 } clinfer_dev_options;
 
 void clinfer_dev_options_get(clinfer_dev_options *out);

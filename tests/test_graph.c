@@ -12,7 +12,9 @@
  *   - a device on which graph.cl fails to build decodes through per-op launches, as without it;
  *   - steps of four sequences in one batch (llama with f32 and 8-bit x, gpt2; Q4_0's interleaved
  *     rows, Q4_K and Q6_K's row-major ones): graph launches take their matmuls (four columns) and
- *     their attentions (one per sequence), with the logits of per-op launches;
+ *     their attentions (one per sequence), with the logits of per-op launches; Q4_1 and Q8_0
+ *     with f32 x also at the f32 kernels' other vector width (CLINFER_F32_LANES: 16 lanes on a
+ *     CPU without AVX-512, 8 on one with it), prompts included, bit for bit;
  *   - ops: a run stops before an op the kernel cannot do (a ROPE) and before a bad one (a
  *     matmul past its output buffer), which op() then rejects with its own message; a run that
  *     names more buffers than a launch takes is split over several launches; the outputs are
@@ -28,6 +30,7 @@
 #include "backend.h"
 #include "check.h"
 #include "context.h"
+#include "opencl/program.h"
 #include "weight_types.h"
 #include "random.h"
 #include "tiny_model.h"
@@ -74,9 +77,15 @@ static int graph_events(const char *path) {
 /* Decodes on a model into out (arg: what the caller passes through). */
 typedef void (*side_decode)(clinfer_model *m, const void *arg, float *out);
 
+/* The first of n floats where a and b differ in their bits, plus one; 0 where none does. */
+static size_t first_difference(const float *a, const float *b, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (memcmp(&a[i], &b[i], sizeof(float))) return i + 1;
+    return 0;
+}
+
 /* Runs decode on the model at path loaded for per-op launches, then for graph launches (traced
- * to trace), into logits[PER_OP] and logits[GRAPH] (n floats each): the first float where they
- * differ, plus one; 0 where none does. */
+ * to trace), into logits[PER_OP] and logits[GRAPH] (n floats each): their first_difference. */
 static size_t both_sides(const char *path, const char *trace, side_decode decode, const void *arg,
                          float *const *logits, size_t n) {
     for (int side = 0; side < SIDES; side++) {
@@ -86,9 +95,7 @@ static size_t both_sides(const char *path, const char *trace, side_decode decode
         unsetenv("CLINFER_TRACE");
         clinfer_model_free(m);
     }
-    for (size_t i = 0; i < n; i++)
-        if (memcmp(&logits[PER_OP][i], &logits[GRAPH][i], sizeof(float))) return i + 1;
-    return 0;
+    return first_difference(logits[PER_OP], logits[GRAPH], n);
 }
 
 /* A prompt of N_PROMPT tokens, then N_DECODE single tokens (arg: the context's parameters). */
@@ -306,7 +313,8 @@ static void test_alternating(void) {
  * launch between the batch's matmuls. The logits of every entry are those of per-op launches,
  * bit for bit, and the trace shows graph launches on a model that never decoded a single token
  * (so a run without weights builds the program it runs in). The sequences' lengths differ, and
- * pass 64 positions: attention then splits them into chunks, every run merging its own. */
+ * pass 64 positions: attention then splits them into chunks, every run merging its own. The
+ * logits of the prompts' last tokens (one batch, per-op GEMMs on either side) come first. */
 #define MAX_SEQ 8
 typedef struct {
     clinfer_activations act;
@@ -332,6 +340,13 @@ static void decode_batches(clinfer_model *m, const void *arg, float *out) {
                                            i == N_PROMPT + s - 1};
     clinfer_status st = c ? clinfer_batch_eval(c, e, n) : CLINFER_ERR_INVALID_ARGUMENT;
     EXPECT_OK(st);
+    for (int s = 0, last = -1; s < n_seq && st == CLINFER_OK; s++) {
+        const float *logits = NULL;
+        last += N_PROMPT + s; /* the entry of sequence s's last prompt token */
+        EXPECT_OK(clinfer_get_logits_ith(c, last, &logits, NULL));
+        if (logits) memcpy(out + (size_t)s * n_vocab, logits, n_vocab * sizeof *out);
+    }
+    out += (size_t)n_seq * n_vocab;
     for (int step = 0; step < N_DECODE && st == CLINFER_OK; step++) {
         for (int s = 0; s < n_seq; s++)
             e[s] = (clinfer_batch_entry){3 + (s * 17 + step * 53) % 250,
@@ -349,18 +364,37 @@ static void decode_batches(clinfer_model *m, const void *arg, float *out) {
     clinfer_context_free(c);
 }
 
-static void test_batches(const char *arch, clinfer_dtype type, clinfer_activations act, int n_seq) {
+static clinfer_device_info device; /* the device the models load on */
+
+/* The vector width of the f32 kernels (cl/f32_lanes.clh) that this CPU does not take. */
+static const char *other_f32_lanes(void) {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+    return __builtin_cpu_supports("avx512f") ? "8" : "16";
+#else
+    return "16";
+#endif
+}
+
+/* The step of decode_batches' logits where the first difference (plus one) lies: 0 the prompts,
+ * s + 1 decode step s. */
+static size_t batch_step(size_t differ, int n_seq) {
+    return (differ - 1) / tiny_model_n_vocab() / (size_t)n_seq;
+}
+
+/* widths: f32 x, also at the other f32 width (compiling every program again: the longest part) */
+static void test_batches(const char *arch, clinfer_dtype type, clinfer_activations act, int n_seq,
+                         bool widths) {
     char what[64];
     snprintf(what, sizeof what, "%s %s %s", arch, clinfer_dtype_name(type),
              act == CLINFER_ACT_Q8 ? "8-bit x" : "f32 x");
     char path[SCRATCH_NAME], trace[SCRATCH_NAME];
     scratch_model("batches", arch, type, path, trace);
-    size_t n = (size_t)N_DECODE * (size_t)n_seq * tiny_model_n_vocab();
+    size_t n = (size_t)(N_DECODE + 1) * (size_t)n_seq * tiny_model_n_vocab();
     float *logits[SIDES] = {calloc(n, sizeof(float)), calloc(n, sizeof(float))};
     batches_arg arg = {act, n_seq};
     size_t differ = both_sides(path, trace, decode_batches, &arg, logits, n);
     EXPECT(!differ, "%s, %d sequences a step: logits differ from per-op launches at step %zu", what,
-           n_seq, differ ? (differ - 1) / tiny_model_n_vocab() / (size_t)n_seq : 0);
+           n_seq, differ ? batch_step(differ, n_seq) : 0);
     int graphs = graph_events(trace), matmuls = trace_events(trace, "matmul");
     EXPECT(graphs >= N_DECODE, "%s: %d graph launches for %d steps of %d sequences", what, graphs,
            N_DECODE, n_seq);
@@ -369,6 +403,24 @@ static void test_batches(const char *arch, clinfer_dtype type, clinfer_activatio
            N_DECODE);
     printf("%s, %d sequences a step: %d steps identical, %d graph launches\n", what, n_seq,
            N_DECODE, graphs);
+    if (widths) { /* graph launches at the other width, into logits[PER_OP] */
+        const char *lanes = other_f32_lanes();
+        char define[32];
+        snprintf(define, sizeof define, "-DCLINFER_F32_LANES=%s", lanes);
+        setenv("CLINFER_F32_LANES", lanes, 1);
+        EXPECT(strstr(cl_program_params(&device), define), "CLINFER_F32_LANES=%s: not in %s", lanes,
+               cl_program_params(&device));
+        memset(logits[PER_OP], 0, n * sizeof(float));
+        clinfer_model *m = load(path, true);
+        if (m) decode_batches(m, &arg, logits[PER_OP]);
+        clinfer_model_free(m);
+        unsetenv("CLINFER_F32_LANES");
+        differ = first_difference(logits[PER_OP], logits[GRAPH], n);
+        EXPECT(!differ, "%s, %d sequences a step: logits at %s f32 lanes differ at step %zu", what,
+               n_seq, lanes, differ ? batch_step(differ, n_seq) : 0);
+        if (!differ)
+            printf("%s, %d sequences a step: the same at %s f32 lanes\n", what, n_seq, lanes);
+    }
     free(logits[PER_OP]);
     free(logits[GRAPH]);
     remove(path);
@@ -564,10 +616,10 @@ static void test_ops(void) {
 
 int main(void) {
     size_t index = 0;
-    clinfer_device_info info;
     /* the device the models load on: CLINFER_DEVICE's, else the strongest (a GPU, where any) */
     if (clinfer_device_select(NULL, &index, NULL, 0) != CLINFER_OK ||
-        clinfer_device_get_info(index, &info) != CLINFER_OK || info.type != CLINFER_DEVICE_CPU) {
+        clinfer_device_get_info(index, &device) != CLINFER_OK ||
+        device.type != CLINFER_DEVICE_CPU) {
         printf("the chosen OpenCL device is not a CPU: graph launches are not used\n");
         return 77;
     }
@@ -576,14 +628,15 @@ int main(void) {
     test_build_failure();
     test_alternating();
     /* f32 x over rows interleaved by 16 on AVX2 hosts: 4 and 8 columns take all 16 rows at once
-     * (il_f32_rows16), 6 takes 4 so and 2 by il_f32_rows */
-    test_batches("llama", CLINFER_DT_Q4_0, CLINFER_ACT_F32, 4);
-    test_batches("llama", CLINFER_DT_Q4_1, CLINFER_ACT_F32, 8);
-    test_batches("llama", CLINFER_DT_Q8_0, CLINFER_ACT_F32, 6);
-    test_batches("llama", CLINFER_DT_Q4_0, CLINFER_ACT_Q8, 4);
-    test_batches("gpt2", CLINFER_DT_Q4_0, CLINFER_ACT_Q8, 4);
-    test_batches("llama", CLINFER_DT_Q4_K, CLINFER_ACT_Q8, 4);
-    test_batches("qwen2", CLINFER_DT_Q6_K, CLINFER_ACT_Q8, 4);
+     * (il_f32_rows16), 6 takes 4 so and 2 by il_f32_rows; with AVX-512 (or 16 lanes forced)
+     * il_f32_rows takes every column count */
+    test_batches("llama", CLINFER_DT_Q4_0, CLINFER_ACT_F32, 4, false);
+    test_batches("llama", CLINFER_DT_Q4_1, CLINFER_ACT_F32, 8, true);
+    test_batches("llama", CLINFER_DT_Q8_0, CLINFER_ACT_F32, 6, true);
+    test_batches("llama", CLINFER_DT_Q4_0, CLINFER_ACT_Q8, 4, false);
+    test_batches("gpt2", CLINFER_DT_Q4_0, CLINFER_ACT_Q8, 4, false);
+    test_batches("llama", CLINFER_DT_Q4_K, CLINFER_ACT_Q8, 4, false);
+    test_batches("qwen2", CLINFER_DT_Q6_K, CLINFER_ACT_Q8, 4, false);
     /* mixed types, as quantized files have them: Q4_K_M's Q4_K + Q6_K (with Q5_0 and Q8_0
      * where rows do not fit super-blocks), and the 32-element and float types */
     static const clinfer_dtype q4_k_m[] = {CLINFER_DT_Q6_K, CLINFER_DT_Q8_0, CLINFER_DT_Q5_0};

@@ -92,6 +92,10 @@ static bool host_vnni(const clinfer_device_info *info) {
 
 const char *cl_program_params(const clinfer_device_info *info) {
     static _Thread_local char options[256];
+    clinfer_dev_options dev;
+    clinfer_dev_options_get(&dev);
+    char lanes[32] = "";
+    if (dev.f32_lanes) snprintf(lanes, sizeof lanes, " -DCLINFER_F32_LANES=%d", dev.f32_lanes);
     char path[sizeof info->kernel_path];
     size_t i = 0;
     /* "cpu-rows" -> CLINFER_PATH_CPU_ROWS */
@@ -101,9 +105,9 @@ const char *cl_program_params(const clinfer_device_info *info) {
     path[i] = '\0';
     const cl_device_params *p = cl_device_params_for(info);
     snprintf(options, sizeof options,
-             "-DCLINFER_PATH_%s=1 -DCLINFER_FP16=%d -DROWS_PER_WI=%u -DLOCAL_SIZE=%u%s", path,
+             "-DCLINFER_PATH_%s=1 -DCLINFER_FP16=%d -DROWS_PER_WI=%u -DLOCAL_SIZE=%u%s%s", path,
              info->fp16 ? 1 : 0, p->rows_per_wi, p->local_size,
-             host_vnni(info) ? " -DCLINFER_VNNI=1" : "");
+             host_vnni(info) ? " -DCLINFER_VNNI=1" : "", lanes);
     return options;
 }
 
