@@ -18,10 +18,28 @@
 extern "C" {
 #endif
 
+/* The version of this header. CMakeLists.txt reads it from these lines as the project's version
+ * (the one place it is written); clinfer_version() gives the library's, which a program can
+ * compare with CLINFER_VERSION_STRING to catch a header and a library of different builds. */
 #define CLINFER_VERSION_MAJOR 0
 #define CLINFER_VERSION_MINOR 1
 #define CLINFER_VERSION_PATCH 0
 #define CLINFER_VERSION_STRING "0.1.0"
+
+/* Marks the library's interface. The library is compiled with hidden visibility, so
+ * libclinfer.so exports exactly the functions declared with it. For a program including this
+ * header it changes nothing (a declaration's default visibility is what it has anyway). A
+ * definition made before this header replaces it. */
+#ifndef CLINFER_API
+#if defined(__GNUC__) || defined(__clang__)
+#define CLINFER_API __attribute__((visibility("default")))
+#else
+#define CLINFER_API
+#endif
+#endif
+
+/* The library's version, "MAJOR.MINOR.PATCH" (CLINFER_VERSION_STRING as the library was built). */
+CLINFER_API const char *clinfer_version(void);
 
 /* ---- status ---------------------------------------------------------------------------- */
 
@@ -46,10 +64,10 @@ enum {
 };
 
 /* A short name for a status: "CL_OUT_OF_RESOURCES", "CLINFER_ERR_FORMAT", ... */
-const char *clinfer_status_str(clinfer_status status);
+CLINFER_API const char *clinfer_status_str(clinfer_status status);
 
 /* The message of the last failure on this thread ("" when none). */
-const char *clinfer_last_error(void);
+CLINFER_API const char *clinfer_last_error(void);
 
 /* ---- callbacks: diagnostics, stopping an eval, load progress ---------------------------- */
 
@@ -65,7 +83,7 @@ typedef void (*clinfer_log_callback)(clinfer_log_level level, const char *messag
 /* Where the library's diagnostics go, for the whole process: the library never prints. NULL
  * (the default): nowhere. Calls are serialised (never two at once), from whichever thread logs;
  * a callback must not call clinfer_log_set itself. */
-void clinfer_log_set(clinfer_log_callback callback, void *user);
+CLINFER_API void clinfer_log_set(clinfer_log_callback callback, void *user);
 
 /* Asked between chunks of an eval (clinfer_context_set_abort): return true to stop. */
 typedef bool (*clinfer_abort_callback)(void *user);
@@ -86,7 +104,7 @@ typedef enum {
 
 /* The index-th (from 0) name of kind that this build supports; NULL past the last, or for a kind
  * not listed above. Loop from 0 until NULL to list them all. */
-const char *clinfer_supported(clinfer_support_kind kind, size_t index);
+CLINFER_API const char *clinfer_supported(clinfer_support_kind kind, size_t index);
 
 /* ---- devices --------------------------------------------------------------------------- */
 
@@ -135,14 +153,14 @@ typedef struct clinfer_device_info {
 
 /* Enumerates every OpenCL device of every platform. No platform is not an error: *count is 0
  * (clinfer_last_error() then says why). */
-clinfer_status clinfer_device_count(size_t *count);
-clinfer_status clinfer_device_get_info(size_t index, clinfer_device_info *info);
+CLINFER_API clinfer_status clinfer_device_count(size_t *count);
+CLINFER_API clinfer_status clinfer_device_get_info(size_t index, clinfer_device_info *info);
 
 /* Picks a device from spec: NULL or "" means the CLINFER_DEVICE environment variable, else the
  * strongest device. A spec is an index ("1"), a type ("gpu", "cpu") or a name substring.
  * reason (optional) receives a sentence saying why this device was chosen. */
-clinfer_status clinfer_device_select(const char *spec, size_t *index, char *reason,
-                                     size_t reason_size);
+CLINFER_API clinfer_status clinfer_device_select(const char *spec, size_t *index, char *reason,
+                                                 size_t reason_size);
 
 /* ---- models -------------------------------------------------------------------------- */
 
@@ -209,10 +227,10 @@ typedef struct {
     void *progress_user;
 } clinfer_model_params;
 
-void clinfer_model_params_default(clinfer_model_params *params);
-clinfer_status clinfer_model_load(const char *path, const clinfer_model_params *params,
-                                  clinfer_model **out);
-void clinfer_model_free(clinfer_model *model);
+CLINFER_API void clinfer_model_params_default(clinfer_model_params *params);
+CLINFER_API clinfer_status clinfer_model_load(const char *path, const clinfer_model_params *params,
+                                              clinfer_model **out);
+CLINFER_API void clinfer_model_free(clinfer_model *model);
 
 typedef struct {
     char architecture[32]; /* general.architecture: "llama", "qwen2", "gpt2", ... */
@@ -239,7 +257,8 @@ typedef struct {
     uint32_t n_tensor_types;
 } clinfer_model_info;
 
-clinfer_status clinfer_model_get_info(const clinfer_model *model, clinfer_model_info *info);
+CLINFER_API clinfer_status clinfer_model_get_info(const clinfer_model *model,
+                                                  clinfer_model_info *info);
 
 /* ---- tokens -------------------------------------------------------------------------- */
 
@@ -249,21 +268,22 @@ clinfer_status clinfer_model_get_info(const clinfer_model *model, clinfer_model_
  * way the model expects; with add_bos, EOS is also appended where the model's metadata asks for
  * it (tokenizer.ggml.add_eos_token, as T5's files do), as llama.cpp does. parse_special: text
  * like "<|im_start|>" becomes its special token. Invalid UTF-8 is tokenized byte-wise. */
-clinfer_status clinfer_tokenize(const clinfer_model *model, const char *text, size_t len,
-                                bool add_bos, bool parse_special, int32_t *tokens, size_t capacity,
-                                size_t *n_tokens);
+CLINFER_API clinfer_status clinfer_tokenize(const clinfer_model *model, const char *text,
+                                            size_t len, bool add_bos, bool parse_special,
+                                            int32_t *tokens, size_t capacity, size_t *n_tokens);
 /* The bytes a token stands for (not NUL-terminated; may be part of a UTF-8 sequence). */
-clinfer_status clinfer_token_to_piece(const clinfer_model *model, int32_t token, char *buf,
-                                      size_t size, size_t *len);
+CLINFER_API clinfer_status clinfer_token_to_piece(const clinfer_model *model, int32_t token,
+                                                  char *buf, size_t size, size_t *len);
 /* For streaming pieces: how many leading bytes of buf can be shown now without splitting a
  * UTF-8 character, holding back only an incomplete but so far valid sequence at the end. */
-size_t clinfer_utf8_complete(const char *buf, size_t len);
-int32_t clinfer_token_bos(const clinfer_model *model); /* -1 if none */
+CLINFER_API size_t clinfer_utf8_complete(const char *buf, size_t len);
+CLINFER_API int32_t clinfer_token_bos(const clinfer_model *model); /* -1 if none */
 /* Whether the model's prompts start with BOS (tokenizer.ggml.add_bos_token, else the default of
  * its tokenizer type); false for a model without a tokenizer. */
-bool clinfer_token_add_bos(const clinfer_model *model);
-int32_t clinfer_token_eos(const clinfer_model *model);
-bool clinfer_token_is_eog(const clinfer_model *model, int32_t token); /* ends generation */
+CLINFER_API bool clinfer_token_add_bos(const clinfer_model *model);
+CLINFER_API int32_t clinfer_token_eos(const clinfer_model *model);
+CLINFER_API bool clinfer_token_is_eog(const clinfer_model *model,
+                                      int32_t token); /* ends generation */
 
 /* ---- contexts: a KV cache and the state of one sequence -------------------------------- */
 
@@ -278,10 +298,10 @@ typedef enum {
 } clinfer_activations;
 
 /* "default", "q8", "f32-head", "f32-ends", "f32"; NULL for a value out of range. */
-const char *clinfer_activations_name(clinfer_activations activations);
+CLINFER_API const char *clinfer_activations_name(clinfer_activations activations);
 /* The mode of one of those names into *out; CLINFER_ERR_INVALID_ARGUMENT for another name, with
  * clinfer_last_error() listing them. */
-clinfer_status clinfer_activations_parse(const char *name, clinfer_activations *out);
+CLINFER_API clinfer_status clinfer_activations_parse(const char *name, clinfer_activations *out);
 
 typedef struct {
     uint32_t n_ctx;   /* 0: the model's training context */
@@ -304,7 +324,7 @@ typedef struct {
     uint32_t n_seq_max;
 } clinfer_context_params;
 
-void clinfer_context_params_default(clinfer_context_params *params);
+CLINFER_API void clinfer_context_params_default(clinfer_context_params *params);
 
 /* What a context of this model needs on the device. */
 typedef struct {
@@ -318,42 +338,45 @@ typedef struct {
 /* Resolves params (NULL: defaults) against the model: n_ctx 0 means the training context,
  * n_batch 0 means 256, and n_batch is capped at n_ctx. Fails for an n_ctx that the model
  * cannot address (learned positions beyond their table). */
-clinfer_status clinfer_model_memory_plan(const clinfer_model *model,
-                                         const clinfer_context_params *params,
-                                         clinfer_memory_plan *out);
+CLINFER_API clinfer_status clinfer_model_memory_plan(const clinfer_model *model,
+                                                     const clinfer_context_params *params,
+                                                     clinfer_memory_plan *out);
 
-clinfer_status clinfer_context_create(clinfer_model *model, const clinfer_context_params *params,
-                                      clinfer_context **out);
-void clinfer_context_free(clinfer_context *ctx);
-void clinfer_context_reset(clinfer_context *ctx);            /* forget all tokens */
-uint32_t clinfer_context_n_past(const clinfer_context *ctx); /* sequence 0's tokens */
-uint32_t clinfer_context_n_ctx(const clinfer_context *ctx);
+CLINFER_API clinfer_status clinfer_context_create(clinfer_model *model,
+                                                  const clinfer_context_params *params,
+                                                  clinfer_context **out);
+CLINFER_API void clinfer_context_free(clinfer_context *ctx);
+CLINFER_API void clinfer_context_reset(clinfer_context *ctx);            /* forget all tokens */
+CLINFER_API uint32_t clinfer_context_n_past(const clinfer_context *ctx); /* sequence 0's tokens */
+CLINFER_API uint32_t clinfer_context_n_ctx(const clinfer_context *ctx);
 /* The activations the context runs with: params.activations, CLINFER_ACT_DEFAULT resolved. */
-clinfer_activations clinfer_context_activations(const clinfer_context *ctx);
+CLINFER_API clinfer_activations clinfer_context_activations(const clinfer_context *ctx);
 
 /* Asked before each chunk of n_batch tokens of an eval (each token of clinfer_generate): when it
  * returns true the eval stops with CLINFER_ERR_ABORTED and the context holds what it held before
  * (NULL: never asked). */
-void clinfer_context_set_abort(clinfer_context *ctx, clinfer_abort_callback callback, void *user);
+CLINFER_API void clinfer_context_set_abort(clinfer_context *ctx, clinfer_abort_callback callback,
+                                           void *user);
 
 /* Appends tokens to the sequence (sequence 0), n_batch at a time, each chunk one step as
  * clinfer_batch_eval runs it; afterwards the logits of the last one are available.
  * CLINFER_ERR_CONTEXT_FULL if they do not fit (nothing is evaluated then); after a failure or an
  * abort the sequence holds what it held before. */
-clinfer_status clinfer_eval(clinfer_context *ctx, const int32_t *tokens, size_t n);
-clinfer_status clinfer_get_logits(clinfer_context *ctx, const float **logits, size_t *n_vocab);
+CLINFER_API clinfer_status clinfer_eval(clinfer_context *ctx, const int32_t *tokens, size_t n);
+CLINFER_API clinfer_status clinfer_get_logits(clinfer_context *ctx, const float **logits,
+                                              size_t *n_vocab);
 /* The logits of token i of the last eval (i < 0 counts from its end: -1 is the last token);
  * tokens before the last need a context made with logits_all. Valid until the next eval. */
-clinfer_status clinfer_get_logits_ith(clinfer_context *ctx, int32_t i, const float **logits,
-                                      size_t *n_vocab);
+CLINFER_API clinfer_status clinfer_get_logits_ith(clinfer_context *ctx, int32_t i,
+                                                  const float **logits, size_t *n_vocab);
 
 /* ---- embeddings: hidden states (contexts made with clinfer_context_params.embeddings) ---- */
 
 /* Token i's hidden state of the last eval (i < 0 counts from its end): the final layer's output
  * after the output norm, the vector the LM head multiplies (llama.cpp's per-token embedding).
  * *n_embd receives its length. Valid until the next eval. */
-clinfer_status clinfer_get_embeddings_ith(clinfer_context *ctx, int32_t i, const float **embd,
-                                          size_t *n_embd);
+CLINFER_API clinfer_status clinfer_get_embeddings_ith(clinfer_context *ctx, int32_t i,
+                                                      const float **embd, size_t *n_embd);
 
 typedef enum {
     CLINFER_POOLING_MEAN = 0, /* the mean of every token's hidden state */
@@ -364,9 +387,10 @@ typedef enum {
  * out[capacity]; normalize: scaled to Euclidean length 1 (as OpenAI's and llama-server's
  * /v1/embeddings return them). *n_embd receives the length, and CLINFER_ERR_BUFFER_TOO_SMALL
  * when it exceeds capacity. */
-clinfer_status clinfer_get_embeddings_pooled(clinfer_context *ctx, clinfer_pooling pooling,
-                                             bool normalize, float *out, size_t capacity,
-                                             size_t *n_embd);
+CLINFER_API clinfer_status clinfer_get_embeddings_pooled(clinfer_context *ctx,
+                                                         clinfer_pooling pooling, bool normalize,
+                                                         float *out, size_t capacity,
+                                                         size_t *n_embd);
 
 /* ---- batches of several sequences ------------------------------------------------------
  *
@@ -391,23 +415,24 @@ typedef struct {
  * entry i's logits (i < 0 counts from the end), valid until the next evaluation. Bad input
  * (sequence, token, position, count) is refused with CLINFER_ERR_INVALID_ARGUMENT naming the
  * entry, a position at or past n_ctx with CLINFER_ERR_CONTEXT_FULL; nothing is evaluated then. */
-clinfer_status clinfer_batch_eval(clinfer_context *ctx, const clinfer_batch_entry *entries,
-                                  size_t n);
+CLINFER_API clinfer_status clinfer_batch_eval(clinfer_context *ctx,
+                                              const clinfer_batch_entry *entries, size_t n);
 
-uint32_t clinfer_context_n_seq_max(const clinfer_context *ctx);
+CLINFER_API uint32_t clinfer_context_n_seq_max(const clinfer_context *ctx);
 /* The tokens sequence seq holds (0 for a seq out of range). */
-uint32_t clinfer_seq_len(const clinfer_context *ctx, uint32_t seq);
+CLINFER_API uint32_t clinfer_seq_len(const clinfer_context *ctx, uint32_t seq);
 /* The tokens it has room for: n_ctx - clinfer_seq_len (0 for a seq out of range). */
-uint32_t clinfer_seq_room(const clinfer_context *ctx, uint32_t seq);
+CLINFER_API uint32_t clinfer_seq_room(const clinfer_context *ctx, uint32_t seq);
 /* Forgets sequence seq's tokens. */
-clinfer_status clinfer_seq_clear(clinfer_context *ctx, uint32_t seq);
+CLINFER_API clinfer_status clinfer_seq_clear(clinfer_context *ctx, uint32_t seq);
 /* Keeps the first n_keep tokens of seq (positions 0 .. n_keep - 1), forgetting the rest; an
  * n_keep at or past its length changes nothing. */
-clinfer_status clinfer_seq_truncate(clinfer_context *ctx, uint32_t seq, uint32_t n_keep);
+CLINFER_API clinfer_status clinfer_seq_truncate(clinfer_context *ctx, uint32_t seq,
+                                                uint32_t n_keep);
 /* Makes dst hold the first n tokens of src (a shared system prompt evaluated once), replacing
  * what dst held: their KV cache rows are copied. n <= clinfer_seq_len(src), src != dst. */
-clinfer_status clinfer_seq_copy_prefix(clinfer_context *ctx, uint32_t src, uint32_t dst,
-                                       uint32_t n);
+CLINFER_API clinfer_status clinfer_seq_copy_prefix(clinfer_context *ctx, uint32_t src, uint32_t dst,
+                                                   uint32_t n);
 
 /* ---- sampling ------------------------------------------------------------------------ */
 
@@ -426,13 +451,14 @@ typedef struct {
 
 typedef struct clinfer_sampler clinfer_sampler;
 
-void clinfer_sampler_params_default(clinfer_sampler_params *params);
-clinfer_status clinfer_sampler_create(const clinfer_sampler_params *params, clinfer_sampler **out);
-void clinfer_sampler_free(clinfer_sampler *sampler);
-clinfer_status clinfer_sampler_sample(clinfer_sampler *sampler, const float *logits, size_t n_vocab,
-                                      int32_t *token);
+CLINFER_API void clinfer_sampler_params_default(clinfer_sampler_params *params);
+CLINFER_API clinfer_status clinfer_sampler_create(const clinfer_sampler_params *params,
+                                                  clinfer_sampler **out);
+CLINFER_API void clinfer_sampler_free(clinfer_sampler *sampler);
+CLINFER_API clinfer_status clinfer_sampler_sample(clinfer_sampler *sampler, const float *logits,
+                                                  size_t n_vocab, int32_t *token);
 /* Records a token in the history the repetition penalty looks at. */
-void clinfer_sampler_accept(clinfer_sampler *sampler, int32_t token);
+CLINFER_API void clinfer_sampler_accept(clinfer_sampler *sampler, int32_t token);
 
 /* ---- chat ---------------------------------------------------------------------------- */
 
@@ -444,10 +470,11 @@ typedef struct {
 /* Renders messages with the model's tokenizer.chat_template (or template_name: "chatml",
  * "llama3", "llama2", "gemma"); add_assistant appends the assistant turn's opening.
  * *out is allocated; release it with clinfer_free. */
-clinfer_status clinfer_chat_apply_template(const clinfer_model *model, const char *template_name,
-                                           const clinfer_chat_message *messages, size_t n,
-                                           bool add_assistant, char **out);
-void clinfer_free(void *p);
+CLINFER_API clinfer_status clinfer_chat_apply_template(const clinfer_model *model,
+                                                       const char *template_name,
+                                                       const clinfer_chat_message *messages,
+                                                       size_t n, bool add_assistant, char **out);
+CLINFER_API void clinfer_free(void *p);
 
 /* ---- generation ---------------------------------------------------------------------- */
 
@@ -464,10 +491,11 @@ typedef struct {
  * generation or a full context; otherwise CLINFER_ERR_CONTEXT_FULL up front when prompt plus
  * n_predict do not fit. sampler NULL: greedy. Generated tokens (not the end-of-generation one)
  * are evaluated into the context, so a conversation can go on from there. */
-clinfer_status clinfer_generate(clinfer_context *ctx, const int32_t *prompt, size_t n_prompt,
-                                int32_t n_predict, clinfer_sampler *sampler,
-                                clinfer_text_callback callback, void *user,
-                                clinfer_generate_stats *stats);
+CLINFER_API clinfer_status clinfer_generate(clinfer_context *ctx, const int32_t *prompt,
+                                            size_t n_prompt, int32_t n_predict,
+                                            clinfer_sampler *sampler,
+                                            clinfer_text_callback callback, void *user,
+                                            clinfer_generate_stats *stats);
 
 /* ---- verification: a device against the reference backend ------------------------------ */
 
@@ -512,13 +540,14 @@ typedef struct {
  * The tolerances (bound, bound_whole) come from one table, by the loosest weight type among the
  * matmuls and whether they round activations to 8 bits. CLINFER_OK whether or not rows pass: *out
  * says (free it with clinfer_verify_report_free). */
-clinfer_status clinfer_verify(const char *model_path, const clinfer_model_params *device_params,
-                              const clinfer_context_params *cp, const int32_t *tokens,
-                              size_t n_tokens, clinfer_verify_report **out);
-void clinfer_verify_report_free(clinfer_verify_report *report);
+CLINFER_API clinfer_status clinfer_verify(const char *model_path,
+                                          const clinfer_model_params *device_params,
+                                          const clinfer_context_params *cp, const int32_t *tokens,
+                                          size_t n_tokens, clinfer_verify_report **out);
+CLINFER_API void clinfer_verify_report_free(clinfer_verify_report *report);
 
 /* "cpu-rows", "gpu-subgroup" or "gpu-local-reduce" (as CLINFER_KERNEL_PATH takes) into *out. */
-clinfer_status clinfer_kernel_path_parse(const char *name, clinfer_kernel_path *out);
+CLINFER_API clinfer_status clinfer_kernel_path_parse(const char *name, clinfer_kernel_path *out);
 
 /* ---- quantization ---------------------------------------------------------------------- */
 
@@ -542,9 +571,9 @@ typedef enum {
 } clinfer_file_type;
 
 /* "Q4_K_M", ...; NULL for a value not listed above. */
-const char *clinfer_file_type_name(clinfer_file_type type);
+CLINFER_API const char *clinfer_file_type_name(clinfer_file_type type);
 /* A name as above in any case; "Q4_K" means Q4_K_M, as in llama-quantize. */
-clinfer_status clinfer_file_type_from_name(const char *name, clinfer_file_type *out);
+CLINFER_API clinfer_status clinfer_file_type_from_name(const char *name, clinfer_file_type *out);
 
 /* A tensor as written, for progress reports. */
 typedef struct {
@@ -567,15 +596,16 @@ typedef struct {
     void *progress_user;
 } clinfer_quantize_params;
 
-void clinfer_quantize_params_default(clinfer_quantize_params *params); /* Q4_K_M, all CPUs */
+CLINFER_API void
+clinfer_quantize_params_default(clinfer_quantize_params *params); /* Q4_K_M, all CPUs */
 
 /* Writes the model in_path (F32, F16 or BF16 weights; quantized ones with allow_requantize) to
  * out_path with each tensor's type chosen as llama-quantize chooses it for the file type:
  * 1-D tensors and norms keep theirs, the output matrix and the more sensitive layers get more bits
  * in the K mixes. All metadata is kept. The file is written as out_path.tmp and renamed when
  * complete, so a failure leaves neither behind. */
-clinfer_status clinfer_quantize_file(const char *in_path, const char *out_path,
-                                     const clinfer_quantize_params *params);
+CLINFER_API clinfer_status clinfer_quantize_file(const char *in_path, const char *out_path,
+                                                 const clinfer_quantize_params *params);
 
 #ifdef __cplusplus
 }
