@@ -24,7 +24,7 @@
 #include "backend.h"
 #include "cli.h"
 #include "clinfer.h"
-#include "opencl/cl_backend.h"
+#include "opencl/matmul_cl.h"
 #include "opencl/program.h"
 
 enum { WARMUPS = 2, SAMPLES = 10, MAX_REPS = 1000 };
@@ -328,8 +328,7 @@ int main(int argc, char **argv) {
         else if (opt == 'n') {
             if ((gemm_n = atoi(optarg)) < 1)
                 return cli_error("-n '%s': the GEMM's columns, a positive number", optarg);
-        }
-        else if (opt == 'h') {
+        } else if (opt == 'h') {
             usage(stdout);
             return 0;
         } else

@@ -11,7 +11,7 @@
 
 #include "check.h"
 #include "model.h"
-#include "opencl/cl_backend.h"
+#include "opencl/matmul_cl.h"
 #include "tiny_model.h"
 
 #define ITERATIONS 100

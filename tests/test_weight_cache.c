@@ -221,7 +221,7 @@ int main(void) {
     int skip = tiny_model_write(&spec, probe) != 0 ||
                tiny_model_load(probe, CLINFER_BACKEND_OPENCL, CLINFER_DEFAULT, &m) != CLINFER_OK;
     if (!skip) {
-        const struct cl_matmul_state *s = ((cl_backend_ctx *)m->backend->ctx)->mm;
+        const struct cl_store *s = ((cl_backend_ctx *)m->backend->ctx)->store;
         skip = !s->arenas || !s->host_unified ? 77 : 0;
     }
     clinfer_model_free(m);

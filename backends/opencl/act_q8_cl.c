@@ -1,23 +1,50 @@
-/* The 8-bit activations of x_q8 matmuls (cl/quantize.cl): rounding x before a matmul, or the op
- * before it rounding its own output, kept while consecutive matmuls read the same x. */
+/* The 8-bit activations of x_q8 matmuls (act_q8_cl.h). */
+#include <stdlib.h>
 #include <string.h>
 
 #include "error.h"
-#include "matmul_cl.h"
+#include "act_q8_cl.h"
+#include "type_kernels_cl.h"
+#include "weights_cl.h"
 
-/* Kernels still queued on a released buffer keep it alive until they finish. */
-clinfer_status cl_ensure_scratch(cl_backend_ctx *b, scratch *sc, size_t bytes) {
-    if (sc->bytes >= bytes) return CLINFER_OK;
-    if (sc->mem) clReleaseMemObject(sc->mem);
-    sc->mem = NULL;
-    sc->bytes = 0;
-    clinfer_status st = cl_create_buffer(b, CL_MEM_READ_WRITE, bytes, NULL, &sc->mem);
-    if (st == CLINFER_OK) sc->bytes = bytes;
+clinfer_status cl_act_init(cl_backend_ctx *b) {
+    clinfer_status st = CLINFER_OK;
+    cl_int err = CL_SUCCESS;
+    struct cl_act_state *s = calloc(1, sizeof *s);
+    if (!s) return clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "OpenCL: activation state");
+    b->act = s;
+    CHECK(cl_build(b, "quantize.cl", "-cl-fp32-correctly-rounded-divide-sqrt", &s->program));
+    const struct {
+        cl_kernel *kernel;
+        const char *name;
+    } rounding[] = {{&s->quantize, "quantize_q8_act"},
+                    {&s->rmsnorm_q8, "rmsnorm_q8_act"},
+                    {&s->glu_q8, "glu_q8_act"}};
+    for (size_t i = 0; i < sizeof rounding / sizeof rounding[0]; i++) {
+        *rounding[i].kernel = clCreateKernel(s->program, rounding[i].name, &err);
+        CHECK(cl_error(err, rounding[i].name));
+    }
+cleanup:
     return st;
 }
 
-void cl_matmul_forget(cl_backend_ctx *b) {
-    if (b->mm) b->mm->act.x = NULL;
+void cl_act_free(cl_backend_ctx *b) {
+    struct cl_act_state *s = b->act;
+    if (!s) return;
+    scratch *bufs[] = {&s->act.q,   &s->act.d,   &s->act.f, &s->spare.q,
+                       &s->spare.d, &s->spare.f, &s->xo};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
+        if (bufs[i]->mem) clReleaseMemObject(bufs[i]->mem);
+    cl_kernel rounding[] = {s->quantize, s->rmsnorm_q8, s->glu_q8};
+    for (size_t i = 0; i < sizeof rounding / sizeof rounding[0]; i++)
+        if (rounding[i]) clReleaseKernel(rounding[i]);
+    if (s->program) clReleaseProgram(s->program);
+    free(s);
+    b->act = NULL;
+}
+
+void cl_act_forget(cl_backend_ctx *b) {
+    if (b->act) b->act->act.x = NULL;
 }
 
 /* Makes room in act for count rounded activations (and their f32 form with *want_f): the
@@ -39,7 +66,7 @@ cleanup:
 }
 
 static clinfer_status act_args(cl_backend_ctx *b, size_t count, int *want_f, cl_arg args[4]) {
-    return cl_act_into(b, &b->mm->act, count, want_f, args);
+    return cl_act_into(b, &b->act->act, count, want_f, args);
 }
 
 /* Spans of a K-quant's x: their rounding writes Q6_K's group offsets xo too (round_q8.clh). */
@@ -49,23 +76,23 @@ static bool has_offsets(int span) {
 
 /* Room in the state's xo for the offsets of count values. */
 static clinfer_status ensure_offsets(cl_backend_ctx *b, size_t count) {
-    return cl_ensure_scratch(b, &b->mm->xo, count / 16 * sizeof(int));
+    return cl_ensure_scratch(b, &b->act->xo, count / 16 * sizeof(int));
 }
 
 clinfer_status cl_act_q8_offsets(cl_backend_ctx *b, size_t count, cl_mem *xo) {
     clinfer_status st = ensure_offsets(b, count);
-    *xo = b->mm->xo.mem;
+    *xo = b->act->xo.mem;
     return st;
 }
 
 cl_mem cl_act_q8_xo(const cl_backend_ctx *b) {
-    return has_offsets(b->mm->act.span) ? b->mm->xo.mem : b->mm->act.q.mem;
+    return has_offsets(b->act->act.span) ? b->act->xo.mem : b->act->act.q.mem;
 }
 
 /* The last argument of quantize.cl's kernels, xo: where K-quant spans write their offsets, else
  * a buffer they leave unwritten. */
 static clinfer_status xo_arg(cl_backend_ctx *b, size_t count, int span, cl_arg *arg) {
-    struct cl_matmul_state *s = b->mm;
+    struct cl_act_state *s = b->act;
     *arg = (cl_arg){sizeof(cl_mem), &s->act.q.mem};
     if (!has_offsets(span)) return CLINFER_OK;
     *arg = (cl_arg){sizeof(cl_mem), &s->xo.mem}; /* the field: ensure_offsets may replace it */
@@ -75,7 +102,7 @@ static clinfer_status xo_arg(cl_backend_ctx *b, size_t count, int span, cl_arg *
 /* Rounds the op's x to 8 bits (quantize.cl) unless the last op left it so; with want_f the f32
  * form d * q too (and for a K-quant's x always Q6_K's offsets). */
 clinfer_status cl_quantize_x(cl_backend_ctx *b, const clinfer_op *op, int want_f) {
-    act_q8 *act = &b->mm->act;
+    act_q8 *act = &b->act->act;
     size_t count = (size_t)op->matmul.n * (size_t)op->matmul.k;
     size_t block = clinfer_dtype_q8_act_block(op->matmul.w->weight->layout.type);
     cl_mem x = op->matmul.x.buf->mem;
@@ -89,7 +116,7 @@ clinfer_status cl_quantize_x(cl_backend_ctx *b, const clinfer_op *op, int want_f
     args[6] = (cl_arg){sizeof(int), &span};
     CHECK(xo_arg(b, count, span, &args[7]));
     size_t global[2] = {count / block, 1};
-    CHECK(cl_launch(b, b->mm->quantize, "quantize_q8_act", args, 8, 2, global, NULL));
+    CHECK(cl_launch(b, b->act->quantize, "quantize_q8_act", args, 8, 2, global, NULL));
     *act = (act_q8){.q = act->q,
                     .d = act->d,
                     .f = act->f,
@@ -126,7 +153,7 @@ bool cl_round_output(const clinfer_op *op) {
 
 clinfer_status cl_rounding_op(cl_backend_ctx *b, const clinfer_op *op) {
     clinfer_status st = CLINFER_OK;
-    struct cl_matmul_state *s = b->mm;
+    struct cl_act_state *s = b->act;
     int want_f = cl_act_q8_want_f(b), norm = op->kind == CLINFER_OP_RMSNORM;
     clinfer_ref y = norm ? op->norm.y : op->eltwise.y;
     size_t count = norm ? (size_t)op->norm.n * (size_t)op->norm.d : op->eltwise.count;
@@ -151,7 +178,7 @@ clinfer_status cl_rounding_op(cl_backend_ctx *b, const clinfer_op *op) {
         memcpy(args, head, sizeof head);
         /* an item per span of blocks, or on CPUs with rows to spare an item per row
          * (quantize.cl) */
-        bool rows = s->cpu && op->norm.n > 1;
+        bool rows = cl_cpu_rows(b) && op->norm.n > 1;
         global[0] = rows ? 1 : (size_t)op->norm.d / CLINFER_Q8_ACT_BLOCK / span;
         global[1] = (size_t)op->norm.n;
     } else {
@@ -187,11 +214,12 @@ cleanup:
 }
 
 int cl_act_q8_want_f(const cl_backend_ctx *b) {
-    return b->mm->q8_dots != 1; /* the next matmul's kernel is not known: f32 kernels read d * q */
+    return b->types->q8_dots !=
+           1; /* the next matmul's kernel is not known: f32 kernels read d * q */
 }
 
 clinfer_status cl_act_q8_buffers(cl_backend_ctx *b, size_t count, cl_mem mem[3], int *want_f) {
-    act_q8 *act = &b->mm->act;
+    act_q8 *act = &b->act->act;
     cl_arg args[4];
     *want_f = cl_act_q8_want_f(b);
     clinfer_status st = act_args(b, count, want_f, args);
@@ -202,7 +230,7 @@ clinfer_status cl_act_q8_buffers(cl_backend_ctx *b, size_t count, cl_mem mem[3],
 }
 
 void cl_act_q8_made(cl_backend_ctx *b, clinfer_ref y, size_t count, int want_f, int span) {
-    act_q8 *act = &b->mm->act;
+    act_q8 *act = &b->act->act;
     *act = (act_q8){.q = act->q,
                     .d = act->d,
                     .f = act->f,

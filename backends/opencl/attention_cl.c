@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "act_q8_cl.h"
 #include "error.h"
 #include "fault.h"
 #include "ops_cl.h"

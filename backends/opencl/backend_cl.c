@@ -15,77 +15,10 @@
 #include "error.h"
 #include "opencl/device.h"
 #include "opencl/fault.h"
+#include "opencl/graph_cl.h"
 #include "opencl/matmul_cl.h"
 #include "opencl/ops_cl.h"
-#include "opencl/program.h"
 #include "options.h"
-
-/* ---- what instances share ----------------------------------------------------------------- */
-
-typedef struct cl_built {
-    struct cl_built *next;
-    cl_program program;
-    char key[]; /* the source's name, a newline, the options */
-} cl_built;
-
-/* The compile hook of cl_build: on_compile, told under the shared lock. */
-static void compiling(const char *source_name, void *user) {
-    cl_backend_ctx *b = user;
-    clinfer_compile_event e = {b->info.name, source_name, ++b->shared->compiled};
-    b->options.on_compile(&e, b->options.on_compile_user);
-}
-
-clinfer_status cl_build(cl_backend_ctx *b, const char *source_name, const char *extra_options,
-                        cl_program *out) {
-    cl_shared *sh = b->shared;
-    clinfer_status st = CLINFER_OK;
-    const char *options = extra_options ? extra_options : "";
-    size_t key_len = strlen(source_name) + 1 + strlen(options);
-    cl_built *fresh = malloc(sizeof *fresh + key_len + 1), *e;
-    if (!fresh) return clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "OpenCL: no memory for a program");
-    snprintf(fresh->key, key_len + 1, "%s\n%s", source_name, options);
-    pthread_mutex_lock(&sh->lock);
-    for (e = sh->programs; e && strcmp(e->key, fresh->key) != 0;)
-        e = e->next;
-    if (!e) {
-        cl_compile_hook hook = {b->options.on_compile ? compiling : NULL, b};
-        st = cl_program_build_hooked(b->context, b->device, &b->info, b->cache_dir, source_name,
-                                     extra_options, &hook, &fresh->program);
-        if (st == CLINFER_OK) {
-            fresh->next = sh->programs;
-            sh->programs = e = fresh;
-            fresh = NULL;
-        }
-    }
-    if (e) {
-        clRetainProgram(e->program);
-        *out = e->program;
-    }
-    pthread_mutex_unlock(&sh->lock);
-    free(fresh);
-    return st;
-}
-
-static clinfer_status shared_create(cl_shared **out) {
-    cl_shared *sh = calloc(1, sizeof *sh);
-    if (!sh || pthread_mutex_init(&sh->lock, NULL)) {
-        free(sh);
-        return clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "OpenCL: shared state");
-    }
-    *out = sh;
-    return CLINFER_OK;
-}
-
-static void shared_free(cl_shared *sh) {
-    if (!sh) return;
-    for (cl_built *e = sh->programs, *next; e; e = next) {
-        next = e->next;
-        clReleaseProgram(e->program);
-        free(e);
-    }
-    pthread_mutex_destroy(&sh->lock);
-    free(sh);
-}
 
 /* options.threads of a CPU device: a sub-device of that many compute units, which the backend
  * and its instances run on (the root releases it). */
@@ -137,7 +70,7 @@ cleanup:
 
 static void cl_buffer_free(void *ctx, clinfer_buffer *buf) {
     if (!buf) return;
-    cl_matmul_forget(ctx); /* a new buffer may reuse the handle */
+    cl_act_forget(ctx); /* a new buffer may reuse the handle */
     if (buf->weight) cl_weight_free(buf->weight);
     if (buf->mem) clReleaseMemObject(buf->mem);
     free(buf);
@@ -150,7 +83,7 @@ static clinfer_status cl_buffer_write(void *ctx, clinfer_buffer *buf, size_t off
     if (st == CLINFER_OK)
         st = clinfer_transfer_check("OpenCL buffer write", buf, offset, bytes, src);
     if (st != CLINFER_OK || bytes == 0) return st;
-    cl_matmul_forget(b);
+    cl_act_forget(b);
     return cl_check(
         b, clEnqueueWriteBuffer(b->queue, buf->mem, CL_TRUE, offset, bytes, src, 0, NULL, NULL),
         "clEnqueueWriteBuffer(%zu bytes at %zu)", bytes, offset);
@@ -175,7 +108,7 @@ static clinfer_status cl_buffer_copy(void *ctx, clinfer_buffer *src, size_t src_
     if (st == CLINFER_OK)
         st = clinfer_copy_check("OpenCL buffer copy", src, src_offset, dst, dst_offset, bytes);
     if (st != CLINFER_OK || bytes == 0) return st;
-    cl_matmul_forget(b); /* as a write: dst may hold a matmul's remembered x */
+    cl_act_forget(b); /* as a write: dst may hold a matmul's remembered x */
     cl_int err = clEnqueueCopyBuffer(b->queue, src->mem, dst->mem, src_offset, dst_offset, bytes, 0,
                                      NULL, NULL);
     return cl_check(b, err, "clEnqueueCopyBuffer(%zu bytes from %zu to %zu)", bytes, src_offset,
@@ -224,7 +157,7 @@ static clinfer_status corrupt_output(cl_backend_ctx *b, const clinfer_op *op) {
     uint16_t h = clinfer_f32_to_f16(f);
     bool half = out[0].type == CLINFER_DT_F16;
     size_t elem = half ? sizeof h : sizeof f;
-    cl_matmul_forget(b); /* a rounded copy the op kept of its output no longer matches it */
+    cl_act_forget(b); /* a rounded copy the op kept of its output no longer matches it */
     return cl_check(b,
                     clEnqueueFillBuffer(b->queue, out[0].ref.buf->mem, half ? (void *)&h : &f, elem,
                                         out[0].ref.offset * elem, out[0].count * elem, 0, NULL,
@@ -237,7 +170,7 @@ static clinfer_status cl_op(void *ctx, const clinfer_op *op) {
     clinfer_status st = cl_check_alive(b);
     if (st == CLINFER_OK) st = clinfer_op_check(op);
     if (st != CLINFER_OK) return st;
-    if (op->kind != CLINFER_OP_MATMUL) cl_matmul_forget(b); /* it may write a matmul's x */
+    if (op->kind != CLINFER_OP_MATMUL) cl_act_forget(b); /* it may write a matmul's x */
     switch (op->kind) {
     case CLINFER_OP_MATMUL:
         st = cl_matmul(b, op);
@@ -315,10 +248,13 @@ static void cl_destroy(void *ctx) {
         clReleaseEvent(b->timing.launches[i].event);
     free(b->timing.launches);
     cl_graph_free(b);
-    if (b->mm) cl_matmul_free(b);
+    cl_matmul_free(b);
+    cl_act_free(b);
+    cl_store_free(b);
+    cl_types_free(b);
     cl_ops_free(b->ops);
     if (b->queue) clReleaseCommandQueue(b->queue);
-    if (b->owns_shared) shared_free(b->shared);
+    if (b->owns_shared) cl_shared_free(b->shared);
     if (b->context) clReleaseContext(b->context);
     if (b->sub_device) clReleaseDevice(b->sub_device);
     free(b);
@@ -332,7 +268,7 @@ static uint64_t cl_memory(void *ctx) {
 }
 
 static bool cl_int8_dots(void *ctx) {
-    return cl_matmul_int8_dots(ctx);
+    return cl_types_int8_dots(ctx);
 }
 
 static const clinfer_backend_i cl_interface = {
@@ -377,6 +313,9 @@ static clinfer_status open_queue(cl_backend_ctx *b, clinfer_backend **out) {
                                     b->timing.enabled ? CL_QUEUE_PROFILING_ENABLE : 0, &err);
     CHECK(cl_check(b, err, "clCreateCommandQueue(%s)", b->info.name));
     CHECK(cl_ops_init(b));
+    CHECK(cl_types_init(b));
+    CHECK(cl_store_init(b));
+    CHECK(cl_act_init(b));
     CHECK(cl_matmul_init(b));
     CHECK(cl_graph_init(b));
     backend->i = &cl_interface;
@@ -400,6 +339,7 @@ static clinfer_status cl_instance(void *ctx, clinfer_backend **out) {
     b->platform = root->platform;
     b->device = root->device;
     b->info = root->info;
+    b->path = root->path;
     memcpy(b->description, root->description, sizeof b->description);
     b->options = root->options;
     memcpy(b->cache_dir, root->cache_dir, sizeof b->cache_dir);
@@ -413,7 +353,7 @@ static clinfer_status cl_instance(void *ctx, clinfer_backend **out) {
     }
     /* the kernels of the root's weight types, as the root made them when it made the weights */
     for (int t = 0; st == CLINFER_OK && t < CLINFER_DT_ID_LIMIT; t++)
-        if (root->mm->types[t].program) st = cl_build_type(b, (clinfer_dtype)t);
+        if (root->types->types[t].program) st = cl_build_type(b, (clinfer_dtype)t);
     if (st != CLINFER_OK) {
         clinfer_backend_free(*out);
         *out = NULL;
@@ -432,7 +372,7 @@ clinfer_status clinfer_backend_opencl_create(size_t device_index,
     *out = NULL;
     cl_backend_ctx *b = calloc(1, sizeof *b);
     if (!b) return clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "OpenCL: backend context");
-    CHECK(shared_create(&b->shared));
+    CHECK(cl_shared_create(&b->shared));
     b->owns_shared = true;
     CHECK(clinfer_options_resolve(options, &b->options));
     if (b->options.cache_dir) {
@@ -440,7 +380,7 @@ clinfer_status clinfer_backend_opencl_create(size_t device_index,
         b->options.cache_dir = b->cache_dir;
     }
     CHECK(cl_device_handles(device_index, &b->platform, &b->device));
-    CHECK(cl_device_get_info(device_index, b->options.kernel_path, &b->info));
+    CHECK(cl_device_get_info(device_index, b->options.kernel_path, &b->info, &b->path));
     CHECK(use_threads(b));
     b->context = clCreateContext(NULL, 1, &b->device, NULL, NULL, &err);
     CHECK(cl_check(b, err, "clCreateContext(%s)", b->info.name));

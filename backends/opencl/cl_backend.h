@@ -1,19 +1,19 @@
-/* Internals of the OpenCL backend, shared by its files:
- *   backend_cl.c    context, queue, buffers, the interface and op dispatch
- *   launch_cl.c     the one launch helper, error checks, device-lost marking, kernel timing
- *   ops_cl.c        norm, rope, store, element-wise (ops_cl.h)
- *   attention_cl.c  attention, with rotation and cache writes (ops_cl.h)
- *   matmul_cl.c     matvec/GEMM over every weight type, embedding gather (matmul_cl.h)
- *   weights_cl.c    weight upload, parts, arenas (matmul_cl.h)
- *   weight_cache_cl.c  the on-disk cache of re-laid-out weights (matmul_cl.h)
- *   repack_cl.c     GGUF blocks laid out as weight arrays (split, interleaved), on threads
- *   act_q8_cl.c     8-bit activations for x_q8 matmuls (matmul_cl.h)
- *   clblast_cl.c    CLBlast's SGEMM and its cache's reference count (matmul_cl.h)
- *   graph_cl.c      runs of decode ops in one launch (cl/graph.cl) on CPU devices
- *   device.c        enumeration, capabilities, kernel path, selection
- *   program.c       program builds from the embedded cl/ sources, binary cache
- * Headers: cl_backend.h (this) for all; ops_cl.h and matmul_cl.h for their families; device.h,
- * program.h, fault.h stand alone. No header includes a .c file's private header. */
+/* The core of the OpenCL backend, which every file of it stands on: the context, launches,
+ * errors, buffers, the programs instances share. The files, each calling only the ones listed
+ * before it (tests/check_layers.py checks this):
+ *   fault.c, device.c, program.c  test faults; enumeration, capabilities, kernel path; program
+ *                                 builds and the binary cache (they know no backend context)
+ *   launch_cl.c     the launch helper, errors, buffers, device-lost marking, kernel timing
+ *   build_cl.c      the programs a backend and its instances share, each built once (cl_build)
+ *   type_kernels_cl.c  matvec.cl built per weight type (type_kernels_cl.h)
+ *   repack_cl.c, arena_cl.c, weight_cache_cl.c, weights_cl.c  the weight store: GGUF blocks laid
+ *                   out as arrays, the arenas they live in, the on-disk cache of laid-out
+ *                   weights, the upload (weights_cl.h)
+ *   act_q8_cl.c     8-bit activations for x_q8 matmuls (act_q8_cl.h)
+ *   clblast_cl.c, matmul_cl.c  matvec/GEMM over every weight type, embedding gather (matmul_cl.h)
+ *   ops_cl.c, attention_cl.c   norm, rope, store, element-wise; attention (ops_cl.h)
+ *   graph_cl.c      runs of decode ops in one launch (cl/graph.cl) on CPU devices (graph_cl.h)
+ *   backend_cl.c    the backend: its interface, op dispatch, instances */
 #ifndef CLINFER_CL_BACKEND_H
 #define CLINFER_CL_BACKEND_H
 
@@ -24,14 +24,14 @@
 #include "backend.h"
 #include "graph_record.clh"
 
-/* The -D options of a program that includes cl/weights.clh for weights of type (-DWT_<name>,
- * -DWT_Q8_ACT where matmuls take 8-bit x), in buf, returned: from the type table
- * (base/quant.c), as is the layout of each type's weights. */
-const char *cl_type_defines(clinfer_dtype type, char *buf, size_t size);
-
+/* Each op family's state, owned by its files (the header named). */
+struct cl_types;        /* type_kernels_cl.h */
+struct cl_store;        /* weights_cl.h */
+struct cl_act_state;    /* act_q8_cl.h */
 struct cl_matmul_state; /* matmul_cl.h */
-struct cl_ops_state;    /* owned by backend_cl.c */
-struct cl_weight;       /* matmul_cl.h */
+struct cl_ops_state;    /* ops_cl.h */
+struct cl_graph_state;  /* graph_cl.c */
+struct cl_weight;       /* weights_cl.h */
 
 /* Profiling events (timing_mark .. timing_collect): each launch keeps its event, tagged with the
  * op it belongs to. The array only grows, so recording allocates nothing per launch. */
@@ -66,10 +66,14 @@ typedef struct cl_backend_ctx {
     cl_device_id sub_device; /* options.threads' sub-device, released by the root; else NULL */
     cl_context context;
     cl_command_queue queue;
-    clinfer_device_info info; /* info.kernel_path: the variant in use */
+    clinfer_device_info info; /* info.kernel_path: the variant in use, by name */
+    clinfer_kernel_path path; /* the same variant */
     char description[384];    /* "OpenCL: name (platform, path, threads)": two 128-byte names fit */
     clinfer_backend_options options; /* resolved; options.cache_dir points to cache_dir */
     char cache_dir[1024];
+    struct cl_types *types;
+    struct cl_store *store;
+    struct cl_act_state *act;
     struct cl_matmul_state *mm;
     struct cl_ops_state *ops;
     struct cl_graph_state *graph;
@@ -108,6 +112,10 @@ void cl_turn_end(cl_backend_ctx *b);
 void cl_turn_leave(cl_backend_ctx *b);
 clinfer_status cl_check_alive(const cl_backend_ctx *b);
 clinfer_status cl_sync(void *ctx);
+/* The cpu-rows kernels (one work-item per row, no local memory), else a GPU path's. */
+static inline bool cl_cpu_rows(const cl_backend_ctx *b) {
+    return b->path == CLINFER_KERNEL_PATH_CPU_ROWS;
+}
 static inline size_t cl_round_up(size_t v, size_t to) {
     return (v + to - 1) / to * to;
 }
@@ -128,77 +136,21 @@ clinfer_status cl_timing_keep(cl_backend_ctx *b, cl_event event);
 bool cl_timing_mark(void *ctx, size_t op_index);
 clinfer_status cl_timing_collect(void *ctx, clinfer_op_timing *ops, size_t n_ops);
 
-/* attention_cl.c: this backend's limits on a valid (clinfer_op_check) attention op: the head
- * sizes its kernels hold; CLINFER_ERR_UNSUPPORTED beyond them. */
-clinfer_status cl_attention_limits(const clinfer_op *op);
-/* How an attention op's positions are split: chunk positions per item, n_chunks items per
- * (head, token); with more than one chunk, part (grown to bytes) holds their partial results. */
-void cl_attention_chunks(const cl_backend_ctx *b, const clinfer_op *op, size_t *chunk,
-                         size_t *n_chunks);
-clinfer_status cl_attention_scratch(cl_backend_ctx *b, size_t bytes, cl_mem *part);
-
-/* graph_cl.c: a run of ops in one launch of graph.cl on CPU devices. cl_graph_run enqueues
- * ops[0 .. *taken) that way, *taken 0 where it takes none (the caller runs ops[0]). */
-struct cl_graph_state; /* owned by graph_cl.c */
-clinfer_status cl_graph_init(cl_backend_ctx *b);
-void cl_graph_free(cl_backend_ctx *b);
-clinfer_status cl_graph_run(cl_backend_ctx *b, const clinfer_op *ops, size_t n, size_t *taken);
-/* The backend interface's graph_route (backend.h): false where CLINFER_GRAPH=1 forces graph
- * launches or they are off (=0, not a CPU device). */
-bool cl_graph_route(void *ctx, bool on);
-
-/* The matmul family (matmul_cl.h): matmul_cl.c, weights in weights_cl.c, 8-bit activations
- * (cl_matmul_forget, cl_round_output .. cl_act_q8_made) in act_q8_cl.c. */
-clinfer_status cl_matmul_init(cl_backend_ctx *b);
-void cl_matmul_free(cl_backend_ctx *b);
-clinfer_status cl_weight_create(cl_backend_ctx *b, clinfer_dtype type, int m, int k,
-                                const void *data, clinfer_buffer **out);
-void cl_weight_free(struct cl_weight *w);
-/* The backend's weight_cached (backend.h): the weight cache file being read holds the next
- * weight, of type and m x k, as this build lays it out. */
-bool cl_weight_cached(cl_backend_ctx *b, clinfer_dtype type, int m, int k);
-clinfer_status cl_matmul(cl_backend_ctx *b, const clinfer_op *op);
-/* The matmul op and the RMSNORM `norm` of its output in one launch, where the kernel for op can
- * (*fused); otherwise *fused is false and nothing is enqueued. norm is already checked. */
-clinfer_status cl_matmul_norm(cl_backend_ctx *b, const clinfer_op *op, const clinfer_op *norm,
-                              bool *fused);
-/* Drops the 8-bit activations kept for the next matmul over the same x: call before anything
- * that may write or free a buffer other than through a matmul. */
-void cl_matmul_forget(cl_backend_ctx *b);
-/* RMSNORM, SWIGLU and GEGLU ops with the y_q8 hint (backend.h) that one launch of quantize.cl can
- * run while rounding y for the next matmul, which then finds it made; cl_rounding_op runs one such
- * op, already checked. */
-bool cl_round_output(const clinfer_op *op);
-clinfer_status cl_rounding_op(cl_backend_ctx *b, const clinfer_op *op);
-/* For a kernel elsewhere that rounds its output y for the next x_q8 matmul (attention with
- * out_q8): cl_act_q8_buffers makes room for count rounded values and gives the xq, xd and xf
- * buffers and want_f of round_q8.clh's round_block; once the launch is enqueued,
- * cl_act_q8_made records y as rounded (span: act_q8's), so that matmul does not round it again. */
-clinfer_status cl_act_q8_buffers(cl_backend_ctx *b, size_t count, cl_mem mem[3], int *want_f);
-/* Room for the group offsets xo of count values rounded with a K-quant's span (round_q8.clh),
- * for a kernel that rounds such x itself (graph.cl); cl_act_q8_made's span says they are made. */
-clinfer_status cl_act_q8_offsets(cl_backend_ctx *b, size_t count, cl_mem *xo);
-int cl_act_q8_want_f(const cl_backend_ctx *b); /* the want_f cl_act_q8_buffers gives */
-void cl_act_q8_made(cl_backend_ctx *b, clinfer_ref y, size_t count, int want_f, int span);
-clinfer_status cl_embed(cl_backend_ctx *b, const clinfer_op *op);
-/* What graph_cl.c needs to know of a MATMUL or EMBED op's weight, after checking the op as the
- * per-op path does: its type and first part's arrays (their arena, where it has one; s is q for
- * f32/f16), whether its rows are interleaved, the bytes a row takes as stored, and the matvec
- * the per-op path would run: CL_MM_ROWS over f32 x (or d * q of 8-bit x), CL_MM_IL or CL_MM_Q8
- * over 8-bit x (graph_record.clh names them, for graph.cl too). */
+/* A device buffer that only grows (cl_ensure_scratch). */
 typedef struct {
-    clinfer_dtype type;
-    int parts;
-    cl_mem q, s; /* at q_off and s_off bytes */
-    size_t q_off, s_off;
-    int il, variant;
-    size_t row_bytes;
-} cl_weight_view;
-clinfer_status cl_weight_view_of(cl_backend_ctx *b, const clinfer_op *op, cl_weight_view *v);
-/* 1 when f32 GEMM goes through CLBlast on this context (for bench-ops' side-by-side). */
-int cl_matmul_clblast(const cl_backend_ctx *b);
-/* Whether some weight type built so far has integer dots against 8-bit x (the backend's
- * int8_dots): matvec_q8, made on CPU devices where PoCL compiles for AVX2 or AVX-512. */
-bool cl_matmul_int8_dots(const cl_backend_ctx *b);
+    cl_mem mem;
+    size_t bytes;
+} scratch;
+
+/* err as a status naming what (no device-lost marking: for setup, not launches); a buffer of
+ * bytes (from host with CL_MEM_COPY_HOST_PTR); sc grown to at least bytes. */
+clinfer_status cl_error(cl_int err, const char *what);
+clinfer_status cl_create_buffer(cl_backend_ctx *b, cl_mem_flags flags, size_t bytes, void *host,
+                                cl_mem *out);
+clinfer_status cl_ensure_scratch(cl_backend_ctx *b, scratch *sc, size_t bytes);
+
+/* build_cl.c: what a backend shares with its instances, made and freed by the backend. */
+clinfer_status cl_shared_create(cl_shared **out);
+void cl_shared_free(cl_shared *sh);
 
 #endif

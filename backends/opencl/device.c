@@ -22,6 +22,7 @@ typedef struct {
     cl_platform_id platform;
     cl_device_id device;
     clinfer_device_info info; /* kernel_path as the capabilities choose it, before overrides */
+    clinfer_kernel_path path; /* the same */
 } device_entry;
 
 static struct {
@@ -121,13 +122,13 @@ static clinfer_device_type classify_type(cl_device_type type) {
 }
 
 /* The kernel variant follows from what the device reports, never from its name. */
-static const char *capability_kernel_path(const clinfer_device_info *info) {
-    return clinfer_kernel_path_name(info->type == CLINFER_DEVICE_CPU ? CLINFER_KERNEL_PATH_CPU_ROWS
-                                    : info->subgroups ? CLINFER_KERNEL_PATH_GPU_SUBGROUP
-                                                      : CLINFER_KERNEL_PATH_GPU_LOCAL_REDUCE);
+static clinfer_kernel_path capability_kernel_path(const clinfer_device_info *info) {
+    return info->type == CLINFER_DEVICE_CPU ? CLINFER_KERNEL_PATH_CPU_ROWS
+           : info->subgroups                ? CLINFER_KERNEL_PATH_GPU_SUBGROUP
+                                            : CLINFER_KERNEL_PATH_GPU_LOCAL_REDUCE;
 }
 
-/* Fills e->info; returns the failing OpenCL error (e->info is then incomplete). */
+/* Fills e->info and e->path; returns the failing OpenCL error (e->info is then incomplete). */
 static cl_int describe_device(device_entry *e, const char *platform_name,
                               const char *platform_version) {
     clinfer_device_info *info = &e->info;
@@ -195,7 +196,8 @@ static cl_int describe_device(device_entry *e, const char *platform_name,
                       has_extension(extensions, "cl_intel_subgroups");
     info->int_dot = has_extension(extensions, "cl_khr_integer_dot_product");
     free(extensions);
-    snprintf(info->kernel_path, sizeof info->kernel_path, "%s", capability_kernel_path(info));
+    e->path = capability_kernel_path(info);
+    snprintf(info->kernel_path, sizeof info->kernel_path, "%s", clinfer_kernel_path_name(e->path));
     return CL_SUCCESS;
 }
 
@@ -273,14 +275,15 @@ clinfer_status clinfer_device_count(size_t *count) {
     return CLINFER_OK;
 }
 
-clinfer_status cl_device_get_info(size_t index, clinfer_kernel_path path,
-                                  clinfer_device_info *info) {
+clinfer_status cl_device_get_info(size_t index, clinfer_kernel_path path, clinfer_device_info *info,
+                                  clinfer_kernel_path *chosen) {
     const device_entry *e = NULL;
     clinfer_status st = lookup(index, &e);
     if (st != CLINFER_OK) return st;
     *info = e->info;
-    if (path != CLINFER_KERNEL_PATH_DEFAULT)
-        snprintf(info->kernel_path, sizeof info->kernel_path, "%s", clinfer_kernel_path_name(path));
+    if (path == CLINFER_KERNEL_PATH_DEFAULT) path = e->path;
+    snprintf(info->kernel_path, sizeof info->kernel_path, "%s", clinfer_kernel_path_name(path));
+    if (chosen) *chosen = path;
     return CLINFER_OK;
 }
 
@@ -289,7 +292,7 @@ clinfer_status clinfer_device_get_info(size_t index, clinfer_device_info *info) 
         return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "clinfer_device_get_info: info is NULL");
     clinfer_backend_options o;
     clinfer_status st = clinfer_options_resolve(NULL, &o);
-    return st == CLINFER_OK ? cl_device_get_info(index, o.kernel_path, info) : st;
+    return st == CLINFER_OK ? cl_device_get_info(index, o.kernel_path, info, NULL) : st;
 }
 
 clinfer_status cl_device_handles(size_t index, cl_platform_id *platform, cl_device_id *device) {

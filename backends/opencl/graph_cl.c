@@ -26,7 +26,9 @@
 #include "cl_backend.h"
 #include "error.h"
 #include "fault.h"
+#include "graph_cl.h"
 #include "matmul_cl.h"
+#include "ops_cl.h"
 #include "program.h"
 
 enum {
@@ -681,7 +683,7 @@ clinfer_status cl_graph_run(cl_backend_ctx *b, const clinfer_op *ops, size_t n, 
     if (e.rounded.ref.buf) /* the matmul after the run finds its x rounded */
         cl_act_q8_made(b, e.rounded.ref, e.rounded.count, want_f, e.rounded.span);
     else
-        cl_matmul_forget(b);
+        cl_act_forget(b);
     *taken = end;
 cleanup:
     return st;
@@ -698,8 +700,8 @@ clinfer_status cl_graph_init(cl_backend_ctx *b) {
     /* The kernel's waiting rests on coherent memory between work-groups: CPU devices, unless
      * the graph option is on (a simulator such as Oclgrind, to check the kernel's accesses). */
     bool forced = b->options.graph == CLINFER_ON;
-    if ((b->info.type != CLINFER_DEVICE_CPU && !forced) ||
-        strcmp(b->info.kernel_path, "cpu-rows") != 0 || b->options.graph == CLINFER_OFF)
+    if ((b->info.type != CLINFER_DEVICE_CPU && !forced) || !cl_cpu_rows(b) ||
+        b->options.graph == CLINFER_OFF)
         return CLINFER_OK;
     clinfer_status st = CLINFER_OK;
     struct cl_graph_state *g = calloc(1, sizeof *g);

@@ -1,6 +1,7 @@
 /* What every OpenCL file launches through: kernel arguments and the enqueue (cl_launch), errors
- * turned into statuses (cl_check; a device or queue that is gone marks the context lost, and
- * every later call returns CLINFER_ERR_DEVICE_LOST), sync, and the kernel timing hooks. */
+ * turned into statuses (cl_check: a device or queue that is gone marks the context lost, and
+ * every later call returns CLINFER_ERR_DEVICE_LOST; cl_error for setup), buffers, sync, and the
+ * kernel timing hooks. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,6 +10,32 @@
 #include "device.h"
 #include "error.h"
 #include "fault.h"
+
+clinfer_status cl_error(cl_int err, const char *what) {
+    if (err == CL_SUCCESS) return CLINFER_OK;
+    return clinfer_fail(err, "OpenCL: %s failed: %s (%d)", what, clinfer_status_str(err), err);
+}
+
+clinfer_status cl_create_buffer(cl_backend_ctx *b, cl_mem_flags flags, size_t bytes, void *host,
+                                cl_mem *out) {
+    cl_int err = cl_fault("alloc");
+    if (err == CL_SUCCESS) *out = clCreateBuffer(b->context, flags, bytes, host, &err);
+    if (err != CL_SUCCESS)
+        return clinfer_fail(err, "OpenCL: clCreateBuffer(%zu bytes) failed: %s (%d)", bytes,
+                            clinfer_status_str(err), err);
+    return CLINFER_OK;
+}
+
+/* Kernels still queued on a released buffer keep it alive until they finish. */
+clinfer_status cl_ensure_scratch(cl_backend_ctx *b, scratch *sc, size_t bytes) {
+    if (sc->bytes >= bytes) return CLINFER_OK;
+    if (sc->mem) clReleaseMemObject(sc->mem);
+    sc->mem = NULL;
+    sc->bytes = 0;
+    clinfer_status st = cl_create_buffer(b, CL_MEM_READ_WRITE, bytes, NULL, &sc->mem);
+    if (st == CLINFER_OK) sc->bytes = bytes;
+    return st;
+}
 
 void cl_note_lost(cl_backend_ctx *b, clinfer_status st) {
     if (st != CL_OUT_OF_RESOURCES && st != CL_INVALID_COMMAND_QUEUE) return;

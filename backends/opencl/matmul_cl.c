@@ -22,112 +22,27 @@
 #include "options.h"
 #include "program.h"
 
-clinfer_status cl_error(cl_int err, const char *what) {
-    if (err == CL_SUCCESS) return CLINFER_OK;
-    return clinfer_fail(err, "OpenCL matmul: %s failed: %s (%d)", what, clinfer_status_str(err),
-                        err);
-}
-
-clinfer_status cl_create_buffer(cl_backend_ctx *b, cl_mem_flags flags, size_t bytes, void *host,
-                                cl_mem *out) {
-    cl_int err = cl_fault("alloc");
-    if (err == CL_SUCCESS) *out = clCreateBuffer(b->context, flags, bytes, host, &err);
-    if (err != CL_SUCCESS)
-        return clinfer_fail(err, "OpenCL matmul: clCreateBuffer(%zu bytes) failed: %s (%d)", bytes,
-                            clinfer_status_str(err), err);
-    return CLINFER_OK;
-}
-
-/* ---- programs -------------------------------------------------------------------------- */
-
-clinfer_status cl_build_type(cl_backend_ctx *b, clinfer_dtype type) {
-    type_kernels *t = &b->mm->types[type];
-    if (t->program) return CLINFER_OK;
-    char options[320], defines[64]; /* the fused norm of matvec_q8_il rounds as quantize.cl does */
-    snprintf(options, sizeof options,
-             "%s -DMV_WG=%zu -DMV_MAX_N=%d -DGQ_M=%d -DGQ_N=%d -DIL_COLS=%d -DILF_COLS=%d "
-             "-DKQ_REC_BYTES=%d -DKQ_RECS=%d -cl-fp32-correctly-rounded-divide-sqrt",
-             cl_type_defines(type, defines, sizeof defines), b->mm->mv_wg, MATVEC_MAX_N, GEMM_Q8_M,
-             GEMM_Q8_N, IL_COLS, IL_F32_COLS, KQ_REC_BYTES, KQ_RECS);
-    clinfer_status st = cl_build(b, "matvec.cl", options, &t->program);
-    cl_int err = CL_SUCCESS;
-    if (st == CLINFER_OK)
-        t->matvec = clCreateKernel(t->program, b->mm->cpu ? "matvec_rows" : "matvec_wg", &err);
-    if (st == CLINFER_OK && err == CL_SUCCESS && b->mm->cpu)
-        t->matvec_n = clCreateKernel(t->program, "matvec_rows_n", &err);
-    if (st == CLINFER_OK && err == CL_SUCCESS && b->mm->cpu)
-        t->matvec_norm = clCreateKernel(t->program, "matvec_rows_norm", &err);
-    if (st == CLINFER_OK && err == CL_SUCCESS)
-        t->dequant = clCreateKernel(t->program, "dequant_rows", &err);
-    if (st == CLINFER_OK && err == CL_SUCCESS && b->mm->cpu) {
-        /* present only where matvec.cl compiled its AVX2 / AVX-512 integer paths */
-        if (cl_program_has_kernel(t->program, "matvec_q8"))
-            t->matvec_q8 = clCreateKernel(t->program, "matvec_q8", &err);
-        if (err == CL_SUCCESS && t->matvec_q8) /* compiled alongside it */
-            t->gemm_q8 = clCreateKernel(t->program, "gemm_q8", &err);
-        if (err == CL_SUCCESS && cl_program_has_kernel(t->program, "gemm_kq")) {
-            t->stage_kq = clCreateKernel(t->program, "stage_kq", &err);
-            if (err == CL_SUCCESS) t->gemm_kq = clCreateKernel(t->program, "gemm_kq", &err);
-        }
-        if (err == CL_SUCCESS && b->mm->interleave &&
-            cl_program_has_kernel(t->program, "matvec_q8_il")) /* the types laid out by 16 rows */
-            t->matvec_q8_il = clCreateKernel(t->program, "matvec_q8_il", &err);
-        if (err == CL_SUCCESS && t->matvec_q8_il)
-            t->matvec_q8_il_norm = clCreateKernel(t->program, "matvec_q8_il_norm", &err);
-        if (err == CL_SUCCESS && b->mm->interleave &&
-            cl_program_has_kernel(t->program, "matvec_il_n"))
-            t->matvec_il_n = clCreateKernel(t->program, "matvec_il_n", &err);
-    }
-    if (st == CLINFER_OK) st = cl_error(err, "clCreateKernel(matvec.cl)");
-    /* 1 while every type built so far that takes 8-bit x has integer dots (Q5_0 has none):
-     * otherwise the roundings must also write d * q for the f32 kernels */
-    if (st == CLINFER_OK && clinfer_dtype_takes_q8_act(type))
-        b->mm->q8_dots = t->matvec_q8 != NULL && b->mm->q8_dots != 0;
-    if (st != CLINFER_OK) { /* leave nothing half-built: the next call tries again */
-        clinfer_error_prefix("building matvec.cl for %s", clinfer_dtype_name(type));
-        if (t->matvec) clReleaseKernel(t->matvec);
-        if (t->matvec_n) clReleaseKernel(t->matvec_n);
-        if (t->matvec_norm) clReleaseKernel(t->matvec_norm);
-        if (t->dequant) clReleaseKernel(t->dequant);
-        if (t->matvec_q8) clReleaseKernel(t->matvec_q8);
-        if (t->gemm_q8) clReleaseKernel(t->gemm_q8);
-        if (t->matvec_q8_il) clReleaseKernel(t->matvec_q8_il);
-        if (t->matvec_q8_il_norm) clReleaseKernel(t->matvec_q8_il_norm);
-        if (t->matvec_il_n) clReleaseKernel(t->matvec_il_n);
-        if (t->stage_kq) clReleaseKernel(t->stage_kq);
-        if (t->gemm_kq) clReleaseKernel(t->gemm_kq);
-        if (t->program) clReleaseProgram(t->program);
-        *t = (type_kernels){0};
-    }
-    return st;
-}
-
 clinfer_status cl_matmul_init(cl_backend_ctx *b) {
     clinfer_status st = CLINFER_OK;
     cl_int err = CL_SUCCESS;
     b->mm = calloc(1, sizeof *b->mm);
     if (!b->mm) return clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "OpenCL matmul: state");
     struct cl_matmul_state *s = b->mm;
-    s->cpu = strcmp(b->info.kernel_path, "cpu-rows") == 0;
-    clinfer_dev_options dev;
-    clinfer_dev_options_get(&dev);
-    s->interleave = s->cpu ? dev.interleave : 0; /* 2: forced (weights_cl.c) */
+    bool cpu = cl_cpu_rows(b);
     s->gemm_ts = b->info.max_work_group_size >= 256 ? 16 : 8;
-    for (s->mv_wg = GPU_WG; s->mv_wg > 1 && s->mv_wg > b->info.max_work_group_size;)
-        s->mv_wg /= 2;
 #ifdef CLINFER_WITH_CLBLAST
     /* Tuning table: on CPU OpenCL CLBlast's SGEMM is untuned: 15x slower than gemm_rows (since
      * replaced by gemm_panels, faster still) on PoCL
      * (docs/PERFORMANCE.md); on GPUs its tuned kernels are taken over our plain local-memory
      * gemm_tiled (not measured yet). The clblast option overrides; bench_ops compares both. */
-    s->use_clblast = b->options.clblast ? b->options.clblast == CLINFER_ON : !s->cpu;
+    s->use_clblast = b->options.clblast ? b->options.clblast == CLINFER_ON : !cpu;
     if (s->use_clblast) cl_clblast_hold();
 #endif
     char options[96];
     snprintf(options, sizeof options, "-DPN=%d -DPT=%d -DPR=%d -DKC=%d -DTS=%zu", GEMM_PN, GEMM_PT,
              GEMM_PR, GEMM_KC, s->gemm_ts);
     CHECK(cl_build(b, "gemm.cl", options, &s->gemm_program));
-    if (!s->cpu) {
+    if (!cpu) {
         s->gemm = clCreateKernel(s->gemm_program, "gemm_tiled", &err);
         CHECK(cl_error(err, "clCreateKernel(gemm_tiled)"));
     } else {
@@ -142,35 +57,11 @@ clinfer_status cl_matmul_init(cl_backend_ctx *b) {
     }
     s->bias_fill = clCreateKernel(s->gemm_program, "bias_fill", &err);
     CHECK(cl_error(err, "clCreateKernel(bias_fill)"));
-    CHECK(
-        cl_build(b, "quantize.cl", "-cl-fp32-correctly-rounded-divide-sqrt", &s->quantize_program));
-    const struct {
-        cl_kernel *kernel;
-        const char *name;
-    } rounding[] = {{&s->quantize, "quantize_q8_act"},
-                    {&s->rmsnorm_q8, "rmsnorm_q8_act"},
-                    {&s->glu_q8, "glu_q8_act"}};
-    for (size_t i = 0; i < sizeof rounding / sizeof rounding[0]; i++) {
-        *rounding[i].kernel = clCreateKernel(s->quantize_program, rounding[i].name, &err);
-        CHECK(cl_error(err, rounding[i].name));
-    }
-    s->q8_dots = -1;
-    cl_uint align_bits = 0;
-    CHECK(cl_error(clGetDeviceInfo(b->device, CL_DEVICE_MEM_BASE_ADDR_ALIGN, sizeof align_bits,
-                                   &align_bits, NULL),
-                   "clGetDeviceInfo(CL_DEVICE_MEM_BASE_ADDR_ALIGN)"));
-    s->align = align_bits >= 8 ? align_bits / 8 : 1;
-    s->arenas = b->info.type == CLINFER_DEVICE_CPU; /* for graph launches */
-    cl_bool unified = CL_FALSE; /* deprecated in OpenCL 2.0, still answered; false on error */
-    clGetDeviceInfo(b->device, CL_DEVICE_HOST_UNIFIED_MEMORY, sizeof unified, &unified, NULL);
-    s->host_unified = unified == CL_TRUE;
-    if (s->cpu && b->info.type == CLINFER_DEVICE_CPU) { /* see norm_fusable */
+    if (cpu && b->info.type == CLINFER_DEVICE_CPU) { /* see norm_fusable */
         cl_int zero = 0;
         CHECK(cl_create_buffer(b, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, sizeof zero, &zero,
                                &s->done));
     }
-    /* matvec.cl for f32 now, so a device that cannot build it fails at context creation. */
-    CHECK(cl_build_type(b, CLINFER_DT_F32));
 cleanup:
     return st;
 }
@@ -179,41 +70,11 @@ int cl_matmul_clblast(const cl_backend_ctx *b) {
     return b->mm && b->mm->use_clblast;
 }
 
-bool cl_matmul_int8_dots(const cl_backend_ctx *b) {
-    for (int t = 0; b->mm && t < CLINFER_DT_ID_LIMIT; t++)
-        if (b->mm->types[t].matvec_q8) return true;
-    return false;
-}
-
 void cl_matmul_free(cl_backend_ctx *b) {
     struct cl_matmul_state *s = b->mm;
     if (!s) return;
-    for (int i = 0; i < CLINFER_DT_ID_LIMIT; i++) {
-        if (s->types[i].matvec) clReleaseKernel(s->types[i].matvec);
-        if (s->types[i].matvec_n) clReleaseKernel(s->types[i].matvec_n);
-        if (s->types[i].matvec_norm) clReleaseKernel(s->types[i].matvec_norm);
-        if (s->types[i].dequant) clReleaseKernel(s->types[i].dequant);
-        if (s->types[i].matvec_q8) clReleaseKernel(s->types[i].matvec_q8);
-        if (s->types[i].gemm_q8) clReleaseKernel(s->types[i].gemm_q8);
-        if (s->types[i].matvec_q8_il) clReleaseKernel(s->types[i].matvec_q8_il);
-        if (s->types[i].matvec_q8_il_norm) clReleaseKernel(s->types[i].matvec_q8_il_norm);
-        if (s->types[i].matvec_il_n) clReleaseKernel(s->types[i].matvec_il_n);
-        if (s->types[i].stage_kq) clReleaseKernel(s->types[i].stage_kq);
-        if (s->types[i].gemm_kq) clReleaseKernel(s->types[i].gemm_kq);
-        if (s->types[i].program) clReleaseProgram(s->types[i].program);
-    }
-    scratch *bufs[] = {&s->stage,   &s->act.q,   &s->act.d,   &s->act.f,
-                       &s->spare.q, &s->spare.d, &s->spare.f, &s->xo};
-    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
-        if (bufs[i]->mem) clReleaseMemObject(bufs[i]->mem);
+    if (s->stage.mem) clReleaseMemObject(s->stage.mem);
     if (s->done) clReleaseMemObject(s->done);
-    cl_wcache_free(b);
-    if (s->filling) cl_release_arena(s->filling); /* weights still alive keep their arena */
-    if (s->window) cl_release_arena(s->window);
-    cl_kernel rounding[] = {s->quantize, s->rmsnorm_q8, s->glu_q8};
-    for (size_t i = 0; i < sizeof rounding / sizeof rounding[0]; i++)
-        if (rounding[i]) clReleaseKernel(rounding[i]);
-    if (s->quantize_program) clReleaseProgram(s->quantize_program);
     cl_kernel gemm[] = {s->gemm, s->panels, s->panels_f16, s->bias_fill};
     for (size_t i = 0; i < sizeof gemm / sizeof gemm[0]; i++)
         if (gemm[i]) clReleaseKernel(gemm[i]);
@@ -251,8 +112,9 @@ static clinfer_status run_matvec(cl_backend_ctx *b, const type_kernels *t, const
         {sizeof(int), &a->n}};
     cl_uint n_args = sizeof args / sizeof args[0] - 1; /* n only for matvec_rows_n */
     cl_kernel kernel = t->matvec;
-    size_t global[2] = {(size_t)rows * b->mm->mv_wg, (size_t)a->n}, local[2] = {b->mm->mv_wg, 1};
-    if (b->mm->cpu) {
+    size_t global[2] = {(size_t)rows * b->types->mv_wg, (size_t)a->n},
+           local[2] = {b->types->mv_wg, 1};
+    if (cl_cpu_rows(b)) {
         global[0] = cl_round_up((size_t)rows, CPU_LOCAL);
         local[0] = CPU_LOCAL;
         if (a->n > 1) { /* all columns in one pass over W */
@@ -344,9 +206,9 @@ static clinfer_status run_gemm_kq(cl_backend_ctx *b, const type_kernels *t, cons
         cl_arg args[] = {{sizeof(cl_mem), &s->stage.mem},
                          {sizeof(int), &a.k},
                          {sizeof(int), &count},
-                         {sizeof(cl_mem), &s->act.q.mem},
-                         {sizeof(cl_mem), &s->act.d.mem},
-                         {sizeof(cl_mem), &s->xo.mem},
+                         {sizeof(cl_mem), &b->act->act.q.mem},
+                         {sizeof(cl_mem), &b->act->act.d.mem},
+                         {sizeof(cl_mem), &b->act->xo.mem},
                          {sizeof(cl_mem), &a.y},
                          {sizeof(int), &a.y_off},
                          {sizeof(int), &a.ldy},
@@ -376,8 +238,8 @@ static clinfer_status run_matvec_q8(cl_backend_ctx *b, const type_kernels *t, co
                      {sizeof(int), &a->k},
                      {sizeof(int), &a->r0},
                      {sizeof(int), &rows},
-                     {sizeof(cl_mem), &b->mm->act.q.mem},
-                     {sizeof(cl_mem), &b->mm->act.d.mem},
+                     {sizeof(cl_mem), &b->act->act.q.mem},
+                     {sizeof(cl_mem), &b->act->act.d.mem},
                      {sizeof(cl_mem), &a->y},
                      {sizeof(int), &a->y_off},
                      {sizeof(int), &a->ldy},
@@ -456,7 +318,7 @@ static clinfer_status run_matvec_norm(cl_backend_ctx *b, const type_kernels *t,
  * rounding its output for the next matmul where cl_round_output says so. */
 static clinfer_status run_matvec_q8_norm(cl_backend_ctx *b, const type_kernels *t,
                                          const weight_part *p, const mm_args *a) {
-    struct cl_matmul_state *s = b->mm;
+    struct cl_act_state *s = b->act;
     clinfer_status st = CLINFER_OK;
     norm_operands o = norm_of(a);
     int rows = a->rows, want_q = cl_round_output(a->norm);
@@ -465,8 +327,8 @@ static clinfer_status run_matvec_q8_norm(cl_backend_ctx *b, const type_kernels *
                        {sizeof(cl_mem), &p->s.mem},
                        {sizeof(int), &a->k},
                        {sizeof(int), &rows},
-                       {sizeof(cl_mem), &s->act.q.mem},
-                       {sizeof(cl_mem), &s->act.d.mem},
+                       {sizeof(cl_mem), &b->act->act.q.mem},
+                       {sizeof(cl_mem), &b->act->act.d.mem},
                        {sizeof(cl_mem), &a->y},
                        {sizeof(int), &a->y_off},
                        {sizeof(cl_mem), &a->bias},
@@ -503,7 +365,7 @@ cleanup:
 static clinfer_status run_dequant(cl_backend_ctx *b, const struct cl_weight *w,
                                   const weight_part *p, cl_mem ids, int ids_off, int has_ids,
                                   int first, int count, cl_mem out, int out_off) {
-    const type_kernels *t = &b->mm->types[w->layout.type];
+    const type_kernels *t = &b->types->types[w->layout.type];
     cl_mem ws = p->s.mem ? p->s.mem : p->q.mem;
     cl_mem ids_arg = has_ids ? ids : out; /* never read without has_ids */
     /* one item per kernel block; for f32/f16 one more per row writes the tail */
@@ -573,7 +435,7 @@ static bool norm_fusable(const cl_backend_ctx *b, const clinfer_op *op, const cl
     const clinfer_buffer *wb = op->matmul.w;
     if (norm->kind != CLINFER_OP_RMSNORM || op->matmul.n != 1 || !wb || !wb->weight) return false;
     const struct cl_weight *w = wb->weight;
-    const type_kernels *t = &b->mm->types[w->layout.type];
+    const type_kernels *t = &b->types->types[w->layout.type];
     /* matvec_il_n takes no norm, and beats matvec_rows_norm with a norm launch of its own
      * (SmolLM2 Q4_1 decode 60 -> 78 tokens/s, docs/PERFORMANCE.md) */
     bool kernel = op->matmul.x_q8 ? w->il && t->matvec_q8_il_norm
@@ -624,7 +486,7 @@ static clinfer_status matmul(cl_backend_ctx *b, const clinfer_op *op, const clin
     int has_bias = op->matmul.bias.buf != NULL;
     const struct cl_weight *w = op->matmul.w->weight;
     const clinfer_block_split *l = &w->layout;
-    const type_kernels *t = &b->mm->types[l->type];
+    const type_kernels *t = &b->types->types[l->type];
     int q8_kernel = 0, kq = 0; /* kq: stage_kq + gemm_kq */
     if (op->matmul.x_q8) {
         q8_kernel = q8_kernel_for(w, t, n);
@@ -644,7 +506,7 @@ static clinfer_status matmul(cl_backend_ctx *b, const clinfer_op *op, const clin
         .norm = norm,
     };
     if (op->matmul.x_q8 && !q8_kernel) { /* the f32 kernels read x as d * q */
-        a.x = b->mm->act.f.mem;
+        a.x = b->act->act.f.mem;
         a.x_off = 0;
     }
     for (int i = 0; i < w->n_parts; i++) {
@@ -667,7 +529,7 @@ static clinfer_status matmul(cl_backend_ctx *b, const clinfer_op *op, const clin
             CHECK(run_matvec_il(b, t, p, &a));
         } else if (n <= MATVEC_MAX_N) {
             CHECK(run_matvec(b, t, p, &a));
-        } else if (b->mm->cpu && !b->mm->use_clblast) {
+        } else if (cl_cpu_rows(b) && !b->mm->use_clblast) {
             CHECK(run_panels(b, w, p, lo, a));
         } else if (l->type == CLINFER_DT_F32) {
             CHECK(run_gemm(b, p->q.mem, a.r0 * k, a.rows, &a));
@@ -684,8 +546,8 @@ static clinfer_status matmul(cl_backend_ctx *b, const clinfer_op *op, const clin
             }
         }
     }
-    if (!(norm && cl_round_output(norm)) && (op->matmul.y.buf->mem == b->mm->act.x || norm))
-        cl_matmul_forget(b); /* x may be overwritten; norm's y is, and not rounded */
+    if (!(norm && cl_round_output(norm)) && (op->matmul.y.buf->mem == b->act->act.x || norm))
+        cl_act_forget(b); /* x may be overwritten; norm's y is, and not rounded */
 cleanup:
     return st;
 }
@@ -720,7 +582,7 @@ clinfer_status cl_weight_view_of(cl_backend_ctx *b, const clinfer_op *op, cl_wei
     const struct cl_weight *w = (matmul ? op->matmul.w : op->embed.w)->weight;
     const weight_part *p = &w->parts[0];
     const weight_array *q = &p->q, *sc = p->s.mem ? &p->s : &p->q; /* f32/f16: no scales */
-    const type_kernels *t = &b->mm->types[w->layout.type];
+    const type_kernels *t = &b->types->types[w->layout.type];
     int q8 = matmul && op->matmul.x_q8 && q8_kernel_for(w, t, op->matmul.n);
     int il_f32 = matmul && il_f32_for(w, t, op->matmul.n);
     *v = (cl_weight_view){.type = w->layout.type,

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "act_q8_cl.h"
 #include "error.h"
 #include "ops_cl.h"
 #include "program.h"
@@ -288,14 +289,8 @@ clinfer_status cl_ops_init(cl_backend_ctx *b) {
     struct cl_ops_state *ops = calloc(1, sizeof *ops);
     if (!ops) return clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "OpenCL: op state");
     b->ops = ops;
-    if (strcmp(b->info.kernel_path, "cpu-rows") == 0)
-        ops->work_group_per_row = false;
-    else if (strcmp(b->info.kernel_path, "gpu-local-reduce") == 0 ||
-             strcmp(b->info.kernel_path, "gpu-subgroup") == 0)
-        ops->work_group_per_row = true; /* these ops have no subgroup variant: local memory */
-    else
-        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "OpenCL: unknown kernel path '%s'",
-                            b->info.kernel_path);
+    /* the GPU paths: local memory (these ops have no sub-group variant) */
+    ops->work_group_per_row = !cl_cpu_rows(b);
     /* A power of two for the tree reductions: at most 256 on GPUs and 64 elsewhere (PoCL runs
      * the GPU paths only when they are forced, for tests). */
     size_t cap = b->info.type == CLINFER_DEVICE_GPU ? 256 : 64;

@@ -65,6 +65,14 @@ clinfer_status cl_op_rope(cl_backend_ctx *b, const clinfer_op *op);
 clinfer_status cl_op_store(cl_backend_ctx *b, const clinfer_op *op);
 clinfer_status cl_op_attention(cl_backend_ctx *b, const clinfer_op *op);
 clinfer_status cl_op_eltwise(cl_backend_ctx *b, const clinfer_op *op);
+/* attention_cl.c: this backend's limits on a valid (clinfer_op_check) attention op: the head
+ * sizes its kernels hold; CLINFER_ERR_UNSUPPORTED beyond them. */
+clinfer_status cl_attention_limits(const clinfer_op *op);
+/* How an attention op's positions are split: chunk positions per item, n_chunks items per
+ * (head, token); with more than one chunk, part (grown to bytes) holds their partial results. */
+void cl_attention_chunks(const cl_backend_ctx *b, const clinfer_op *op, size_t *chunk,
+                         size_t *n_chunks);
+clinfer_status cl_attention_scratch(cl_backend_ctx *b, size_t bytes, cl_mem *part);
 /* y[i] *= scale, i < count, as one elementwise launch (the EMBED op's scale). */
 clinfer_status cl_scale(cl_backend_ctx *b, clinfer_ref y, size_t count, float scale);
 

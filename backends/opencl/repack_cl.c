@@ -1,4 +1,4 @@
-/* The host side of weight layouts (matmul_cl.h): GGUF blocks re-laid out in one pass straight
+/* The host side of weight layouts (weights_cl.h): GGUF blocks re-laid out in one pass straight
  * into a part's quant and scale arrays, row-major with f16 scales widened (clinfer_block_split) or
  * interleaved by 16 rows (word_at in cl/weights.clh), the rows split between threads. Loading
  * a model is mostly this copy and the page faults of its destination, so both go to every core. */
@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "matmul_cl.h"
+#include "weights_cl.h"
 
 #define MAX_THREADS 16
 #define MIN_THREAD_BYTES (4u << 20) /* less output than this per thread is not worth a thread */

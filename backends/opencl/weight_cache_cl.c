@@ -33,7 +33,8 @@
 
 #include "error.h"
 #include "log.h"
-#include "matmul_cl.h"
+#include "type_kernels_cl.h"
+#include "weights_cl.h"
 #include "options.h"
 #include "program.h"
 
@@ -113,8 +114,8 @@ static bool make_key(cl_backend_ctx *b, const void *id, size_t id_size, struct c
     clinfer_dev_options dev;
     clinfer_dev_options_get(&dev);
     snprintf(shape, sizeof shape, "layout %u page %u align %zu limit %llu il %d arena %d",
-             WCACHE_LAYOUT, WCACHE_PAGE, b->mm->align, (unsigned long long)cl_alloc_limit(b),
-             b->mm->interleave, ARENA_BYTES);
+             WCACHE_LAYOUT, WCACHE_PAGE, b->store->align, (unsigned long long)cl_alloc_limit(b),
+             b->types->interleave, ARENA_BYTES);
     const clinfer_device_info *in = &b->info;
     const void *p[] = {id,
                        in->name,
@@ -185,8 +186,8 @@ static const char *check_file(int fd, uint64_t file_size, cl_backend_ctx *b,
     if (at != file_size) return "arenas do not fill the file";
     for (size_t i = 0; i < h->n_parts; i++) {
         const cl_cached_part *p = &c->parts[i];
-        if (!array_fits(p->q_arena, p->q_off, p->q_bytes, *used, h->n_arenas, b->mm->align) ||
-            !array_fits(p->s_arena, p->s_off, p->s_bytes, *used, h->n_arenas, b->mm->align))
+        if (!array_fits(p->q_arena, p->q_off, p->q_bytes, *used, h->n_arenas, b->store->align) ||
+            !array_fits(p->s_arena, p->s_off, p->s_bytes, *used, h->n_arenas, b->store->align))
             return "a part outside its arena";
     }
     return NULL;
@@ -262,7 +263,7 @@ static void try_read(cl_backend_ctx *b, struct cl_weight_cache *c) {
 }
 
 void cl_wcache_open(cl_backend_ctx *b, const void *id, size_t id_size) {
-    struct cl_matmul_state *s = b->mm;
+    struct cl_store *s = b->store;
     clinfer_dev_options dev;
     clinfer_dev_options_get(&dev);
     cl_wcache_free(b); /* a second model on one backend starts afresh */
@@ -276,8 +277,8 @@ void cl_wcache_open(cl_backend_ctx *b, const void *id, size_t id_size) {
 }
 
 cl_arena **cl_wcache_slot(cl_backend_ctx *b) {
-    struct cl_weight_cache *c = b->mm->wcache;
-    return c && c->mode == WC_WRITE ? &c->filling : &b->mm->filling;
+    struct cl_weight_cache *c = b->store->wcache;
+    return c && c->mode == WC_WRITE ? &c->filling : &b->store->filling;
 }
 
 /* Drops the file: it no longer matches what is loaded. */
@@ -289,7 +290,7 @@ static void stale(struct cl_weight_cache *c) {
 
 const cl_cached_part *cl_wcache_next(cl_backend_ctx *b, clinfer_dtype type, int m, int k, int il,
                                      int n_parts) {
-    struct cl_weight_cache *c = b->mm->wcache;
+    struct cl_weight_cache *c = b->store->wcache;
     if (!c || c->mode != WC_READ) return NULL;
     if (c->n_parts - c->next < (size_t)n_parts) return NULL;
     const cl_cached_part *p = &c->parts[c->next];
@@ -301,19 +302,19 @@ const cl_cached_part *cl_wcache_next(cl_backend_ctx *b, clinfer_dtype type, int 
 }
 
 void cl_wcache_mismatch(cl_backend_ctx *b) {
-    struct cl_weight_cache *c = b->mm->wcache;
+    struct cl_weight_cache *c = b->store->wcache;
     if (c && c->mode == WC_READ) stale(c);
 }
 
 clinfer_status cl_wcache_array(cl_backend_ctx *b, uint32_t arena, uint64_t off, uint64_t bytes,
                                weight_array *a) {
-    struct cl_weight_cache *c = b->mm->wcache;
+    struct cl_weight_cache *c = b->store->wcache;
     cl_arena *ar = c->arenas[arena]; /* checked with the file */
     return cl_arena_array(ar, (size_t)off, (size_t)bytes, "placing a cached weight array", a);
 }
 
 void cl_wcache_taken(cl_backend_ctx *b, int n_parts) {
-    b->mm->wcache->next += (size_t)n_parts;
+    b->store->wcache->next += (size_t)n_parts;
 }
 
 /* The index of arena a among the arenas to write, appended where new. */
@@ -337,7 +338,7 @@ static bool arena_index(struct cl_weight_cache *c, cl_arena *a, uint32_t *index)
 }
 
 void cl_wcache_record(cl_backend_ctx *b, cl_cached_part rec, const weight_part *p) {
-    struct cl_weight_cache *c = b->mm->wcache;
+    struct cl_weight_cache *c = b->store->wcache;
     if (!c || c->mode != WC_WRITE) return;
     if (c->n_parts == c->cap_parts) {
         size_t cap = c->cap_parts ? 2 * c->cap_parts : 256;
@@ -491,7 +492,7 @@ static void start_writing(cl_backend_ctx *b, struct cl_weight_cache *c) {
 }
 
 void cl_wcache_close(cl_backend_ctx *b) {
-    struct cl_weight_cache *c = b->mm->wcache;
+    struct cl_weight_cache *c = b->store->wcache;
     if (!c) return;
     if (c->mode == WC_READ && c->next != c->n_parts) stale(c); /* the load took fewer weights */
     bool write = c->mode == WC_WRITE && c->n_parts > 0;
@@ -501,7 +502,7 @@ void cl_wcache_close(cl_backend_ctx *b) {
 }
 
 void cl_wcache_free(cl_backend_ctx *b) {
-    struct cl_weight_cache *c = b->mm->wcache;
+    struct cl_weight_cache *c = b->store->wcache;
     if (!c) return;
     if (c->writing) pthread_join(c->writer, NULL);
     for (size_t i = 0; c->mapped && i < c->n_arenas; i++)
@@ -515,5 +516,5 @@ void cl_wcache_free(cl_backend_ctx *b) {
     free(c->arenas);
     free(c->parts);
     free(c);
-    b->mm->wcache = NULL;
+    b->store->wcache = NULL;
 }

@@ -10,10 +10,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 
 #include "error.h"
-#include "matmul_cl.h"
+#include "type_kernels_cl.h"
+#include "weights_cl.h"
 #include "options.h"
 
 static size_t blk_elems(const clinfer_block_split *l) {
@@ -22,49 +22,6 @@ static size_t blk_elems(const clinfer_block_split *l) {
 
 static size_t blk_bytes(const clinfer_block_split *l) {
     return clinfer_dtype_block_bytes(l->type);
-}
-
-const char *cl_type_defines(clinfer_dtype type, char *buf, size_t size) {
-    snprintf(buf, size, "-DWT_%s%s", clinfer_dtype_name(type),
-             clinfer_dtype_takes_q8_act(type) ? " -DWT_Q8_ACT" : "");
-    return buf;
-}
-
-void cl_mapping_release(cl_mapping *map) {
-    if (--map->holders > 0) return;
-    munmap(map->addr, map->size);
-    free(map);
-}
-
-void cl_release_arena(cl_arena *arena) {
-    if (--arena->holders > 0) return;
-    clReleaseMemObject(arena->mem);
-    if (arena->mapping) cl_mapping_release(arena->mapping);
-    free(arena);
-}
-
-clinfer_status cl_arena_array(cl_arena *arena, size_t at, size_t bytes, const char *what,
-                              weight_array *a) {
-    cl_int err = CL_SUCCESS;
-    cl_buffer_region region = {at, bytes};
-    a->mem = clCreateSubBuffer(arena->mem, CL_MEM_READ_ONLY, CL_BUFFER_CREATE_TYPE_REGION, &region,
-                               &err);
-    if (err != CL_SUCCESS) return cl_error(err, what);
-    arena->holders++;
-    a->arena = arena;
-    a->offset = at;
-    return CLINFER_OK;
-}
-
-/* ---- weights --------------------------------------------------------------------------- */
-
-/* The allocation limit for one array: the device's, or CLINFER_MAX_ALLOC when smaller. */
-uint64_t cl_alloc_limit(const cl_backend_ctx *b) {
-    uint64_t limit = b->info.max_alloc ? b->info.max_alloc : UINT64_MAX;
-    clinfer_dev_options dev;
-    clinfer_dev_options_get(&dev);
-    if (dev.max_alloc > 0 && dev.max_alloc < limit) limit = dev.max_alloc;
-    return limit;
 }
 
 /* Bytes of the scales of one block as the weight stores them. */
@@ -77,15 +34,41 @@ size_t cl_stored_row_bytes(const clinfer_block_split *l, int il, int k) {
     return (size_t)k / blk_elems(l) * (l->s_bytes ? l->q_len + scale_bytes(l, il) : blk_bytes(l));
 }
 
+clinfer_status cl_store_init(cl_backend_ctx *b) {
+    struct cl_store *s = calloc(1, sizeof *s);
+    if (!s) return clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "OpenCL: weight store");
+    b->store = s;
+    cl_uint align_bits = 0;
+    clinfer_status st = cl_error(clGetDeviceInfo(b->device, CL_DEVICE_MEM_BASE_ADDR_ALIGN,
+                                                 sizeof align_bits, &align_bits, NULL),
+                                 "clGetDeviceInfo(CL_DEVICE_MEM_BASE_ADDR_ALIGN)");
+    s->align = align_bits >= 8 ? align_bits / 8 : 1;
+    s->arenas = b->info.type == CLINFER_DEVICE_CPU; /* for graph launches */
+    cl_bool unified = CL_FALSE; /* deprecated in OpenCL 2.0, still answered; false on error */
+    clGetDeviceInfo(b->device, CL_DEVICE_HOST_UNIFIED_MEMORY, sizeof unified, &unified, NULL);
+    s->host_unified = unified == CL_TRUE;
+    return st;
+}
+
+void cl_store_free(cl_backend_ctx *b) {
+    struct cl_store *s = b->store;
+    if (!s) return;
+    cl_wcache_free(b);
+    if (s->filling) cl_release_arena(s->filling); /* weights still alive keep their arena */
+    if (s->window) cl_release_arena(s->window);
+    free(s);
+    b->store = NULL;
+}
+
 void cl_weight_host_data(cl_backend_ctx *b, const void *base, size_t size) {
-    b->mm->host = base;
-    b->mm->host_size = size;
+    b->store->host = base;
+    b->store->host_size = size;
 }
 
 /* Whether bytes of host data are used where they lie: inside the declared host data, on a
  * device that reads host memory directly. */
 static bool in_place(const cl_backend_ctx *b, const void *host, size_t bytes) {
-    const struct cl_matmul_state *s = b->mm;
+    const struct cl_store *s = b->store;
     const uint8_t *p = host;
     return s->host_unified && s->host && p >= s->host && bytes <= s->host_size &&
            (size_t)(p - s->host) <= s->host_size - bytes;
@@ -99,7 +82,7 @@ static bool in_place(const cl_backend_ctx *b, const void *host, size_t bytes) {
  * CL_DEVICE_MEM_BASE_ADDR_ALIGN) and they end inside it. */
 static clinfer_status place_in_place(cl_backend_ctx *b, size_t bytes, const void *host,
                                      weight_array *a) {
-    struct cl_matmul_state *s = b->mm;
+    struct cl_store *s = b->store;
     const uint8_t *p = host;
     void *ptr = (void *)(uintptr_t)host;
     cl_mem_flags flags = CL_MEM_READ_ONLY | CL_MEM_USE_HOST_PTR;
@@ -147,7 +130,7 @@ static clinfer_status new_arena(cl_backend_ctx *b, uint64_t size, cl_arena **slo
 /* Makes a a sub-buffer of bytes in the arena being filled in *slot (a new arena when it lacks
  * room). */
 static clinfer_status reserve(cl_backend_ctx *b, size_t bytes, cl_arena **slot, weight_array *a) {
-    size_t at = *slot ? cl_round_up((*slot)->used, b->mm->align) : 0;
+    size_t at = *slot ? cl_round_up((*slot)->used, b->store->align) : 0;
     if (!*slot || at + bytes > (*slot)->size) {
         uint64_t size = bytes > ARENA_BYTES ? bytes : ARENA_BYTES;
         if (size > cl_alloc_limit(b)) size = cl_alloc_limit(b); /* parts never exceed it */
@@ -165,9 +148,9 @@ static clinfer_status reserve(cl_backend_ctx *b, size_t bytes, cl_arena **slot, 
 static clinfer_status place(cl_backend_ctx *b, size_t bytes, const void *host, weight_array *a) {
     void *src = (void *)(uintptr_t)host;
     if (in_place(b, host, bytes)) return place_in_place(b, bytes, host, a);
-    if (!b->mm->arenas)
+    if (!b->store->arenas)
         return cl_create_buffer(b, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, bytes, src, &a->mem);
-    clinfer_status st = reserve(b, bytes, &b->mm->filling, a);
+    clinfer_status st = reserve(b, bytes, &b->store->filling, a);
     if (st != CLINFER_OK) return st;
     return cl_error(clEnqueueWriteBuffer(b->queue, a->arena->mem, CL_TRUE, a->offset, bytes, host,
                                          0, NULL, NULL),
@@ -226,7 +209,7 @@ static clinfer_status upload_part(cl_backend_ctx *b, const clinfer_block_split *
     array_bytes(l, il, k, p->rows, &q_bytes, &s_bytes);
     const uint8_t *src = data + (size_t)p->row0 * row_bytes;
     uint8_t *q = NULL, *s = NULL; /* the arrays: mapped in their arenas, else host copies */
-    bool direct = b->mm->arenas;
+    bool direct = b->store->arenas;
     if (direct) {
         CHECK(reserve(b, q_bytes, cl_wcache_slot(b), &p->q));
         CHECK(reserve(b, s_bytes, cl_wcache_slot(b), &p->s));
@@ -272,9 +255,9 @@ static clinfer_status plan_weight(cl_backend_ctx *b, const clinfer_block_split *
     if (nb_row * l->s_bytes > widest) widest = nb_row * l->s_bytes;
     pl->rows_per_part = cl_alloc_limit(b) / widest;
     /* interleaved parts hold whole groups of 16 rows (the last one padded) */
-    const type_kernels *t = &b->mm->types[l->type]; /* interleave 2: forced, for oclgrind */
-    pl->il =
-        (t->matvec_q8_il || (b->mm->interleave == 2 && t->matvec_il_n)) && pl->rows_per_part >= 16;
+    const type_kernels *t = &b->types->types[l->type]; /* interleave 2: forced, for oclgrind */
+    pl->il = (t->matvec_q8_il || (b->types->interleave == 2 && t->matvec_il_n)) &&
+             pl->rows_per_part >= 16;
     if (pl->il) pl->rows_per_part -= pl->rows_per_part % 16;
     if (pl->rows_per_part == 0)
         return clinfer_fail(CLINFER_ERR_UNSUPPORTED,
