@@ -13,8 +13,8 @@
 #include "cli.h"
 #include "model_registry.h"
 
-/* The first use of a device compiles its kernels for seconds: say so rather than wait
- * silently (--quiet turns it off). */
+/* The first use of a device compiles its kernels for seconds: say so, once, rather than wait
+ * silently (--quiet turns it off; --verbose names each program). */
 static void note_compile(const clinfer_compile_event *e, void *user) {
     (void)user;
     if (e->count == 1)
@@ -22,7 +22,6 @@ static void note_compile(const clinfer_compile_event *e, void *user) {
                 "clinfer: compiling OpenCL kernels for %s (first use of this device or "
                 "weight type; cached for later runs)\n",
                 e->device);
-    fprintf(stderr, "clinfer: compiling %u: %s\n", e->count, e->program);
 }
 
 void cli_model_opts_init(cli_model_opts *o) {

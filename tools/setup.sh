@@ -9,4 +9,4 @@ cmake --build build -j"${CLINFER_JOBS:-2}"
 build/clinfer devices
 # The default model (SmolLM2-135M-Instruct, 98 MB) answers a question on the default device.
 bash tools/fetch_model.sh >/dev/null
-build/clinfer run --chat -p "What is the capital of France?" -n 64
+build/clinfer run --chat -p "What is the capital of France?" -n 64 --temp 0
