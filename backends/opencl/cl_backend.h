@@ -12,7 +12,8 @@
  *   act_q8_cl.c     8-bit activations for x_q8 matmuls (act_q8_cl.h)
  *   clblast_cl.c, matmul_cl.c  matvec/GEMM over every weight type, embedding gather (matmul_cl.h)
  *   ops_cl.c, attention_cl.c   norm, rope, store, element-wise; attention (ops_cl.h)
- *   graph_cl.c      runs of decode ops in one launch (cl/graph.cl) on CPU devices (graph_cl.h)
+ *   graph_encode_cl.c, graph_cl.c  runs of decode ops in one launch (cl/graph.cl) on CPU
+ *                   devices: their records, then the programs and the launch (graph_cl.h)
  *   backend_cl.c    the backend: its interface, op dispatch, instances */
 #ifndef CLINFER_CL_BACKEND_H
 #define CLINFER_CL_BACKEND_H
