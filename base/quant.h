@@ -7,6 +7,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "half.h"
+
 typedef enum {
     CLINFER_DT_F32 = 0,
     CLINFER_DT_F16 = 1,
@@ -142,12 +144,6 @@ size_t clinfer_dtype_block_bytes(clinfer_dtype type);
 size_t clinfer_dtype_row_bytes(clinfer_dtype type, size_t n);
 /* type's split (kblk 0 for an unknown type). */
 clinfer_block_split clinfer_dtype_split(clinfer_dtype type);
-
-float clinfer_f16_to_f32(uint16_t h);
-uint16_t clinfer_f32_to_f16(float f); /* round to nearest even */
-/* bfloat16: the top half of an f32. */
-float clinfer_bf16_to_f32(uint16_t h);
-uint16_t clinfer_f32_to_bf16(float f); /* round to nearest even; nan stays a quiet nan */
 
 /* Row conversions; n is a multiple of the block size. */
 void clinfer_dequantize_row(clinfer_dtype type, const void *src, float *dst, size_t n);

@@ -1,4 +1,5 @@
-/* base/quant.c: dtype table, IEEE half conversion, GGUF block dequantization and quantization.
+/* base/quant.c and base/half.c: dtype table, IEEE half conversion, GGUF block dequantization and
+ * quantization.
  *
  * Dequantization is checked on blocks built by hand, with expected values worked out from the
  * GGUF block layouts (the comments show the arithmetic); the conversion to half is checked
