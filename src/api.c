@@ -4,7 +4,8 @@
 #include <string.h>
 
 #include "error.h"
-#include "executor.h"
+#include "model.h"
+#include "profile.h"
 #include "tokenizer.h"
 
 static clinfer_status need_vocab(const clinfer_model *m, const char *what) {

@@ -160,6 +160,18 @@ cleanup:
     return st;
 }
 
+clinfer_status clinfer_context_reserve_logits(clinfer_context *c, size_t rows) {
+    if (rows <= c->logits_cap) return CLINFER_OK;
+    size_t n_vocab = c->model->hp.n_vocab;
+    float *p = realloc(c->logits, rows * n_vocab * sizeof *p);
+    if (!p)
+        return clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "eval: no memory for %zu rows of logits",
+                            rows);
+    c->logits = p;
+    c->logits_cap = rows;
+    return CLINFER_OK;
+}
+
 clinfer_status clinfer_context_step(clinfer_context *c, const clinfer_batch_entry *e, size_t n,
                                     float *logits, float *embd, size_t *n_out) {
     clinfer_status st = CLINFER_OK;

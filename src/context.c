@@ -308,18 +308,6 @@ clinfer_activations clinfer_context_activations(const clinfer_context *c) {
     return c ? c->state.activations : CLINFER_ACT_DEFAULT;
 }
 
-clinfer_status clinfer_context_reserve_logits(clinfer_context *c, size_t rows) {
-    if (rows <= c->logits_cap) return CLINFER_OK;
-    size_t n_vocab = c->model->hp.n_vocab;
-    float *p = realloc(c->logits, rows * n_vocab * sizeof *p);
-    if (!p)
-        return clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "eval: no memory for %zu rows of logits",
-                            rows);
-    c->logits = p;
-    c->logits_cap = rows;
-    return CLINFER_OK;
-}
-
 /* The plan for n tokens, built on first use. */
 static clinfer_status plan_for(clinfer_context *c, size_t n, exec_plan **out) {
     clinfer_status st = CLINFER_OK;

@@ -38,7 +38,7 @@ struct clinfer_context {
     void *should_stop_user;
 };
 
-/* Room for rows of logits on the host. */
+/* Room for rows of logits on the host (src/batch.c). */
 clinfer_status clinfer_context_reserve_logits(clinfer_context *c, size_t rows);
 
 /* One evaluation step of both public calls (src/batch.c): checks n entries (1 <= n <= n_batch)

@@ -3,7 +3,6 @@
 
 #include <math.h>
 #include <stdlib.h>
-#include <time.h>
 
 #include "arch.h"
 #include "error.h"
@@ -463,12 +462,6 @@ void exec_plan_free(exec_plan *plan) {
     free(plan);
 }
 
-double exec_now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
 /* Step i's op at position pos0. */
 static clinfer_op step_op(const exec_plan *p, size_t i, int pos0) {
     clinfer_op op = p->steps[i].op;
@@ -598,11 +591,6 @@ clinfer_status exec_plan_step(const clinfer_backend *be, const exec_plan *p, siz
     if (st == CLINFER_OK) st = be->i->sync(be->ctx);
     if (st != CLINFER_OK) op_failed(p, &op, i, p->n_steps, pos0);
     return st;
-}
-
-const char *exec_op_name(clinfer_op_kind kind) {
-    /* the profile's row for runs of ops */
-    return (int)kind == EXEC_PROFILE_GRAPH ? "graph" : clinfer_op_name(kind);
 }
 
 void exec_plan_print(const exec_plan *p, FILE *out) {

@@ -51,9 +51,6 @@ typedef struct {
 
 typedef struct exec_plan exec_plan;
 
-/* A monotonic clock in milliseconds, for the profile and generation timings. */
-double exec_now_ms(void);
-
 clinfer_status exec_plan_build(const clinfer_model *model, const exec_state *state, int n,
                                exec_plan **out);
 void exec_plan_free(exec_plan *plan);
@@ -109,6 +106,5 @@ clinfer_status exec_plan_step(const clinfer_backend *be, const exec_plan *plan, 
 /* One line per op (the environment variable CLINFER_PRINT_PLAN prints each plan as it is
  * built). */
 void exec_plan_print(const exec_plan *plan, FILE *out);
-const char *exec_op_name(clinfer_op_kind kind);
 
 #endif

@@ -2,10 +2,21 @@
 #include "profile.h"
 
 #include <stdlib.h>
+#include <time.h>
 
 #include "error.h"
-#include "executor.h"
 #include "options.h"
+
+double exec_now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+const char *exec_op_name(clinfer_op_kind kind) {
+    /* the profile's row for runs of ops */
+    return (int)kind == EXEC_PROFILE_GRAPH ? "graph" : clinfer_op_name(kind);
+}
 
 clinfer_status exec_profile_create(clinfer_toggle profile, exec_profile **out) {
     bool want_table;

@@ -57,6 +57,12 @@ typedef struct {
     size_t timing_cap;
 } exec_profile;
 
+/* A monotonic clock in milliseconds, for the profile and generation timings. */
+double exec_now_ms(void);
+
+/* An op kind's name, or "graph" for the row EXEC_PROFILE_GRAPH. */
+const char *exec_op_name(clinfer_op_kind kind);
+
 /* profile: the model's option (CLINFER_DEFAULT: the environment's); CLINFER_TRACE adds a
  * trace. *out is NULL when profiling is off. */
 clinfer_status exec_profile_create(clinfer_toggle profile, exec_profile **out);
