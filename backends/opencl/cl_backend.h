@@ -1,8 +1,9 @@
 /* The core of the OpenCL backend, which every file of it stands on: the context, launches,
  * errors, buffers, the programs instances share. The files, each calling only the ones listed
  * before it (tests/check_layers.py checks this):
- *   fault.c, device.c, program.c  test faults; enumeration, capabilities, kernel path; program
- *                                 builds and the binary cache (they know no backend context)
+ *   fault.c, device.c, params.c, program.c  test faults; enumeration, capabilities, kernel
+ *                   path; the per-device parameters; program builds and the binary cache
+ *                   (these know no backend context)
  *   launch_cl.c     the launch helper, errors, buffers, device-lost marking, kernel timing
  *   build_cl.c      the programs a backend and its instances share, each built once (cl_build)
  *   type_kernels_cl.c  matvec.cl built per weight type (type_kernels_cl.h)
