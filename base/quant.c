@@ -282,6 +282,14 @@ bool clinfer_dtype_is_weight(clinfer_dtype type) {
     return t && t->weight;
 }
 
+/* The index-th type that matmuls run over, in id order. */
+const char *dtype_weight_name_at(size_t index) {
+    for (uint32_t id = 0; id < CLINFER_DT_ID_LIMIT; id++)
+        if (clinfer_dtype_valid(id) && clinfer_dtype_is_weight((clinfer_dtype)id) && !index--)
+            return clinfer_dtype_name((clinfer_dtype)id);
+    return NULL;
+}
+
 size_t clinfer_dtype_block_elems(clinfer_dtype type) {
     const dtype_info *t = dtype_lookup((uint32_t)type);
     return t ? t->block_elems : 0;

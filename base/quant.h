@@ -137,6 +137,8 @@ const char *clinfer_dtype_name(clinfer_dtype type);
 /* Whether backends take it as weights (their matmuls have kernels for it): every known type but
  * BF16, which files may hold (a quantizer's input) but models may not run. */
 bool clinfer_dtype_is_weight(clinfer_dtype type);
+/* The index-th weight type's name, in id order; NULL past the last (base/names.h reads it). */
+const char *dtype_weight_name_at(size_t index);
 /* Elements per block (1 for f32/f16/bf16) and bytes per block. */
 size_t clinfer_dtype_block_elems(clinfer_dtype type);
 size_t clinfer_dtype_block_bytes(clinfer_dtype type);

@@ -16,7 +16,7 @@
 #include "arch.h"
 #include "error.h"
 #include "model.h"
-#include "supported.h"
+#include "names.h"
 
 /* A growing NUL-terminated string; on allocation failure `failed` is set and appends stop. */
 typedef struct {
@@ -101,15 +101,14 @@ const char *chat_format_name_at(size_t index) {
 clinfer_status chat_detect(const char *tmpl, size_t tmpl_len, const char *name,
                            chat_format *format) {
     char names[128];
-    clinfer_supported_list(CLINFER_SUPPORT_CHAT_TEMPLATE, names, sizeof names);
+    names_list(chat_format_name_at, names, sizeof names);
     if (name && *name) {
         for (size_t i = 0; i < N_FORMATS; i++)
             if (!strcmp(name, formats[i].name)) {
                 *format = formats[i].format;
                 return CLINFER_OK;
             }
-        const char *closest =
-            clinfer_supported_closest(CLINFER_SUPPORT_CHAT_TEMPLATE, name, strlen(name));
+        const char *closest = names_closest(chat_format_name_at, name, strlen(name));
         return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
                             "chat: unknown template name '%s' (known: %s)%s%s", name, names,
                             closest ? "; closest: " : "", closest ? closest : "");

@@ -15,7 +15,7 @@
 
 #include "error.h"
 #include "gguf_cursor.h"
-#include "supported.h"
+#include "names.h"
 
 #define GGUF_MAGIC "GGUF"
 #define GGUF_DEFAULT_ALIGNMENT 32u
@@ -153,7 +153,7 @@ static clinfer_status read_tensor_info(cursor *c, gguf_tensor *t) {
     if (!clinfer_dtype_valid(type)) {
         const char *name = ggml_type_name(type);
         char types[256];
-        clinfer_supported_list(CLINFER_SUPPORT_WEIGHT_TYPE, types, sizeof types);
+        names_list(dtype_weight_name_at, types, sizeof types);
         st = name ? clinfer_fail(CLINFER_ERR_UNSUPPORTED,
                                  "tensor type %s (%u) is not supported by clinfer (supported "
                                  "types: %s)",

@@ -12,7 +12,7 @@
 #include "chat.h"
 #include "error.h"
 #include "log.h"
-#include "supported.h"
+#include "names.h"
 #include "tokenizer.h"
 
 /* ---- hyperparameters --------------------------------------------------------------------- */
@@ -421,8 +421,8 @@ static clinfer_status parse_architecture(clinfer_model *m) {
     if (st != CLINFER_OK) return st;
     if (!(m->hp.arch = clinfer_arch_find(s))) {
         char names[256];
-        clinfer_supported_list(CLINFER_SUPPORT_ARCHITECTURE, names, sizeof names);
-        const char *closest = clinfer_supported_closest(CLINFER_SUPPORT_ARCHITECTURE, s.ptr, s.len);
+        names_list(clinfer_arch_name_at, names, sizeof names);
+        const char *closest = names_closest(clinfer_arch_name_at, s.ptr, s.len);
         return clinfer_fail(CLINFER_ERR_UNSUPPORTED,
                             "model: architecture '%.*s' is not supported (%s are)%s%s",
                             (int)(s.len > 64 ? 64 : s.len), s.ptr, names,

@@ -8,7 +8,7 @@
 #include <utf8proc.h>
 
 #include "error.h"
-#include "supported.h"
+#include "names.h"
 #include "tok_internal.h"
 
 clinfer_status tok_ids_push(tok_ids *out, int32_t id) {
@@ -313,9 +313,8 @@ clinfer_status clinfer_vocab_load(const gguf_file *f, clinfer_vocab **out) {
     }
     if (k == N_TOK_MODELS) {
         char names[128];
-        clinfer_supported_list(CLINFER_SUPPORT_TOKENIZER, names, sizeof names);
-        const char *closest =
-            clinfer_supported_closest(CLINFER_SUPPORT_TOKENIZER, model.ptr, model.len);
+        names_list(clinfer_vocab_model_at, names, sizeof names);
+        const char *closest = names_closest(clinfer_vocab_model_at, model.ptr, model.len);
         st = clinfer_fail(CLINFER_ERR_UNSUPPORTED,
                           "tokenizer: tokenizer.ggml.model '%.*s' is not supported (%s are)%s%s",
                           (int)(model.len > 64 ? 64 : model.len), model.ptr, names,
