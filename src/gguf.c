@@ -50,11 +50,6 @@ static int str_cmp(gguf_str a, gguf_str b) {
     return (a.len > b.len) - (a.len < b.len);
 }
 
-bool gguf_str_eq(gguf_str s, const char *c) {
-    size_t n = strlen(c);
-    return s.len == n && memcmp(s.ptr, c, n) == 0;
-}
-
 static int kv_ptr_cmp(const void *a, const void *b) {
     return str_cmp((*(const gguf_kv *const *)a)->key, (*(const gguf_kv *const *)b)->key);
 }

@@ -103,7 +103,7 @@ bool gguf_str_eq(gguf_str s, const char *c);
 /* Bytes of one value of a scalar type; 0 for strings, arrays and unknown types. */
 size_t gguf_type_size(gguf_type type);
 
-/* For messages (gguf_value.c): at most GGUF_SHOW bytes of a key or name, a type's name ("u32"),
+/* For messages (gguf_type.c): at most GGUF_SHOW bytes of a key or name, a type's name ("u32"),
  * and the failure of a value of kv's type where want (an array of want_elem) was expected
  * (what: the subject, "value", "gguf: key 'x'"). */
 #define GGUF_SHOW 64
