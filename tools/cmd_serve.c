@@ -11,43 +11,65 @@
 #include "cli_common.h"
 #include "serve.h"
 
-enum { OPT_HOST = 512, OPT_PORT, OPT_PARALLEL, OPT_API_KEY, OPT_ALIAS, OPT_QUEUE, OPT_MAX_BODY };
+enum {
+    OPT_HOST = 512,
+    OPT_PORT,
+    OPT_PARALLEL,
+    OPT_API_KEY,
+    OPT_ALIAS,
+    OPT_QUEUE,
+    OPT_MAX_BODY,
+    OPT_MAX_CONNS,
+    OPT_HEADER_TIMEOUT,
+    OPT_BODY_TIMEOUT,
+    OPT_SPECIAL_IN_CONTENT
+};
 
 static void usage(FILE *out) {
-    fprintf(out,
-            "usage: clinfer serve [-m MODEL] [--host ADDR] [--port N] [-np N] [--api-key KEY]\n"
-            "                     [OPTIONS]\n\n"
-            "Serves the model over HTTP with OpenAI's API: POST /v1/chat/completions and\n"
-            "/v1/completions (stream: true for server-sent events), POST /v1/embeddings\n"
-            "(mean-pooled hidden states of length 1), GET /v1/models, /health (503 until the\n"
-            "model is loaded) and /metrics (Prometheus). Runs until SIGINT or SIGTERM, then\n"
-            "answers the requests in flight and exits.\n\n"
-            "      --host ADDR      address to listen on (default 127.0.0.1: this machine only)\n"
-            "      --port N         port; 0 picks a free one (default 8080)\n"
-            "  -np, --parallel N    slots: requests generated at once (default 1), each a\n"
-            "                       sequence of one context; every step evaluates a token of\n"
-            "                       each generating slot and prompt tokens of starting ones\n"
-            "                       in one batch (continuous batching)\n"
-            "  -b, --batch-size N   tokens per step (default 256): a longer prompt is spread\n"
-            "                       over several steps, beside the running streams\n"
-            "      --queue N        requests that may wait for a slot; more get 503 (default 64)\n"
-            "      --api-key KEY    answer only requests with 'Authorization: Bearer KEY' (401\n"
-            "                       otherwise; /health stays open)\n"
-            "  -c, --ctx-size N     context length of each slot; 0 is the model's (default 0);\n"
-            "                       a slot keeps its last request's tokens, and a new prompt\n"
-            "                       that starts with them evaluates only the rest\n"
-            "      --chat-template NAME  chatml, llama3, llama2 or gemma instead of the model's\n"
-            "      --alias NAME     the model's name in responses (default: the file's name)\n"
-            "      --max-body BYTES largest request body; larger gets 413 (default 4194304)\n"
-            "" CLI_ACT_HELP "" CLI_MODEL_HELP "\n"
-            "Sampling defaults are llama.cpp's (temperature 0.8, top_k 40, top_p 0.95, min_p\n"
-            "0.05); a request's fields override them. With no seed, each request draws one.\n");
+    fprintf(
+        out,
+        "usage: clinfer serve [-m MODEL] [--host ADDR] [--port N] [-np N] [--api-key KEY]\n"
+        "                     [OPTIONS]\n\n"
+        "Serves the model over HTTP with OpenAI's API: POST /v1/chat/completions and\n"
+        "/v1/completions (stream: true for server-sent events), POST /v1/embeddings\n"
+        "(mean-pooled hidden states of length 1), GET /v1/models, /health (503 until the\n"
+        "model is loaded) and /metrics (Prometheus). Runs until SIGINT or SIGTERM, then\n"
+        "answers the requests in flight and exits.\n\n"
+        "      --host ADDR      address to listen on (default 127.0.0.1: this machine only)\n"
+        "      --port N         port; 0 picks a free one (default 8080)\n"
+        "  -np, --parallel N    slots: requests generated at once (default 1), each a\n"
+        "                       sequence of one context; every step evaluates a token of\n"
+        "                       each generating slot and prompt tokens of starting ones\n"
+        "                       in one batch (continuous batching)\n"
+        "  -b, --batch-size N   tokens per step (default 256): a longer prompt is spread\n"
+        "                       over several steps, beside the running streams\n"
+        "      --queue N        requests that may wait for a slot; more get 503 (default 64)\n"
+        "      --api-key KEY    answer only requests with 'Authorization: Bearer KEY' (401\n"
+        "                       otherwise; /health stays open)\n"
+        "  -c, --ctx-size N     context length of each slot; 0 is the model's (default 0);\n"
+        "                       a slot keeps its last request's tokens, and a new prompt\n"
+        "                       that starts with them evaluates only the rest\n"
+        "      --chat-template NAME  chatml, llama3, llama2 or gemma instead of the model's\n"
+        "      --alias NAME     the model's name in responses (default: the file's name)\n"
+        "      --max-body BYTES largest request body; larger gets 413 (default 4194304)\n"
+        "      --max-connections N  connections held at once (default 512); past them the\n"
+        "                       one waiting longest for its request is closed, or when all\n"
+        "                       are busy the newcomer gets 503\n"
+        "      --header-timeout S   seconds to send a request's headers, from the connection's\n"
+        "                       start or the previous response; then it closes (default 10)\n"
+        "      --body-timeout S     seconds to send a request's body (default 30)\n"
+        "      --special-in-content  read special tokens' text (\"<|im_start|>\") in chat\n"
+        "                       messages as those tokens; by default it is plain text and\n"
+        "                       only the chat template's own markers are special\n"
+        "" CLI_ACT_HELP "" CLI_MODEL_HELP "\n"
+        "Sampling defaults are llama.cpp's (temperature 0.8, top_k 40, top_p 0.95, min_p\n"
+        "0.05); a request's fields override them. With no seed, each request draws one.\n");
 }
 
 typedef struct {
     cli_model_opts model;
     serve_server s;
-    long port, parallel, queue, n_ctx, n_batch, max_body;
+    long port, parallel, queue, n_ctx, n_batch, max_body, max_conns, header_s, body_s;
     clinfer_activations act;
 } serve_opts;
 
@@ -82,6 +104,15 @@ static int serve_option(int opt, const char *arg, void *user) {
         return 1;
     case OPT_MAX_BODY:
         return cli_parse_long("--max-body", arg, 1024, 1L << 30, &o->max_body) ? 1 : -1;
+    case OPT_MAX_CONNS:
+        return cli_parse_long("--max-connections", arg, 1, 65536, &o->max_conns) ? 1 : -1;
+    case OPT_HEADER_TIMEOUT:
+        return cli_parse_long("--header-timeout", arg, 1, 3600, &o->header_s) ? 1 : -1;
+    case OPT_BODY_TIMEOUT:
+        return cli_parse_long("--body-timeout", arg, 1, 3600, &o->body_s) ? 1 : -1;
+    case OPT_SPECIAL_IN_CONTENT:
+        o->s.special_in_content = true;
+        return 1;
     default:
         return 0;
     }
@@ -106,6 +137,10 @@ static int parse(int argc, char **argv, serve_opts *o) {
         {"chat-template", required_argument, NULL, OPT_CHAT_TEMPLATE},
         {"alias", required_argument, NULL, OPT_ALIAS},
         {"max-body", required_argument, NULL, OPT_MAX_BODY},
+        {"max-connections", required_argument, NULL, OPT_MAX_CONNS},
+        {"header-timeout", required_argument, NULL, OPT_HEADER_TIMEOUT},
+        {"body-timeout", required_argument, NULL, OPT_BODY_TIMEOUT},
+        {"special-in-content", no_argument, NULL, OPT_SPECIAL_IN_CONTENT},
         CLI_ACT_OPTIONS,
         {NULL, 0, NULL, 0}};
     rewrite_np(argc, argv);
@@ -141,7 +176,13 @@ static const char *base_name(const char *path) {
 }
 
 int cmd_serve(int argc, char **argv) {
-    serve_opts o = {.port = 8080, .parallel = 1, .queue = 64, .max_body = 4L << 20};
+    serve_opts o = {.port = 8080,
+                    .parallel = 1,
+                    .queue = 64,
+                    .max_body = 4L << 20,
+                    .max_conns = 512,
+                    .header_s = 10,
+                    .body_s = 30};
     cli_model_opts_init(&o.model);
     o.s.host = "127.0.0.1";
     int rc = parse(argc, argv, &o);
@@ -151,6 +192,9 @@ int cmd_serve(int argc, char **argv) {
     s->n_slots = (size_t)o.parallel;
     s->queue_cap = (size_t)o.queue;
     s->max_body = (size_t)o.max_body;
+    s->max_conns = (size_t)o.max_conns;
+    s->header_ms = 1e3 * (double)o.header_s;
+    s->body_ms = 1e3 * (double)o.body_s;
     clinfer_context_params_default(&s->cp);
     s->cp.n_ctx = (uint32_t)o.n_ctx;
     if (o.n_batch) s->cp.n_batch = (uint32_t)o.n_batch;

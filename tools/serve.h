@@ -3,10 +3,12 @@
  * a thread per connection); tools/serve_slots.c queues jobs and tools/serve_sched.c runs them
  * on the slots in batches;
  * tools/serve_json.c writes the response bodies; tools/serve_request.c parses request bodies;
- * tools/serve_embed.c answers /v1/embeddings. */
+ * tools/serve_embed.c answers /v1/embeddings; tools/serve_conns.c bounds the connections and
+ * closes those that send their request too slowly. */
 #ifndef CLINFER_SERVE_H
 #define CLINFER_SERVE_H
 
+#include <microhttpd.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -39,6 +41,9 @@ typedef struct serve_server {
     const char *model_id;      /* the name /v1/models lists and responses carry */
     const char *chat_template; /* NULL: the model's */
     size_t n_slots, queue_cap;
+    size_t max_conns;          /* connections held at once; past them, idle ones close */
+    double header_ms, body_ms; /* deadlines for a request's headers and for its body */
+    bool special_in_content;   /* chat content may hold special tokens' text */
     clinfer_context_params cp; /* n_ctx per slot, n_batch per step, activations */
 
     /* set once by cmd_serve before `ready` */
@@ -57,6 +62,14 @@ typedef struct serve_server {
     uint64_t responses_by_class[6]; /* [status / 100] */
     uint64_t ids;                   /* for response ids */
 
+    /* the open connections (serve_conns.c), under `lock` */
+    struct serve_conn *conns;
+    size_t n_conns;
+    uint64_t conns_closed_slow; /* closed by a deadline, or to make room */
+    atomic_bool conns_stop;
+    pthread_t watchdog;
+    bool watchdog_started;
+
     struct MHD_Daemon *daemon;
 } serve_server;
 
@@ -65,6 +78,27 @@ typedef struct serve_server {
 int serve_http_start(serve_server *s, char *err, size_t size);
 /* Stops accepting connections, waits for the requests in flight to be answered, then closes. */
 void serve_http_stop(serve_server *s);
+
+/* ---- connections (serve_conns.c) ------------------------------------------------------- */
+
+typedef enum {
+    SERVE_CONN_WAITING,   /* for a request's headers: the header deadline runs */
+    SERVE_CONN_READING,   /* the body: the body deadline runs */
+    SERVE_CONN_ANSWERING, /* no deadline of ours: a generation takes what it takes */
+} serve_conn_phase;
+
+/* libmicrohttpd's MHD_OPTION_NOTIFY_CONNECTION callback (cls: the server): tracks each
+ * connection. One past s->max_conns closes the connection that has waited longest for its
+ * request's headers; when every connection is busy, the newcomer is marked to get 503. */
+void serve_conn_notify(void *cls, struct MHD_Connection *c, void **socket_context,
+                       enum MHD_ConnectionNotificationCode code);
+/* Moves the connection to phase, starting its deadline now. */
+void serve_conn_set_phase(serve_server *s, struct MHD_Connection *c, serve_conn_phase phase);
+/* Whether the connection came when all s->max_conns were busy (it gets 503). */
+bool serve_conn_over_limit(serve_server *s, struct MHD_Connection *c);
+/* The thread that enforces the deadlines: 0, or -1 when it cannot start. */
+int serve_conns_start(serve_server *s);
+void serve_conns_stop(serve_server *s);
 
 #define SERVE_WAIT_MS 50 /* how often a waiting connection looks at its socket */
 
@@ -75,6 +109,11 @@ bool serve_client_gone(int fd);
  * (malloc'ed; freed first). 0, or -1 with *err set. */
 int serve_tokenize(clinfer_model *model, const char *text, int32_t **tokens, size_t *n,
                    serve_error *err);
+/* A request's prompt as tokens (serve_prompt.c): a completion's prompt as serve_tokenize does,
+ * a chat through the chat template with the messages' content as plain text (special tokens'
+ * text not parsed, unless s->special_in_content). 0, or -1 with *err set. */
+int serve_prompt_tokens(serve_server *s, const serve_request *req, int32_t **tokens, size_t *n,
+                        serve_error *err);
 
 /* POST /v1/embeddings (serve_embed.c): 0 with the response body in *out (malloc'ed), -1 with
  * *err set, 1 when the client left while waiting (nothing to answer). fd: the connection's. */

@@ -7,24 +7,6 @@
 
 #include "serve.h"
 
-int serve_tokenize(clinfer_model *model, const char *text, int32_t **tokens, size_t *n,
-                   serve_error *err) {
-    /* a token per byte and BOS is enough unless a piece is under a byte: then as told */
-    size_t len = strlen(text), cap = len + 2;
-    clinfer_status st = CLINFER_ERR_BUFFER_TOO_SMALL;
-    for (int attempt = 0; attempt < 2 && st == CLINFER_ERR_BUFFER_TOO_SMALL; attempt++) {
-        free(*tokens);
-        *tokens = malloc((attempt ? *n : cap) * sizeof **tokens);
-        st = *tokens ? clinfer_tokenize(model, text, len, clinfer_token_add_bos(model), true,
-                                        *tokens, attempt ? *n : cap, n)
-                     : CLINFER_ERR_OUT_OF_MEMORY;
-    }
-    if (st != CLINFER_OK)
-        return serve_error_set(err, 500, "server_error", "tokenizing failed: %s",
-                               clinfer_last_error());
-    return 0;
-}
-
 /* Every input's tokens one after another into *all, input i's ending at ends[i]; each checked
  * to be non-empty, within the vocabulary and the context. */
 static int gather(serve_server *s, const serve_embed_request *req, int32_t **all, size_t *ends,

@@ -1,15 +1,18 @@
 /* clinfer serve: the HTTP side, on libmicrohttpd with a thread per connection. A connection's
  * thread reads the body, parses it, tokenizes the prompt and queues a job for the slots; it
  * then waits for the job's text (a whole JSON answer, or server-sent events as they come) and
- * watches its socket, so that a client that leaves cancels its generation at once. */
+ * watches its socket, so that a client that leaves cancels its generation at once. How a
+ * request is framed is checked before its body is read (libmicrohttpd takes the first of
+ * several Content-Length headers, and Transfer-Encoding over Content-Length, silently). */
 #define _GNU_SOURCE /* POLLRDHUP */
-#include <microhttpd.h>
 #include <netdb.h>
 #include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -24,6 +27,7 @@ typedef struct {
     char *body;
     size_t len;
     bool too_large, responded;
+    bool over_limit; /* came when every connection was busy: 503, then closed */
     serve_job *job;
 } request;
 
@@ -47,7 +51,9 @@ static enum MHD_Result send_owned(request *r, struct MHD_Connection *c, unsigned
         return MHD_NO;
     }
     MHD_add_response_header(resp, "Content-Type", type);
-    if (atomic_load(&r->s->stopping)) MHD_add_response_header(resp, "Connection", "close");
+    if (status == 503) MHD_add_response_header(resp, "Retry-After", "1");
+    if (atomic_load(&r->s->stopping) || r->over_limit)
+        MHD_add_response_header(resp, "Connection", "close");
     enum MHD_Result ok = MHD_queue_response(c, status, resp);
     MHD_destroy_response(resp);
     r->responded = true;
@@ -254,25 +260,6 @@ static enum MHD_Result answer_stream(request *r, struct MHD_Connection *c, serve
     return ok;
 }
 
-/* The prompt's tokens: chat messages through the chat template, then tokenized as the CLI's
- * run --chat does (special tokens parsed, BOS as the model wants). 0, or -1 with *err set. */
-static int prompt_tokens(serve_server *s, const serve_request *req, int32_t **tokens, size_t *n,
-                         serve_error *err) {
-    char *rendered = NULL;
-    const char *text = req->prompt;
-    if (req->kind == SERVE_CHAT) {
-        if (clinfer_chat_apply_template(s->model, s->chat_template, req->messages, req->n_messages,
-                                        true, &rendered) != CLINFER_OK) {
-            serve_error_set(err, 400, "invalid_request_error", "%s", clinfer_last_error());
-            return -1;
-        }
-        text = rendered;
-    }
-    int rc = serve_tokenize(s->model, text, tokens, n, err);
-    clinfer_free(rendered);
-    return rc;
-}
-
 static enum MHD_Result answer_generate(request *r, struct MHD_Connection *c, serve_kind kind) {
     serve_server *s = r->s;
     serve_request req;
@@ -282,7 +269,7 @@ static enum MHD_Result answer_generate(request *r, struct MHD_Connection *c, ser
     int32_t *tokens = NULL;
     size_t n = 0;
     uint32_t n_ctx = serve_pool_n_ctx(s->pool);
-    if (prompt_tokens(s, &req, &tokens, &n, &e)) {
+    if (serve_prompt_tokens(s, &req, &tokens, &n, &e)) {
         /* error already set */
     } else if (n == 0) {
         serve_error_set(&e, 400, "invalid_request_error", "the prompt is empty");
@@ -386,6 +373,9 @@ static enum MHD_Result dispatch(request *r, struct MHD_Connection *c, const char
     if (wants_post ? !post : !get)
         FAIL(405, "invalid_request_error", "%s takes %s, not %s", url, wants_post ? "POST" : "GET",
              method);
+    if (r->over_limit && r->ep != SERVE_EP_health && r->ep != SERVE_EP_metrics)
+        FAIL(503, "unavailable_error",
+             "the server holds its limit of %zu connections, all busy; retry later", s->max_conns);
     if (r->ep == SERVE_EP_health) {
         if (!atomic_load(&s->ready)) FAIL(503, "unavailable_error", "the model is loading");
         char *ok = malloc(16);
@@ -414,8 +404,61 @@ static enum MHD_Result dispatch(request *r, struct MHD_Connection *c, const char
 }
 
 /* A body over this many times the limit is not even read: the connection closes after the 413.
- * Below it the body is read and dropped, so that the client sees the answer. */
+ * Below it the body is read and dropped, so that the client sees the answer, unless the client
+ * asked first (Expect: 100-continue): then it gets the 413 instead of "100 Continue". */
 #define BODY_DRAIN_FACTOR 16
+
+/* The headers that say where the body ends, as the client sent them. */
+typedef struct {
+    const char *length, *other_length; /* the first Content-Length, one of another value */
+    const char *encoding;              /* the last Transfer-Encoding */
+    unsigned n_encodings;
+} framing;
+
+static enum MHD_Result add_framing(void *cls, enum MHD_ValueKind kind, const char *key,
+                                   const char *value) {
+    (void)kind;
+    framing *f = cls;
+    if (!strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH)) {
+        if (!f->length)
+            f->length = value;
+        else if (strcmp(f->length, value))
+            f->other_length = value;
+    } else if (!strcasecmp(key, MHD_HTTP_HEADER_TRANSFER_ENCODING)) {
+        f->encoding = value;
+        f->n_encodings++;
+    }
+    return MHD_YES;
+}
+
+/* The first call of a request, its headers in: refuses a body framed two ways (the shapes of
+ * request smuggling) and one that is declared too large. */
+static enum MHD_Result first_call(request *r, struct MHD_Connection *c) {
+    serve_server *s = r->s;
+    framing f = {0};
+    MHD_get_connection_values(c, MHD_HEADER_KIND, add_framing, &f);
+    if (f.other_length)
+        FAIL(400, "invalid_request_error", "the request has two Content-Length headers (%s and %s)",
+             f.length, f.other_length);
+    if (f.length && f.encoding)
+        FAIL(400, "invalid_request_error",
+             "the request has both Content-Length and Transfer-Encoding; send one");
+    if (f.encoding && (f.n_encodings > 1 || strcasecmp(f.encoding, "chunked")))
+        FAIL(501, "invalid_request_error",
+             "Transfer-Encoding '%s' is not supported: send chunked or a Content-Length",
+             f.n_encodings > 1 ? "(several)" : f.encoding);
+    unsigned long long declared = f.length ? strtoull(f.length, NULL, 10) : 0;
+    if (declared > s->max_body) {
+        r->too_large = true;
+        const char *expect =
+            MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_EXPECT);
+        if (declared / BODY_DRAIN_FACTOR > s->max_body ||
+            (expect && !strcasecmp(expect, "100-continue")))
+            FAIL(413, "invalid_request_error", "the body exceeds the limit of %zu bytes",
+                 s->max_body);
+    }
+    return MHD_YES;
+}
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
                                   const char *method, const char *version, const char *upload_data,
@@ -428,19 +471,14 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         if (!r) return MHD_NO;
         r->s = s;
         r->ep = endpoint_of(url);
+        r->over_limit = serve_conn_over_limit(s, c);
         *con_cls = r;
         pthread_mutex_lock(&s->lock);
         s->in_flight++;
         s->requests[r->ep]++;
         pthread_mutex_unlock(&s->lock);
-        const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
-        if (cl && strtoull(cl, NULL, 10) > s->max_body) {
-            r->too_large = true;
-            if (strtoull(cl, NULL, 10) / BODY_DRAIN_FACTOR > s->max_body)
-                FAIL(413, "invalid_request_error", "the body exceeds the limit of %zu bytes",
-                     s->max_body);
-        }
-        return MHD_YES;
+        serve_conn_set_phase(s, c, SERVE_CONN_READING);
+        return first_call(r, c);
     }
     if (*upload_size) {
         size_t n = *upload_size;
@@ -462,15 +500,16 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         return MHD_YES;
     }
     if (r->responded) return MHD_YES;
+    serve_conn_set_phase(s, c, SERVE_CONN_ANSWERING);
     return dispatch(r, c, url, method);
 }
 
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
                          enum MHD_RequestTerminationCode why) {
-    (void)c;
     (void)why;
     serve_server *s = cls;
     request *r = *con_cls;
+    serve_conn_set_phase(s, c, SERVE_CONN_WAITING); /* for the next request, if any */
     if (!r) return;
     serve_job_release(r->job);
     free(r->body);
@@ -490,6 +529,32 @@ static void log_http(void *cls, const char *fmt, va_list ap) {
     vfprintf(stderr, fmt, ap);
 }
 
+/* Connections past s->max_conns that libmicrohttpd still accepts, so that they can be told 503
+ * (or take an idle connection's place) rather than wait unaccepted. */
+#define CONN_HEADROOM 32
+#define FDS_BESIDES 64 /* descriptors the process needs besides its connections */
+
+/* Raises the soft limit of open descriptors for the connections, as far as the hard limit
+ * allows; lowers s->max_conns to what fits (saying so). */
+static void fit_descriptors(serve_server *s) {
+    struct rlimit lim;
+    if (getrlimit(RLIMIT_NOFILE, &lim)) return;
+    rlim_t want = (rlim_t)(s->max_conns + CONN_HEADROOM + FDS_BESIDES);
+    if (lim.rlim_cur < want) {
+        lim.rlim_cur = lim.rlim_max == RLIM_INFINITY || lim.rlim_max > want ? want : lim.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &lim);
+        getrlimit(RLIMIT_NOFILE, &lim);
+    }
+    if (lim.rlim_cur < want) {
+        size_t fit = lim.rlim_cur > CONN_HEADROOM + FDS_BESIDES + 1
+                         ? (size_t)lim.rlim_cur - CONN_HEADROOM - FDS_BESIDES
+                         : 1;
+        fprintf(stderr, "clinfer: %llu open files allowed: at most %zu connections, not %zu\n",
+                (unsigned long long)lim.rlim_cur, fit, s->max_conns);
+        s->max_conns = fit;
+    }
+}
+
 int serve_http_start(serve_server *s, char *err, size_t size) {
     struct addrinfo hints = {.ai_family = AF_UNSPEC,
                              .ai_socktype = SOCK_STREAM,
@@ -502,17 +567,24 @@ int serve_http_start(serve_server *s, char *err, size_t size) {
         snprintf(err, size, "cannot resolve --host '%s': %s", s->host, gai_strerror(rc));
         return -1;
     }
+    fit_descriptors(s);
+    if (serve_conns_start(s)) {
+        freeaddrinfo(ai);
+        snprintf(err, size, "cannot start the connections' watchdog thread");
+        return -1;
+    }
     unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ITC |
                      MHD_USE_ERROR_LOG;
     if (ai->ai_family == AF_INET6) flags |= MHD_USE_IPv6;
     s->daemon = MHD_start_daemon(
         flags, s->port, NULL, NULL, on_request, s, /* the logger first, as MHD asks */
         MHD_OPTION_EXTERNAL_LOGGER, log_http, NULL, MHD_OPTION_SOCK_ADDR, ai->ai_addr,
-        MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_CONNECTION_LIMIT,
-        (unsigned)(s->n_slots + s->queue_cap + 64), MHD_OPTION_CONNECTION_TIMEOUT, 120u,
-        MHD_OPTION_END);
+        MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_NOTIFY_CONNECTION,
+        serve_conn_notify, s, MHD_OPTION_CONNECTION_LIMIT, (unsigned)(s->max_conns + CONN_HEADROOM),
+        MHD_OPTION_CONNECTION_TIMEOUT, 120u, MHD_OPTION_END);
     freeaddrinfo(ai);
     if (!s->daemon) {
+        serve_conns_stop(s);
         snprintf(err, size, "cannot listen on %s:%u (in use, or not an address of this machine)",
                  s->host, (unsigned)s->port);
         return -1;
@@ -533,4 +605,5 @@ void serve_http_stop(serve_server *s) {
     pthread_mutex_unlock(&s->lock);
     MHD_stop_daemon(s->daemon);
     s->daemon = NULL;
+    serve_conns_stop(s);
 }
