@@ -1,7 +1,7 @@
 /* Architectures: one file each (arch_llama.c: the llama family, arch_gemma3.c, arch_gpt2.c),
  * listed in arch.c.
  * An architecture says which hyperparameters and tensors it has and how a layer runs, through
- * the building blocks declared here: model.c's loader (tensors checked against the
+ * the building blocks declared here: arch_load.c's loading (tensors checked against the
  * hyperparameters, then uploaded) and executor.c's plan builder (the ops of the forward pass).
  * Adding one: a file with its clinfer_arch, and a line in arch.c's table. */
 #ifndef CLINFER_ARCH_H
@@ -39,7 +39,7 @@ const clinfer_arch *clinfer_arch_find(gguf_str name);
 /* The index-th architecture's name (from 0); NULL past the last. */
 const char *clinfer_arch_name_at(size_t index);
 
-/* ---- loading (model.c) ---------------------------------------------------------------- */
+/* ---- loading (arch_load.c) -------------------------------------------------------- */
 
 /* "<arch>.<suffix>" keys; an absent optional key leaves *out as it is. */
 clinfer_status clinfer_arch_u32(const gguf_file *f, const char *arch, const char *suffix,
