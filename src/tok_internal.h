@@ -2,7 +2,9 @@
  * tok_bpe.c, tok_dna.c, tok_spm.c, tok_wpm.c, tok_ugm.c, tok_rwkv.c, tok_plamo2.c hold the
  * algorithms;
  * tok_merge.c the shared pair merging, tok_prefix.c the prefix search; tok_pretok.c and
- * tok_pretok_table.c the regex pre-tokenizers). Not for use outside the tokenizer. */
+ * tok_pretok_table.c the regex pre-tokenizers; tok_util.c the small helpers they all use: id
+ * lists, UTF-8 lengths, white space, position tables, space escaping). Not for use outside the
+ * tokenizer. */
 #ifndef CLINFER_TOK_INTERNAL_H
 #define CLINFER_TOK_INTERNAL_H
 

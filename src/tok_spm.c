@@ -3,7 +3,6 @@
  * merge while the merged piece is a token (the highest score first), and characters no token covers
  * fall back to <0xXX> byte tokens. */
 #include <stdlib.h>
-#include <string.h>
 
 #include "error.h"
 #include "tok_internal.h"
@@ -15,30 +14,6 @@ static bool score_priority(const clinfer_vocab *v, const char *left, size_t left
     if (id < 0) return false;
     *priority = v->tokens[id].score;
     return true;
-}
-
-clinfer_status tok_escape_spaces(const char *text, size_t len, bool prefix, char **escaped,
-                                 size_t *n) {
-    if (len > (SIZE_MAX - 3) / 3)
-        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "tokenizer: text of %zu bytes", len);
-    char *e = malloc(3 * len + 3);
-    if (!e) return clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "tokenizer: %zu bytes of text", len);
-    size_t k = 0;
-    if (prefix) {
-        memcpy(e, TOK_SPACE_MARK, 3);
-        k = 3;
-    }
-    for (size_t i = 0; i < len; i++) {
-        if (text[i] == ' ') {
-            memcpy(e + k, TOK_SPACE_MARK, 3);
-            k += 3;
-        } else {
-            e[k++] = text[i];
-        }
-    }
-    *escaped = e;
-    *n = k;
-    return CLINFER_OK;
 }
 
 clinfer_status tok_spm_encode(const clinfer_vocab *v, const char *text, size_t len, tok_ids *out) {

@@ -11,40 +11,6 @@
 #include "names.h"
 #include "tok_internal.h"
 
-clinfer_status tok_ids_push(tok_ids *out, int32_t id) {
-    if (out->n == out->cap) {
-        size_t cap = out->cap ? 2 * out->cap : 64;
-        int32_t *ids = realloc(out->ids, cap * sizeof *ids);
-        if (!ids) return clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "tokenizer: %zu tokens", cap);
-        out->ids = ids;
-        out->cap = cap;
-    }
-    out->ids[out->n++] = id;
-    return CLINFER_OK;
-}
-
-size_t tok_char_len(const char *s, size_t n) {
-    utf8proc_int32_t cp;
-    utf8proc_ssize_t r =
-        utf8proc_iterate((const utf8proc_uint8_t *)s, (utf8proc_ssize_t)(n > 4 ? 4 : n), &cp);
-    return r > 0 ? (size_t)r : 1;
-}
-
-clinfer_status tok_alloc_positions(size_t n, size_t size, void **out) {
-    *out = NULL;
-    if (n > UINT32_MAX)
-        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "tokenizer: text of %zu bytes", n);
-    *out = malloc((n + 1) * size);
-    if (!*out) return clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "tokenizer: %zu bytes of text", n);
-    return CLINFER_OK;
-}
-
-bool tok_white_space(int32_t c) {
-    utf8proc_category_t cat = utf8proc_category(c);
-    return (c >= '\t' && c <= '\r') || c == 0x85 || cat == UTF8PROC_CATEGORY_ZS ||
-           cat == UTF8PROC_CATEGORY_ZL || cat == UTF8PROC_CATEGORY_ZP;
-}
-
 void clinfer_vocab_free(clinfer_vocab *v) {
     if (!v) return;
     tok_pretok_free(v->pretok);
