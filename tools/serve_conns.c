@@ -8,6 +8,8 @@
  * closing it) wakes its thread, which then closes the connection as if the client had left;
  * the socket stays valid while listed here, as libmicrohttpd closes it only after the
  * CLOSED notification. */
+#define _GNU_SOURCE /* POLLRDHUP */
+#include <poll.h>
 #include <stdlib.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -136,4 +138,10 @@ void serve_conns_stop(serve_server *s) {
     atomic_store(&s->conns_stop, true);
     pthread_join(s->watchdog, NULL);
     s->watchdog_started = false;
+}
+
+/* Whether the client closed its end (or the socket failed). */
+bool serve_client_gone(int fd) {
+    struct pollfd p = {.fd = fd, .events = POLLRDHUP};
+    return fd >= 0 && poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR));
 }

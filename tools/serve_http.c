@@ -4,9 +4,7 @@
  * watches its socket, so that a client that leaves cancels its generation at once. How a
  * request is framed is checked before its body is read (libmicrohttpd takes the first of
  * several Content-Length headers, and Transfer-Encoding over Content-Length, silently). */
-#define _GNU_SOURCE /* POLLRDHUP */
 #include <netdb.h>
-#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -73,12 +71,6 @@ static enum MHD_Result send_error(request *r, struct MHD_Connection *c, const se
         serve_error_set(&e_, status, type, __VA_ARGS__);                                           \
         return send_error(r, c, &e_);                                                              \
     } while (0)
-
-/* Whether the client closed its end (or the socket failed). */
-bool serve_client_gone(int fd) {
-    struct pollfd p = {.fd = fd, .events = POLLRDHUP};
-    return fd >= 0 && poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR));
-}
 
 static int connection_fd(struct MHD_Connection *c) {
     const union MHD_ConnectionInfo *i =
