@@ -3,7 +3,7 @@
 
 #include "backend.h"
 
-void clinfer_backend_free(clinfer_backend *backend) {
+void backend_free(clinfer_backend *backend) {
     if (!backend) return;
     if (backend->i && backend->i->destroy) backend->i->destroy(backend->ctx);
     free(backend);

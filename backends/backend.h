@@ -14,7 +14,7 @@
 #include "clinfer.h"
 #include "quant.h"
 
-/* Defined by each backend, starting with a clinfer_buffer_head: what clinfer_op_check needs to
+/* Defined by each backend, starting with a clinfer_buffer_head: what op_check_operands needs to
  * measure operands without knowing the backend. */
 typedef struct clinfer_buffer clinfer_buffer;
 typedef struct clinfer_backend clinfer_backend;
@@ -32,8 +32,7 @@ typedef struct {
 } clinfer_ref;
 
 /* Whether count_a elements from a and count_b from b share an element. */
-static inline bool clinfer_ref_overlap(clinfer_ref a, size_t count_a, clinfer_ref b,
-                                       size_t count_b) {
+static inline bool refs_overlap(clinfer_ref a, size_t count_a, clinfer_ref b, size_t count_b) {
     return a.buf == b.buf && a.offset < b.offset + count_b && b.offset < a.offset + count_a;
 }
 
@@ -62,8 +61,8 @@ typedef struct clinfer_op {
             int m, k, n;
             int row0;        /* the first weight row used: one weight can hold several matrices */
             bool accumulate; /* y += instead of y = (fuses a residual add) */
-            /* x is first rounded to 8 bits per block of clinfer_dtype_q8_act_block(w's type)
-             * elements (clinfer_quantize_q8_act) and read as d * q: what lets a backend use
+            /* x is first rounded to 8 bits per block of dtype_q8_act_block(w's type)
+             * elements (quant_q8_act) and read as d * q: what lets a backend use
              * integer dot products on quantized weights. Only for k a multiple of the block. */
             bool x_q8;
         } matmul;
@@ -133,7 +132,7 @@ typedef struct clinfer_op {
             clinfer_ref a, b, y;
             size_t count, b_count; /* b_count: ADD only */
             /* Hint: 0, or the next op is an x_q8 MATMUL with y as its x whose weight rounds per
-             * y_q8 elements (clinfer_dtype_q8_act_block: 32, or 256 for the K-quants), so a
+             * y_q8 elements (dtype_q8_act_block: 32, or 256 for the K-quants), so a
              * backend may round y to 8 bits as it writes it (one pass less); results are the
              * same either way. */
             int y_q8;
@@ -145,7 +144,7 @@ typedef struct clinfer_op {
  * the new keys (k_src) and storing them and v_src into the caches at pos0: what a backend runs
  * before attending where it does not rotate in the attention itself. Its queries are rotated by
  * the same op with x = q, n_heads = n_head and no cache write (k_dst.buf NULL). */
-static inline clinfer_op clinfer_attention_keys_rope(const clinfer_op *a) {
+static inline clinfer_op attention_keys_rope(const clinfer_op *a) {
     size_t at = (size_t)a->attention.pos0 * a->attention.n_kv_head * a->attention.head_dim;
     return (clinfer_op){.kind = CLINFER_OP_ROPE,
                         .rope = {.x = a->attention.rope.k_src,
@@ -165,7 +164,7 @@ static inline clinfer_op clinfer_attention_keys_rope(const clinfer_op *a) {
 }
 
 /* backends/op_info.c: "matmul", "rmsnorm", ... ("?" for none). */
-const char *clinfer_op_name(clinfer_op_kind kind);
+const char *op_kind_name(clinfer_op_kind kind);
 
 /* One region an op writes: what verification compares between backends (src/verify.c) and what
  * the OpenCL fault hook corrupts (the first). */
@@ -182,23 +181,23 @@ typedef struct {
 
 /* backends/op_info.c: fills out with the regions op writes, its main output first (then ROPE's and
  * a rotating ATTENTION's cache rows), and returns how many. For a well-formed op (op_check). */
-size_t clinfer_op_outputs(const clinfer_op *op, clinfer_op_output out[CLINFER_OP_MAX_OUTPUTS]);
+size_t op_outputs(const clinfer_op *op, clinfer_op_output out[CLINFER_OP_MAX_OUTPUTS]);
 
 /* backends/op_check.c: CLINFER_OK where op is well formed as this file defines it (shapes,
  * operands inside their buffers, weights, cache types, the overlaps the ops forbid), else
  * CLINFER_ERR_INVALID_ARGUMENT with a message naming the op, operand and values. Every backend's
  * op and op_run call it before anything else; a backend checks only its own device limits. */
-clinfer_status clinfer_op_check(const clinfer_op *op);
+clinfer_status op_check_operands(const clinfer_op *op);
 
 /* backends/op_check.c: the same for a host transfer (buffer_write, buffer_read; what names it in
  * messages): bytes at offset inside a plain (non-weight) buffer, a host pointer where bytes > 0. */
-clinfer_status clinfer_transfer_check(const char *what, const clinfer_buffer *buf, size_t offset,
-                                      size_t bytes, const void *host);
+clinfer_status op_check_transfer(const char *what, const clinfer_buffer *buf, size_t offset,
+                                 size_t bytes, const void *host);
 
 /* backends/op_check.c: the same for buffer_copy: both ranges inside plain buffers, and apart
  * where src and dst are one buffer. */
-clinfer_status clinfer_copy_check(const char *what, const clinfer_buffer *src, size_t src_offset,
-                                  const clinfer_buffer *dst, size_t dst_offset, size_t bytes);
+clinfer_status op_check_copy(const char *what, const clinfer_buffer *src, size_t src_offset,
+                             const clinfer_buffer *dst, size_t dst_offset, size_t bytes);
 
 /* The kernel time of one op as the device measured it (timing_collect). */
 typedef struct {
@@ -214,20 +213,20 @@ typedef struct clinfer_backend_i {
     const char *(*describe)(void *ctx);
     clinfer_status (*buffer_alloc)(void *ctx, size_t bytes, clinfer_buffer **out);
     void (*buffer_free)(void *ctx, clinfer_buffer *buf);
-    /* Host transfers (clinfer_transfer_check first). */
+    /* Host transfers (op_check_transfer first). */
     clinfer_status (*buffer_write)(void *ctx, clinfer_buffer *buf, size_t offset, size_t bytes,
                                    const void *src);
     clinfer_status (*buffer_read)(void *ctx, clinfer_buffer *buf, size_t offset, size_t bytes,
                                   void *dst);
     /* bytes from src at src_offset to dst at dst_offset on the device, ordered with the ops
-     * (clinfer_copy_check first): KV cache rows shared between sequences. */
+     * (op_check_copy first): KV cache rows shared between sequences. */
     clinfer_status (*buffer_copy)(void *ctx, clinfer_buffer *src, size_t src_offset,
                                   clinfer_buffer *dst, size_t dst_offset, size_t bytes);
     /* A weight matrix of m rows x k elements in a GGUF type; the backend may re-lay it out
      * or split it across allocations. Freed with buffer_free. */
     clinfer_status (*weight_create)(void *ctx, clinfer_dtype type, int m, int k, const void *data,
                                     clinfer_buffer **out);
-    /* Enqueues one op (clinfer_op_check first); may run asynchronously until sync. */
+    /* Enqueues one op (op_check_operands first); may run asynchronously until sync. */
     clinfer_status (*op)(void *ctx, const clinfer_op *op);
     clinfer_status (*sync)(void *ctx);
     void (*destroy)(void *ctx);
@@ -294,16 +293,14 @@ struct clinfer_backend {
  * as clinfer_device_select does); reason receives a sentence saying which device and why.
  * The core (src/) creates backends only through this (backends/registry.c); the constructors
  * below are for it and for tests. */
-clinfer_status clinfer_backend_create(clinfer_backend_kind kind,
-                                      const clinfer_backend_options *options, char *reason,
-                                      size_t reason_size, clinfer_backend **out);
+clinfer_status backend_create(clinfer_backend_kind kind, const clinfer_backend_options *options,
+                              char *reason, size_t reason_size, clinfer_backend **out);
 
-clinfer_status clinfer_backend_reference_create(clinfer_backend **out);
+clinfer_status ref_backend_create(clinfer_backend **out);
 /* device_index as in clinfer_device_get_info; options NULL: the defaults (options.device is not
  * looked at: the caller chose device_index). */
-clinfer_status clinfer_backend_opencl_create(size_t device_index,
-                                             const clinfer_backend_options *options,
-                                             clinfer_backend **out);
-void clinfer_backend_free(clinfer_backend *backend);
+clinfer_status cl_backend_create(size_t device_index, const clinfer_backend_options *options,
+                                 clinfer_backend **out);
+void backend_free(clinfer_backend *backend);
 
 #endif

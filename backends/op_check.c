@@ -1,4 +1,4 @@
-/* clinfer_op_check (backend.h): what makes an op record well formed, checked in one place for
+/* op_check_operands (backend.h): what makes an op record well formed, checked in one place for
  * every backend, so that a bad record is CLINFER_ERR_INVALID_ARGUMENT with the same message
  * whichever backend it meets, and no kernel reads or writes out of bounds. */
 #include <math.h>
@@ -13,14 +13,14 @@ static const clinfer_buffer_head *head(const clinfer_buffer *buf) {
 
 /* *out = a * b * c for positive a, b, c, failing on a non-positive factor or overflow. */
 static clinfer_status extent(const char *op, size_t *out, long long a, long long b, long long c) {
-    *out = 0; /* defined on failure too: gcc -O3 cannot tell that clinfer_fail returns non-zero */
+    *out = 0; /* defined on failure too: gcc -O3 cannot tell that err_fail returns non-zero */
     if (a <= 0 || b <= 0 || c <= 0)
-        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
-                            "%s: dimensions %lld x %lld x %lld must be positive", op, a, b, c);
+        return err_fail(CLINFER_ERR_INVALID_ARGUMENT,
+                        "%s: dimensions %lld x %lld x %lld must be positive", op, a, b, c);
     size_t ab = (size_t)a * (size_t)b;
     if ((size_t)a > SIZE_MAX / (size_t)b || ab > SIZE_MAX / (size_t)c)
-        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
-                            "%s: dimensions %lld x %lld x %lld overflow", op, a, b, c);
+        return err_fail(CLINFER_ERR_INVALID_ARGUMENT, "%s: dimensions %lld x %lld x %lld overflow",
+                        op, a, b, c);
     *out = ab * (size_t)c;
     return CLINFER_OK;
 }
@@ -30,29 +30,29 @@ static clinfer_status extent(const char *op, size_t *out, long long a, long long
 static clinfer_status operand(const char *op, const char *what, clinfer_ref r, size_t count,
                               size_t elem, bool optional) {
     if (!r.buf)
-        return optional ? CLINFER_OK
-                        : clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "%s: operand %s is missing",
-                                       op, what);
+        return optional
+                   ? CLINFER_OK
+                   : err_fail(CLINFER_ERR_INVALID_ARGUMENT, "%s: operand %s is missing", op, what);
     if (head(r.buf)->weight)
-        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
-                            "%s: operand %s is a weight, not an activation buffer", op, what);
+        return err_fail(CLINFER_ERR_INVALID_ARGUMENT,
+                        "%s: operand %s is a weight, not an activation buffer", op, what);
     size_t cap = head(r.buf)->bytes / elem;
     if (r.offset > cap || count > cap - r.offset)
-        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
-                            "%s: %s (offset %zu, %zu elements) is past the end of a buffer of %zu "
-                            "elements",
-                            op, what, r.offset, count, cap);
+        return err_fail(CLINFER_ERR_INVALID_ARGUMENT,
+                        "%s: %s (offset %zu, %zu elements) is past the end of a buffer of %zu "
+                        "elements",
+                        op, what, r.offset, count, cap);
     return CLINFER_OK;
 }
 
 /* An input that the kernels read while writing an output must not share elements with it. */
 static clinfer_status disjoint(const char *op, const char *a_name, clinfer_ref a, size_t a_count,
                                const char *b_name, clinfer_ref b, size_t b_count) {
-    if (clinfer_ref_overlap(a, a_count, b, b_count))
-        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
-                            "%s: %s (offset %zu, %zu elements) and %s (offset %zu, %zu elements) "
-                            "overlap",
-                            op, a_name, a.offset, a_count, b_name, b.offset, b_count);
+    if (refs_overlap(a, a_count, b, b_count))
+        return err_fail(CLINFER_ERR_INVALID_ARGUMENT,
+                        "%s: %s (offset %zu, %zu elements) and %s (offset %zu, %zu elements) "
+                        "overlap",
+                        op, a_name, a.offset, a_count, b_name, b.offset, b_count);
     return CLINFER_OK;
 }
 
@@ -60,14 +60,14 @@ static clinfer_status disjoint(const char *op, const char *a_name, clinfer_ref a
 static clinfer_status weight_operand(const char *op, const clinfer_buffer *w, int row0, int m,
                                      int k, bool whole) {
     if (!w || !head(w)->weight)
-        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
-                            "%s: w is %s, not a buffer from weight_create", op,
-                            w ? "a plain buffer" : "missing");
+        return err_fail(CLINFER_ERR_INVALID_ARGUMENT,
+                        "%s: w is %s, not a buffer from weight_create", op,
+                        w ? "a plain buffer" : "missing");
     const clinfer_buffer_head *h = head(w);
     if (row0 < 0 || m <= 0 || row0 > h->m - m || h->k != k || (whole && m != h->m))
-        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
-                            "%s: rows %d .. %d of %d elements against a weight of %d x %d", op,
-                            row0, row0 + m, k, h->m, h->k);
+        return err_fail(CLINFER_ERR_INVALID_ARGUMENT,
+                        "%s: rows %d .. %d of %d elements against a weight of %d x %d", op, row0,
+                        row0 + m, k, h->m, h->k);
     return CLINFER_OK;
 }
 
@@ -75,10 +75,9 @@ static clinfer_status weight_operand(const char *op, const clinfer_buffer *w, in
 static clinfer_status cache_type(const char *op, clinfer_dtype type, size_t *elem) {
     *elem = sizeof(float);
     if (type != CLINFER_DT_F32 && type != CLINFER_DT_F16)
-        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
-                            "%s: cache type %s (%d) is not F32 or F16", op,
-                            clinfer_dtype_name(type), (int)type);
-    *elem = clinfer_dtype_block_bytes(type);
+        return err_fail(CLINFER_ERR_INVALID_ARGUMENT, "%s: cache type %s (%d) is not F32 or F16",
+                        op, dtype_name(type), (int)type);
+    *elem = dtype_block_bytes(type);
     return CLINFER_OK;
 }
 
@@ -87,10 +86,10 @@ static clinfer_status rotation(const char *op, int n_rot, int head_dim, int pos0
                                float freq_base) {
     if (n_rot <= 0 || n_rot % 2 || n_rot > head_dim || pos0 < 0 || pos0 > INT32_MAX - n ||
         !(freq_base > 0.0f))
-        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
-                            "%s: n_rot %d (head_dim %d), pos0 %d, freq_base %g: need an even "
-                            "n_rot in (0, head_dim], 0 <= pos0 <= INT32_MAX - n, freq_base > 0",
-                            op, n_rot, head_dim, pos0, (double)freq_base);
+        return err_fail(CLINFER_ERR_INVALID_ARGUMENT,
+                        "%s: n_rot %d (head_dim %d), pos0 %d, freq_base %g: need an even "
+                        "n_rot in (0, head_dim], 0 <= pos0 <= INT32_MAX - n, freq_base > 0",
+                        op, n_rot, head_dim, pos0, (double)freq_base);
     return CLINFER_OK;
 }
 
@@ -106,9 +105,9 @@ static clinfer_status check_matmul(const clinfer_op *o) {
     CHECK(operand(op, "bias", o->matmul.bias, (size_t)o->matmul.m, sizeof(float), true));
     CHECK(disjoint(op, "x", o->matmul.x, nx, "y", o->matmul.y, ny));
     if (o->matmul.x_q8 && o->matmul.k % CLINFER_Q8_ACT_BLOCK != 0)
-        CHECK(clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
-                           "matmul: x_q8 needs k a multiple of %d, k is %d", CLINFER_Q8_ACT_BLOCK,
-                           o->matmul.k));
+        CHECK(err_fail(CLINFER_ERR_INVALID_ARGUMENT,
+                       "matmul: x_q8 needs k a multiple of %d, k is %d", CLINFER_Q8_ACT_BLOCK,
+                       o->matmul.k));
 cleanup:
     return st;
 }
@@ -122,8 +121,8 @@ static clinfer_status check_embed(const clinfer_op *o) {
     CHECK(operand(op, "ids", o->embed.ids, (size_t)o->embed.n, sizeof(int32_t), false));
     CHECK(operand(op, "y", o->embed.y, ny, sizeof(float), false));
     if (!isfinite(o->embed.scale))
-        CHECK(clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "embed: scale %g is not finite",
-                           (double)o->embed.scale));
+        CHECK(err_fail(CLINFER_ERR_INVALID_ARGUMENT, "embed: scale %g is not finite",
+                       (double)o->embed.scale));
 cleanup:
     return st;
 }
@@ -150,18 +149,17 @@ static clinfer_status check_rope_kv(const clinfer_op *o, size_t nx) {
     size_t elem, nkv;
     CHECK(cache_type(op, o->rope.kv_type, &elem));
     if (o->rope.kv_heads <= 0 || o->rope.kv_heads > o->rope.n_heads)
-        CHECK(clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
-                           "rope: kv_heads %d must be in 1 .. n_heads %d", o->rope.kv_heads,
-                           o->rope.n_heads));
+        CHECK(err_fail(CLINFER_ERR_INVALID_ARGUMENT, "rope: kv_heads %d must be in 1 .. n_heads %d",
+                       o->rope.kv_heads, o->rope.n_heads));
     CHECK(extent(op, &nkv, o->rope.n, o->rope.kv_heads, o->rope.head_dim));
     CHECK(operand(op, "k_dst", o->rope.k_dst, nkv, elem, false));
     CHECK(operand(op, "v_src", o->rope.v_src, nkv, sizeof(float), false));
     CHECK(operand(op, "v_dst", o->rope.v_dst, nkv, elem, false));
     if (k == o->rope.x.buf || k == o->rope.v_src.buf || v == o->rope.x.buf ||
         v == o->rope.v_src.buf || k == v)
-        CHECK(clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
-                           "rope: k_dst and v_dst must be buffers of their own, apart from x, "
-                           "v_src and each other"));
+        CHECK(err_fail(CLINFER_ERR_INVALID_ARGUMENT,
+                       "rope: k_dst and v_dst must be buffers of their own, apart from x, "
+                       "v_src and each other"));
     CHECK(disjoint(op, "v_src", o->rope.v_src, nkv, "x", o->rope.x, nx));
 cleanup:
     return st;
@@ -208,9 +206,9 @@ static clinfer_status check_attention_rope(const clinfer_op *o, size_t nq, size_
     CHECK(disjoint(op, "rope.v_src", v_src, nkv, "rope.k_src", k_src, nkv));
     if (k == v || q.buf == k || q.buf == v || k_src.buf == k || k_src.buf == v || v_src.buf == k ||
         v_src.buf == v)
-        CHECK(clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
-                           "attention: with rope, the caches must be buffers of their own, apart "
-                           "from q, rope.k_src, rope.v_src and each other"));
+        CHECK(err_fail(CLINFER_ERR_INVALID_ARGUMENT,
+                       "attention: with rope, the caches must be buffers of their own, apart "
+                       "from q, rope.k_src, rope.v_src and each other"));
 cleanup:
     return st;
 }
@@ -223,13 +221,13 @@ static clinfer_status check_attention(const clinfer_op *o) {
     CHECK(cache_type(op, o->attention.kv_type, &elem));
     if (o->attention.n_kv_head <= 0 || o->attention.n_head % o->attention.n_kv_head != 0 ||
         pos0 < 0 || (n > 0 && pos0 > INT32_MAX - n))
-        CHECK(clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
-                           "attention: n_head %d, n_kv_head %d, pos0 %d: need n_head a multiple "
-                           "of n_kv_head > 0 and 0 <= pos0 <= INT32_MAX - n",
-                           o->attention.n_head, o->attention.n_kv_head, pos0));
+        CHECK(err_fail(CLINFER_ERR_INVALID_ARGUMENT,
+                       "attention: n_head %d, n_kv_head %d, pos0 %d: need n_head a multiple "
+                       "of n_kv_head > 0 and 0 <= pos0 <= INT32_MAX - n",
+                       o->attention.n_head, o->attention.n_kv_head, pos0));
     if (o->attention.window < 0)
-        CHECK(clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
-                           "attention: window %d is negative (0: no window)", o->attention.window));
+        CHECK(err_fail(CLINFER_ERR_INVALID_ARGUMENT,
+                       "attention: window %d is negative (0: no window)", o->attention.window));
     CHECK(extent(op, &nq, n, o->attention.n_head, o->attention.head_dim));
     CHECK(extent(op, &nkv, (long long)pos0 + n, o->attention.n_kv_head, o->attention.head_dim));
     CHECK(operand(op, "q", o->attention.q, nq, sizeof(float), false));
@@ -237,9 +235,9 @@ static clinfer_status check_attention(const clinfer_op *o) {
     CHECK(operand(op, "v", o->attention.v, nkv, elem, false));
     CHECK(operand(op, "out", o->attention.out, nq, sizeof(float), false));
     if (o->attention.out.buf == o->attention.k.buf || o->attention.out.buf == o->attention.v.buf)
-        CHECK(clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
-                           "attention: out must not lie in a cache's buffer (the caches are read "
-                           "while out is written)"));
+        CHECK(err_fail(CLINFER_ERR_INVALID_ARGUMENT,
+                       "attention: out must not lie in a cache's buffer (the caches are read "
+                       "while out is written)"));
     if (o->attention.rope.n_rot)
         CHECK(check_attention_rope(
             o, nq, nq / (size_t)o->attention.n_head * (size_t)o->attention.n_kv_head));
@@ -248,7 +246,7 @@ cleanup:
 }
 
 static clinfer_status check_eltwise(const clinfer_op *o) {
-    const char *op = clinfer_op_name(o->kind);
+    const char *op = op_kind_name(o->kind);
     clinfer_status st;
     size_t n = o->eltwise.count;
     CHECK(operand(op, "a", o->eltwise.a, n, sizeof(float), false));
@@ -256,7 +254,7 @@ static clinfer_status check_eltwise(const clinfer_op *o) {
     if (o->kind == CLINFER_OP_ADD) {
         /* b repeats every b_count elements: a bias row added to every row, say */
         if (o->eltwise.b_count == 0)
-            CHECK(clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "%s: b_count is 0", op));
+            CHECK(err_fail(CLINFER_ERR_INVALID_ARGUMENT, "%s: b_count is 0", op));
         CHECK(operand(op, "b", o->eltwise.b, o->eltwise.b_count, sizeof(float), false));
     } else if (o->kind == CLINFER_OP_SWIGLU || o->kind == CLINFER_OP_GEGLU) {
         CHECK(operand(op, "b", o->eltwise.b, n, sizeof(float), false));
@@ -265,8 +263,8 @@ cleanup:
     return st;
 }
 
-clinfer_status clinfer_op_check(const clinfer_op *o) {
-    if (!o) return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "op is NULL");
+clinfer_status op_check_operands(const clinfer_op *o) {
+    if (!o) return err_fail(CLINFER_ERR_INVALID_ARGUMENT, "op is NULL");
     switch (o->kind) {
     case CLINFER_OP_MATMUL:
         return check_matmul(o);
@@ -289,41 +287,41 @@ clinfer_status clinfer_op_check(const clinfer_op *o) {
     case CLINFER_OP_COUNT:
         break;
     }
-    return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "unknown op kind %d", (int)o->kind);
+    return err_fail(CLINFER_ERR_INVALID_ARGUMENT, "unknown op kind %d", (int)o->kind);
 }
 
 /* bytes at offset inside the plain buffer buf, which the message calls side of what. */
 static clinfer_status in_buffer(const char *what, const char *side, const clinfer_buffer *buf,
                                 size_t offset, size_t bytes) {
     if (!buf || head(buf)->weight)
-        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "%s needs a plain %sbuffer, not %s", what,
-                            side, buf ? "a weight" : "NULL");
+        return err_fail(CLINFER_ERR_INVALID_ARGUMENT, "%s needs a plain %sbuffer, not %s", what,
+                        side, buf ? "a weight" : "NULL");
     if (offset > head(buf)->bytes || bytes > head(buf)->bytes - offset)
-        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
-                            "%s of %zu bytes at %soffset %zu is past the end of a buffer of %zu "
-                            "bytes",
-                            what, bytes, side, offset, head(buf)->bytes);
+        return err_fail(CLINFER_ERR_INVALID_ARGUMENT,
+                        "%s of %zu bytes at %soffset %zu is past the end of a buffer of %zu "
+                        "bytes",
+                        what, bytes, side, offset, head(buf)->bytes);
     return CLINFER_OK;
 }
 
-clinfer_status clinfer_transfer_check(const char *what, const clinfer_buffer *buf, size_t offset,
-                                      size_t bytes, const void *host) {
+clinfer_status op_check_transfer(const char *what, const clinfer_buffer *buf, size_t offset,
+                                 size_t bytes, const void *host) {
     clinfer_status st = in_buffer(what, "", buf, offset, bytes);
     if (st == CLINFER_OK && bytes && !host)
-        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "%s: host pointer is NULL", what);
+        return err_fail(CLINFER_ERR_INVALID_ARGUMENT, "%s: host pointer is NULL", what);
     return st;
 }
 
-clinfer_status clinfer_copy_check(const char *what, const clinfer_buffer *src, size_t src_offset,
-                                  const clinfer_buffer *dst, size_t dst_offset, size_t bytes) {
+clinfer_status op_check_copy(const char *what, const clinfer_buffer *src, size_t src_offset,
+                             const clinfer_buffer *dst, size_t dst_offset, size_t bytes) {
     clinfer_status st = in_buffer(what, "source ", src, src_offset, bytes);
     if (st == CLINFER_OK) st = in_buffer(what, "destination ", dst, dst_offset, bytes);
     /* both ranges are inside one buffer here, so the sums cannot wrap */
     if (st == CLINFER_OK && src == dst && src_offset < dst_offset + bytes &&
         dst_offset < src_offset + bytes)
-        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
-                            "%s of %zu bytes from offset %zu to %zu of one buffer: the ranges "
-                            "overlap",
-                            what, bytes, src_offset, dst_offset);
+        return err_fail(CLINFER_ERR_INVALID_ARGUMENT,
+                        "%s of %zu bytes from offset %zu to %zu of one buffer: the ranges "
+                        "overlap",
+                        what, bytes, src_offset, dst_offset);
     return st;
 }

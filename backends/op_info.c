@@ -2,7 +2,7 @@
  * every output of every op across two backends, and by the OpenCL fault hook that corrupts one. */
 #include "backend.h"
 
-const char *clinfer_op_name(clinfer_op_kind kind) {
+const char *op_kind_name(clinfer_op_kind kind) {
     static const char *const names[CLINFER_OP_COUNT] = {
         [CLINFER_OP_MATMUL] = "matmul",       [CLINFER_OP_EMBED] = "embed",
         [CLINFER_OP_RMSNORM] = "rmsnorm",     [CLINFER_OP_LAYERNORM] = "layernorm",
@@ -26,7 +26,7 @@ static size_t cache_rows(clinfer_op_output *out, clinfer_ref k, clinfer_ref v, s
     return 2;
 }
 
-size_t clinfer_op_outputs(const clinfer_op *op, clinfer_op_output out[CLINFER_OP_MAX_OUTPUTS]) {
+size_t op_outputs(const clinfer_op *op, clinfer_op_output out[CLINFER_OP_MAX_OUTPUTS]) {
     switch (op->kind) {
     case CLINFER_OP_MATMUL:
         out[0] =
@@ -54,7 +54,7 @@ size_t clinfer_op_outputs(const clinfer_op *op, clinfer_op_output out[CLINFER_OP
         size_t head = (size_t)op->attention.head_dim;
         out[0] = f32_rows("out", op->attention.out, (size_t)n * op->attention.n_head * head, n);
         if (!op->attention.rope.n_rot) return 1;
-        clinfer_op keys = clinfer_attention_keys_rope(op); /* where the new rows go */
+        clinfer_op keys = attention_keys_rope(op); /* where the new rows go */
         size_t kv = (size_t)n * op->attention.n_kv_head * head;
         return 1 + cache_rows(out + 1, keys.rope.k_dst, keys.rope.v_dst, kv, keys.rope.kv_type, n);
     }

@@ -1,4 +1,4 @@
-/* The backends by kind (see clinfer_backend_create in backend.h): the one place that names each
+/* The backends by kind (see backend_create in backend.h): the one place that names each
  * backend's constructor, so that the core (src/) asks for a backend without knowing any. */
 #include <stdio.h>
 
@@ -10,14 +10,14 @@ static clinfer_status create_opencl(const clinfer_backend_options *options, char
     size_t index;
     clinfer_status st =
         clinfer_device_select(options ? options->device : NULL, &index, reason, reason_size);
-    return st == CLINFER_OK ? clinfer_backend_opencl_create(index, options, out) : st;
+    return st == CLINFER_OK ? cl_backend_create(index, options, out) : st;
 }
 
 static clinfer_status create_reference(const clinfer_backend_options *options, char *reason,
                                        size_t reason_size, clinfer_backend **out) {
     (void)options;
     snprintf(reason, reason_size, "the reference backend (plain C on the host)");
-    return clinfer_backend_reference_create(out);
+    return ref_backend_create(out);
 }
 
 static const struct {
@@ -29,10 +29,9 @@ static const struct {
     {CLINFER_BACKEND_REFERENCE, create_reference},
 };
 
-clinfer_status clinfer_backend_create(clinfer_backend_kind kind,
-                                      const clinfer_backend_options *options, char *reason,
-                                      size_t reason_size, clinfer_backend **out) {
+clinfer_status backend_create(clinfer_backend_kind kind, const clinfer_backend_options *options,
+                              char *reason, size_t reason_size, clinfer_backend **out) {
     for (size_t i = 0; i < sizeof backends / sizeof backends[0]; i++)
         if (backends[i].kind == kind) return backends[i].create(options, reason, reason_size, out);
-    return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "model: unknown backend kind %d", (int)kind);
+    return err_fail(CLINFER_ERR_INVALID_ARGUMENT, "model: unknown backend kind %d", (int)kind);
 }

@@ -6,7 +6,7 @@
 
 static _Thread_local char last_error[1024];
 
-clinfer_status clinfer_fail(clinfer_status status, const char *fmt, ...) {
+clinfer_status err_fail(clinfer_status status, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(last_error, sizeof last_error, fmt, ap);
@@ -14,7 +14,7 @@ clinfer_status clinfer_fail(clinfer_status status, const char *fmt, ...) {
     return status;
 }
 
-void clinfer_error_prefix(const char *fmt, ...) {
+void err_prefix(const char *fmt, ...) {
     char old[sizeof last_error];
     memcpy(old, last_error, sizeof old);
     va_list ap;
@@ -30,7 +30,7 @@ void clinfer_error_prefix(const char *fmt, ...) {
     if (at < sizeof last_error) last_error[at] = '\0';
 }
 
-void clinfer_error_clear(void) {
+void err_clear(void) {
     last_error[0] = '\0';
 }
 

@@ -5,13 +5,13 @@
 #include "clinfer.h"
 
 /* Records a printf-style message as this thread's last error and returns status. */
-clinfer_status clinfer_fail(clinfer_status status, const char *fmt, ...)
+clinfer_status err_fail(clinfer_status status, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
 /* Prefixes the current last-error message with more context ("loading x: <old message>"). */
-void clinfer_error_prefix(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void err_prefix(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-void clinfer_error_clear(void);
+void err_clear(void);
 
 /* One error path per function: CHECK(call) jumps to `cleanup` with `st` set. */
 #define CHECK(expr)                                                                                \

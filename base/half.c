@@ -22,7 +22,7 @@ static uint32_t f32_bits(float f) {
  * as an f32, that is the same value scaled by 2^-112 (the exponent biases are 15 and 127), so
  * multiplying by 2^112 restores it exactly, for normals and (through f32 subnormals) for half
  * subnormals alike. Only inf/nan (half exponent 31) need their own f32 exponent. */
-float clinfer_f16_to_f32(uint16_t h) {
+float f16_to_f32(uint16_t h) {
     uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
     uint32_t em = h & 0x7fffu;
     uint32_t finite = f32_bits(f32_from_bits(em << 13) * 0x1p112f);
@@ -39,7 +39,7 @@ static uint32_t shift_round_even(uint32_t value, unsigned shift) {
     return kept;
 }
 
-uint16_t clinfer_f32_to_f16(float f) {
+uint16_t f32_to_f16(float f) {
     uint32_t x = f32_bits(f);
     uint16_t sign = (uint16_t)((x >> 16) & 0x8000u);
     uint32_t abs = x & 0x7fffffffu;
@@ -59,11 +59,11 @@ uint16_t clinfer_f32_to_f16(float f) {
 
 /* ---- bfloat16 --------------------------------------------------------------------------- */
 
-float clinfer_bf16_to_f32(uint16_t h) {
+float bf16_to_f32(uint16_t h) {
     return f32_from_bits((uint32_t)h << 16);
 }
 
-uint16_t clinfer_f32_to_bf16(float f) {
+uint16_t f32_to_bf16(float f) {
     uint32_t x = f32_bits(f);
     if ((x & 0x7fffffffu) > 0x7f800000u) /* nan: quiet, so rounding cannot carry it into inf */
         return (uint16_t)((x >> 16) | 0x40u);

@@ -20,15 +20,15 @@ void clinfer_log_set(clinfer_log_callback cb, void *user) {
     pthread_mutex_unlock(&lock);
 }
 
-bool clinfer_log_enabled(void) {
+bool log_enabled(void) {
     pthread_mutex_lock(&lock);
     bool set = callback != NULL;
     pthread_mutex_unlock(&lock);
     return set;
 }
 
-void clinfer_log(clinfer_log_level level, const char *fmt, ...) {
-    if (!clinfer_log_enabled()) return;
+void log_msg(clinfer_log_level level, const char *fmt, ...) {
+    if (!log_enabled()) return;
     char message[4096]; /* a build log longer than this is cut */
     va_list ap;
     va_start(ap, fmt);
@@ -45,8 +45,8 @@ struct clinfer_log_stream {
     size_t len;
 };
 
-clinfer_log_stream *clinfer_log_stream_begin(FILE **out) {
-    clinfer_log_stream *s = clinfer_log_enabled() ? calloc(1, sizeof *s) : NULL;
+clinfer_log_stream *log_stream_begin(FILE **out) {
+    clinfer_log_stream *s = log_enabled() ? calloc(1, sizeof *s) : NULL;
     if (s && !(s->f = open_memstream(&s->text, &s->len))) {
         free(s);
         s = NULL;
@@ -55,7 +55,7 @@ clinfer_log_stream *clinfer_log_stream_begin(FILE **out) {
     return s;
 }
 
-void clinfer_log_stream_end(clinfer_log_stream *s, clinfer_log_level level) {
+void log_stream_end(clinfer_log_stream *s, clinfer_log_level level) {
     if (!s) return;
     if (fclose(s->f) == 0) {
         while (s->len > 0 && s->text[s->len - 1] == '\n') /* messages end without one */

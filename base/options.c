@@ -9,7 +9,7 @@
 static const char *const path_names[] = {"cpu-rows", "gpu-subgroup", "gpu-local-reduce"};
 #define N_PATHS (sizeof path_names / sizeof path_names[0])
 
-const char *clinfer_kernel_path_name(clinfer_kernel_path path) {
+const char *kernel_path_name(clinfer_kernel_path path) {
     return path > 0 && (size_t)path <= N_PATHS ? path_names[path - 1] : NULL;
 }
 
@@ -19,9 +19,9 @@ clinfer_status clinfer_kernel_path_parse(const char *name, clinfer_kernel_path *
             *out = (clinfer_kernel_path)(k + 1);
             return CLINFER_OK;
         }
-    return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
-                        "kernel path '%s' is not one of cpu-rows, gpu-subgroup, gpu-local-reduce",
-                        name ? name : "(null)");
+    return err_fail(CLINFER_ERR_INVALID_ARGUMENT,
+                    "kernel path '%s' is not one of cpu-rows, gpu-subgroup, gpu-local-reduce",
+                    name ? name : "(null)");
 }
 
 /* The variable's value; NULL when unset or empty. */
@@ -41,41 +41,39 @@ static clinfer_toggle env_toggle(const char *name) {
     return !v ? CLINFER_DEFAULT : strcmp(v, "0") != 0 ? CLINFER_ON : CLINFER_OFF;
 }
 
-const char *clinfer_options_device(void) {
+const char *options_device(void) {
     return env("CLINFER_DEVICE");
 }
 
-const char *clinfer_options_cache_dir(void) {
+const char *options_cache_dir(void) {
     return env("CLINFER_CACHE_DIR");
 }
 
-clinfer_status clinfer_options_resolve(const clinfer_backend_options *given,
-                                       clinfer_backend_options *out) {
+clinfer_status options_resolve(const clinfer_backend_options *given, clinfer_backend_options *out) {
     *out = given ? *given : (clinfer_backend_options){0};
-    if (!out->device || !*out->device) out->device = clinfer_options_device();
-    if (!out->cache_dir || !*out->cache_dir) out->cache_dir = clinfer_options_cache_dir();
+    if (!out->device || !*out->device) out->device = options_device();
+    if (!out->cache_dir || !*out->cache_dir) out->cache_dir = options_cache_dir();
     if (!out->clblast) out->clblast = env_toggle("CLINFER_CLBLAST");
     if (!out->graph) out->graph = env_toggle("CLINFER_GRAPH");
     if (!out->profile) out->profile = env_toggle("CLINFER_PROFILE");
     if (out->kernel_path == CLINFER_KERNEL_PATH_DEFAULT && env("CLINFER_KERNEL_PATH") &&
         clinfer_kernel_path_parse(env("CLINFER_KERNEL_PATH"), &out->kernel_path) != CLINFER_OK) {
-        clinfer_error_prefix("CLINFER_KERNEL_PATH");
+        err_prefix("CLINFER_KERNEL_PATH");
         return CLINFER_ERR_INVALID_ARGUMENT;
     }
-    if (!clinfer_kernel_path_name(out->kernel_path) &&
-        out->kernel_path != CLINFER_KERNEL_PATH_DEFAULT)
-        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "options: kernel path %d is unknown",
-                            (int)out->kernel_path);
+    if (!kernel_path_name(out->kernel_path) && out->kernel_path != CLINFER_KERNEL_PATH_DEFAULT)
+        return err_fail(CLINFER_ERR_INVALID_ARGUMENT, "options: kernel path %d is unknown",
+                        (int)out->kernel_path);
     return CLINFER_OK;
 }
 
-void clinfer_options_profiling(clinfer_toggle profile, bool *table, const char **trace) {
+void options_profiling(clinfer_toggle profile, bool *table, const char **trace) {
     *table =
         profile == CLINFER_ON || (profile == CLINFER_DEFAULT && env_flag("CLINFER_PROFILE", false));
     *trace = env("CLINFER_TRACE");
 }
 
-void clinfer_dev_options_get(clinfer_dev_options *out) {
+void dev_options_get(clinfer_dev_options *out) {
     const char *max_alloc = env("CLINFER_MAX_ALLOC"), *interleave = env("CLINFER_INTERLEAVE");
     const char *cache_max = env("CLINFER_WEIGHT_CACHE_MAX"), *lanes = env("CLINFER_F32_LANES");
     *out = (clinfer_dev_options){

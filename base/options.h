@@ -12,19 +12,18 @@
 /* *out = given (NULL: all defaults) with each field at its default taken from the environment;
  * CLINFER_ERR_INVALID_ARGUMENT where a variable's value is not one it can take. Strings point
  * into given or the environment. */
-clinfer_status clinfer_options_resolve(const clinfer_backend_options *given,
-                                       clinfer_backend_options *out);
+clinfer_status options_resolve(const clinfer_backend_options *given, clinfer_backend_options *out);
 
 /* The device spec of CLINFER_DEVICE and the directory of CLINFER_CACHE_DIR; NULL when unset. */
-const char *clinfer_options_device(void);
-const char *clinfer_options_cache_dir(void);
+const char *options_device(void);
+const char *options_cache_dir(void);
 
 /* "cpu-rows", ...; NULL for CLINFER_KERNEL_PATH_DEFAULT or a value out of range. */
-const char *clinfer_kernel_path_name(clinfer_kernel_path path);
+const char *kernel_path_name(clinfer_kernel_path path);
 
 /* What a context (and its queue) made now profiles, given the profile option: the table (the
  * option, else CLINFER_PROFILE) and the Chrome trace (CLINFER_TRACE's file; NULL: none). */
-void clinfer_options_profiling(clinfer_toggle profile, bool *table, const char **trace);
+void options_profiling(clinfer_toggle profile, bool *table, const char **trace);
 
 /* Switches for development, read from the environment at each call. */
 typedef struct {
@@ -45,6 +44,6 @@ typedef struct {
     int f32_lanes;
 } clinfer_dev_options;
 
-void clinfer_dev_options_get(clinfer_dev_options *out);
+void dev_options_get(clinfer_dev_options *out);
 
 #endif

@@ -21,8 +21,8 @@ _Static_assert(sizeof(block_q4_1) == 4 + QK4_1 / 2, "block_q4_1 must have no pad
 _Static_assert(sizeof(block_q8_0) == 2 + QK8_0, "block_q8_0 must have no padding");
 _Static_assert(sizeof(block_iq4_nl) == 2 + QK4_NL / 2, "block_iq4_nl must have no padding");
 
-const int8_t clinfer_iq4nl_values[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
-                                         1,    13,   25,  38,  53,  69,  89,  113};
+const int8_t iq4nl_values[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                 1,    13,   25,  38,  53,  69,  89,  113};
 _Static_assert(sizeof(block_q4_K) == 4 + K_SCALE_SIZE + QK_K / 2, "block_q4_K size");
 _Static_assert(sizeof(block_q6_K) == QK_K / 2 + QK_K / 4 + QK_K / 16 + 2, "block_q6_K size");
 _Static_assert(sizeof(block_q2_K) == QK_K / 16 + QK_K / 4 + 4, "block_q2_K size");
@@ -34,7 +34,7 @@ _Static_assert(sizeof(block_q5_K) == 4 + K_SCALE_SIZE + QK_K / 8 + QK_K / 2, "bl
 static void dequant_q4_0(const uint8_t *src, float *y) {
     block_q4_0 b;
     memcpy(&b, src, sizeof b);
-    float d = clinfer_f16_to_f32(b.d);
+    float d = f16_to_f32(b.d);
     for (int j = 0; j < QK4_0 / 2; j++) {
         y[j] = (float)((b.qs[j] & 0x0f) - 8) * d;
         y[j + QK4_0 / 2] = (float)((b.qs[j] >> 4) - 8) * d;
@@ -67,7 +67,7 @@ static void dequant_q5_0(const uint8_t *src, float *y) {
     int q[QK5_0];
     memcpy(&b, src, sizeof b);
     q5_values(b.qh, b.qs, q);
-    float d = clinfer_f16_to_f32(b.d);
+    float d = f16_to_f32(b.d);
     for (int j = 0; j < QK5_0; j++)
         y[j] = (float)(q[j] - 16) * d;
 }
@@ -77,7 +77,7 @@ static void dequant_q5_1(const uint8_t *src, float *y) {
     int q[QK5_1];
     memcpy(&b, src, sizeof b);
     q5_values(b.qh, b.qs, q);
-    float d = clinfer_f16_to_f32(b.d), m = clinfer_f16_to_f32(b.m);
+    float d = f16_to_f32(b.d), m = f16_to_f32(b.m);
     for (int j = 0; j < QK5_1; j++)
         y[j] = (float)q[j] * d + m;
 }
@@ -85,17 +85,17 @@ static void dequant_q5_1(const uint8_t *src, float *y) {
 static void dequant_iq4_nl(const uint8_t *src, float *y) {
     block_iq4_nl b;
     memcpy(&b, src, sizeof b);
-    float d = clinfer_f16_to_f32(b.d);
+    float d = f16_to_f32(b.d);
     for (int j = 0; j < QK4_NL / 2; j++) {
-        y[j] = (float)clinfer_iq4nl_values[b.qs[j] & 0x0f] * d;
-        y[j + QK4_NL / 2] = (float)clinfer_iq4nl_values[b.qs[j] >> 4] * d;
+        y[j] = (float)iq4nl_values[b.qs[j] & 0x0f] * d;
+        y[j + QK4_NL / 2] = (float)iq4nl_values[b.qs[j] >> 4] * d;
     }
 }
 
 static void dequant_q4_1(const uint8_t *src, float *y) {
     block_q4_1 b;
     memcpy(&b, src, sizeof b);
-    float d = clinfer_f16_to_f32(b.d), m = clinfer_f16_to_f32(b.m);
+    float d = f16_to_f32(b.d), m = f16_to_f32(b.m);
     for (int j = 0; j < QK4_1 / 2; j++) {
         y[j] = (float)(b.qs[j] & 0x0f) * d + m;
         y[j + QK4_1 / 2] = (float)(b.qs[j] >> 4) * d + m;
@@ -105,7 +105,7 @@ static void dequant_q4_1(const uint8_t *src, float *y) {
 static void dequant_q8_0(const uint8_t *src, float *y) {
     block_q8_0 b;
     memcpy(&b, src, sizeof b);
-    float d = clinfer_f16_to_f32(b.d);
+    float d = f16_to_f32(b.d);
     for (int j = 0; j < QK8_0; j++)
         y[j] = (float)b.qs[j] * d;
 }
@@ -117,8 +117,8 @@ static void quant_q8_0(const float *x, uint8_t *dst) {
     for (int j = 0; j < QK8_0; j++)
         amax = fmaxf(amax, fabsf(x[j]));
     block_q8_0 b;
-    b.d = clinfer_f32_to_f16(amax / 127.0f);
-    float id = inverse(clinfer_f16_to_f32(b.d));
+    b.d = f32_to_f16(amax / 127.0f);
+    float id = inverse(f16_to_f32(b.d));
     for (int j = 0; j < QK8_0; j++)
         b.qs[j] = (int8_t)round_clamp(x[j] * id, -127, 127);
     memcpy(dst, &b, sizeof b);
@@ -128,8 +128,8 @@ static void quant_q8_0(const float *x, uint8_t *dst) {
  * uses the full asymmetric range on its side. */
 static void quant_q4_0(const float *x, uint8_t *dst) {
     block_q4_0 b;
-    b.d = clinfer_f32_to_f16(extreme(x, QK4_0) / -8.0f);
-    float id = inverse(clinfer_f16_to_f32(b.d));
+    b.d = f32_to_f16(extreme(x, QK4_0) / -8.0f);
+    float id = inverse(f16_to_f32(b.d));
     for (int j = 0; j < QK4_0 / 2; j++) {
         int lo = round_clamp(x[j] * id, -8, 7) + 8;
         int hi = round_clamp(x[j + QK4_0 / 2] * id, -8, 7) + 8;
@@ -142,8 +142,8 @@ static void quant_q4_0(const float *x, uint8_t *dst) {
 static void quant_q5_0(const float *x, uint8_t *dst) {
     block_q5_0 b;
     int q[QK5_0];
-    b.d = clinfer_f32_to_f16(extreme(x, QK5_0) / -16.0f);
-    float id = inverse(clinfer_f16_to_f32(b.d));
+    b.d = f32_to_f16(extreme(x, QK5_0) / -16.0f);
+    float id = inverse(f16_to_f32(b.d));
     for (int j = 0; j < QK5_0; j++)
         q[j] = round_clamp(x[j] * id, -16, 15) + 16;
     q5_pack(q, b.qh, b.qs);
@@ -155,14 +155,14 @@ static void quant_q5_0(const float *x, uint8_t *dst) {
 static int iq4nl_nearest(float t) {
     int best = 0;
     for (int i = 1; i < 16; i++)
-        if (fabsf(t - clinfer_iq4nl_values[i]) < fabsf(t - clinfer_iq4nl_values[best])) best = i;
+        if (fabsf(t - iq4nl_values[i]) < fabsf(t - iq4nl_values[best])) best = i;
     return best;
 }
 
 static void quant_iq4_nl(const float *x, uint8_t *dst) {
     block_iq4_nl b;
-    b.d = clinfer_f32_to_f16(extreme(x, QK4_NL) / -127.0f);
-    float id = inverse(clinfer_f16_to_f32(b.d));
+    b.d = f32_to_f16(extreme(x, QK4_NL) / -127.0f);
+    float id = inverse(f16_to_f32(b.d));
     for (int j = 0; j < QK4_NL / 2; j++)
         b.qs[j] = (uint8_t)(iq4nl_nearest(x[j] * id) | iq4nl_nearest(x[j + QK4_NL / 2] * id) << 4);
     memcpy(dst, &b, sizeof b);
@@ -172,9 +172,9 @@ static void quant_iq4_nl(const float *x, uint8_t *dst) {
 static void affine_q(const float *x, int top, uint16_t *d, uint16_t *m, int q[32]) {
     float lo, hi;
     min_max(x, 32, &lo, &hi);
-    *d = clinfer_f32_to_f16((hi - lo) / (float)top);
-    *m = clinfer_f32_to_f16(lo);
-    float id = inverse(clinfer_f16_to_f32(*d)), mf = clinfer_f16_to_f32(*m);
+    *d = f32_to_f16((hi - lo) / (float)top);
+    *m = f32_to_f16(lo);
+    float id = inverse(f16_to_f32(*d)), mf = f16_to_f32(*m);
     for (int j = 0; j < 32; j++)
         q[j] = round_clamp((x[j] - mf) * id, 0, top);
 }
@@ -205,7 +205,7 @@ static void quant_q4_1(const float *x, uint8_t *dst) {
  * matmuls take 8-bit activations, for integer dot products with the integer blocks (f16/f32 rows
  * would only lose precision). weight: backends run matmuls over it (BF16 has no kernels: it is
  * only read and converted on the host). split: {kblk, q_off, q_len, scale segments {off, len,
- * f16}, s_bytes}, its type filled in by clinfer_dtype_split. */
+ * f16}, s_bytes}, its type filled in by dtype_split. */
 typedef struct {
     const char *name;
     size_t block_elems, block_bytes;
@@ -236,24 +236,24 @@ static const dtype_info dtypes[CLINFER_DT_ID_LIMIT] = {
     [CLINFER_DT_Q8_0] = {"Q8_0", QK8_0, sizeof(block_q8_0), dequant_q8_0, quant_q8_0, true, true,
                          {32, 2, 32, {{0, 2, 1}}, 4}},
     /* split: f32 d, dmin, then scales[16] */
-    [CLINFER_DT_Q2_K] = {"Q2_K", QK_K, sizeof(block_q2_K), clinfer_dequant_q2_K,
-                         clinfer_quant_q2_K, true, true,
+    [CLINFER_DT_Q2_K] = {"Q2_K", QK_K, sizeof(block_q2_K), dequant_q2_K,
+                         quant_q2_K, true, true,
                          {128, 16, 64, {{80, 4, 1}, {0, 16, 0}}, 24}},
     /* split: hmask and qs together; f32 d, then scales[12] */
-    [CLINFER_DT_Q3_K] = {"Q3_K", QK_K, sizeof(block_q3_K), clinfer_dequant_q3_K,
-                         clinfer_quant_q3_K, true, true,
+    [CLINFER_DT_Q3_K] = {"Q3_K", QK_K, sizeof(block_q3_K), dequant_q3_K,
+                         quant_q3_K, true, true,
                          {128, 0, 96, {{108, 2, 1}, {96, 12, 0}}, 16}},
     /* split: f32 d, dmin, then scales[12] */
-    [CLINFER_DT_Q4_K] = {"Q4_K", QK_K, sizeof(block_q4_K), clinfer_dequant_q4_K,
-                         clinfer_quant_q4_K, true, true,
+    [CLINFER_DT_Q4_K] = {"Q4_K", QK_K, sizeof(block_q4_K), dequant_q4_K,
+                         quant_q4_K, true, true,
                          {64, 16, 128, {{0, 4, 1}, {4, 12, 0}}, 20}},
     /* split: qh and qs together; Q4_K's header */
-    [CLINFER_DT_Q5_K] = {"Q5_K", QK_K, sizeof(block_q5_K), clinfer_dequant_q5_K,
-                         clinfer_quant_q5_K, true, true,
+    [CLINFER_DT_Q5_K] = {"Q5_K", QK_K, sizeof(block_q5_K), dequant_q5_K,
+                         quant_q5_K, true, true,
                          {64, 16, 160, {{0, 4, 1}, {4, 12, 0}}, 20}},
     /* split: ql and qh together; scales[16] then f32 d */
-    [CLINFER_DT_Q6_K] = {"Q6_K", QK_K, sizeof(block_q6_K), clinfer_dequant_q6_K,
-                         clinfer_quant_q6_K, true, true,
+    [CLINFER_DT_Q6_K] = {"Q6_K", QK_K, sizeof(block_q6_K), dequant_q6_K,
+                         quant_q6_K, true, true,
                          {128, 0, 192, {{192, 16, 0}, {208, 2, 1}}, 20}},
     /* split: f32 d */
     [CLINFER_DT_IQ4_NL] = {"IQ4_NL", QK4_NL, sizeof(block_iq4_nl), dequant_iq4_nl, quant_iq4_nl,
@@ -268,16 +268,16 @@ static const dtype_info *dtype_lookup(uint32_t type) {
     return &dtypes[type];
 }
 
-int clinfer_dtype_valid(uint32_t type) {
+int dtype_valid(uint32_t type) {
     return dtype_lookup(type) != NULL;
 }
 
-const char *clinfer_dtype_name(clinfer_dtype type) {
+const char *dtype_name(clinfer_dtype type) {
     const dtype_info *t = dtype_lookup((uint32_t)type);
     return t ? t->name : "unknown";
 }
 
-bool clinfer_dtype_is_weight(clinfer_dtype type) {
+bool dtype_is_weight(clinfer_dtype type) {
     const dtype_info *t = dtype_lookup((uint32_t)type);
     return t && t->weight;
 }
@@ -285,28 +285,28 @@ bool clinfer_dtype_is_weight(clinfer_dtype type) {
 /* The index-th type that matmuls run over, in id order. */
 const char *dtype_weight_name_at(size_t index) {
     for (uint32_t id = 0; id < CLINFER_DT_ID_LIMIT; id++)
-        if (clinfer_dtype_valid(id) && clinfer_dtype_is_weight((clinfer_dtype)id) && !index--)
-            return clinfer_dtype_name((clinfer_dtype)id);
+        if (dtype_valid(id) && dtype_is_weight((clinfer_dtype)id) && !index--)
+            return dtype_name((clinfer_dtype)id);
     return NULL;
 }
 
-size_t clinfer_dtype_block_elems(clinfer_dtype type) {
+size_t dtype_block_elems(clinfer_dtype type) {
     const dtype_info *t = dtype_lookup((uint32_t)type);
     return t ? t->block_elems : 0;
 }
 
-size_t clinfer_dtype_block_bytes(clinfer_dtype type) {
+size_t dtype_block_bytes(clinfer_dtype type) {
     const dtype_info *t = dtype_lookup((uint32_t)type);
     return t ? t->block_bytes : 0;
 }
 
-size_t clinfer_dtype_row_bytes(clinfer_dtype type, size_t n) {
-    size_t be = clinfer_dtype_block_elems(type);
-    return be ? n / be * clinfer_dtype_block_bytes(type) : 0;
+size_t dtype_row_bytes(clinfer_dtype type, size_t n) {
+    size_t be = dtype_block_elems(type);
+    return be ? n / be * dtype_block_bytes(type) : 0;
 }
 
 /* Unknown types do nothing: callers validate types first. */
-void clinfer_dequantize_row(clinfer_dtype type, const void *src, float *dst, size_t n) {
+void dequantize_row(clinfer_dtype type, const void *src, float *dst, size_t n) {
     const uint8_t *s = src;
     const dtype_info *t = dtype_lookup((uint32_t)type);
     if (!t) return;
@@ -317,7 +317,7 @@ void clinfer_dequantize_row(clinfer_dtype type, const void *src, float *dst, siz
         for (size_t i = 0; i < n; i++) {
             uint16_t h;
             memcpy(&h, s + 2 * i, sizeof h);
-            dst[i] = bf16 ? clinfer_bf16_to_f32(h) : clinfer_f16_to_f32(h);
+            dst[i] = bf16 ? bf16_to_f32(h) : f16_to_f32(h);
         }
     } else {
         for (size_t i = 0; i < n / t->block_elems; i++)
@@ -325,7 +325,7 @@ void clinfer_dequantize_row(clinfer_dtype type, const void *src, float *dst, siz
     }
 }
 
-void clinfer_quantize_row(clinfer_dtype type, const float *src, void *dst, size_t n) {
+void quantize_row(clinfer_dtype type, const float *src, void *dst, size_t n) {
     uint8_t *d = dst;
     const dtype_info *t = dtype_lookup((uint32_t)type);
     if (!t) return;
@@ -334,7 +334,7 @@ void clinfer_quantize_row(clinfer_dtype type, const float *src, void *dst, size_
     } else if (type == CLINFER_DT_F16 || type == CLINFER_DT_BF16) {
         bool bf16 = type == CLINFER_DT_BF16;
         for (size_t i = 0; i < n; i++) {
-            uint16_t h = bf16 ? clinfer_f32_to_bf16(src[i]) : clinfer_f32_to_f16(src[i]);
+            uint16_t h = bf16 ? f32_to_bf16(src[i]) : f32_to_f16(src[i]);
             memcpy(d + 2 * i, &h, sizeof h);
         }
     } else {
@@ -343,24 +343,24 @@ void clinfer_quantize_row(clinfer_dtype type, const float *src, void *dst, size_
     }
 }
 
-clinfer_block_split clinfer_dtype_split(clinfer_dtype type) {
+clinfer_block_split dtype_split(clinfer_dtype type) {
     const dtype_info *t = dtype_lookup((uint32_t)type);
     clinfer_block_split split = t ? t->split : (clinfer_block_split){0};
     split.type = type;
     return split;
 }
 
-bool clinfer_dtype_takes_q8_act(clinfer_dtype type) {
+bool dtype_takes_q8_act(clinfer_dtype type) {
     const dtype_info *t = dtype_lookup((uint32_t)type);
     return t && t->q8_act;
 }
 
-size_t clinfer_dtype_q8_act_block(clinfer_dtype type) {
+size_t dtype_q8_act_block(clinfer_dtype type) {
     const dtype_info *t = dtype_lookup((uint32_t)type);
     return t && t->q8_act && t->block_elems == QK_K ? CLINFER_Q8_ACT_SUPER : CLINFER_Q8_ACT_BLOCK;
 }
 
-void clinfer_quantize_q8_act(const float *x, size_t k, size_t block, int8_t *q, float *d) {
+void quant_q8_act(const float *x, size_t k, size_t block, int8_t *q, float *d) {
     for (size_t b = 0; b < k / block; b++) {
         const float *xb = x + b * block;
         int8_t *qb = q + b * block;

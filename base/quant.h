@@ -68,11 +68,11 @@ typedef struct {
 
 typedef struct {
     uint16_t d;
-    uint8_t qs[QK4_NL / 2]; /* x = clinfer_iq4nl_values[nibble] * d, nibbles as block_q4_0's */
+    uint8_t qs[QK4_NL / 2]; /* x = iq4nl_values[nibble] * d, nibbles as block_q4_0's */
 } block_iq4_nl;
 
 /* IQ4_NL's 16 levels, denser near 0 than Q4_0's even steps. */
-extern const int8_t clinfer_iq4nl_values[16];
+extern const int8_t iq4nl_values[16];
 
 typedef struct {
     uint16_t d, dmin;             /* super-block scales for the 6-bit scales and mins */
@@ -132,24 +132,24 @@ typedef struct {
 } clinfer_block_split;
 
 /* Known type? Unknown ids from files are rejected through this. */
-int clinfer_dtype_valid(uint32_t type);
-const char *clinfer_dtype_name(clinfer_dtype type);
+int dtype_valid(uint32_t type);
+const char *dtype_name(clinfer_dtype type);
 /* Whether backends take it as weights (their matmuls have kernels for it): every known type but
  * BF16, which files may hold (a quantizer's input) but models may not run. */
-bool clinfer_dtype_is_weight(clinfer_dtype type);
+bool dtype_is_weight(clinfer_dtype type);
 /* The index-th weight type's name, in id order; NULL past the last (base/names.h reads it). */
 const char *dtype_weight_name_at(size_t index);
 /* Elements per block (1 for f32/f16/bf16) and bytes per block. */
-size_t clinfer_dtype_block_elems(clinfer_dtype type);
-size_t clinfer_dtype_block_bytes(clinfer_dtype type);
+size_t dtype_block_elems(clinfer_dtype type);
+size_t dtype_block_bytes(clinfer_dtype type);
 /* Bytes of a row of n elements; n must be a multiple of the block size. */
-size_t clinfer_dtype_row_bytes(clinfer_dtype type, size_t n);
+size_t dtype_row_bytes(clinfer_dtype type, size_t n);
 /* type's split (kblk 0 for an unknown type). */
-clinfer_block_split clinfer_dtype_split(clinfer_dtype type);
+clinfer_block_split dtype_split(clinfer_dtype type);
 
 /* Row conversions; n is a multiple of the block size. */
-void clinfer_dequantize_row(clinfer_dtype type, const void *src, float *dst, size_t n);
-void clinfer_quantize_row(clinfer_dtype type, const float *src, void *dst, size_t n);
+void dequantize_row(clinfer_dtype type, const void *src, float *dst, size_t n);
+void quantize_row(clinfer_dtype type, const float *src, void *dst, size_t n);
 
 /* Activations rounded to 8 bits per block, the form the integer dot products of quantized
  * weights take: per block d = max |x| / 127, id = 1 / d (0 when d is 0), q[i] = roundf(x[i] * id)
@@ -159,12 +159,12 @@ void clinfer_quantize_row(clinfer_dtype type, const float *src, void *dst, size_
  * their results stay comparable. k % block == 0; d[k / block]. */
 #define CLINFER_Q8_ACT_BLOCK 32
 #define CLINFER_Q8_ACT_SUPER 256
-void clinfer_quantize_q8_act(const float *x, size_t k, size_t block, int8_t *q, float *d);
+void quant_q8_act(const float *x, size_t k, size_t block, int8_t *q, float *d);
 /* The block a weight type's matmuls round x by: CLINFER_Q8_ACT_SUPER for the K-quants,
  * CLINFER_Q8_ACT_BLOCK for every other type. */
-size_t clinfer_dtype_q8_act_block(clinfer_dtype type);
+size_t dtype_q8_act_block(clinfer_dtype type);
 /* Weight types whose matmuls take 8-bit activations, for integer dot products with their integer
  * blocks; F16/F32 rows would only lose precision. */
-bool clinfer_dtype_takes_q8_act(clinfer_dtype type);
+bool dtype_takes_q8_act(clinfer_dtype type);
 
 #endif

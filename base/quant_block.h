@@ -37,15 +37,15 @@ static inline void min_max(const float *x, int n, float *lo, float *hi) {
 }
 
 /* quant_k.c: one K-type super-block from or to QK_K floats. */
-void clinfer_dequant_q2_K(const uint8_t *src, float *y);
-void clinfer_dequant_q3_K(const uint8_t *src, float *y);
-void clinfer_dequant_q4_K(const uint8_t *src, float *y);
-void clinfer_dequant_q5_K(const uint8_t *src, float *y);
-void clinfer_dequant_q6_K(const uint8_t *src, float *y);
-void clinfer_quant_q2_K(const float *x, uint8_t *dst);
-void clinfer_quant_q3_K(const float *x, uint8_t *dst);
-void clinfer_quant_q4_K(const float *x, uint8_t *dst);
-void clinfer_quant_q5_K(const float *x, uint8_t *dst);
-void clinfer_quant_q6_K(const float *x, uint8_t *dst);
+void dequant_q2_K(const uint8_t *src, float *y);
+void dequant_q3_K(const uint8_t *src, float *y);
+void dequant_q4_K(const uint8_t *src, float *y);
+void dequant_q5_K(const uint8_t *src, float *y);
+void dequant_q6_K(const uint8_t *src, float *y);
+void quant_q2_K(const float *x, uint8_t *dst);
+void quant_q3_K(const float *x, uint8_t *dst);
+void quant_q4_K(const float *x, uint8_t *dst);
+void quant_q5_K(const float *x, uint8_t *dst);
+void quant_q6_K(const float *x, uint8_t *dst);
 
 #endif

@@ -20,10 +20,10 @@ static void q4_K_scale_min(const uint8_t *s, int j, uint8_t *scale, uint8_t *min
 
 /* Each 64 elements share 32 bytes of qs: low nibbles are sub-block 2c, high nibbles 2c + 1.
  * x = d * scale * q - dmin * min. */
-void clinfer_dequant_q4_K(const uint8_t *src, float *y) {
+void dequant_q4_K(const uint8_t *src, float *y) {
     block_q4_K b;
     memcpy(&b, src, sizeof b);
-    float d = clinfer_f16_to_f32(b.d), dmin = clinfer_f16_to_f32(b.dmin);
+    float d = f16_to_f32(b.d), dmin = f16_to_f32(b.dmin);
     for (int c = 0; c < QK_K / 64; c++) {
         const uint8_t *q = b.qs + 32 * c;
         for (int half = 0; half < 2; half++) {
@@ -49,10 +49,10 @@ static int high_bit(const uint8_t *mask, int e) {
 }
 
 /* Sub-block s (of 16): x = d * (scales[s] & 15) * q - dmin * (scales[s] >> 4). */
-void clinfer_dequant_q2_K(const uint8_t *src, float *y) {
+void dequant_q2_K(const uint8_t *src, float *y) {
     block_q2_K b;
     memcpy(&b, src, sizeof b);
-    float d = clinfer_f16_to_f32(b.d), dmin = clinfer_f16_to_f32(b.dmin);
+    float d = f16_to_f32(b.d), dmin = f16_to_f32(b.dmin);
     for (int e = 0; e < QK_K; e++) {
         uint8_t sc = b.scales[e / 16];
         y[e] = d * (float)(sc & 15) * (float)low2(b.qs, e) - dmin * (float)(sc >> 4);
@@ -69,10 +69,10 @@ static int q3_K_scale(const uint8_t *s, int j) {
 }
 
 /* x = d * scale * (q - 4), q from 2 low bits and the mask's high bit. */
-void clinfer_dequant_q3_K(const uint8_t *src, float *y) {
+void dequant_q3_K(const uint8_t *src, float *y) {
     block_q3_K b;
     memcpy(&b, src, sizeof b);
-    float d = clinfer_f16_to_f32(b.d);
+    float d = f16_to_f32(b.d);
     for (int e = 0; e < QK_K; e++) {
         int q = low2(b.qs, e) + 4 * high_bit(b.hmask, e) - 4;
         y[e] = d * (float)q3_K_scale(b.scales, e / 16) * (float)q;
@@ -80,10 +80,10 @@ void clinfer_dequant_q3_K(const uint8_t *src, float *y) {
 }
 
 /* Q4_K's layout with a fifth bit (16) from qh. */
-void clinfer_dequant_q5_K(const uint8_t *src, float *y) {
+void dequant_q5_K(const uint8_t *src, float *y) {
     block_q5_K b;
     memcpy(&b, src, sizeof b);
-    float d = clinfer_f16_to_f32(b.d), dmin = clinfer_f16_to_f32(b.dmin);
+    float d = f16_to_f32(b.d), dmin = f16_to_f32(b.dmin);
     for (int e = 0; e < QK_K; e++) {
         uint8_t sc, mn, byte = b.qs[32 * (e / 64) + e % 32];
         q4_K_scale_min(b.scales, e / 32, &sc, &mn);
@@ -103,10 +103,10 @@ static int q6_K_value(const uint8_t *ql, const uint8_t *qh, int g, int l) {
     return (low4 | (high2 << 4)) - 32;
 }
 
-void clinfer_dequant_q6_K(const uint8_t *src, float *y) {
+void dequant_q6_K(const uint8_t *src, float *y) {
     block_q6_K b;
     memcpy(&b, src, sizeof b);
-    float d = clinfer_f16_to_f32(b.d);
+    float d = f16_to_f32(b.d);
     for (int h = 0; h < QK_K / 128; h++) {
         const uint8_t *ql = b.ql + 64 * h, *qh = b.qh + 32 * h;
         const int8_t *sc = b.scales + 8 * h;
@@ -233,9 +233,9 @@ static void quant_scale_min(const float *x, int sub, int nmax, int smax, uint16_
         max_scale = fmaxf(max_scale, scale[j]);
         max_min = fmaxf(max_min, min[j]);
     }
-    *d16 = clinfer_f32_to_f16(max_scale / (float)smax);
-    *dmin16 = clinfer_f32_to_f16(max_min / (float)smax);
-    float d = clinfer_f16_to_f32(*d16), dmin = clinfer_f16_to_f32(*dmin16);
+    *d16 = f32_to_f16(max_scale / (float)smax);
+    *dmin16 = f32_to_f16(max_min / (float)smax);
+    float d = f16_to_f32(*d16), dmin = f16_to_f32(*dmin16);
     for (int j = 0; j < n_sub; j++) {
         qscale[j] = (uint8_t)round_clamp(scale[j] * inverse(d), 0, smax);
         qmin[j] = (uint8_t)round_clamp(min[j] * inverse(dmin), 0, smax);
@@ -276,20 +276,20 @@ static void quant_k4(const float *x, int nmax, uint16_t *d, uint16_t *dmin, uint
     if (qh) pack_high_bit(q, 4, qh);
 }
 
-void clinfer_quant_q4_K(const float *x, uint8_t *dst) {
+void quant_q4_K(const float *x, uint8_t *dst) {
     block_q4_K b;
     quant_k4(x, 15, &b.d, &b.dmin, b.scales, b.qs, NULL);
     memcpy(dst, &b, sizeof b);
 }
 
-void clinfer_quant_q5_K(const float *x, uint8_t *dst) {
+void quant_q5_K(const float *x, uint8_t *dst) {
     block_q5_K b;
     quant_k4(x, 31, &b.d, &b.dmin, b.scales, b.qs, b.qh);
     memcpy(dst, &b, sizeof b);
 }
 
 /* Sub-blocks of 16, q in 0..3, 4-bit scales and mins. */
-void clinfer_quant_q2_K(const float *x, uint8_t *dst) {
+void quant_q2_K(const float *x, uint8_t *dst) {
     block_q2_K b;
     uint8_t qscale[16], qmin[16], q[QK_K];
     quant_scale_min(x, 16, 3, 15, &b.d, &b.dmin, qscale, qmin, q);
@@ -301,13 +301,13 @@ void clinfer_quant_q2_K(const float *x, uint8_t *dst) {
 
 /* Per sub-block of 16: a symmetric scale (q in -4..3, fit_scale); the scale of largest magnitude
  * then maps to -32, the others to their nearest of -32..31 in its steps, and q is recomputed. */
-void clinfer_quant_q3_K(const float *x, uint8_t *dst) {
+void quant_q3_K(const float *x, uint8_t *dst) {
     float scale[QK_K / 16];
     for (int j = 0; j < QK_K / 16; j++)
         scale[j] = fit_scale(x + 16 * j, 16, 4);
     block_q3_K b;
-    b.d = clinfer_f32_to_f16(extreme(scale, QK_K / 16) / -32.0f);
-    float d = clinfer_f16_to_f32(b.d);
+    b.d = f32_to_f16(extreme(scale, QK_K / 16) / -32.0f);
+    float d = f16_to_f32(b.d);
     uint8_t q[QK_K]; /* stored form, q + 4 in 0..7 */
     memset(b.scales, 0, sizeof b.scales);
     for (int j = 0; j < QK_K / 16; j++) {
@@ -329,15 +329,15 @@ void clinfer_quant_q3_K(const float *x, uint8_t *dst) {
 
 /* Per sub-block of 16: a symmetric scale (q in -32..31, fit_scale); the scales are then quantized
  * to int8 against d = max |scale| / 127. */
-void clinfer_quant_q6_K(const float *x, uint8_t *dst) {
+void quant_q6_K(const float *x, uint8_t *dst) {
     float scale[QK_K / 16], max_abs_scale = 0.0f;
     for (int s = 0; s < QK_K / 16; s++) {
         scale[s] = fit_scale(x + 16 * s, 16, 32);
         max_abs_scale = fmaxf(max_abs_scale, fabsf(scale[s]));
     }
     block_q6_K b;
-    b.d = clinfer_f32_to_f16(max_abs_scale / 127.0f);
-    float d = clinfer_f16_to_f32(b.d);
+    b.d = f32_to_f16(max_abs_scale / 127.0f);
+    float d = f16_to_f32(b.d);
     uint8_t q[QK_K]; /* stored form, q + 32 in 0..63 */
     for (int s = 0; s < QK_K / 16; s++) {
         b.scales[s] = (int8_t)round_clamp(scale[s] * inverse(d), -127, 127);

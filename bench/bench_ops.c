@@ -45,7 +45,7 @@ static const double SAMPLE_MS = 2.0;
 static size_t weight_types(clinfer_dtype out[CLINFER_DT_ID_LIMIT]) {
     size_t n = 0;
     for (uint32_t t = 0; t < CLINFER_DT_ID_LIMIT; t++)
-        if (clinfer_dtype_is_weight((clinfer_dtype)t)) out[n++] = (clinfer_dtype)t;
+        if (dtype_is_weight((clinfer_dtype)t)) out[n++] = (clinfer_dtype)t;
     return n;
 }
 
@@ -171,7 +171,7 @@ cleanup:
  * run); distinct (--check): every row different, so that a row read from the wrong place
  * shows. NULL when out of memory. */
 static unsigned char *weight_data(clinfer_dtype type, int m, int k, bool distinct) {
-    size_t row = clinfer_dtype_row_bytes(type, (size_t)k);
+    size_t row = dtype_row_bytes(type, (size_t)k);
     float *f = malloc((size_t)k * sizeof *f);
     unsigned char *data = malloc(row * (size_t)m);
     for (int r = 0; f && data && r < m; r++) {
@@ -181,7 +181,7 @@ static unsigned char *weight_data(clinfer_dtype type, int m, int k, bool distinc
         }
         for (int i = 0; i < k; i++)
             f[i] = (float)(((long)i * 7919 + (long)r * 104729) % 2001 - 1000) / 1000.0f;
-        clinfer_quantize_row(type, f, data + row * (size_t)r, (size_t)k);
+        quantize_row(type, f, data + row * (size_t)r, (size_t)k);
     }
     free(f);
     if (!f) {
@@ -196,8 +196,7 @@ static int make_weight(clinfer_backend *be, clinfer_dtype type, int m, int k,
     clinfer_status st =
         data ? be->i->weight_create(be->ctx, type, m, k, data, out) : CLINFER_ERR_OUT_OF_MEMORY;
     if (st != CLINFER_OK)
-        return cli_error("%s weight %d x %d: %s", clinfer_dtype_name(type), m, k,
-                         clinfer_last_error());
+        return cli_error("%s weight %d x %d: %s", dtype_name(type), m, k, clinfer_last_error());
     return 0;
 }
 
@@ -253,7 +252,7 @@ static int bench_matmul(clinfer_backend *be, clinfer_backend *check, clinfer_dty
             st = CLINFER_ERR_OUT_OF_MEMORY;
         if (st == CLINFER_OK) st = on->i->buffer_read(on->ctx, y[s], 0, ny * sizeof(float), out[s]);
         if (st != CLINFER_OK)
-            rc = cli_error("%s matmul %d x %d x %d on %s: %s", clinfer_dtype_name(type), n, m, k,
+            rc = cli_error("%s matmul %d x %d x %d on %s: %s", dtype_name(type), n, m, k,
                            on->i->name(on->ctx), clinfer_last_error());
     }
     if (!rc) *weight_bytes = (double)w[0]->head.bytes;
@@ -283,7 +282,7 @@ static void note_check(const char *what, clinfer_dtype type, bool q8, int n, int
     *worst = nmse > *worst || nmse != nmse ? nmse : *worst;
     *failed += !ok;
     if (what)
-        printf("%-12s %-5s %-3s n %-3d %6d x %-5d NMSE %.2e %s\n", what, clinfer_dtype_name(type),
+        printf("%-12s %-5s %-3s n %-3d %6d x %-5d NMSE %.2e %s\n", what, dtype_name(type),
                q8 ? "q8" : "f32", n, m, k, nmse, ok ? "ok" : "FAIL");
 }
 
@@ -339,7 +338,7 @@ int main(int argc, char **argv) {
     size_t n_types = weight_types(bench_types);
     bool known = !only;
     for (size_t t = 0; t < n_types; t++)
-        known |= only && !strcasecmp(only, clinfer_dtype_name(bench_types[t]));
+        known |= only && !strcasecmp(only, dtype_name(bench_types[t]));
     if (!known) return cli_error("--type '%s' is not a weight type (see --help)", only);
 
     size_t index = 0;
@@ -347,10 +346,10 @@ int main(int argc, char **argv) {
     clinfer_status st = clinfer_device_select(device, &index, reason, sizeof reason);
     if (st != CLINFER_OK) return cli_error("no device: %s", clinfer_last_error());
     clinfer_backend *be = NULL, *blas = NULL, *check = NULL;
-    if ((st = clinfer_backend_opencl_create(index, NULL, &be)) != CLINFER_OK)
+    if ((st = cl_backend_create(index, NULL, &be)) != CLINFER_OK)
         return cli_error("%s", clinfer_last_error());
-    if (checking && clinfer_backend_reference_create(&check) != CLINFER_OK) {
-        clinfer_backend_free(be);
+    if (checking && ref_backend_create(&check) != CLINFER_OK) {
+        backend_free(be);
         return cli_error("%s", clinfer_last_error());
     }
     double worst = 0;
@@ -388,9 +387,9 @@ int main(int argc, char **argv) {
             for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
                 clinfer_dtype type = bench_types[t];
                 int m = shapes[s][0], k = shapes[s][1];
-                if (k % (int)clinfer_dtype_block_elems(type) ||
-                    (only && strcasecmp(only, clinfer_dtype_name(type))) ||
-                    (q8 && clinfer_dtype_block_elems(type) == 1))
+                if (k % (int)dtype_block_elems(type) ||
+                    (only && strcasecmp(only, dtype_name(type))) ||
+                    (q8 && dtype_block_elems(type) == 1))
                     continue;
                 timing tm;
                 double weight_bytes = 0, nmse = 0;
@@ -405,7 +404,7 @@ int main(int argc, char **argv) {
                 double gbps = bytes / (tm.min_ms * 1e6), pct = 100 * gbps / roof.read_gbps;
                 cJSON *o = cJSON_CreateObject();
                 cJSON_AddItemToArray(mv, o);
-                cJSON_AddStringToObject(o, "type", clinfer_dtype_name(type));
+                cJSON_AddStringToObject(o, "type", dtype_name(type));
                 cJSON_AddNumberToObject(o, "m", m);
                 cJSON_AddNumberToObject(o, "k", k);
                 cJSON_AddBoolToObject(o, "x_q8", q8);
@@ -414,18 +413,17 @@ int main(int argc, char **argv) {
                 cJSON_AddNumberToObject(o, "gbps", gbps);
                 cJSON_AddNumberToObject(o, "pct_bandwidth", pct);
                 if (!json) {
-                    printf("%-5s %-3s %6d x %-5d %10.4f %10.4f %8.1f %6.1f%%\n",
-                           clinfer_dtype_name(type), q8 ? "q8" : "f32", m, k, tm.min_ms,
-                           tm.median_ms, gbps, pct);
+                    printf("%-5s %-3s %6d x %-5d %10.4f %10.4f %8.1f %6.1f%%\n", dtype_name(type),
+                           q8 ? "q8" : "f32", m, k, tm.min_ms, tm.median_ms, gbps, pct);
                     fflush(stdout);
                 }
             }
 
     /* CLBlast's side of the f32 GEMM runs on a second context that routes f32 GEMM to it. */
-    if (clinfer_backend_opencl_create(index, &(clinfer_backend_options){.clblast = CLINFER_ON},
-                                      &blas) != CLINFER_OK ||
+    if (cl_backend_create(index, &(clinfer_backend_options){.clblast = CLINFER_ON}, &blas) !=
+            CLINFER_OK ||
         !cl_matmul_clblast(blas->ctx)) {
-        clinfer_backend_free(blas);
+        backend_free(blas);
         blas = NULL;
     }
     if (!json && !check)
@@ -437,9 +435,9 @@ int main(int argc, char **argv) {
     for (size_t t = 0; t < n_types; t++)
         for (int side = 0; side < 3; side++) {
             clinfer_dtype type = bench_types[t];
-            int blk = (int)clinfer_dtype_block_elems(type), q8 = side == 2;
+            int blk = (int)dtype_block_elems(type), q8 = side == 2;
             int k = q8 ? gemm_k / blk * blk : gemm_k;
-            if (k % blk || (only && strcasecmp(only, clinfer_dtype_name(type)))) continue;
+            if (k % blk || (only && strcasecmp(only, dtype_name(type)))) continue;
             clinfer_backend *on = side == 1 ? blas : be;
             if (side == 1 && (type != CLINFER_DT_F32 || !blas)) continue;
             if (q8 && blk == 1) continue;
@@ -460,14 +458,14 @@ int main(int argc, char **argv) {
             const char *kernel = side == 1 ? "clblast" : q8 ? "clinf-q8" : "clinfer";
             cJSON *o = cJSON_CreateObject();
             cJSON_AddItemToArray(gemm, o);
-            cJSON_AddStringToObject(o, "type", clinfer_dtype_name(type));
+            cJSON_AddStringToObject(o, "type", dtype_name(type));
             cJSON_AddStringToObject(o, "kernel", kernel);
             cJSON_AddNumberToObject(o, "min_ms", tm.min_ms);
             cJSON_AddNumberToObject(o, "median_ms", tm.median_ms);
             cJSON_AddNumberToObject(o, "gflops", gflops);
             cJSON_AddNumberToObject(o, "pct_fma", 100 * gflops / roof.fma_gflops);
             if (!json) {
-                printf("%-5s %-8s %10.3f %10.3f %9.1f %6.1f%%\n", clinfer_dtype_name(type), kernel,
+                printf("%-5s %-8s %10.3f %10.3f %9.1f %6.1f%%\n", dtype_name(type), kernel,
                        tm.min_ms, tm.median_ms, gflops, 100 * gflops / roof.fma_gflops);
                 fflush(stdout);
             }
@@ -490,8 +488,8 @@ done:
         free(text);
     }
     cJSON_Delete(root);
-    clinfer_backend_free(blas);
-    clinfer_backend_free(check);
-    clinfer_backend_free(be);
+    backend_free(blas);
+    backend_free(check);
+    backend_free(be);
     return rc;
 }

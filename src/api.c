@@ -9,10 +9,10 @@
 #include "tokenizer.h"
 
 static clinfer_status need_vocab(const clinfer_model *m, const char *what) {
-    if (!m) return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "%s: NULL model", what);
+    if (!m) return err_fail(CLINFER_ERR_INVALID_ARGUMENT, "%s: NULL model", what);
     if (!m->vocab)
-        return clinfer_fail(CLINFER_ERR_UNSUPPORTED,
-                            "%s: the model file has no tokenizer (tokenizer.ggml.model)", what);
+        return err_fail(CLINFER_ERR_UNSUPPORTED,
+                        "%s: the model file has no tokenizer (tokenizer.ggml.model)", what);
     return CLINFER_OK;
 }
 
@@ -21,31 +21,30 @@ clinfer_status clinfer_tokenize(const clinfer_model *m, const char *text, size_t
                                 size_t *n_tokens) {
     clinfer_status st = need_vocab(m, "tokenize");
     if (st != CLINFER_OK) return st;
-    return clinfer_vocab_tokenize(m->vocab, text, len, add_bos, parse_special, tokens, capacity,
-                                  n_tokens);
+    return vocab_tokenize(m->vocab, text, len, add_bos, parse_special, tokens, capacity, n_tokens);
 }
 
 clinfer_status clinfer_token_to_piece(const clinfer_model *m, int32_t token, char *buf, size_t size,
                                       size_t *len) {
     clinfer_status st = need_vocab(m, "token_to_piece");
     if (st != CLINFER_OK) return st;
-    return clinfer_vocab_piece(m->vocab, token, buf, size, len);
+    return vocab_piece(m->vocab, token, buf, size, len);
 }
 
 int32_t clinfer_token_bos(const clinfer_model *m) {
-    return m && m->vocab ? clinfer_vocab_bos(m->vocab) : -1;
+    return m && m->vocab ? vocab_bos(m->vocab) : -1;
 }
 
 bool clinfer_token_add_bos(const clinfer_model *m) {
-    return m && m->vocab && clinfer_vocab_add_bos(m->vocab);
+    return m && m->vocab && vocab_add_bos(m->vocab);
 }
 
 int32_t clinfer_token_eos(const clinfer_model *m) {
-    return m && m->vocab ? clinfer_vocab_eos(m->vocab) : -1;
+    return m && m->vocab ? vocab_eos(m->vocab) : -1;
 }
 
 bool clinfer_token_is_eog(const clinfer_model *m, int32_t token) {
-    return m && m->vocab && clinfer_vocab_is_eog(m->vocab, token);
+    return m && m->vocab && vocab_is_eog(m->vocab, token);
 }
 
 /* ---- generation -------------------------------------------------------------------------- */
@@ -61,17 +60,15 @@ typedef struct {
 
 static clinfer_status stream_piece(text_stream *ts, const clinfer_model *m, int32_t token) {
     size_t need = 0;
-    clinfer_status st =
-        clinfer_vocab_piece(m->vocab, token, ts->data + ts->len, ts->cap - ts->len, &need);
+    clinfer_status st = vocab_piece(m->vocab, token, ts->data + ts->len, ts->cap - ts->len, &need);
     if (st == CLINFER_ERR_BUFFER_TOO_SMALL) {
         size_t cap = 2 * (ts->len + need);
         char *grown = realloc(ts->data, cap);
         if (!grown)
-            return clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "generate: no memory for %zu bytes",
-                                cap);
+            return err_fail(CLINFER_ERR_OUT_OF_MEMORY, "generate: no memory for %zu bytes", cap);
         ts->data = grown;
         ts->cap = cap;
-        st = clinfer_vocab_piece(m->vocab, token, ts->data + ts->len, ts->cap - ts->len, &need);
+        st = vocab_piece(m->vocab, token, ts->data + ts->len, ts->cap - ts->len, &need);
     }
     if (st != CLINFER_OK) return st;
     ts->len += need;
@@ -122,25 +119,25 @@ clinfer_status clinfer_generate(clinfer_context *ctx, const int32_t *prompt, siz
     text_stream ts = {.callback = callback, .user = user, .cap = 256};
     clinfer_generate_stats s = {.n_prompt = n_prompt};
     if (!ctx || (!prompt && n_prompt))
-        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "generate: NULL argument");
-    const clinfer_model *m = clinfer_context_model(ctx);
+        return err_fail(CLINFER_ERR_INVALID_ARGUMENT, "generate: NULL argument");
+    const clinfer_model *m = context_model(ctx);
     CHECK(need_vocab(m, "generate"));
     if (!n_prompt && !clinfer_context_n_past(ctx)) {
-        st = clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
-                          "no prompt tokens and an empty context: nothing to continue");
+        st = err_fail(CLINFER_ERR_INVALID_ARGUMENT,
+                      "no prompt tokens and an empty context: nothing to continue");
         goto cleanup;
     }
     size_t room = clinfer_context_n_ctx(ctx) - clinfer_context_n_past(ctx);
     if (n_prompt > room || (n_predict >= 0 && (size_t)n_predict > room - n_prompt)) {
-        st = clinfer_fail(CLINFER_ERR_CONTEXT_FULL,
-                          "%zu prompt tokens + %d to generate do not fit the %zu "
-                          "free positions of the context",
-                          n_prompt, (int)n_predict, room);
+        st = err_fail(CLINFER_ERR_CONTEXT_FULL,
+                      "%zu prompt tokens + %d to generate do not fit the %zu "
+                      "free positions of the context",
+                      n_prompt, (int)n_predict, room);
         goto cleanup;
     }
     ts.data = malloc(ts.cap);
     if (!ts.data) {
-        st = clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "no memory");
+        st = err_fail(CLINFER_ERR_OUT_OF_MEMORY, "no memory");
         goto cleanup;
     }
 
@@ -164,7 +161,7 @@ clinfer_status clinfer_generate(clinfer_context *ctx, const int32_t *prompt, siz
     stream_finish(&ts);
     s.decode_ms = exec_now_ms() - t1;
 cleanup:
-    if (st != CLINFER_OK) clinfer_error_prefix("generate");
+    if (st != CLINFER_OK) err_prefix("generate");
     if (stats) *stats = s;
     free(ts.data);
     return st;

@@ -35,19 +35,19 @@ struct clinfer_arch {
 };
 
 /* The architecture named name; NULL for none (arch.c). */
-const clinfer_arch *clinfer_arch_find(gguf_str name);
+const clinfer_arch *arch_find(gguf_str name);
 /* The index-th architecture's name (from 0); NULL past the last. */
-const char *clinfer_arch_name_at(size_t index);
+const char *arch_name_at(size_t index);
 
 /* ---- loading (arch_load.c) -------------------------------------------------------- */
 
 /* "<arch>.<suffix>" keys; an absent optional key leaves *out as it is. */
-clinfer_status clinfer_arch_u32(const gguf_file *f, const char *arch, const char *suffix,
-                                bool required, uint32_t *out);
-clinfer_status clinfer_arch_f32(const gguf_file *f, const char *arch, const char *suffix,
-                                bool required, float *out);
+clinfer_status arch_key_u32(const gguf_file *f, const char *arch, const char *suffix, bool required,
+                            uint32_t *out);
+clinfer_status arch_key_f32(const gguf_file *f, const char *arch, const char *suffix, bool required,
+                            float *out);
 /* The rotary embedding's hyperparameters: n_rot, freq_base, linear scaling. */
-clinfer_status clinfer_read_rope(const gguf_file *f, const char *arch, clinfer_hparams *hp);
+clinfer_status arch_read_rope(const gguf_file *f, const char *arch, clinfer_hparams *hp);
 
 /* The tensors are read twice by the same code: a checking pass validates every shape against
  * the hyperparameters and counts the f32 vector elements, so that a broken file is rejected
@@ -58,7 +58,7 @@ struct clinfer_loader {
     bool upload;       /* false: the checking pass */
     float *host;       /* upload pass: the staged vectors */
     size_t used;       /* vector elements so far */
-    uint8_t *stack;    /* upload pass: where clinfer_load_stacked copies tensors that do not */
+    uint8_t *stack;    /* upload pass: where model_load_stacked copies tensors that do not */
     size_t stack_size; /* follow one another, kept so that its pages fault once, not per layer */
     clinfer_progress_callback progress; /* upload pass: told after each layer (may be NULL) */
     void *progress_user;
@@ -66,34 +66,34 @@ struct clinfer_loader {
 
 /* The tensor name of shape [ne0, ne1]; NULL with *st set where it is missing (*st OK where it
  * is optional) or shaped otherwise. */
-const gguf_tensor *clinfer_find_shaped(const clinfer_model *m, const char *name, int64_t ne0,
-                                       int64_t ne1, bool required, clinfer_status *st);
+const gguf_tensor *model_find_shaped(const clinfer_model *m, const char *name, int64_t ne0,
+                                     int64_t ne1, bool required, clinfer_status *st);
 /* A matrix of rows x k. */
-clinfer_status clinfer_load_matrix(clinfer_loader *ld, const char *name, uint32_t k, uint32_t rows,
-                                   bool required, clinfer_matrix *out);
+clinfer_status model_load_matrix(clinfer_loader *ld, const char *name, uint32_t k, uint32_t rows,
+                                 bool required, clinfer_matrix *out);
 /* Rows [row0, row0 + rows) of tensor t as a weight of their own. */
-clinfer_status clinfer_upload_rows(clinfer_loader *ld, const gguf_tensor *t, const char *name,
-                                   int row0, int rows, clinfer_matrix *out);
+clinfer_status model_upload_rows(clinfer_loader *ld, const gguf_tensor *t, const char *name,
+                                 int row0, int rows, clinfer_matrix *out);
 /* Matrices that multiply the same input (names[i]: rows[i] x k), stacking each run of
  * neighbours of one type into one weight (see clinfer_matrix). */
-clinfer_status clinfer_load_stacked(clinfer_loader *ld, const char *const *names,
-                                    const uint32_t *rows, size_t n, uint32_t k,
-                                    clinfer_matrix *const *out);
+clinfer_status model_load_stacked(clinfer_loader *ld, const char *const *names,
+                                  const uint32_t *rows, size_t n, uint32_t k,
+                                  clinfer_matrix *const *out);
 /* The rows [row0, row0 + m) of the weight `whole` holds, as a matrix of their own. */
-clinfer_matrix clinfer_rows_of(const clinfer_matrix *whole, int row0, int m);
+clinfer_matrix matrix_rows_of(const clinfer_matrix *whole, int row0, int m);
 /* A vector of n elements, converted to f32. */
-clinfer_status clinfer_load_vector(clinfer_loader *ld, const char *name, uint32_t n, bool required,
-                                   clinfer_ref *out);
+clinfer_status model_load_vector(clinfer_loader *ld, const char *name, uint32_t n, bool required,
+                                 clinfer_ref *out);
 
 /* ---- tensor groups several architectures share (arch_load.c) --------------------------- */
 
 /* Layer il's attn_q, attn_k and attn_v stacked into one weight, with their biases (required
  * where qkv_bias, else optional). */
-clinfer_status clinfer_load_qkv(clinfer_loader *ld, uint32_t il, bool qkv_bias);
+clinfer_status arch_load_qkv(clinfer_loader *ld, uint32_t il, bool qkv_bias);
 /* Layer il's attn_q_norm and attn_k_norm (head_dim each). */
-clinfer_status clinfer_load_head_norms(clinfer_loader *ld, uint32_t il);
+clinfer_status arch_load_head_norms(clinfer_loader *ld, uint32_t il);
 /* Layer il's ffn_gate and ffn_up stacked into one weight. */
-clinfer_status clinfer_load_gate_up(clinfer_loader *ld, uint32_t il);
+clinfer_status arch_load_gate_up(clinfer_loader *ld, uint32_t il);
 
 /* ---- the forward pass (executor.c) ---------------------------------------------------- */
 

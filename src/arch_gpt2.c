@@ -6,15 +6,15 @@
 
 static clinfer_status read_hparams(const gguf_file *f, clinfer_hparams *hp) {
     clinfer_status st =
-        clinfer_arch_f32(f, "gpt2", "attention.layer_norm_epsilon", true, &hp->norm_eps);
-    if (st != CLINFER_OK) clinfer_error_prefix("model");
+        arch_key_f32(f, "gpt2", "attention.layer_norm_epsilon", true, &hp->norm_eps);
+    if (st != CLINFER_OK) err_prefix("model");
     return st;
 }
 
 static clinfer_status load_globals(clinfer_loader *ld) {
     clinfer_model *m = ld->m;
-    return clinfer_load_matrix(ld, "position_embd.weight", m->hp.n_embd, m->hp.n_ctx_train, true,
-                               &m->pos_embd);
+    return model_load_matrix(ld, "position_embd.weight", m->hp.n_embd, m->hp.n_ctx_train, true,
+                             &m->pos_embd);
 }
 
 /* The fused [q; k; v] rows are split so that every architecture attends alike. */
@@ -27,14 +27,14 @@ static clinfer_status load_qkv(clinfer_loader *ld, uint32_t il) {
     char name[96];
 #define NAME(suffix) (snprintf(name, sizeof name, "blk.%u." suffix, il), name)
     const gguf_tensor *t =
-        clinfer_find_shaped(ld->m, NAME("attn_qkv.weight"), E, q_dim + 2 * kv_dim, true, &st);
+        model_find_shaped(ld->m, NAME("attn_qkv.weight"), E, q_dim + 2 * kv_dim, true, &st);
     if (!t) goto cleanup;
     clinfer_matrix qkv = {0};
-    CHECK(clinfer_upload_rows(ld, t, name, 0, (int)(q_dim + 2 * kv_dim), &qkv));
-    l->wq = clinfer_rows_of(&qkv, 0, (int)q_dim);
-    l->wk = clinfer_rows_of(&qkv, (int)q_dim, (int)kv_dim);
-    l->wv = clinfer_rows_of(&qkv, (int)(q_dim + kv_dim), (int)kv_dim);
-    CHECK(clinfer_load_vector(ld, NAME("attn_qkv.bias"), q_dim + 2 * kv_dim, true, &l->bq));
+    CHECK(model_upload_rows(ld, t, name, 0, (int)(q_dim + 2 * kv_dim), &qkv));
+    l->wq = matrix_rows_of(&qkv, 0, (int)q_dim);
+    l->wk = matrix_rows_of(&qkv, (int)q_dim, (int)kv_dim);
+    l->wv = matrix_rows_of(&qkv, (int)(q_dim + kv_dim), (int)kv_dim);
+    CHECK(model_load_vector(ld, NAME("attn_qkv.bias"), q_dim + 2 * kv_dim, true, &l->bq));
     l->bk = (clinfer_ref){l->bq.buf, l->bq.offset + q_dim};
     l->bv = (clinfer_ref){l->bq.buf, l->bq.offset + q_dim + kv_dim};
 #undef NAME
@@ -46,7 +46,7 @@ static clinfer_status load_ffn(clinfer_loader *ld, uint32_t il) {
     const clinfer_hparams *hp = &ld->m->hp;
     char name[96];
     snprintf(name, sizeof name, "blk.%u.ffn_up.weight", il);
-    return clinfer_load_matrix(ld, name, hp->n_embd, hp->n_ff, true, &ld->m->layers[il].ffn_up);
+    return model_load_matrix(ld, name, hp->n_embd, hp->n_ff, true, &ld->m->layers[il].ffn_up);
 }
 
 /* Token rows plus position rows. */
@@ -83,12 +83,12 @@ static void layer(exec_builder *b, const clinfer_model *m, const exec_state *s, 
     exec_matmul(b, &l->ffn_down, up, x, l->ffn_down_b, n, true);
 }
 
-const clinfer_arch clinfer_arch_gpt2 = {.name = "gpt2",
-                                        .layer_norm = true,
-                                        .learned_positions = true,
-                                        .read_hparams = read_hparams,
-                                        .load_globals = load_globals,
-                                        .load_qkv = load_qkv,
-                                        .load_ffn = load_ffn,
-                                        .embed = embed,
-                                        .layer = layer};
+const clinfer_arch arch_desc_gpt2 = {.name = "gpt2",
+                                     .layer_norm = true,
+                                     .learned_positions = true,
+                                     .read_hparams = read_hparams,
+                                     .load_globals = load_globals,
+                                     .load_qkv = load_qkv,
+                                     .load_ffn = load_ffn,
+                                     .embed = embed,
+                                     .layer = layer};

@@ -11,12 +11,12 @@
 
 static clinfer_status read_hparams(const gguf_file *f, const char *name, clinfer_hparams *hp) {
     clinfer_status st =
-        clinfer_arch_f32(f, name, "attention.layer_norm_rms_epsilon", true, &hp->norm_eps);
+        arch_key_f32(f, name, "attention.layer_norm_rms_epsilon", true, &hp->norm_eps);
     if (st != CLINFER_OK) {
-        clinfer_error_prefix("model");
+        err_prefix("model");
         return st;
     }
-    return clinfer_read_rope(f, name, hp);
+    return arch_read_rope(f, name, hp);
 }
 
 /* A llama file may carry attention.sliding_window (Mistral 7B v0.1 was trained with 4096): it
@@ -25,8 +25,8 @@ static clinfer_status read_hparams(const gguf_file *f, const char *name, clinfer
 static clinfer_status llama_hparams(const gguf_file *f, clinfer_hparams *hp) {
     clinfer_status st = read_hparams(f, "llama", hp);
     if (st == CLINFER_OK)
-        st = clinfer_arch_u32(f, "llama", "attention.sliding_window", false, &hp->swa_window);
-    if (st != CLINFER_OK) clinfer_error_prefix("model");
+        st = arch_key_u32(f, "llama", "attention.sliding_window", false, &hp->swa_window);
+    if (st != CLINFER_OK) err_prefix("model");
     hp->rope_freq_base_swa = hp->rope_freq_base;
     hp->rope_freq_scale_swa = hp->rope_freq_scale;
     return st;
@@ -48,16 +48,16 @@ static clinfer_status qwen3_hparams(const gguf_file *f, clinfer_hparams *hp) {
 }
 
 static clinfer_status llama_qkv(clinfer_loader *ld, uint32_t il) {
-    return clinfer_load_qkv(ld, il, false);
+    return arch_load_qkv(ld, il, false);
 }
 
 static clinfer_status qwen2_qkv(clinfer_loader *ld, uint32_t il) {
-    return clinfer_load_qkv(ld, il, true);
+    return arch_load_qkv(ld, il, true);
 }
 
 static clinfer_status qwen3_qkv(clinfer_loader *ld, uint32_t il) {
-    clinfer_status st = clinfer_load_qkv(ld, il, false);
-    return st == CLINFER_OK ? clinfer_load_head_norms(ld, il) : st;
+    clinfer_status st = arch_load_qkv(ld, il, false);
+    return st == CLINFER_OK ? arch_load_head_norms(ld, il) : st;
 }
 
 /* phi3's fused matrices: [q; k; v] in attn_qkv (separate ones are taken too), [gate; up] in
@@ -71,14 +71,14 @@ static clinfer_status phi3_qkv(clinfer_loader *ld, uint32_t il) {
     char name[96];
     snprintf(name, sizeof name, "blk.%u.attn_qkv.weight", il);
     const gguf_tensor *t =
-        clinfer_find_shaped(ld->m, name, hp->n_embd, q_dim + 2 * kv_dim, false, &st);
+        model_find_shaped(ld->m, name, hp->n_embd, q_dim + 2 * kv_dim, false, &st);
     if (st != CLINFER_OK) return st;
-    if (!t) return clinfer_load_qkv(ld, il, false);
+    if (!t) return arch_load_qkv(ld, il, false);
     clinfer_matrix qkv = {0};
-    CHECK(clinfer_upload_rows(ld, t, name, 0, (int)(q_dim + 2 * kv_dim), &qkv));
-    l->wq = clinfer_rows_of(&qkv, 0, (int)q_dim);
-    l->wk = clinfer_rows_of(&qkv, (int)q_dim, (int)kv_dim);
-    l->wv = clinfer_rows_of(&qkv, (int)(q_dim + kv_dim), (int)kv_dim);
+    CHECK(model_upload_rows(ld, t, name, 0, (int)(q_dim + 2 * kv_dim), &qkv));
+    l->wq = matrix_rows_of(&qkv, 0, (int)q_dim);
+    l->wk = matrix_rows_of(&qkv, (int)q_dim, (int)kv_dim);
+    l->wv = matrix_rows_of(&qkv, (int)(q_dim + kv_dim), (int)kv_dim);
 cleanup:
     return st;
 }
@@ -89,12 +89,12 @@ static clinfer_status phi3_ffn(clinfer_loader *ld, uint32_t il) {
     clinfer_layer *l = &ld->m->layers[il];
     char name[96];
     snprintf(name, sizeof name, "blk.%u.ffn_up.weight", il);
-    const gguf_tensor *t = clinfer_find_shaped(ld->m, name, hp->n_embd, 2 * hp->n_ff, true, &st);
+    const gguf_tensor *t = model_find_shaped(ld->m, name, hp->n_embd, 2 * hp->n_ff, true, &st);
     if (!t) return st;
     clinfer_matrix gate_up = {0};
-    CHECK(clinfer_upload_rows(ld, t, name, 0, (int)(2 * hp->n_ff), &gate_up));
-    l->ffn_gate = clinfer_rows_of(&gate_up, 0, (int)hp->n_ff);
-    l->ffn_up = clinfer_rows_of(&gate_up, (int)hp->n_ff, (int)hp->n_ff);
+    CHECK(model_upload_rows(ld, t, name, 0, (int)(2 * hp->n_ff), &gate_up));
+    l->ffn_gate = matrix_rows_of(&gate_up, 0, (int)hp->n_ff);
+    l->ffn_up = matrix_rows_of(&gate_up, (int)hp->n_ff, (int)hp->n_ff);
 cleanup:
     return st;
 }
@@ -105,34 +105,34 @@ static void layer(exec_builder *b, const clinfer_model *m, const exec_state *s, 
     exec_gated_ffn(b, m, s, il, n, CLINFER_OP_SWIGLU);
 }
 
-const clinfer_arch clinfer_arch_llama = {.name = "llama",
-                                         .gated_ffn = true,
-                                         .read_hparams = llama_hparams,
-                                         .load_qkv = llama_qkv,
-                                         .load_ffn = clinfer_load_gate_up,
-                                         .embed = exec_token_embed,
-                                         .layer = layer};
+const clinfer_arch arch_desc_llama = {.name = "llama",
+                                      .gated_ffn = true,
+                                      .read_hparams = llama_hparams,
+                                      .load_qkv = llama_qkv,
+                                      .load_ffn = arch_load_gate_up,
+                                      .embed = exec_token_embed,
+                                      .layer = layer};
 
-const clinfer_arch clinfer_arch_qwen2 = {.name = "qwen2",
-                                         .gated_ffn = true,
-                                         .read_hparams = qwen2_hparams,
-                                         .load_qkv = qwen2_qkv,
-                                         .load_ffn = clinfer_load_gate_up,
-                                         .embed = exec_token_embed,
-                                         .layer = layer};
+const clinfer_arch arch_desc_qwen2 = {.name = "qwen2",
+                                      .gated_ffn = true,
+                                      .read_hparams = qwen2_hparams,
+                                      .load_qkv = qwen2_qkv,
+                                      .load_ffn = arch_load_gate_up,
+                                      .embed = exec_token_embed,
+                                      .layer = layer};
 
-const clinfer_arch clinfer_arch_qwen3 = {.name = "qwen3",
-                                         .gated_ffn = true,
-                                         .read_hparams = qwen3_hparams,
-                                         .load_qkv = qwen3_qkv,
-                                         .load_ffn = clinfer_load_gate_up,
-                                         .embed = exec_token_embed,
-                                         .layer = layer};
+const clinfer_arch arch_desc_qwen3 = {.name = "qwen3",
+                                      .gated_ffn = true,
+                                      .read_hparams = qwen3_hparams,
+                                      .load_qkv = qwen3_qkv,
+                                      .load_ffn = arch_load_gate_up,
+                                      .embed = exec_token_embed,
+                                      .layer = layer};
 
-const clinfer_arch clinfer_arch_phi3 = {.name = "phi3",
-                                        .gated_ffn = true,
-                                        .read_hparams = phi3_hparams,
-                                        .load_qkv = phi3_qkv,
-                                        .load_ffn = phi3_ffn,
-                                        .embed = exec_token_embed,
-                                        .layer = layer};
+const clinfer_arch arch_desc_phi3 = {.name = "phi3",
+                                     .gated_ffn = true,
+                                     .read_hparams = phi3_hparams,
+                                     .load_qkv = phi3_qkv,
+                                     .load_ffn = phi3_ffn,
+                                     .embed = exec_token_embed,
+                                     .layer = layer};

@@ -25,11 +25,11 @@ uint32_t clinfer_seq_room(const clinfer_context *c, uint32_t seq) {
 }
 
 static clinfer_status check_seq(const clinfer_context *c, const char *what, uint32_t seq) {
-    if (!c) return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "%s: NULL context", what);
+    if (!c) return err_fail(CLINFER_ERR_INVALID_ARGUMENT, "%s: NULL context", what);
     if (seq >= c->n_seq)
-        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
-                            "%s: sequence %u is outside the context's %u (n_seq_max)", what, seq,
-                            c->n_seq);
+        return err_fail(CLINFER_ERR_INVALID_ARGUMENT,
+                        "%s: sequence %u is outside the context's %u (n_seq_max)", what, seq,
+                        c->n_seq);
     return CLINFER_OK;
 }
 
@@ -70,12 +70,12 @@ clinfer_status clinfer_seq_copy_prefix(clinfer_context *c, uint32_t src, uint32_
     if (st == CLINFER_OK) st = check_seq(c, "seq_copy_prefix", dst);
     if (st != CLINFER_OK) return st;
     if (src == dst)
-        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
-                            "seq_copy_prefix: source and destination are both sequence %u", src);
+        return err_fail(CLINFER_ERR_INVALID_ARGUMENT,
+                        "seq_copy_prefix: source and destination are both sequence %u", src);
     if (n > c->seq_len[src])
-        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
-                            "seq_copy_prefix: %u tokens asked of sequence %u, which holds %u", n,
-                            src, c->seq_len[src]);
+        return err_fail(CLINFER_ERR_INVALID_ARGUMENT,
+                        "seq_copy_prefix: %u tokens asked of sequence %u, which holds %u", n, src,
+                        c->seq_len[src]);
     c->seq_len[dst] = 0; /* a failed copy leaves dst empty rather than half written */
     st = copy_rows(c, src, dst, n);
     if (st == CLINFER_OK) c->seq_len[dst] = n;
@@ -94,24 +94,24 @@ static clinfer_status layout_of(const clinfer_context *c, const clinfer_batch_en
     for (size_t i = 0; i < n; i++) {
         uint32_t s = e[i].seq;
         if (s >= c->n_seq)
-            return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
-                                "batch: entry %zu is of sequence %u, outside the context's %u "
-                                "(n_seq_max)",
-                                i, s, c->n_seq);
+            return err_fail(CLINFER_ERR_INVALID_ARGUMENT,
+                            "batch: entry %zu is of sequence %u, outside the context's %u "
+                            "(n_seq_max)",
+                            i, s, c->n_seq);
         if (e[i].token < 0 || (uint32_t)e[i].token >= n_vocab)
-            return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
-                                "batch: entry %zu's token is %d, outside the vocabulary of %u", i,
-                                e[i].token, n_vocab);
+            return err_fail(CLINFER_ERR_INVALID_ARGUMENT,
+                            "batch: entry %zu's token is %d, outside the vocabulary of %u", i,
+                            e[i].token, n_vocab);
         if (e[i].pos >= c->n_ctx)
-            return clinfer_fail(CLINFER_ERR_CONTEXT_FULL,
-                                "batch: entry %zu is at position %u, past the context of %u "
-                                "tokens per sequence",
-                                i, e[i].pos, c->n_ctx);
+            return err_fail(CLINFER_ERR_CONTEXT_FULL,
+                            "batch: entry %zu is at position %u, past the context of %u "
+                            "tokens per sequence",
+                            i, e[i].pos, c->n_ctx);
         if (e[i].pos != next[s])
-            return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
-                                "batch: entry %zu is at position %u of sequence %u, which "
-                                "continues at %u",
-                                i, e[i].pos, s, next[s]);
+            return err_fail(CLINFER_ERR_INVALID_ARGUMENT,
+                            "batch: entry %zu is at position %u of sequence %u, which "
+                            "continues at %u",
+                            i, e[i].pos, s, next[s]);
         next[s]++;
         exec_run *last = n_runs ? &runs[n_runs - 1] : NULL;
         if (last && (size_t)last->cache_row0 == (size_t)s * c->n_ctx &&
@@ -122,10 +122,10 @@ static clinfer_status layout_of(const clinfer_context *c, const clinfer_batch_en
         }
         if (e[i].logits) {
             if ((size_t)n_out == max_out)
-                return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
-                                    "batch: more than %zu entries ask for logits (at most "
-                                    "n_seq_max without logits_all)",
-                                    max_out);
+                return err_fail(CLINFER_ERR_INVALID_ARGUMENT,
+                                "batch: more than %zu entries ask for logits (at most "
+                                "n_seq_max without logits_all)",
+                                max_out);
             out_rows[n_out++] = (int)i;
         }
     }
@@ -160,27 +160,26 @@ cleanup:
     return st;
 }
 
-clinfer_status clinfer_context_reserve_logits(clinfer_context *c, size_t rows) {
+clinfer_status context_reserve_logits(clinfer_context *c, size_t rows) {
     if (rows <= c->logits_cap) return CLINFER_OK;
     size_t n_vocab = c->model->hp.n_vocab;
     float *p = realloc(c->logits, rows * n_vocab * sizeof *p);
     if (!p)
-        return clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "eval: no memory for %zu rows of logits",
-                            rows);
+        return err_fail(CLINFER_ERR_OUT_OF_MEMORY, "eval: no memory for %zu rows of logits", rows);
     c->logits = p;
     c->logits_cap = rows;
     return CLINFER_OK;
 }
 
-clinfer_status clinfer_context_step(clinfer_context *c, const clinfer_batch_entry *e, size_t n,
-                                    float *logits, float *embd, size_t *n_out) {
+clinfer_status context_step(clinfer_context *c, const clinfer_batch_entry *e, size_t n,
+                            float *logits, float *embd, size_t *n_out) {
     clinfer_status st = CLINFER_OK;
     uint32_t *next = malloc(c->n_seq * sizeof *next);
     exec_run *runs = malloc(n * sizeof *runs);
     int *out_rows = malloc(n * sizeof *out_rows);
     int32_t *ids = malloc(n * sizeof *ids);
     if (!next || !runs || !out_rows || !ids) {
-        st = clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "batch: no memory for %zu entries", n);
+        st = err_fail(CLINFER_ERR_OUT_OF_MEMORY, "batch: no memory for %zu entries", n);
         goto cleanup;
     }
     exec_layout layout;
@@ -197,25 +196,24 @@ cleanup:
 }
 
 clinfer_status clinfer_batch_eval(clinfer_context *c, const clinfer_batch_entry *e, size_t n) {
-    if (!c || (!e && n)) return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "batch: NULL argument");
-    if (n == 0) return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "batch: no entries");
+    if (!c || (!e && n)) return err_fail(CLINFER_ERR_INVALID_ARGUMENT, "batch: NULL argument");
+    if (n == 0) return err_fail(CLINFER_ERR_INVALID_ARGUMENT, "batch: no entries");
     if (n > c->n_batch)
-        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
-                            "batch: %zu entries exceed the context's n_batch of %u", n, c->n_batch);
+        return err_fail(CLINFER_ERR_INVALID_ARGUMENT,
+                        "batch: %zu entries exceed the context's n_batch of %u", n, c->n_batch);
     c->n_logits = 0;
     c->from_batch = false;
     size_t max_out = c->state.logits_all || n < c->n_logit_rows ? n : c->n_logit_rows, n_out = 0;
     if (n > c->entry_cap) {
         int32_t *p = realloc(c->entry_row, n * sizeof *p);
-        if (!p)
-            return clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "batch: no memory for %zu entries", n);
+        if (!p) return err_fail(CLINFER_ERR_OUT_OF_MEMORY, "batch: no memory for %zu entries", n);
         c->entry_row = p;
         c->entry_cap = n;
     }
-    clinfer_status st = clinfer_context_reserve_logits(c, max_out);
-    if (st == CLINFER_OK) st = clinfer_context_step(c, e, n, c->logits, NULL, &n_out);
+    clinfer_status st = context_reserve_logits(c, max_out);
+    if (st == CLINFER_OK) st = context_step(c, e, n, c->logits, NULL, &n_out);
     if (st != CLINFER_OK) {
-        clinfer_error_prefix("batch of %zu entries", n);
+        err_prefix("batch of %zu entries", n);
         return st;
     }
     for (size_t i = 0, j = 0; i < n; i++)

@@ -109,24 +109,24 @@ clinfer_status chat_detect(const char *tmpl, size_t tmpl_len, const char *name,
                 return CLINFER_OK;
             }
         const char *closest = names_closest(chat_format_name_at, name, strlen(name));
-        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
-                            "chat: unknown template name '%s' (known: %s)%s%s", name, names,
-                            closest ? "; closest: " : "", closest ? closest : "");
+        return err_fail(CLINFER_ERR_INVALID_ARGUMENT,
+                        "chat: unknown template name '%s' (known: %s)%s%s", name, names,
+                        closest ? "; closest: " : "", closest ? closest : "");
     }
     if (!tmpl)
-        return clinfer_fail(CLINFER_ERR_UNSUPPORTED,
-                            "chat: the model has no tokenizer.chat_template; name one with "
-                            "--chat-template (%s)",
-                            names);
+        return err_fail(CLINFER_ERR_UNSUPPORTED,
+                        "chat: the model has no tokenizer.chat_template; name one with "
+                        "--chat-template (%s)",
+                        names);
     for (size_t i = 0; i < N_FORMATS; i++)
         if (find(tmpl, tmpl_len, formats[i].marker)) {
             *format = formats[i].format;
             return CLINFER_OK;
         }
-    return clinfer_fail(CLINFER_ERR_UNSUPPORTED,
-                        "chat: the model's chat template (%zu bytes) is not one of the known "
-                        "formats; name one with --chat-template (%s)",
-                        tmpl_len, names);
+    return err_fail(CLINFER_ERR_UNSUPPORTED,
+                    "chat: the model's chat template (%zu bytes) is not one of the known "
+                    "formats; name one with --chat-template (%s)",
+                    tmpl_len, names);
 }
 
 /* The literal default system prompt of a ChatML template, written there as
@@ -163,10 +163,10 @@ static clinfer_status check_role(const char *role, chat_format f, size_t i) {
         return CLINFER_OK; /* these formats write any role name into the header */
     if (!strcmp(role, "system") || !strcmp(role, "user") || !strcmp(role, "assistant"))
         return CLINFER_OK;
-    return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
-                        "chat: message %zu has role '%s'; this template knows only system, "
-                        "user and assistant",
-                        i, role);
+    return err_fail(CLINFER_ERR_INVALID_ARGUMENT,
+                    "chat: message %zu has role '%s'; this template knows only system, "
+                    "user and assistant",
+                    i, role);
 }
 
 static void render_chatml(strbuf *b, const char *tmpl, size_t tmpl_len,
@@ -219,10 +219,10 @@ static clinfer_status render_llama2(strbuf *b, const clinfer_chat_message *m, si
     for (size_t i = 0; i < n; i++) {
         if (!strcmp(m[i].role, "system")) {
             if (i != 0)
-                return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
-                                    "chat: llama2 template: the system message is message %zu; "
-                                    "it must be the first",
-                                    i);
+                return err_fail(CLINFER_ERR_INVALID_ARGUMENT,
+                                "chat: llama2 template: the system message is message %zu; "
+                                "it must be the first",
+                                i);
             system = m[i].content;
         } else if (!strcmp(m[i].role, "user")) {
             llama2_open_turn(b, first_turn, &system);
@@ -248,10 +248,10 @@ static clinfer_status render_gemma(strbuf *b, const clinfer_chat_message *m, siz
     for (size_t i = 0; i < n; i++) {
         if (!strcmp(m[i].role, "system")) {
             if (i != 0)
-                return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
-                                    "chat: gemma template: the system message is message %zu; "
-                                    "it must be the first",
-                                    i);
+                return err_fail(CLINFER_ERR_INVALID_ARGUMENT,
+                                "chat: gemma template: the system message is message %zu; "
+                                "it must be the first",
+                                i);
             system = m[i].content;
             continue;
         }
@@ -281,14 +281,13 @@ clinfer_status chat_render(const char *tmpl, size_t tmpl_len, const char *name,
     strbuf b = {0};
     chat_format f;
     if (!out || (n > 0 && !messages))
-        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "chat: NULL %s",
-                            out ? "messages" : "out");
+        return err_fail(CLINFER_ERR_INVALID_ARGUMENT, "chat: NULL %s", out ? "messages" : "out");
     *out = NULL;
     CHECK(chat_detect(tmpl, tmpl_len, name, &f));
     for (size_t i = 0; i < n; i++) {
         if (!messages[i].role || !messages[i].content) {
-            st = clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "chat: message %zu has a NULL %s", i,
-                              messages[i].role ? "content" : "role");
+            st = err_fail(CLINFER_ERR_INVALID_ARGUMENT, "chat: message %zu has a NULL %s", i,
+                          messages[i].role ? "content" : "role");
             goto cleanup;
         }
         CHECK(check_role(messages[i].role, f, i));
@@ -309,8 +308,7 @@ clinfer_status chat_render(const char *tmpl, size_t tmpl_len, const char *name,
         break;
     }
     if (b.failed) {
-        st = clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "chat: no memory for a %zu-byte rendering",
-                          b.len);
+        st = err_fail(CLINFER_ERR_OUT_OF_MEMORY, "chat: no memory for a %zu-byte rendering", b.len);
         goto cleanup;
     }
     *out = b.s;
@@ -324,8 +322,7 @@ clinfer_status clinfer_chat_apply_template(const clinfer_model *model, const cha
                                            const clinfer_chat_message *messages, size_t n,
                                            bool add_assistant, char **out) {
     gguf_str tmpl = {NULL, 0};
-    if (!model)
-        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "chat_apply_template: NULL model");
+    if (!model) return err_fail(CLINFER_ERR_INVALID_ARGUMENT, "chat_apply_template: NULL model");
     /* An absent or non-string template is not an error yet: template_name may stand in. */
     if (gguf_find_kv(model->gguf, "tokenizer.chat_template") &&
         gguf_get_str(model->gguf, "tokenizer.chat_template", &tmpl) != CLINFER_OK)

@@ -35,7 +35,7 @@ const char *clinfer_activations_name(clinfer_activations a) {
 }
 
 clinfer_status clinfer_activations_parse(const char *name, clinfer_activations *out) {
-    if (!name || !out) return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "activations: NULL");
+    if (!name || !out) return err_fail(CLINFER_ERR_INVALID_ARGUMENT, "activations: NULL");
     char known[64] = "";
     const char *n;
     for (int a = 0; (n = clinfer_activations_name((clinfer_activations)a)); a++) {
@@ -45,8 +45,8 @@ clinfer_status clinfer_activations_parse(const char *name, clinfer_activations *
         }
         snprintf(known + strlen(known), sizeof known - strlen(known), "%s%s", a ? ", " : "", n);
     }
-    return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "'%.64s' is not an activations mode (%s)",
-                        name, known);
+    return err_fail(CLINFER_ERR_INVALID_ARGUMENT, "'%.64s' is not an activations mode (%s)", name,
+                    known);
 }
 
 void clinfer_context_params_default(clinfer_context_params *params) {
@@ -67,10 +67,10 @@ clinfer_status clinfer_model_memory_plan(const clinfer_model *m,
                                          const clinfer_context_params *params,
                                          clinfer_memory_plan *out) {
     clinfer_context_params defaults;
-    if (!m || !out) return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "memory_plan: NULL argument");
+    if (!m || !out) return err_fail(CLINFER_ERR_INVALID_ARGUMENT, "memory_plan: NULL argument");
     if (!m->backend)
-        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
-                            "memory_plan: the model was loaded vocab_only (no weights)");
+        return err_fail(CLINFER_ERR_INVALID_ARGUMENT,
+                        "memory_plan: the model was loaded vocab_only (no weights)");
     if (!params) {
         clinfer_context_params_default(&defaults);
         params = &defaults;
@@ -78,19 +78,19 @@ clinfer_status clinfer_model_memory_plan(const clinfer_model *m,
     const clinfer_hparams *hp = &m->hp;
     uint32_t n_ctx = params->n_ctx ? params->n_ctx : hp->n_ctx_train;
     if (n_ctx > MAX_N_CTX)
-        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "context: n_ctx %u exceeds %u", n_ctx,
-                            MAX_N_CTX);
+        return err_fail(CLINFER_ERR_INVALID_ARGUMENT, "context: n_ctx %u exceeds %u", n_ctx,
+                        MAX_N_CTX);
     /* Learned positions exist only for the first n_ctx_train tokens. */
     if (hp->arch->learned_positions && n_ctx > hp->n_ctx_train)
-        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
-                            "context: n_ctx %u exceeds the %u positions %s models learned", n_ctx,
-                            hp->n_ctx_train, hp->arch->name);
+        return err_fail(CLINFER_ERR_INVALID_ARGUMENT,
+                        "context: n_ctx %u exceeds the %u positions %s models learned", n_ctx,
+                        hp->n_ctx_train, hp->arch->name);
     uint32_t n_batch = params->n_batch ? params->n_batch : DEFAULT_N_BATCH;
     if (n_batch > n_ctx) n_batch = n_ctx;
     uint32_t n_seq = params->n_seq_max ? params->n_seq_max : 1;
     if (n_seq > MAX_N_SEQ)
-        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "context: n_seq_max %u exceeds %u", n_seq,
-                            MAX_N_SEQ);
+        return err_fail(CLINFER_ERR_INVALID_ARGUMENT, "context: n_seq_max %u exceeds %u", n_seq,
+                        MAX_N_SEQ);
 
     size_t sizes[EXEC_COUNT];
     exec_buffer_sizes(hp, n_ctx, n_batch, logit_rows(params->logits_all, n_seq, n_batch), sizes);
@@ -120,14 +120,13 @@ static clinfer_status check_fits(const clinfer_model *m, const clinfer_memory_pl
     uint64_t room = memory > plan->weight_bytes + plan->scratch_bytes
                         ? memory - plan->weight_bytes - plan->scratch_bytes
                         : 0;
-    return clinfer_fail(
-        CLINFER_ERR_OUT_OF_MEMORY,
-        "context: n_ctx %u needs a %.1f MiB KV cache and %.1f MiB of scratch beside "
-        "%.1f MiB of weights, more than the device's %.1f MiB; n_ctx %llu at most "
-        "would fit",
-        plan->n_ctx, plan->kv_bytes / 1048576.0, plan->scratch_bytes / 1048576.0,
-        plan->weight_bytes / 1048576.0, memory / 1048576.0,
-        (unsigned long long)(per_token ? room / per_token : 0));
+    return err_fail(CLINFER_ERR_OUT_OF_MEMORY,
+                    "context: n_ctx %u needs a %.1f MiB KV cache and %.1f MiB of scratch beside "
+                    "%.1f MiB of weights, more than the device's %.1f MiB; n_ctx %llu at most "
+                    "would fit",
+                    plan->n_ctx, plan->kv_bytes / 1048576.0, plan->scratch_bytes / 1048576.0,
+                    plan->weight_bytes / 1048576.0, memory / 1048576.0,
+                    (unsigned long long)(per_token ? room / per_token : 0));
 }
 
 static clinfer_status alloc(clinfer_context *c, size_t bytes, clinfer_buffer **out) {
@@ -158,8 +157,8 @@ static clinfer_status create_buffers(clinfer_context *c, bool kv_f32) {
     s->v_cache = calloc(hp->n_layer, sizeof *s->v_cache);
     c->kv_bufs = calloc(2 * (size_t)c->n_kv_bufs, sizeof *c->kv_bufs);
     if (!s->k_cache || !s->v_cache || !c->kv_bufs) {
-        st = clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "context: no memory for %u cache handles",
-                          hp->n_layer);
+        st = err_fail(CLINFER_ERR_OUT_OF_MEMORY, "context: no memory for %u cache handles",
+                      hp->n_layer);
         goto cleanup;
     }
     for (uint32_t il = 0; il < hp->n_layer; il++) {
@@ -176,8 +175,8 @@ static clinfer_status create_buffers(clinfer_context *c, bool kv_f32) {
     if (s->buf[EXEC_POS_IDS]) {
         positions = malloc((size_t)c->n_ctx * sizeof *positions);
         if (!positions) {
-            st = clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "context: no memory for %u positions",
-                              c->n_ctx);
+            st = err_fail(CLINFER_ERR_OUT_OF_MEMORY, "context: no memory for %u positions",
+                          c->n_ctx);
             goto cleanup;
         }
         for (uint32_t i = 0; i < c->n_ctx; i++)
@@ -198,19 +197,19 @@ clinfer_status clinfer_context_create(clinfer_model *model, const clinfer_contex
     clinfer_memory_plan plan = {0};
     clinfer_context *c = NULL;
     if (!model || !out)
-        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "context_create: NULL argument");
+        return err_fail(CLINFER_ERR_INVALID_ARGUMENT, "context_create: NULL argument");
     *out = NULL;
     if (!params) {
         clinfer_context_params_default(&defaults);
         params = &defaults;
     }
     if (!clinfer_activations_name(params->activations))
-        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "context_create: activations %d unknown",
-                            (int)params->activations);
+        return err_fail(CLINFER_ERR_INVALID_ARGUMENT, "context_create: activations %d unknown",
+                        (int)params->activations);
     CHECK(clinfer_model_memory_plan(model, params, &plan));
     CHECK(check_fits(model, &plan));
     c = calloc(1, sizeof *c);
-    if (!c) return clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "context_create: no memory");
+    if (!c) return err_fail(CLINFER_ERR_OUT_OF_MEMORY, "context_create: no memory");
     c->model = model;
     c->n_ctx = plan.n_ctx;
     c->n_batch = plan.n_batch;
@@ -230,8 +229,8 @@ clinfer_status clinfer_context_create(clinfer_model *model, const clinfer_contex
     c->logits_cap = 1;
     c->seq_len = calloc(c->n_seq, sizeof *c->seq_len);
     if (!c->plans || !c->logits || !c->seq_len) {
-        st = clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "context_create: no memory for %u logits",
-                          model->hp.n_vocab);
+        st = err_fail(CLINFER_ERR_OUT_OF_MEMORY, "context_create: no memory for %u logits",
+                      model->hp.n_vocab);
         goto cleanup;
     }
     CHECK(model->backend->i->instance(model->backend->ctx, &c->backend));
@@ -239,16 +238,15 @@ clinfer_status clinfer_context_create(clinfer_model *model, const clinfer_contex
     CHECK(create_buffers(c, params->kv_f32));
     CHECK(exec_profile_create(model->profile, &c->profile));
     if (model->verbose)
-        clinfer_log(CLINFER_LOG_INFO,
-                    "context n_ctx %u, n_batch %u: KV cache (%s) %.1f MiB, "
-                    "scratch %.1f MiB, activations %s",
-                    c->n_ctx, c->n_batch, clinfer_dtype_name(c->state.kv_type),
-                    plan.kv_bytes / 1048576.0, plan.scratch_bytes / 1048576.0,
-                    clinfer_activations_name(c->state.activations));
+        log_msg(CLINFER_LOG_INFO,
+                "context n_ctx %u, n_batch %u: KV cache (%s) %.1f MiB, "
+                "scratch %.1f MiB, activations %s",
+                c->n_ctx, c->n_batch, dtype_name(c->state.kv_type), plan.kv_bytes / 1048576.0,
+                plan.scratch_bytes / 1048576.0, clinfer_activations_name(c->state.activations));
     *out = c;
 cleanup:
     if (st != CLINFER_OK) {
-        clinfer_error_prefix("context_create (n_ctx %u, n_batch %u)", plan.n_ctx, plan.n_batch);
+        err_prefix("context_create (n_ctx %u, n_batch %u)", plan.n_ctx, plan.n_batch);
         clinfer_context_free(c);
     }
     return st;
@@ -259,14 +257,14 @@ void clinfer_context_free(clinfer_context *c) {
     const clinfer_backend *be = c->backend;
     exec_state *s = &c->state;
     FILE *out;
-    clinfer_log_stream *log = clinfer_log_stream_begin(&out);
+    clinfer_log_stream *log = log_stream_begin(&out);
     exec_profile_free(c->profile, out);
-    clinfer_log_stream_end(log, CLINFER_LOG_INFO);
+    log_stream_end(log, CLINFER_LOG_INFO);
     for (int i = 0; be && i < EXEC_COUNT; i++)
         if (s->buf[i]) be->i->buffer_free(be->ctx, s->buf[i]);
     for (uint32_t i = 0; be && c->kv_bufs && i < 2 * c->n_kv_bufs; i++)
         if (c->kv_bufs[i]) be->i->buffer_free(be->ctx, c->kv_bufs[i]);
-    clinfer_backend_free(c->backend);
+    backend_free(c->backend);
     free(c->kv_bufs);
     free(s->k_cache);
     free(s->v_cache);
@@ -288,7 +286,7 @@ void clinfer_context_reset(clinfer_context *c) {
     c->from_batch = false;
 }
 
-const clinfer_model *clinfer_context_model(const clinfer_context *c) {
+const clinfer_model *context_model(const clinfer_context *c) {
     return c ? c->model : NULL;
 }
 
@@ -314,11 +312,11 @@ static clinfer_status plan_for(clinfer_context *c, size_t n, exec_plan **out) {
     if (!c->plans[n]) {
         CHECK(exec_plan_build(c->model, &c->state, (int)n, &c->plans[n]));
         clinfer_dev_options dev;
-        clinfer_dev_options_get(&dev);
+        dev_options_get(&dev);
         FILE *out;
-        clinfer_log_stream *log = dev.print_plan ? clinfer_log_stream_begin(&out) : NULL;
+        clinfer_log_stream *log = dev.print_plan ? log_stream_begin(&out) : NULL;
         if (log) exec_plan_print(c->plans[n], out);
-        clinfer_log_stream_end(log, CLINFER_LOG_DEBUG);
+        log_stream_end(log, CLINFER_LOG_DEBUG);
     }
     *out = c->plans[n];
 cleanup:
@@ -330,8 +328,8 @@ static clinfer_status reserve_embd(clinfer_context *c, size_t rows) {
     if (rows <= c->embd_cap) return CLINFER_OK;
     float *p = realloc(c->embd, rows * c->model->hp.n_embd * sizeof *p);
     if (!p)
-        return clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY,
-                            "eval: no memory for %zu rows of hidden states", rows);
+        return err_fail(CLINFER_ERR_OUT_OF_MEMORY, "eval: no memory for %zu rows of hidden states",
+                        rows);
     c->embd = p;
     c->embd_cap = rows;
     return CLINFER_OK;
@@ -339,19 +337,18 @@ static clinfer_status reserve_embd(clinfer_context *c, size_t rows) {
 
 /* Whether n tokens fit after what c holds and are ids of its vocabulary. */
 static clinfer_status check_tokens(const clinfer_context *c, const int32_t *tokens, size_t n) {
-    if (!c || (!tokens && n))
-        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "eval: NULL argument");
-    if (n == 0) return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "eval: no tokens");
+    if (!c || (!tokens && n)) return err_fail(CLINFER_ERR_INVALID_ARGUMENT, "eval: NULL argument");
+    if (n == 0) return err_fail(CLINFER_ERR_INVALID_ARGUMENT, "eval: no tokens");
     if (n > c->n_ctx - c->seq_len[0])
-        return clinfer_fail(CLINFER_ERR_CONTEXT_FULL,
-                            "eval: %zu tokens after %u do not fit the context of %u", n,
-                            c->seq_len[0], c->n_ctx);
+        return err_fail(CLINFER_ERR_CONTEXT_FULL,
+                        "eval: %zu tokens after %u do not fit the context of %u", n, c->seq_len[0],
+                        c->n_ctx);
     uint32_t n_vocab = c->model->hp.n_vocab;
     for (size_t i = 0; i < n; i++)
         if (tokens[i] < 0 || (uint32_t)tokens[i] >= n_vocab)
-            return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
-                                "eval: token %zu is %d, outside the vocabulary of %u", i, tokens[i],
-                                n_vocab);
+            return err_fail(CLINFER_ERR_INVALID_ARGUMENT,
+                            "eval: token %zu is %d, outside the vocabulary of %u", i, tokens[i],
+                            n_vocab);
     return CLINFER_OK;
 }
 
@@ -363,22 +360,21 @@ static clinfer_status eval_steps(clinfer_context *c, const int32_t *tokens, size
     clinfer_status st = CLINFER_OK;
     bool all = c->state.logits_all, embd = c->state.embeddings;
     size_t n_vocab = c->model->hp.n_vocab, n_embd = c->model->hp.n_embd, n_out = 0;
-    CHECK(clinfer_context_reserve_logits(c, all ? n : 1));
+    CHECK(context_reserve_logits(c, all ? n : 1));
     if (embd) CHECK(reserve_embd(c, n));
     for (size_t done = 0, nb; done < n; done += nb) {
         nb = n - done < c->n_batch ? n - done : c->n_batch;
         if (c->should_stop && c->should_stop(c->should_stop_user)) {
-            st = clinfer_fail(CLINFER_ERR_ABORTED,
-                              "eval: the abort callback stopped it after %zu of %zu tokens", done,
-                              n);
+            st = err_fail(CLINFER_ERR_ABORTED,
+                          "eval: the abort callback stopped it after %zu of %zu tokens", done, n);
             goto cleanup;
         }
         for (size_t i = 0; i < nb; i++)
             e[i] = (clinfer_batch_entry){.token = tokens[done + i],
                                          .pos = c->seq_len[0] + (uint32_t)i,
                                          .logits = all || done + i == n - 1};
-        CHECK(clinfer_context_step(c, e, nb, c->logits + (all ? done : 0) * n_vocab,
-                                   embd ? c->embd + done * n_embd : NULL, &n_out));
+        CHECK(context_step(c, e, nb, c->logits + (all ? done : 0) * n_vocab,
+                           embd ? c->embd + done * n_embd : NULL, &n_out));
     }
 cleanup:
     return st;
@@ -393,11 +389,11 @@ clinfer_status clinfer_eval(clinfer_context *c, const int32_t *tokens, size_t n)
     size_t n_entries = n < c->n_batch ? n : c->n_batch;
     clinfer_batch_entry *e = malloc(n_entries * sizeof *e);
     st = e ? eval_steps(c, tokens, n, e)
-           : clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "eval: no memory for %zu entries", n_entries);
+           : err_fail(CLINFER_ERR_OUT_OF_MEMORY, "eval: no memory for %zu entries", n_entries);
     free(e);
     if (st != CLINFER_OK) {
         c->seq_len[0] = held; /* chunks already run are forgotten: the context holds what it held */
-        clinfer_error_prefix("eval of %zu tokens at position %u", n, held);
+        err_prefix("eval of %zu tokens at position %u", n, held);
         return st;
     }
     c->n_logits = c->state.logits_all ? n : 1;
@@ -405,12 +401,12 @@ clinfer_status clinfer_eval(clinfer_context *c, const int32_t *tokens, size_t n)
     return CLINFER_OK;
 }
 
-clinfer_status clinfer_context_stage(clinfer_context *c, const int32_t *tokens, size_t n,
-                                     context_batch *out) {
+clinfer_status context_stage(clinfer_context *c, const int32_t *tokens, size_t n,
+                             context_batch *out) {
     clinfer_status st = check_tokens(c, tokens, n);
     if (st == CLINFER_OK && n > c->n_batch)
-        st = clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "stage: %zu tokens exceed n_batch %u", n,
-                          c->n_batch);
+        st = err_fail(CLINFER_ERR_INVALID_ARGUMENT, "stage: %zu tokens exceed n_batch %u", n,
+                      c->n_batch);
     if (st != CLINFER_OK) return st;
     const clinfer_backend *be = c->backend;
     c->n_logits = 0;
@@ -423,7 +419,7 @@ cleanup:
     return st;
 }
 
-void clinfer_context_advance(clinfer_context *c, size_t n) {
+void context_advance(clinfer_context *c, size_t n) {
     c->seq_len[0] += (uint32_t)n;
 }
 
@@ -436,34 +432,33 @@ clinfer_status clinfer_get_logits(clinfer_context *c, const float **logits, size
 static clinfer_status eval_token(const clinfer_context *c, int32_t i, const char *caller,
                                  int64_t *at) {
     if (!c->n_logits && !c->from_batch)
-        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
-                            "%s: nothing evaluated since create or reset", caller);
+        return err_fail(CLINFER_ERR_INVALID_ARGUMENT, "%s: nothing evaluated since create or reset",
+                        caller);
     int64_t n_eval = (int64_t)c->n_eval;
     *at = i < 0 ? n_eval + i : i;
     if (*at < 0 || *at >= n_eval)
-        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
-                            "%s: token %d is outside the last eval's %lld", caller, i,
-                            (long long)n_eval);
+        return err_fail(CLINFER_ERR_INVALID_ARGUMENT,
+                        "%s: token %d is outside the last eval's %lld", caller, i,
+                        (long long)n_eval);
     return CLINFER_OK;
 }
 
 clinfer_status clinfer_get_logits_ith(clinfer_context *c, int32_t i, const float **logits,
                                       size_t *n_vocab) {
-    if (!c || !logits)
-        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "get_logits: NULL argument");
+    if (!c || !logits) return err_fail(CLINFER_ERR_INVALID_ARGUMENT, "get_logits: NULL argument");
     int64_t n_eval = (int64_t)c->n_eval, at = 0;
     clinfer_status st = eval_token(c, i, "get_logits", &at);
     if (st != CLINFER_OK) return st;
     /* without logits_all the one row held is the last token's */
     int64_t row = c->from_batch ? c->entry_row[at] : c->state.logits_all ? at : at - (n_eval - 1);
     if (row < 0 && c->from_batch)
-        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
-                            "get_logits: entry %d of the last batch did not ask for logits", i);
+        return err_fail(CLINFER_ERR_INVALID_ARGUMENT,
+                        "get_logits: entry %d of the last batch did not ask for logits", i);
     if (row < 0)
-        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
-                            "get_logits: token %d of %lld: only the last token's logits are kept "
-                            "(make the context with logits_all for the others)",
-                            i, (long long)n_eval);
+        return err_fail(CLINFER_ERR_INVALID_ARGUMENT,
+                        "get_logits: token %d of %lld: only the last token's logits are kept "
+                        "(make the context with logits_all for the others)",
+                        i, (long long)n_eval);
     *logits = c->logits + (size_t)row * c->model->hp.n_vocab;
     if (n_vocab) *n_vocab = c->model->hp.n_vocab;
     return CLINFER_OK;
@@ -471,15 +466,14 @@ clinfer_status clinfer_get_logits_ith(clinfer_context *c, int32_t i, const float
 
 clinfer_status clinfer_get_embeddings_ith(clinfer_context *c, int32_t i, const float **embd,
                                           size_t *n_embd) {
-    if (!c || !embd)
-        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "get_embeddings: NULL argument");
+    if (!c || !embd) return err_fail(CLINFER_ERR_INVALID_ARGUMENT, "get_embeddings: NULL argument");
     if (!c->state.embeddings)
-        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
-                            "get_embeddings: the context was made without embeddings");
+        return err_fail(CLINFER_ERR_INVALID_ARGUMENT,
+                        "get_embeddings: the context was made without embeddings");
     if (c->from_batch)
-        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
-                            "get_embeddings: the last evaluation was a batch; hidden states are "
-                            "kept by clinfer_eval only");
+        return err_fail(CLINFER_ERR_INVALID_ARGUMENT,
+                        "get_embeddings: the last evaluation was a batch; hidden states are "
+                        "kept by clinfer_eval only");
     int64_t at = 0;
     clinfer_status st = eval_token(c, i, "get_embeddings", &at);
     if (st != CLINFER_OK) return st;
@@ -488,6 +482,6 @@ clinfer_status clinfer_get_embeddings_ith(clinfer_context *c, int32_t i, const f
     return CLINFER_OK;
 }
 
-size_t clinfer_context_n_eval(const clinfer_context *c) {
+size_t context_n_eval(const clinfer_context *c) {
     return c && c->n_logits ? c->n_eval : 0;
 }

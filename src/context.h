@@ -39,15 +39,15 @@ struct clinfer_context {
 };
 
 /* Room for rows of logits on the host (src/batch.c). */
-clinfer_status clinfer_context_reserve_logits(clinfer_context *c, size_t rows);
+clinfer_status context_reserve_logits(clinfer_context *c, size_t rows);
 
 /* One evaluation step of both public calls (src/batch.c): checks n entries (1 <= n <= n_batch)
  * as clinfer_batch_eval documents and runs them; the logits of the entries that ask for them go
  * to logits (*n_out rows), every entry's hidden state to embd where it is not NULL (a context
  * made with embeddings), and each sequence's length moves past its entries. On failure no
  * length changes. */
-clinfer_status clinfer_context_step(clinfer_context *c, const clinfer_batch_entry *e, size_t n,
-                                    float *logits, float *embd, size_t *n_out);
+clinfer_status context_step(clinfer_context *c, const clinfer_batch_entry *e, size_t n,
+                            float *logits, float *embd, size_t *n_out);
 
 typedef struct {
     exec_plan *plan;                /* for the batch's n tokens */
@@ -57,12 +57,12 @@ typedef struct {
 } context_batch;
 
 /* Checks n tokens as clinfer_eval does (and n <= n_batch), writes their ids after what c holds
- * and fills out; nothing runs. clinfer_context_advance(c, n) once the plan has been walked. */
-clinfer_status clinfer_context_stage(clinfer_context *c, const int32_t *tokens, size_t n,
-                                     context_batch *out);
-void clinfer_context_advance(clinfer_context *c, size_t n);
+ * and fills out; nothing runs. context_advance(c, n) once the plan has been walked. */
+clinfer_status context_stage(clinfer_context *c, const int32_t *tokens, size_t n,
+                             context_batch *out);
+void context_advance(clinfer_context *c, size_t n);
 
 /* Tokens of the last eval (0: none since create or reset). */
-size_t clinfer_context_n_eval(const clinfer_context *c);
+size_t context_n_eval(const clinfer_context *c);
 
 #endif

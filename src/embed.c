@@ -12,22 +12,21 @@ clinfer_status clinfer_get_embeddings_pooled(clinfer_context *ctx, clinfer_pooli
     const float *row;
     size_t d = 0;
     if (!out && capacity)
-        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "get_embeddings_pooled: NULL out");
+        return err_fail(CLINFER_ERR_INVALID_ARGUMENT, "get_embeddings_pooled: NULL out");
     if (pooling != CLINFER_POOLING_MEAN && pooling != CLINFER_POOLING_LAST)
-        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
-                            "get_embeddings_pooled: pooling %d unknown", (int)pooling);
+        return err_fail(CLINFER_ERR_INVALID_ARGUMENT, "get_embeddings_pooled: pooling %d unknown",
+                        (int)pooling);
     clinfer_status st = clinfer_get_embeddings_ith(ctx, -1, &row, &d);
     if (st != CLINFER_OK) return st;
     if (n_embd) *n_embd = d;
     if (d > capacity)
-        return clinfer_fail(CLINFER_ERR_BUFFER_TOO_SMALL,
-                            "get_embeddings_pooled: %zu values do not fit %zu", d, capacity);
-    size_t n = clinfer_context_n_eval(ctx), first = pooling == CLINFER_POOLING_MEAN ? 0 : n - 1;
+        return err_fail(CLINFER_ERR_BUFFER_TOO_SMALL,
+                        "get_embeddings_pooled: %zu values do not fit %zu", d, capacity);
+    size_t n = context_n_eval(ctx), first = pooling == CLINFER_POOLING_MEAN ? 0 : n - 1;
     /* sums in double: a mean over thousands of tokens keeps f32's precision */
     double *sum = calloc(d, sizeof *sum), sum2 = 0;
     if (!sum)
-        return clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "get_embeddings_pooled: no memory for %zu",
-                            d);
+        return err_fail(CLINFER_ERR_OUT_OF_MEMORY, "get_embeddings_pooled: no memory for %zu", d);
     for (size_t t = first; t < n; t++) {
         clinfer_get_embeddings_ith(ctx, (int32_t)t, &row, NULL);
         for (size_t j = 0; j < d; j++)

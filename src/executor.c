@@ -92,8 +92,8 @@ static bool extends(const clinfer_op *op, const clinfer_op *next) {
 
 void exec_matmul(builder *b, const clinfer_matrix *w, clinfer_ref x, clinfer_ref y,
                  clinfer_ref bias, int n, bool accumulate) {
-    size_t q8_block = clinfer_dtype_q8_act_block(w->type);
-    bool x_q8 = !b->f32_now && clinfer_dtype_takes_q8_act(w->type) && w->k % q8_block == 0;
+    size_t q8_block = dtype_q8_act_block(w->type);
+    bool x_q8 = !b->f32_now && dtype_takes_q8_act(w->type) && w->k % q8_block == 0;
     /* the op that made x may round it as well (attention per 32 only: a head is too short
      * for a K-quant's 256, whose x the matmul's own launch rounds then) */
     if (x_q8 && b->steps && b->count > 0) {
@@ -442,8 +442,8 @@ clinfer_status exec_plan_build_layout(const clinfer_model *m, const exec_state *
     if (p) p->w_type = calloc(counter.count, sizeof *p->w_type);
     if (!p || !p->walk || !p->w_type) {
         exec_plan_free(p);
-        return clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "executor: no memory for a plan of %zu ops",
-                            counter.count);
+        return err_fail(CLINFER_ERR_OUT_OF_MEMORY, "executor: no memory for a plan of %zu ops",
+                        counter.count);
     }
     builder filler = {p->steps, p->w_type, 0, s->activations, false, 0, layout};
     p->n = n;
@@ -497,7 +497,7 @@ static clinfer_status collect_timings(const clinfer_backend *be, const exec_plan
         char error[1024];
         snprintf(error, sizeof error, "%s", clinfer_last_error());
         be->i->timing_collect(be->ctx, profile->timing, 0);
-        return clinfer_fail(st, "%s", error);
+        return err_fail(st, "%s", error);
     }
     if ((st = be->i->timing_collect(be->ctx, profile->timing, end)) != CLINFER_OK) return st;
     exec_profile_walk_end(profile, true);
@@ -513,8 +513,8 @@ size_t exec_plan_len(const exec_plan *p, bool with_logits) {
 
 /* Names the failed op i of a walk of end ops in the error message. */
 static void op_failed(const exec_plan *p, const clinfer_op *op, size_t i, size_t end, int pos0) {
-    clinfer_error_prefix("executor: op %zu of %zu (%s, n %d, pos0 %d)", i, end,
-                         clinfer_op_name(op->kind), p->n, pos0);
+    err_prefix("executor: op %zu of %zu (%s, n %d, pos0 %d)", i, end, op_kind_name(op->kind), p->n,
+               pos0);
 }
 
 /* Whether a decode step's route was switched on be for route's pick (false: no choice here). */
@@ -530,13 +530,13 @@ static clinfer_status route_done(const clinfer_backend *be, exec_route *route, i
     clinfer_status st = be->i->sync(be->ctx);
     if (st != CLINFER_OK || !exec_route_record(route, pick, exec_now_ms() - t0)) return st;
     clinfer_dev_options dev;
-    clinfer_dev_options_get(&dev);
+    dev_options_get(&dev);
     if (dev.verbose)
-        clinfer_log(CLINFER_LOG_DEBUG,
-                    "decode steps now in %s: a step took %.2f ms there, %.2f ms in %s (median)",
-                    pick == ROUTE_GRAPH ? "one graph launch" : "per-op launches",
-                    exec_route_median(route, pick), exec_route_median(route, !pick),
-                    pick == ROUTE_GRAPH ? "per-op launches" : "graph launches");
+        log_msg(CLINFER_LOG_DEBUG,
+                "decode steps now in %s: a step took %.2f ms there, %.2f ms in %s (median)",
+                pick == ROUTE_GRAPH ? "one graph launch" : "per-op launches",
+                exec_route_median(route, pick), exec_route_median(route, !pick),
+                pick == ROUTE_GRAPH ? "per-op launches" : "graph launches");
     return st;
 }
 
@@ -614,10 +614,10 @@ void exec_plan_print(const exec_plan *p, FILE *out) {
             fprintf(out, " n %d heads %d", op->rope.n, op->rope.n_heads);
             if (op->rope.k_dst.buf)
                 fprintf(out, " + cache write of %d key heads and v -> %s", op->rope.kv_heads,
-                        clinfer_dtype_name(op->rope.kv_type));
+                        dtype_name(op->rope.kv_type));
             break;
         case CLINFER_OP_STORE:
-            fprintf(out, " %zu -> %s", op->store.count, clinfer_dtype_name(op->store.dst_type));
+            fprintf(out, " %zu -> %s", op->store.count, dtype_name(op->store.dst_type));
             break;
         default:
             break;

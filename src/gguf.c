@@ -72,18 +72,18 @@ static clinfer_status check_metadata(gguf_file *f) {
     if (f->n_kv > 1) qsort(f->kv_index, f->n_kv, sizeof *f->kv_index, kv_ptr_cmp);
     for (size_t i = 1; i < f->n_kv; i++)
         if (str_cmp(f->kv_index[i - 1]->key, f->kv_index[i]->key) == 0)
-            return clinfer_fail(CLINFER_ERR_FORMAT, "duplicate key '%.*s'",
-                                gguf_show_len(f->kv_index[i]->key), f->kv_index[i]->key.ptr);
+            return err_fail(CLINFER_ERR_FORMAT, "duplicate key '%.*s'",
+                            gguf_show_len(f->kv_index[i]->key), f->kv_index[i]->key.ptr);
 
     f->alignment = GGUF_DEFAULT_ALIGNMENT;
     const gguf_kv *al = kv_lookup(f, "general.alignment");
     if (al) {
         uint32_t a = gguf_le_u32(al->data);
         if (a == 0 || (a & (a - 1)) != 0 || a > GGUF_MAX_ALIGNMENT)
-            return clinfer_fail(CLINFER_ERR_FORMAT,
-                                "key 'general.alignment' is %u, expected a power of two "
-                                "from 1 to %u",
-                                a, GGUF_MAX_ALIGNMENT);
+            return err_fail(CLINFER_ERR_FORMAT,
+                            "key 'general.alignment' is %u, expected a power of two "
+                            "from 1 to %u",
+                            a, GGUF_MAX_ALIGNMENT);
         f->alignment = a;
     }
 
@@ -92,11 +92,11 @@ static clinfer_status check_metadata(gguf_file *f) {
     for (size_t i = 0; tokens && i < sizeof per_token / sizeof per_token[0]; i++) {
         const gguf_kv *kv = kv_lookup(f, per_token[i]);
         if (kv && kv->arr_n != tokens->arr_n)
-            return clinfer_fail(CLINFER_ERR_FORMAT,
-                                "key '%s' has %llu elements but 'tokenizer.ggml.tokens' "
-                                "has %llu",
-                                per_token[i], (unsigned long long)kv->arr_n,
-                                (unsigned long long)tokens->arr_n);
+            return err_fail(CLINFER_ERR_FORMAT,
+                            "key '%s' has %llu elements but 'tokenizer.ggml.tokens' "
+                            "has %llu",
+                            per_token[i], (unsigned long long)kv->arr_n,
+                            (unsigned long long)tokens->arr_n);
     }
     return CLINFER_OK;
 }
@@ -122,8 +122,7 @@ static clinfer_status read_tensor_info(cursor *c, gguf_tensor *t) {
     CHECK(check_name(t->name, "tensor name", GGUF_MAX_NAME));
     CHECK(read_u32(c, "n_dims", &t->n_dims));
     if (t->n_dims < 1 || t->n_dims > GGUF_MAX_DIMS) {
-        st =
-            clinfer_fail(CLINFER_ERR_FORMAT, "n_dims %u is not in 1..%u", t->n_dims, GGUF_MAX_DIMS);
+        st = err_fail(CLINFER_ERR_FORMAT, "n_dims %u is not in 1..%u", t->n_dims, GGUF_MAX_DIMS);
         goto cleanup;
     }
     uint64_t n_elems = 1;
@@ -131,45 +130,43 @@ static clinfer_status read_tensor_info(cursor *c, gguf_tensor *t) {
         uint64_t ne = 1;
         if (d < t->n_dims) CHECK(read_u64(c, "dimension", &ne));
         if (ne < 1 || ne > INT64_MAX) {
-            st = clinfer_fail(CLINFER_ERR_FORMAT, "dimension ne[%u] = %lld is not positive", d,
-                              (long long)ne);
+            st = err_fail(CLINFER_ERR_FORMAT, "dimension ne[%u] = %lld is not positive", d,
+                          (long long)ne);
             goto cleanup;
         }
         if (n_elems > INT64_MAX / ne) {
-            st = clinfer_fail(CLINFER_ERR_FORMAT,
-                              "element count overflows at dimension ne[%u] = %llu", d,
-                              (unsigned long long)ne);
+            st = err_fail(CLINFER_ERR_FORMAT, "element count overflows at dimension ne[%u] = %llu",
+                          d, (unsigned long long)ne);
             goto cleanup;
         }
         n_elems *= ne;
         t->ne[d] = (int64_t)ne;
     }
     CHECK(read_u32(c, "tensor type", &type));
-    if (!clinfer_dtype_valid(type)) {
+    if (!dtype_valid(type)) {
         const char *name = ggml_type_name(type);
         char types[256];
         names_list(dtype_weight_name_at, types, sizeof types);
-        st = name ? clinfer_fail(CLINFER_ERR_UNSUPPORTED,
-                                 "tensor type %s (%u) is not supported by clinfer (supported "
-                                 "types: %s)",
-                                 name, type, types)
-                  : clinfer_fail(CLINFER_ERR_FORMAT, "unknown tensor type %u", type);
+        st = name ? err_fail(CLINFER_ERR_UNSUPPORTED,
+                             "tensor type %s (%u) is not supported by clinfer (supported "
+                             "types: %s)",
+                             name, type, types)
+                  : err_fail(CLINFER_ERR_FORMAT, "unknown tensor type %u", type);
         goto cleanup;
     }
     t->type = (clinfer_dtype)type;
-    uint64_t blk = clinfer_dtype_block_elems(t->type);
-    uint64_t blk_bytes = clinfer_dtype_block_bytes(t->type);
+    uint64_t blk = dtype_block_elems(t->type);
+    uint64_t blk_bytes = dtype_block_bytes(t->type);
     if ((uint64_t)t->ne[0] % blk != 0) {
-        st =
-            clinfer_fail(CLINFER_ERR_FORMAT,
-                         "dimension ne[0] = %lld is not a multiple of the %s block size %llu",
-                         (long long)t->ne[0], clinfer_dtype_name(t->type), (unsigned long long)blk);
+        st = err_fail(CLINFER_ERR_FORMAT,
+                      "dimension ne[0] = %lld is not a multiple of the %s block size %llu",
+                      (long long)t->ne[0], dtype_name(t->type), (unsigned long long)blk);
         goto cleanup;
     }
     /* n_elems is a multiple of blk because ne[0] is. */
     if (n_elems / blk > UINT64_MAX / blk_bytes) {
-        st = clinfer_fail(CLINFER_ERR_FORMAT, "byte size of %llu %s elements overflows",
-                          (unsigned long long)n_elems, clinfer_dtype_name(t->type));
+        st = err_fail(CLINFER_ERR_FORMAT, "byte size of %llu %s elements overflows",
+                      (unsigned long long)n_elems, dtype_name(t->type));
         goto cleanup;
     }
     t->size = n_elems / blk * blk_bytes;
@@ -195,25 +192,25 @@ static clinfer_status check_tensor_data(gguf_file *f) {
     for (size_t i = 0; i < f->n_tensors; i++) {
         gguf_tensor *t = &f->tensors[i];
         if (t->offset % f->alignment != 0)
-            return clinfer_fail(CLINFER_ERR_FORMAT,
-                                "tensor '%.*s': offset %llu is not a multiple of the "
-                                "alignment %llu",
-                                gguf_show_len(t->name), t->name.ptr, (unsigned long long)t->offset,
-                                (unsigned long long)f->alignment);
+            return err_fail(CLINFER_ERR_FORMAT,
+                            "tensor '%.*s': offset %llu is not a multiple of the "
+                            "alignment %llu",
+                            gguf_show_len(t->name), t->name.ptr, (unsigned long long)t->offset,
+                            (unsigned long long)f->alignment);
         if (t->offset > data_size || t->size > data_size - t->offset)
-            return clinfer_fail(CLINFER_ERR_FORMAT,
-                                "tensor '%.*s': offset %llu + size %llu is past end of file "
-                                "(data section of %llu bytes at offset %llu, file size %zu)",
-                                gguf_show_len(t->name), t->name.ptr, (unsigned long long)t->offset,
-                                (unsigned long long)t->size, (unsigned long long)data_size,
-                                (unsigned long long)f->data_start, f->size);
+            return err_fail(CLINFER_ERR_FORMAT,
+                            "tensor '%.*s': offset %llu + size %llu is past end of file "
+                            "(data section of %llu bytes at offset %llu, file size %zu)",
+                            gguf_show_len(t->name), t->name.ptr, (unsigned long long)t->offset,
+                            (unsigned long long)t->size, (unsigned long long)data_size,
+                            (unsigned long long)f->data_start, f->size);
         t->data = f->base + f->data_start + t->offset;
         idx[i] = t;
     }
     if (f->n_tensors > 1) qsort(idx, f->n_tensors, sizeof *idx, tensor_offset_cmp);
     for (size_t i = 1; i < f->n_tensors; i++)
         if (idx[i - 1]->offset + idx[i - 1]->size > idx[i]->offset)
-            return clinfer_fail(
+            return err_fail(
                 CLINFER_ERR_FORMAT,
                 "tensor '%.*s' (offset %llu, size %llu) overlaps tensor '%.*s' (offset %llu)",
                 gguf_show_len(idx[i - 1]->name), idx[i - 1]->name.ptr,
@@ -224,8 +221,8 @@ static clinfer_status check_tensor_data(gguf_file *f) {
     if (f->n_tensors > 1) qsort(idx, f->n_tensors, sizeof *idx, tensor_name_cmp);
     for (size_t i = 1; i < f->n_tensors; i++)
         if (str_cmp(idx[i - 1]->name, idx[i]->name) == 0)
-            return clinfer_fail(CLINFER_ERR_FORMAT, "duplicate tensor name '%.*s'",
-                                gguf_show_len(idx[i]->name), idx[i]->name.ptr);
+            return err_fail(CLINFER_ERR_FORMAT, "duplicate tensor name '%.*s'",
+                            gguf_show_len(idx[i]->name), idx[i]->name.ptr);
     return CLINFER_OK;
 }
 
@@ -238,34 +235,34 @@ static clinfer_status parse(gguf_file *f) {
     uint64_t n_tensors = 0, n_kv = 0;
     CHECK(take(&c, 4, "magic", &magic));
     if (memcmp(magic, GGUF_MAGIC, 4) != 0) {
-        st = clinfer_fail(CLINFER_ERR_FORMAT,
-                          "magic is %02x %02x %02x %02x, expected \"GGUF\" (not a GGUF file)",
-                          magic[0], magic[1], magic[2], magic[3]);
+        st = err_fail(CLINFER_ERR_FORMAT,
+                      "magic is %02x %02x %02x %02x, expected \"GGUF\" (not a GGUF file)", magic[0],
+                      magic[1], magic[2], magic[3]);
         goto cleanup;
     }
     CHECK(read_u32(&c, "version", &f->version));
     if (f->version != 2 && f->version != 3) {
         /* A big-endian file shows its version byte-swapped. */
         bool swapped = (f->version & 0xffffu) == 0 && f->version != 0;
-        st = clinfer_fail(CLINFER_ERR_FORMAT, "version %u is not supported (2 and 3 are)%s",
-                          f->version, swapped ? "; big-endian files are not supported" : "");
+        st = err_fail(CLINFER_ERR_FORMAT, "version %u is not supported (2 and 3 are)%s", f->version,
+                      swapped ? "; big-endian files are not supported" : "");
         goto cleanup;
     }
     CHECK(read_u64(&c, "n_tensors", &n_tensors));
     CHECK(read_u64(&c, "n_kv", &n_kv));
     size_t left = c.size - c.pos;
     if (n_kv > left / GGUF_MIN_KV_BYTES) {
-        st = clinfer_fail(CLINFER_ERR_FORMAT,
-                          "n_kv %llu needs at least %u bytes each, only %zu bytes left",
-                          (unsigned long long)n_kv, GGUF_MIN_KV_BYTES, left);
+        st = err_fail(CLINFER_ERR_FORMAT,
+                      "n_kv %llu needs at least %u bytes each, only %zu bytes left",
+                      (unsigned long long)n_kv, GGUF_MIN_KV_BYTES, left);
         goto cleanup;
     }
     if (n_tensors > (left - n_kv * GGUF_MIN_KV_BYTES) / GGUF_MIN_TENSOR_BYTES) {
-        st = clinfer_fail(
-            CLINFER_ERR_FORMAT,
-            "n_tensors %llu needs at least %u bytes each, only %llu bytes left after n_kv",
-            (unsigned long long)n_tensors, GGUF_MIN_TENSOR_BYTES,
-            (unsigned long long)(left - n_kv * GGUF_MIN_KV_BYTES));
+        st =
+            err_fail(CLINFER_ERR_FORMAT,
+                     "n_tensors %llu needs at least %u bytes each, only %llu bytes left after n_kv",
+                     (unsigned long long)n_tensors, GGUF_MIN_TENSOR_BYTES,
+                     (unsigned long long)(left - n_kv * GGUF_MIN_KV_BYTES));
         goto cleanup;
     }
     f->kv_cap = (size_t)n_kv;
@@ -274,8 +271,8 @@ static clinfer_status parse(gguf_file *f) {
     f->tensors = calloc(n_tensors ? (size_t)n_tensors : 1, sizeof *f->tensors);
     f->tensor_index = calloc(n_tensors ? (size_t)n_tensors : 1, sizeof *f->tensor_index);
     if (!f->kvs || !f->kv_index || !f->tensors || !f->tensor_index) {
-        st = clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "no memory for %llu kvs, %llu tensors",
-                          (unsigned long long)n_kv, (unsigned long long)n_tensors);
+        st = err_fail(CLINFER_ERR_OUT_OF_MEMORY, "no memory for %llu kvs, %llu tensors",
+                      (unsigned long long)n_kv, (unsigned long long)n_tensors);
         goto cleanup;
     }
 
@@ -288,10 +285,9 @@ static clinfer_status parse(gguf_file *f) {
         st = read_tensor_info(&c, t);
         if (st != CLINFER_OK) {
             if (t->name.len && t->name.len <= GGUF_MAX_NAME)
-                clinfer_error_prefix("tensor %zu '%.*s'", f->n_tensors, gguf_show_len(t->name),
-                                     t->name.ptr);
+                err_prefix("tensor %zu '%.*s'", f->n_tensors, gguf_show_len(t->name), t->name.ptr);
             else
-                clinfer_error_prefix("tensor %zu", f->n_tensors);
+                err_prefix("tensor %zu", f->n_tensors);
             goto cleanup;
         }
     }
@@ -300,11 +296,10 @@ static clinfer_status parse(gguf_file *f) {
      * may end right after its tensor infos. */
     f->data_start = c.pos + (f->alignment - c.pos % f->alignment) % f->alignment;
     if (f->n_tensors > 0 && f->data_start > f->size) {
-        st = clinfer_fail(CLINFER_ERR_FORMAT,
-                          "data section at offset %llu (alignment %llu) is past end of file "
-                          "(size %zu)",
-                          (unsigned long long)f->data_start, (unsigned long long)f->alignment,
-                          f->size);
+        st = err_fail(CLINFER_ERR_FORMAT,
+                      "data section at offset %llu (alignment %llu) is past end of file "
+                      "(size %zu)",
+                      (unsigned long long)f->data_start, (unsigned long long)f->alignment, f->size);
         goto cleanup;
     }
     if (f->data_start > f->size) f->data_start = f->size;
@@ -319,7 +314,7 @@ static clinfer_status open_buffer(const void *data, size_t size, void *map, gguf
     gguf_file *f = calloc(1, sizeof *f);
     if (!f) {
         if (map) munmap(map, size);
-        return clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "no memory for the file handle");
+        return err_fail(CLINFER_ERR_OUT_OF_MEMORY, "no memory for the file handle");
     }
     f->base = data;
     f->size = size;
@@ -333,11 +328,11 @@ cleanup:
 
 clinfer_status gguf_open_memory(const void *data, size_t size, gguf_file **out) {
     if (!out || (!data && size > 0))
-        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "gguf_open_memory: NULL argument");
+        return err_fail(CLINFER_ERR_INVALID_ARGUMENT, "gguf_open_memory: NULL argument");
     *out = NULL;
     /* An empty buffer fails the magic check like an empty file. */
     clinfer_status st = open_buffer(data ? data : "", size, NULL, out);
-    if (st != CLINFER_OK) clinfer_error_prefix("gguf");
+    if (st != CLINFER_OK) err_prefix("gguf");
     return st;
 }
 
@@ -345,36 +340,35 @@ clinfer_status gguf_open(const char *path, gguf_file **out) {
     clinfer_status st;
     struct stat sb;
     void *map = NULL;
-    if (!path || !out)
-        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "gguf_open: NULL argument");
+    if (!path || !out) return err_fail(CLINFER_ERR_INVALID_ARGUMENT, "gguf_open: NULL argument");
     *out = NULL;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
-        return clinfer_fail(CLINFER_ERR_IO, "gguf: cannot open '%s': %s", path, strerror(errno));
+        return err_fail(CLINFER_ERR_IO, "gguf: cannot open '%s': %s", path, strerror(errno));
     if (fstat(fd, &sb) != 0) {
-        st = clinfer_fail(CLINFER_ERR_IO, "gguf: cannot stat '%s': %s", path, strerror(errno));
+        st = err_fail(CLINFER_ERR_IO, "gguf: cannot stat '%s': %s", path, strerror(errno));
         goto cleanup;
     }
     if (!S_ISREG(sb.st_mode)) {
-        st = clinfer_fail(CLINFER_ERR_IO, "gguf: '%s' is not a regular file", path);
+        st = err_fail(CLINFER_ERR_IO, "gguf: '%s' is not a regular file", path);
         goto cleanup;
     }
     if ((uint64_t)sb.st_size > SIZE_MAX) {
-        st = clinfer_fail(CLINFER_ERR_IO, "gguf: '%s' is too large to map (%lld bytes)", path,
-                          (long long)sb.st_size);
+        st = err_fail(CLINFER_ERR_IO, "gguf: '%s' is too large to map (%lld bytes)", path,
+                      (long long)sb.st_size);
         goto cleanup;
     }
     size_t size = (size_t)sb.st_size;
     if (size > 0) {
         map = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
         if (map == MAP_FAILED) {
-            st = clinfer_fail(CLINFER_ERR_IO, "gguf: cannot map '%s' (%zu bytes): %s", path, size,
-                              strerror(errno));
+            st = err_fail(CLINFER_ERR_IO, "gguf: cannot map '%s' (%zu bytes): %s", path, size,
+                          strerror(errno));
             goto cleanup;
         }
     }
     st = open_buffer(map ? map : "", size, map, out);
-    if (st != CLINFER_OK) clinfer_error_prefix("gguf: %s", path);
+    if (st != CLINFER_OK) err_prefix("gguf: %s", path);
     if (st == CLINFER_OK) {
         uint64_t *id = (*out)->stat;
         id[0] = (uint64_t)sb.st_dev;

@@ -17,9 +17,9 @@ typedef struct {
  * the host is, and fields are not aligned. */
 static inline clinfer_status take(cursor *c, uint64_t n, const char *what, const uint8_t **out) {
     if (n > c->size - c->pos)
-        return clinfer_fail(CLINFER_ERR_FORMAT,
-                            "%s at offset %zu needs %llu bytes, only %zu left (file size %zu)",
-                            what, c->pos, (unsigned long long)n, c->size - c->pos, c->size);
+        return err_fail(CLINFER_ERR_FORMAT,
+                        "%s at offset %zu needs %llu bytes, only %zu left (file size %zu)", what,
+                        c->pos, (unsigned long long)n, c->size - c->pos, c->size);
     *out = c->base + c->pos;
     c->pos += (size_t)n;
     return CLINFER_OK;
@@ -44,9 +44,9 @@ static inline clinfer_status read_str(cursor *c, const char *what, gguf_str *s) 
     const uint8_t *p = NULL;
     clinfer_status st = read_u64(c, what, &len);
     if (st == CLINFER_OK && len > c->size - c->pos)
-        st = clinfer_fail(CLINFER_ERR_FORMAT,
-                          "%s: length %llu at offset %zu is past end of file (size %zu)", what,
-                          (unsigned long long)len, c->pos - 8, c->size);
+        st = err_fail(CLINFER_ERR_FORMAT,
+                      "%s: length %llu at offset %zu is past end of file (size %zu)", what,
+                      (unsigned long long)len, c->pos - 8, c->size);
     if (st == CLINFER_OK) st = take(c, len, what, &p);
     if (st == CLINFER_OK) {
         s->ptr = (const char *)p;
@@ -57,13 +57,13 @@ static inline clinfer_status read_str(cursor *c, const char *what, gguf_str *s) 
 
 /* Keys and names are compared with C strings and printed, so they may not hold NUL bytes. */
 static inline clinfer_status check_name(gguf_str s, const char *what, uint64_t max) {
-    if (s.len == 0) return clinfer_fail(CLINFER_ERR_FORMAT, "%s is empty", what);
+    if (s.len == 0) return err_fail(CLINFER_ERR_FORMAT, "%s is empty", what);
     if (s.len > max)
-        return clinfer_fail(CLINFER_ERR_FORMAT, "%s of %llu bytes is longer than %llu", what,
-                            (unsigned long long)s.len, (unsigned long long)max);
+        return err_fail(CLINFER_ERR_FORMAT, "%s of %llu bytes is longer than %llu", what,
+                        (unsigned long long)s.len, (unsigned long long)max);
     if (memchr(s.ptr, 0, s.len))
-        return clinfer_fail(CLINFER_ERR_FORMAT, "%s '%.*s' holds a NUL byte", what,
-                            gguf_show_len(s), s.ptr);
+        return err_fail(CLINFER_ERR_FORMAT, "%s '%.*s' holds a NUL byte", what, gguf_show_len(s),
+                        s.ptr);
     return CLINFER_OK;
 }
 

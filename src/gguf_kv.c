@@ -20,20 +20,20 @@ static clinfer_status read_array(cursor *c, gguf_kv *kv) {
     kv->data = c->base + c->pos;
     size_t left = c->size - c->pos;
     if (elem == GGUF_TYPE_ARRAY) {
-        st = clinfer_fail(CLINFER_ERR_FORMAT, "nested arrays are not allowed");
+        st = err_fail(CLINFER_ERR_FORMAT, "nested arrays are not allowed");
     } else if (elem == GGUF_TYPE_STRING) {
         /* Each element has at least its 8-byte length: this bounds the offset table. */
         if (n > left / 8) {
-            st = clinfer_fail(CLINFER_ERR_FORMAT,
-                              "array length %llu of strings needs at least %llu bytes, only "
-                              "%zu left (file size %zu)",
-                              (unsigned long long)n, (unsigned long long)n * 8, left, c->size);
+            st = err_fail(CLINFER_ERR_FORMAT,
+                          "array length %llu of strings needs at least %llu bytes, only "
+                          "%zu left (file size %zu)",
+                          (unsigned long long)n, (unsigned long long)n * 8, left, c->size);
             goto cleanup;
         }
         uint64_t *offs = malloc(n ? (size_t)n * sizeof *offs : 1);
         if (!offs) {
-            st = clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "no memory for %llu string offsets",
-                              (unsigned long long)n);
+            st = err_fail(CLINFER_ERR_OUT_OF_MEMORY, "no memory for %llu string offsets",
+                          (unsigned long long)n);
             goto cleanup;
         }
         kv->str_offsets = offs;
@@ -45,19 +45,19 @@ static clinfer_status read_array(cursor *c, gguf_kv *kv) {
     } else {
         size_t es = gguf_type_size((gguf_type)elem);
         if (es == 0) {
-            st = clinfer_fail(CLINFER_ERR_FORMAT, "unknown array element type %u", elem);
+            st = err_fail(CLINFER_ERR_FORMAT, "unknown array element type %u", elem);
         } else if (n > left / es) {
-            st = clinfer_fail(CLINFER_ERR_FORMAT,
-                              "array length %llu of %s (%zu bytes each) is past end of file: "
-                              "%zu bytes left (file size %zu)",
-                              (unsigned long long)n, gguf_type_name(elem), es, left, c->size);
+            st = err_fail(CLINFER_ERR_FORMAT,
+                          "array length %llu of %s (%zu bytes each) is past end of file: "
+                          "%zu bytes left (file size %zu)",
+                          (unsigned long long)n, gguf_type_name(elem), es, left, c->size);
         } else {
             st = take(c, n * es, "array data", &p);
             for (uint64_t i = 0; st == CLINFER_OK && elem == GGUF_TYPE_BOOL && i < n; i++)
                 if (p[i] > 1)
-                    st = clinfer_fail(CLINFER_ERR_FORMAT,
-                                      "bool array element %llu has value %u (not 0 or 1)",
-                                      (unsigned long long)i, p[i]);
+                    st = err_fail(CLINFER_ERR_FORMAT,
+                                  "bool array element %llu has value %u (not 0 or 1)",
+                                  (unsigned long long)i, p[i]);
         }
     }
 cleanup:
@@ -72,11 +72,10 @@ static clinfer_status read_value(cursor *c, gguf_kv *kv) {
     if (kv->type == GGUF_TYPE_ARRAY) return read_array(c, kv);
     if (kv->type == GGUF_TYPE_STRING) return read_str(c, "string value", &s);
     size_t es = gguf_type_size(kv->type);
-    if (es == 0)
-        return clinfer_fail(CLINFER_ERR_FORMAT, "unknown value type %u", (unsigned)kv->type);
+    if (es == 0) return err_fail(CLINFER_ERR_FORMAT, "unknown value type %u", (unsigned)kv->type);
     st = take(c, es, "value", &p);
     if (st == CLINFER_OK && kv->type == GGUF_TYPE_BOOL && p[0] > 1)
-        st = clinfer_fail(CLINFER_ERR_FORMAT, "bool value %u is not 0 or 1", p[0]);
+        st = err_fail(CLINFER_ERR_FORMAT, "bool value %u is not 0 or 1", p[0]);
     return st;
 }
 
@@ -118,9 +117,9 @@ clinfer_status gguf_read_kv(cursor *c, size_t i, gguf_kv *kv) {
 cleanup:
     if (st != CLINFER_OK) {
         if (kv->key.ptr && kv->key.len)
-            clinfer_error_prefix("kv %zu '%.*s'", i, gguf_show_len(kv->key), kv->key.ptr);
+            err_prefix("kv %zu '%.*s'", i, gguf_show_len(kv->key), kv->key.ptr);
         else
-            clinfer_error_prefix("kv %zu", i);
+            err_prefix("kv %zu", i);
     }
     return st;
 }

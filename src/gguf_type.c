@@ -51,7 +51,7 @@ static const char *describe_type(char buf[32], gguf_type t, gguf_type elem) {
 clinfer_status gguf_type_mismatch(const char *what, const gguf_kv *kv, gguf_type want,
                                   gguf_type want_elem) {
     char have_buf[32], want_buf[32];
-    return clinfer_fail(CLINFER_ERR_FORMAT, "%s has type %s, expected %s", what,
-                        describe_type(have_buf, kv->type, kv->arr_type),
-                        describe_type(want_buf, want, want_elem));
+    return err_fail(CLINFER_ERR_FORMAT, "%s has type %s, expected %s", what,
+                    describe_type(have_buf, kv->type, kv->arr_type),
+                    describe_type(want_buf, want, want_elem));
 }

@@ -10,7 +10,7 @@
 
 static clinfer_status find_key(const gguf_file *f, const char *key, const gguf_kv **kv) {
     *kv = gguf_find_kv(f, key);
-    if (!*kv) return clinfer_fail(CLINFER_ERR_NOT_FOUND, "gguf: key '%s' not found", key);
+    if (!*kv) return err_fail(CLINFER_ERR_NOT_FOUND, "gguf: key '%s' not found", key);
     return CLINFER_OK;
 }
 
@@ -50,8 +50,8 @@ static clinfer_status get_int(const gguf_file *f, const char *key, int64_t lo, i
         break;
     case GGUF_TYPE_UINT64:
         if (gguf_le_u64(p) > INT64_MAX)
-            return clinfer_fail(CLINFER_ERR_FORMAT, "gguf: key '%s' = %llu does not fit %s", key,
-                                (unsigned long long)gguf_le_u64(p), gguf_type_name(want));
+            return err_fail(CLINFER_ERR_FORMAT, "gguf: key '%s' = %llu does not fit %s", key,
+                            (unsigned long long)gguf_le_u64(p), gguf_type_name(want));
         v = (int64_t)gguf_le_u64(p);
         break;
     case GGUF_TYPE_INT64:
@@ -61,8 +61,8 @@ static clinfer_status get_int(const gguf_file *f, const char *key, int64_t lo, i
         return wrong_type(kv, want, 0);
     }
     if (v < lo || v > hi)
-        return clinfer_fail(CLINFER_ERR_FORMAT, "gguf: key '%s' = %lld does not fit %s", key,
-                            (long long)v, gguf_type_name(want));
+        return err_fail(CLINFER_ERR_FORMAT, "gguf: key '%s' = %lld does not fit %s", key,
+                        (long long)v, gguf_type_name(want));
     *out = v;
     return CLINFER_OK;
 }

@@ -147,12 +147,12 @@ clinfer_status gguf_out_open(gguf_out *o, const char *path) {
     o->tmp = concat(path, ".tmp");
     if (!o->path || !o->tmp) {
         gguf_out_discard(o);
-        return clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "no memory for the path '%s'", path);
+        return err_fail(CLINFER_ERR_OUT_OF_MEMORY, "no memory for the path '%s'", path);
     }
     o->f = fopen(o->tmp, "wb");
     if (!o->f) {
         clinfer_status st =
-            clinfer_fail(CLINFER_ERR_IO, "cannot create '%s': %s", o->tmp, strerror(errno));
+            err_fail(CLINFER_ERR_IO, "cannot create '%s': %s", o->tmp, strerror(errno));
         gguf_out_discard(o);
         return st;
     }
@@ -162,8 +162,8 @@ clinfer_status gguf_out_open(gguf_out *o, const char *path) {
 
 clinfer_status gguf_out_write(gguf_out *o, const void *data, size_t n) {
     if (n && fwrite(data, 1, n, o->f) != n)
-        return clinfer_fail(CLINFER_ERR_IO, "cannot write %zu bytes at offset %llu of '%s': %s", n,
-                            (unsigned long long)o->pos, o->tmp, strerror(errno));
+        return err_fail(CLINFER_ERR_IO, "cannot write %zu bytes at offset %llu of '%s': %s", n,
+                        (unsigned long long)o->pos, o->tmp, strerror(errno));
     o->pos += n;
     return CLINFER_OK;
 }
@@ -184,14 +184,14 @@ clinfer_status gguf_out_commit(gguf_out *o) {
     clinfer_status st = CLINFER_OK;
     /* fsync: the rename must not land on disk before the data it names. */
     if (fflush(o->f) != 0 || fsync(fileno(o->f)) != 0)
-        st = clinfer_fail(CLINFER_ERR_IO, "cannot write '%s': %s", o->tmp, strerror(errno));
+        st = err_fail(CLINFER_ERR_IO, "cannot write '%s': %s", o->tmp, strerror(errno));
     int rc = fclose(o->f);
     o->f = NULL;
     if (st == CLINFER_OK && rc != 0)
-        st = clinfer_fail(CLINFER_ERR_IO, "cannot close '%s': %s", o->tmp, strerror(errno));
+        st = err_fail(CLINFER_ERR_IO, "cannot close '%s': %s", o->tmp, strerror(errno));
     if (st == CLINFER_OK && rename(o->tmp, o->path) != 0)
-        st = clinfer_fail(CLINFER_ERR_IO, "cannot rename '%s' to '%s': %s", o->tmp, o->path,
-                          strerror(errno));
+        st = err_fail(CLINFER_ERR_IO, "cannot rename '%s' to '%s': %s", o->tmp, o->path,
+                      strerror(errno));
     if (st == CLINFER_OK) o->created = false; /* renamed: nothing left to remove */
     gguf_out_discard(o);
     return st;

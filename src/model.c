@@ -20,8 +20,8 @@
 static clinfer_status check_range(const char *arch, const char *what, uint32_t v, uint32_t lo,
                                   uint32_t hi) {
     if (v < lo || v > hi)
-        return clinfer_fail(CLINFER_ERR_FORMAT, "%s.%s = %u is outside %u .. %u", arch, what, v, lo,
-                            hi);
+        return err_fail(CLINFER_ERR_FORMAT, "%s.%s = %u is outside %u .. %u", arch, what, v, lo,
+                        hi);
     return CLINFER_OK;
 }
 
@@ -32,15 +32,15 @@ static clinfer_status read_hparams(clinfer_model *m) {
     clinfer_hparams *hp = &m->hp;
     uint32_t key_length = 0, value_length = 0;
 
-    CHECK(clinfer_arch_u32(f, a, "context_length", true, &hp->n_ctx_train));
-    CHECK(clinfer_arch_u32(f, a, "embedding_length", true, &hp->n_embd));
-    CHECK(clinfer_arch_u32(f, a, "block_count", true, &hp->n_layer));
-    CHECK(clinfer_arch_u32(f, a, "feed_forward_length", true, &hp->n_ff));
-    CHECK(clinfer_arch_u32(f, a, "attention.head_count", true, &hp->n_head));
+    CHECK(arch_key_u32(f, a, "context_length", true, &hp->n_ctx_train));
+    CHECK(arch_key_u32(f, a, "embedding_length", true, &hp->n_embd));
+    CHECK(arch_key_u32(f, a, "block_count", true, &hp->n_layer));
+    CHECK(arch_key_u32(f, a, "feed_forward_length", true, &hp->n_ff));
+    CHECK(arch_key_u32(f, a, "attention.head_count", true, &hp->n_head));
     hp->n_head_kv = hp->n_head;
-    CHECK(clinfer_arch_u32(f, a, "attention.head_count_kv", false, &hp->n_head_kv));
-    CHECK(clinfer_arch_u32(f, a, "attention.key_length", false, &key_length));
-    CHECK(clinfer_arch_u32(f, a, "attention.value_length", false, &value_length));
+    CHECK(arch_key_u32(f, a, "attention.head_count_kv", false, &hp->n_head_kv));
+    CHECK(arch_key_u32(f, a, "attention.key_length", false, &key_length));
+    CHECK(arch_key_u32(f, a, "attention.value_length", false, &value_length));
 
     CHECK(check_range(a, "context_length", hp->n_ctx_train, 1, 1u << 24));
     CHECK(check_range(a, "embedding_length", hp->n_embd, 1, 1u << 16));
@@ -49,22 +49,22 @@ static clinfer_status read_hparams(clinfer_model *m) {
     CHECK(check_range(a, "attention.head_count", hp->n_head, 1, 1024));
     CHECK(check_range(a, "attention.head_count_kv", hp->n_head_kv, 1, hp->n_head));
     if (hp->n_head % hp->n_head_kv)
-        return clinfer_fail(CLINFER_ERR_FORMAT,
-                            "model: %s.attention.head_count %u is not a multiple of "
-                            "head_count_kv %u",
-                            a, hp->n_head, hp->n_head_kv);
+        return err_fail(CLINFER_ERR_FORMAT,
+                        "model: %s.attention.head_count %u is not a multiple of "
+                        "head_count_kv %u",
+                        a, hp->n_head, hp->n_head_kv);
     if (key_length != value_length)
-        return clinfer_fail(CLINFER_ERR_UNSUPPORTED,
-                            "model: %s.attention.key_length %u != value_length %u", a, key_length,
-                            value_length);
+        return err_fail(CLINFER_ERR_UNSUPPORTED,
+                        "model: %s.attention.key_length %u != value_length %u", a, key_length,
+                        value_length);
     if (key_length) {
         hp->head_dim = key_length;
     } else {
         if (hp->n_embd % hp->n_head)
-            return clinfer_fail(CLINFER_ERR_FORMAT,
-                                "model: %s.embedding_length %u is not a multiple of "
-                                "attention.head_count %u",
-                                a, hp->n_embd, hp->n_head);
+            return err_fail(CLINFER_ERR_FORMAT,
+                            "model: %s.embedding_length %u is not a multiple of "
+                            "attention.head_count %u",
+                            a, hp->n_embd, hp->n_head);
         hp->head_dim = hp->n_embd / hp->n_head;
     }
     CHECK(check_range(a, "attention.key_length", hp->head_dim, 1, 1024));
@@ -72,10 +72,10 @@ static clinfer_status read_hparams(clinfer_model *m) {
     st = hp->arch->read_hparams(f, hp); /* its failures say where they come from */
     if (st != CLINFER_OK) return st;
     if (!(hp->norm_eps > 0.0f && hp->norm_eps < 1.0f))
-        return clinfer_fail(CLINFER_ERR_FORMAT, "model: %s norm epsilon %g is outside (0, 1)", a,
-                            (double)hp->norm_eps);
+        return err_fail(CLINFER_ERR_FORMAT, "model: %s norm epsilon %g is outside (0, 1)", a,
+                        (double)hp->norm_eps);
 cleanup:
-    if (st != CLINFER_OK) clinfer_error_prefix("model");
+    if (st != CLINFER_OK) err_prefix("model");
     return st;
 }
 
@@ -91,17 +91,17 @@ static clinfer_status load_layer(clinfer_loader *ld, uint32_t il) {
     uint32_t E = hp->n_embd, F = hp->n_ff, q_dim = hp->n_head * hp->head_dim;
     char name[96];
 #define NAME(suffix) (snprintf(name, sizeof name, "blk.%u." suffix, il), name)
-    CHECK(clinfer_load_vector(ld, NAME("attn_norm.weight"), E, true, &l->attn_norm));
-    CHECK(clinfer_load_vector(ld, NAME("attn_norm.bias"), E, biases, &l->attn_norm_b));
+    CHECK(model_load_vector(ld, NAME("attn_norm.weight"), E, true, &l->attn_norm));
+    CHECK(model_load_vector(ld, NAME("attn_norm.bias"), E, biases, &l->attn_norm_b));
     CHECK(hp->arch->load_qkv(ld, il));
-    CHECK(clinfer_load_matrix(ld, NAME("attn_output.weight"), q_dim, E, true, &l->wo));
-    CHECK(clinfer_load_vector(ld, NAME("attn_output.bias"), E, biases, &l->bo));
-    CHECK(clinfer_load_vector(ld, NAME("ffn_norm.weight"), E, true, &l->ffn_norm));
-    CHECK(clinfer_load_vector(ld, NAME("ffn_norm.bias"), E, biases, &l->ffn_norm_b));
+    CHECK(model_load_matrix(ld, NAME("attn_output.weight"), q_dim, E, true, &l->wo));
+    CHECK(model_load_vector(ld, NAME("attn_output.bias"), E, biases, &l->bo));
+    CHECK(model_load_vector(ld, NAME("ffn_norm.weight"), E, true, &l->ffn_norm));
+    CHECK(model_load_vector(ld, NAME("ffn_norm.bias"), E, biases, &l->ffn_norm_b));
     CHECK(hp->arch->load_ffn(ld, il));
-    CHECK(clinfer_load_vector(ld, NAME("ffn_up.bias"), F, biases, &l->ffn_up_b));
-    CHECK(clinfer_load_matrix(ld, NAME("ffn_down.weight"), F, E, true, &l->ffn_down));
-    CHECK(clinfer_load_vector(ld, NAME("ffn_down.bias"), E, biases, &l->ffn_down_b));
+    CHECK(model_load_vector(ld, NAME("ffn_up.bias"), F, biases, &l->ffn_up_b));
+    CHECK(model_load_matrix(ld, NAME("ffn_down.weight"), F, E, true, &l->ffn_down));
+    CHECK(model_load_vector(ld, NAME("ffn_down.bias"), E, biases, &l->ffn_down_b));
 #undef NAME
 cleanup:
     return st;
@@ -114,8 +114,8 @@ static clinfer_status told(const clinfer_loader *ld, uint32_t parts) {
     float f = (float)parts / (float)(ld->m->hp.n_layer + 2);
     return ld->progress(f, ld->progress_user)
                ? CLINFER_OK
-               : clinfer_fail(CLINFER_ERR_ABORTED,
-                              "model: the progress callback stopped the load at %.0f%%", 100 * f);
+               : err_fail(CLINFER_ERR_ABORTED,
+                          "model: the progress callback stopped the load at %.0f%%", 100 * f);
 }
 
 /* One pass over every tensor of the model (see clinfer_loader). */
@@ -126,20 +126,20 @@ static clinfer_status load_all(clinfer_loader *ld) {
     uint32_t E = hp->n_embd;
 
     CHECK(told(ld, 0));
-    CHECK(clinfer_load_matrix(ld, "token_embd.weight", E, hp->n_vocab, true, &m->tok_embd));
+    CHECK(model_load_matrix(ld, "token_embd.weight", E, hp->n_vocab, true, &m->tok_embd));
     if (hp->arch->load_globals) CHECK(hp->arch->load_globals(ld));
     CHECK(told(ld, 1));
     for (uint32_t il = 0; il < hp->n_layer; il++) {
         CHECK(load_layer(ld, il));
         CHECK(told(ld, il + 2));
     }
-    CHECK(clinfer_load_vector(ld, "output_norm.weight", E, true, &m->output_norm));
-    CHECK(clinfer_load_vector(ld, "output_norm.bias", E, hp->arch->layer_norm, &m->output_norm_b));
+    CHECK(model_load_vector(ld, "output_norm.weight", E, true, &m->output_norm));
+    CHECK(model_load_vector(ld, "output_norm.bias", E, hp->arch->layer_norm, &m->output_norm_b));
     m->output_tied = !gguf_find_tensor(m->gguf, "output.weight");
     if (m->output_tied)
         m->output = m->tok_embd;
     else
-        CHECK(clinfer_load_matrix(ld, "output.weight", E, hp->n_vocab, true, &m->output));
+        CHECK(model_load_matrix(ld, "output.weight", E, hp->n_vocab, true, &m->output));
     CHECK(told(ld, hp->n_layer + 2));
 cleanup:
     return st;
@@ -149,20 +149,18 @@ cleanup:
 static clinfer_status check_tensors(clinfer_model *m, size_t *n_vectors) {
     clinfer_hparams *hp = &m->hp;
     const gguf_tensor *embd = gguf_find_tensor(m->gguf, "token_embd.weight");
-    if (!embd)
-        return clinfer_fail(CLINFER_ERR_FORMAT, "model: tensor 'token_embd.weight' is missing");
+    if (!embd) return err_fail(CLINFER_ERR_FORMAT, "model: tensor 'token_embd.weight' is missing");
     if (embd->ne[1] < 1 || embd->ne[1] > INT32_MAX)
-        return clinfer_fail(CLINFER_ERR_FORMAT, "model: token_embd.weight has %lld rows",
-                            (long long)embd->ne[1]);
+        return err_fail(CLINFER_ERR_FORMAT, "model: token_embd.weight has %lld rows",
+                        (long long)embd->ne[1]);
     hp->n_vocab = (uint32_t)embd->ne[1];
-    if (m->vocab && clinfer_vocab_n_tokens(m->vocab) != hp->n_vocab)
-        return clinfer_fail(CLINFER_ERR_FORMAT,
-                            "model: the tokenizer has %u tokens but token_embd.weight has %u rows",
-                            (unsigned)clinfer_vocab_n_tokens(m->vocab), hp->n_vocab);
+    if (m->vocab && vocab_n_tokens(m->vocab) != hp->n_vocab)
+        return err_fail(CLINFER_ERR_FORMAT,
+                        "model: the tokenizer has %u tokens but token_embd.weight has %u rows",
+                        (unsigned)vocab_n_tokens(m->vocab), hp->n_vocab);
     m->layers = calloc(hp->n_layer, sizeof *m->layers);
     if (!m->layers)
-        return clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "model: no memory for %u layers",
-                            hp->n_layer);
+        return err_fail(CLINFER_ERR_OUT_OF_MEMORY, "model: no memory for %u layers", hp->n_layer);
     clinfer_loader ld = {.m = m};
     clinfer_status st = load_all(&ld);
     *n_vectors = ld.used;
@@ -179,8 +177,8 @@ static clinfer_status upload_tensors(clinfer_model *m, size_t n_vectors,
                          .progress = p->progress,
                          .progress_user = p->progress_user};
     if (!ld.host) {
-        st = clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "model: no memory for %zu vector elements",
-                          n_vectors);
+        st = err_fail(CLINFER_ERR_OUT_OF_MEMORY, "model: no memory for %zu vector elements",
+                      n_vectors);
         goto cleanup;
     }
     CHECK(bi->buffer_alloc(m->backend->ctx, n_vectors * sizeof(float), &m->vectors));
@@ -219,14 +217,14 @@ static clinfer_status parse_architecture(clinfer_model *m) {
     gguf_str s;
     clinfer_status st = gguf_get_str(m->gguf, "general.architecture", &s);
     if (st != CLINFER_OK) return st;
-    if (!(m->hp.arch = clinfer_arch_find(s))) {
+    if (!(m->hp.arch = arch_find(s))) {
         char names[256];
-        names_list(clinfer_arch_name_at, names, sizeof names);
-        const char *closest = names_closest(clinfer_arch_name_at, s.ptr, s.len);
-        return clinfer_fail(CLINFER_ERR_UNSUPPORTED,
-                            "model: architecture '%.*s' is not supported (%s are)%s%s",
-                            (int)(s.len > 64 ? 64 : s.len), s.ptr, names,
-                            closest ? "; closest: " : "", closest ? closest : "");
+        names_list(arch_name_at, names, sizeof names);
+        const char *closest = names_closest(arch_name_at, s.ptr, s.len);
+        return err_fail(CLINFER_ERR_UNSUPPORTED,
+                        "model: architecture '%.*s' is not supported (%s are)%s%s",
+                        (int)(s.len > 64 ? 64 : s.len), s.ptr, names, closest ? "; closest: " : "",
+                        closest ? closest : "");
     }
     snprintf(m->architecture, sizeof m->architecture, "%s", m->hp.arch->name);
     return CLINFER_OK;
@@ -234,9 +232,8 @@ static clinfer_status parse_architecture(clinfer_model *m) {
 
 static clinfer_status create_backend(clinfer_model *m, const clinfer_model_params *p) {
     char reason[256] = "";
-    clinfer_status st =
-        clinfer_backend_create(p->backend, &p->options, reason, sizeof reason, &m->backend);
-    if (st == CLINFER_OK && m->verbose) clinfer_log(CLINFER_LOG_INFO, "backend: %s", reason);
+    clinfer_status st = backend_create(p->backend, &p->options, reason, sizeof reason, &m->backend);
+    if (st == CLINFER_OK && m->verbose) log_msg(CLINFER_LOG_INFO, "backend: %s", reason);
     return st;
 }
 
@@ -250,20 +247,20 @@ clinfer_status clinfer_model_load(const char *path, const clinfer_model_params *
     clinfer_model_params defaults;
     clinfer_model *m = NULL;
     if (!path || !out)
-        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "model_load: path and out are required");
+        return err_fail(CLINFER_ERR_INVALID_ARGUMENT, "model_load: path and out are required");
     *out = NULL;
     if (!params) {
         clinfer_model_params_default(&defaults);
         params = &defaults;
     }
     m = calloc(1, sizeof *m);
-    if (!m) return clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "model_load: no memory");
+    if (!m) return err_fail(CLINFER_ERR_OUT_OF_MEMORY, "model_load: no memory");
     m->verbose = params->verbose;
     m->profile = params->options.profile;
 
     CHECK(gguf_open(path, &m->gguf));
     if (params->vocab_only) {
-        CHECK(clinfer_vocab_load(m->gguf, &m->vocab));
+        CHECK(vocab_load(m->gguf, &m->vocab));
         *out = m;
         return CLINFER_OK;
     }
@@ -273,7 +270,7 @@ clinfer_status clinfer_model_load(const char *path, const clinfer_model_params *
         gguf_get_str(m->gguf, "general.name", &name) == CLINFER_OK)
         snprintf(m->name, sizeof m->name, "%.*s", (int)(name.len > 127 ? 127 : name.len), name.ptr);
     CHECK(read_hparams(m));
-    if (clinfer_vocab_present(m->gguf)) CHECK(clinfer_vocab_load(m->gguf, &m->vocab));
+    if (vocab_present(m->gguf)) CHECK(vocab_load(m->gguf, &m->vocab));
     size_t n_vectors = 0;
     CHECK(check_tensors(m, &n_vectors));
     CHECK(create_backend(m, params));
@@ -286,24 +283,24 @@ clinfer_status clinfer_model_load(const char *path, const clinfer_model_params *
     if (m->backend->i->weight_cache_close) m->backend->i->weight_cache_close(m->backend->ctx);
     if (m->verbose) {
         const clinfer_hparams *hp = &m->hp;
-        clinfer_log(CLINFER_LOG_INFO,
-                    "%s '%s': %u layers, n_embd %u, %u heads (%u kv, dim %u), n_ff %u, "
-                    "vocab %u, context %u",
-                    m->architecture, m->name, hp->n_layer, hp->n_embd, hp->n_head, hp->n_head_kv,
-                    hp->head_dim, hp->n_ff, hp->n_vocab, hp->n_ctx_train);
+        log_msg(CLINFER_LOG_INFO,
+                "%s '%s': %u layers, n_embd %u, %u heads (%u kv, dim %u), n_ff %u, "
+                "vocab %u, context %u",
+                m->architecture, m->name, hp->n_layer, hp->n_embd, hp->n_head, hp->n_head_kv,
+                hp->head_dim, hp->n_ff, hp->n_vocab, hp->n_ctx_train);
         clinfer_memory_plan plan;
         if (clinfer_model_memory_plan(m, NULL, &plan) == CLINFER_OK)
-            clinfer_log(CLINFER_LOG_INFO,
-                        "memory on %s: weights %.1f MiB; per context (n_ctx %u, n_batch "
-                        "%u): KV cache %.1f MiB, scratch %.1f MiB",
-                        m->backend->i->describe(m->backend->ctx), plan.weight_bytes / 1048576.0,
-                        plan.n_ctx, plan.n_batch, plan.kv_bytes / 1048576.0,
-                        plan.scratch_bytes / 1048576.0);
+            log_msg(CLINFER_LOG_INFO,
+                    "memory on %s: weights %.1f MiB; per context (n_ctx %u, n_batch "
+                    "%u): KV cache %.1f MiB, scratch %.1f MiB",
+                    m->backend->i->describe(m->backend->ctx), plan.weight_bytes / 1048576.0,
+                    plan.n_ctx, plan.n_batch, plan.kv_bytes / 1048576.0,
+                    plan.scratch_bytes / 1048576.0);
     }
     *out = m;
 cleanup:
     if (st != CLINFER_OK) {
-        clinfer_error_prefix("loading '%s'", path);
+        err_prefix("loading '%s'", path);
         clinfer_model_free(m);
     }
     return st;
@@ -328,10 +325,10 @@ void clinfer_model_free(clinfer_model *m) {
         free_matrix(m, &m->tok_embd);
         free_matrix(m, &m->pos_embd);
         if (m->vectors) m->backend->i->buffer_free(m->backend->ctx, m->vectors);
-        clinfer_backend_free(m->backend);
+        backend_free(m->backend);
     }
     free(m->layers);
-    clinfer_vocab_free(m->vocab);
+    vocab_free(m->vocab);
     gguf_close(m->gguf);
     free(m);
 }
@@ -359,15 +356,14 @@ static void file_info(const gguf_file *f, clinfer_model_info *info) {
         }
         if (!count || info->n_tensor_types == max_types) continue;
         snprintf(info->tensor_types[info->n_tensor_types].type, sizeof info->tensor_types[0].type,
-                 "%s", clinfer_dtype_name((clinfer_dtype)type));
+                 "%s", dtype_name((clinfer_dtype)type));
         info->tensor_types[info->n_tensor_types].count = count;
         info->tensor_types[info->n_tensor_types++].bytes = bytes;
     }
 }
 
 clinfer_status clinfer_model_get_info(const clinfer_model *m, clinfer_model_info *info) {
-    if (!m || !info)
-        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "model_get_info: NULL argument");
+    if (!m || !info) return err_fail(CLINFER_ERR_INVALID_ARGUMENT, "model_get_info: NULL argument");
     memset(info, 0, sizeof *info);
     snprintf(info->architecture, sizeof info->architecture, "%s", m->architecture);
     snprintf(info->name, sizeof info->name, "%s", m->name);

@@ -90,6 +90,6 @@ struct clinfer_model {
 };
 
 /* The model a context evaluates (context.c). */
-const clinfer_model *clinfer_context_model(const clinfer_context *ctx);
+const clinfer_model *context_model(const clinfer_context *ctx);
 
 #endif

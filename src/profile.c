@@ -15,22 +15,22 @@ double exec_now_ms(void) {
 
 const char *exec_op_name(clinfer_op_kind kind) {
     /* the profile's row for runs of ops */
-    return (int)kind == EXEC_PROFILE_GRAPH ? "graph" : clinfer_op_name(kind);
+    return (int)kind == EXEC_PROFILE_GRAPH ? "graph" : op_kind_name(kind);
 }
 
 clinfer_status exec_profile_create(clinfer_toggle profile, exec_profile **out) {
     bool want_table;
     const char *trace;
-    clinfer_options_profiling(profile, &want_table, &trace);
+    options_profiling(profile, &want_table, &trace);
     bool want_trace = trace != NULL;
     *out = NULL;
     if (!want_table && !want_trace) return CLINFER_OK;
     exec_profile *p = calloc(1, sizeof *p);
-    if (!p) return clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "profile: no memory");
+    if (!p) return err_fail(CLINFER_ERR_OUT_OF_MEMORY, "profile: no memory");
     if (want_trace) {
         if (!(p->trace = fopen(trace, "w"))) {
             free(p);
-            return clinfer_fail(CLINFER_ERR_IO, "profile: cannot write the trace file '%s'", trace);
+            return err_fail(CLINFER_ERR_IO, "profile: cannot write the trace file '%s'", trace);
         }
         fputs("{\"displayTimeUnit\": \"ms\", \"traceEvents\": [\n", p->trace);
     }
@@ -49,7 +49,7 @@ void exec_op_cost(const clinfer_op *op, clinfer_dtype w_type, double *bytes, dou
     switch (op->kind) {
     case CLINFER_OP_MATMUL: {
         double m = op->matmul.m, k = op->matmul.k, n = op->matmul.n;
-        b = m * (double)clinfer_dtype_row_bytes(w_type, (size_t)op->matmul.k) + f32_bytes(n * k) +
+        b = m * (double)dtype_row_bytes(w_type, (size_t)op->matmul.k) + f32_bytes(n * k) +
             f32_bytes(n * m) * (op->matmul.accumulate ? 2 : 1) +
             (op->matmul.bias.buf ? f32_bytes(m) : 0);
         f = 2 * m * k * n;
@@ -57,8 +57,8 @@ void exec_op_cost(const clinfer_op *op, clinfer_dtype w_type, double *bytes, dou
     }
     case CLINFER_OP_EMBED: {
         double n = op->embed.n;
-        b = n * (double)clinfer_dtype_row_bytes(w_type, (size_t)op->embed.k) +
-            f32_bytes(n * op->embed.k) + f32_bytes(n);
+        b = n * (double)dtype_row_bytes(w_type, (size_t)op->embed.k) + f32_bytes(n * op->embed.k) +
+            f32_bytes(n);
         break;
     }
     case CLINFER_OP_RMSNORM:
@@ -122,7 +122,7 @@ clinfer_status exec_profile_walk(exec_profile *p, int n, size_t n_ops) {
         if (grown) p->timing = grown;
         size_t *runs = grown ? realloc(p->runs, n_ops * sizeof *runs) : NULL;
         if (runs) p->runs = runs;
-        if (!runs) return clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "profile: %zu op timings", n_ops);
+        if (!runs) return err_fail(CLINFER_ERR_OUT_OF_MEMORY, "profile: %zu op timings", n_ops);
         p->timing_cap = n_ops;
     }
     p->walk_n = n;

@@ -40,7 +40,7 @@ const char *clinfer_file_type_name(clinfer_file_type type) {
 
 clinfer_status clinfer_file_type_from_name(const char *name, clinfer_file_type *out) {
     if (!name || !out)
-        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "clinfer_file_type_from_name: NULL");
+        return err_fail(CLINFER_ERR_INVALID_ARGUMENT, "clinfer_file_type_from_name: NULL");
     static const struct {
         const char *alias;
         clinfer_file_type ft;
@@ -62,9 +62,9 @@ clinfer_status clinfer_file_type_from_name(const char *name, clinfer_file_type *
         snprintf(known + strlen(known), sizeof known - strlen(known), "%s%s", i ? ", " : "",
                  file_types[i].name);
     }
-    return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
-                        "unknown file type '%.32s' (known: %s; Q3_K, Q4_K and Q5_K mean their _M)",
-                        name, known);
+    return err_fail(CLINFER_ERR_INVALID_ARGUMENT,
+                    "unknown file type '%.32s' (known: %s; Q3_K, Q4_K and Q5_K mean their _M)",
+                    name, known);
 }
 
 bool quant_mix_base_type(clinfer_file_type ft, clinfer_dtype *out) {
@@ -182,7 +182,7 @@ static bool use_more_bits(int i, int n) {
 }
 
 static bool fits(clinfer_dtype type, int64_t ne0) {
-    return ne0 % (int64_t)clinfer_dtype_block_elems(type) == 0;
+    return ne0 % (int64_t)dtype_block_elems(type) == 0;
 }
 
 /* The K file types' attn_v. */
@@ -284,7 +284,7 @@ static uint32_t hparam(const gguf_file *f, gguf_str arch, const char *suffix, ui
     snprintf(key, sizeof key, "%.*s.%s", gguf_show_len(arch), arch.ptr, suffix);
     const gguf_kv *kv = gguf_find_kv(f, key);
     if (kv && kv->type != GGUF_TYPE_ARRAY && gguf_get_u32(f, key, &v) != CLINFER_OK) {
-        clinfer_error_clear();
+        err_clear();
         v = dflt;
     }
     return v;
@@ -325,12 +325,12 @@ clinfer_status quant_mix_choose(const gguf_file *f, clinfer_file_type ft, quant_
     char name[GGUF_SHOW + 1];
     tensor_key *keys = NULL;
     if (!quant_mix_base_type(ft, &m.base))
-        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "unknown file type %d", (int)ft);
+        return err_fail(CLINFER_ERR_INVALID_ARGUMENT, "unknown file type %d", (int)ft);
     if (!gguf_find_kv(f, "general.architecture"))
-        return clinfer_fail(CLINFER_ERR_FORMAT, "not a model: no general.architecture");
+        return err_fail(CLINFER_ERR_FORMAT, "not a model: no general.architecture");
     CHECK(gguf_get_str(f, "general.architecture", &arch));
     if (!(keys = malloc((n ? n : 1) * sizeof *keys)))
-        CHECK(clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "no memory for %zu tensors", n));
+        CHECK(err_fail(CLINFER_ERR_OUT_OF_MEMORY, "no memory for %zu tensors", n));
     int max_layer = -1;
     for (size_t i = 0; i < n; i++) {
         name_of(gguf_tensor_at(f, i), name);
@@ -356,7 +356,7 @@ clinfer_status quant_mix_choose(const gguf_file *f, clinfer_file_type ft, quant_
         if (!quantizable(name, t)) continue;
         /* F32 and F16 files make every quantizable tensor that type, without further rules */
         c->type = m.base;
-        if (clinfer_dtype_block_elems(m.base) == 1) continue;
+        if (dtype_block_elems(m.base) == 1) continue;
         int i_v = k->r == ROLE_ATTN_V ? rank_of(keys, n, k) : 0;
         /* MoE models name the layer, as their experts' tensors come in no fixed order */
         int i_down = k->r != ROLE_FFN_DOWN ? 0 : m.n_expert > 1 ? k->layer : rank_of(keys, n, k);

@@ -36,17 +36,17 @@ typedef struct {
 
 static void *convert_rows(void *arg) {
     job *j = arg;
-    size_t in_bytes = clinfer_dtype_row_bytes(j->from, j->k);
-    size_t out_bytes = clinfer_dtype_row_bytes(j->to, j->k);
+    size_t in_bytes = dtype_row_bytes(j->from, j->k);
+    size_t out_bytes = dtype_row_bytes(j->to, j->k);
     j->bad_row = SIZE_MAX;
     for (size_t r = j->row0; r < j->row0 + j->rows; r++) {
-        clinfer_dequantize_row(j->from, j->src + r * in_bytes, j->scratch, j->k);
+        dequantize_row(j->from, j->src + r * in_bytes, j->scratch, j->k);
         for (size_t i = 0; i < j->k; i++)
             if (!isfinite(j->scratch[i])) {
                 j->bad_row = r;
                 return NULL;
             }
-        clinfer_quantize_row(j->to, j->scratch, j->dst + r * out_bytes, j->k);
+        quantize_row(j->to, j->scratch, j->dst + r * out_bytes, j->k);
     }
     return NULL;
 }
@@ -87,7 +87,7 @@ typedef struct {
 
 static uint64_t out_bytes(const gguf_tensor *t, clinfer_dtype to) {
     uint64_t rows = (uint64_t)(t->ne[1] * t->ne[2] * t->ne[3]);
-    return rows * clinfer_dtype_row_bytes(to, (size_t)t->ne[0]);
+    return rows * dtype_row_bytes(to, (size_t)t->ne[0]);
 }
 
 /* Writes tensor i: copied when its type stays, else converted slab by slab. */
@@ -102,12 +102,12 @@ static clinfer_status write_tensor(plan *p, size_t i, gguf_out *out) {
         return st;
     }
     size_t k = (size_t)t->ne[0], rows = (size_t)(t->ne[1] * t->ne[2] * t->ne[3]);
-    size_t in_row = clinfer_dtype_row_bytes(t->type, k), out_row = clinfer_dtype_row_bytes(to, k);
+    size_t in_row = dtype_row_bytes(t->type, k), out_row = dtype_row_bytes(to, k);
     size_t slab = SLAB_BYTES / out_row ? SLAB_BYTES / out_row : 1;
     if (slab > rows) slab = rows;
     if (!(dst = malloc(slab * out_row)))
-        CHECK(clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "no memory for %zu rows of %zu bytes", slab,
-                           out_row));
+        CHECK(err_fail(CLINFER_ERR_OUT_OF_MEMORY, "no memory for %zu rows of %zu bytes", slab,
+                       out_row));
     for (size_t j = 0; j < p->n_threads; j++)
         p->jobs[j] = (job){.from = t->type, .to = to, .k = k, .scratch = p->scratch + j * k};
     for (size_t r = 0; r < rows; r += slab) {
@@ -115,9 +115,9 @@ static clinfer_status write_tensor(plan *p, size_t i, gguf_out *out) {
         const uint8_t *src = (const uint8_t *)t->data + r * in_row;
         size_t bad = convert_slab(p->jobs, p->n_threads, p->threads, src, dst, n);
         if (bad != SIZE_MAX)
-            CHECK(clinfer_fail(CLINFER_ERR_FORMAT,
-                               "tensor '%.*s': row %zu holds a NaN or infinity; no type holds it",
-                               gguf_show_len(t->name), t->name.ptr, r + bad));
+            CHECK(err_fail(CLINFER_ERR_FORMAT,
+                           "tensor '%.*s': row %zu holds a NaN or infinity; no type holds it",
+                           gguf_show_len(t->name), t->name.ptr, r + bad));
         CHECK(gguf_out_write(out, dst, n * out_row));
         gguf_release(p->f, src, n * in_row); /* read once: drop the input's pages */
     }
@@ -143,19 +143,19 @@ static clinfer_status check_input(const plan *p, const clinfer_quantize_params *
         gguf_get_u32(p->f, "split.count", &split_count) != CLINFER_OK)
         return CLINFER_ERR_FORMAT;
     if (split_count > 1)
-        return clinfer_fail(CLINFER_ERR_UNSUPPORTED,
-                            "the file is one of %u shards of a split model: merge them first",
-                            split_count);
+        return err_fail(CLINFER_ERR_UNSUPPORTED,
+                        "the file is one of %u shards of a split model: merge them first",
+                        split_count);
     for (size_t i = 0; i < gguf_tensor_count(p->f); i++) {
         const gguf_tensor *t = gguf_tensor_at(p->f, i);
-        if (p->choices[i].type == t->type || clinfer_dtype_block_elems(t->type) == 1 ||
+        if (p->choices[i].type == t->type || dtype_block_elems(t->type) == 1 ||
             params->allow_requantize)
             continue;
-        return clinfer_fail(CLINFER_ERR_UNSUPPORTED,
-                            "tensor '%.*s' is already %s: quantizing it to %s loses precision "
-                            "twice, which needs allow_requantize",
-                            gguf_show_len(t->name), t->name.ptr, clinfer_dtype_name(t->type),
-                            clinfer_dtype_name(p->choices[i].type));
+        return err_fail(CLINFER_ERR_UNSUPPORTED,
+                        "tensor '%.*s' is already %s: quantizing it to %s loses precision "
+                        "twice, which needs allow_requantize",
+                        gguf_show_len(t->name), t->name.ptr, dtype_name(t->type),
+                        dtype_name(p->choices[i].type));
     }
     return CLINFER_OK;
 }
@@ -214,7 +214,7 @@ static clinfer_status plan_file(plan *p, const gguf_file *f, const clinfer_quant
                      ? malloc(max_k * p->n_threads * sizeof(float))
                      : NULL;
     if (!*choices || !p->scratch)
-        CHECK(clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "no memory to plan %zu tensors", n));
+        CHECK(err_fail(CLINFER_ERR_OUT_OF_MEMORY, "no memory to plan %zu tensors", n));
     p->choices = *choices;
     CHECK(quant_mix_choose(f, params->file_type, *choices));
     CHECK(check_input(p, params));
@@ -231,8 +231,8 @@ static void report(const plan *p, size_t i, const clinfer_quantize_params *param
         .index = i,
         .count = gguf_tensor_count(p->f),
         .name = name,
-        .from_type = clinfer_dtype_name(t->type),
-        .to_type = clinfer_dtype_name(p->choices[i].type),
+        .from_type = dtype_name(t->type),
+        .to_type = dtype_name(p->choices[i].type),
         .from_bytes = t->size,
         .to_bytes = out_bytes(t, p->choices[i].type),
         .fallback = p->choices[i].fallback,
@@ -250,8 +250,8 @@ clinfer_status clinfer_quantize_file(const char *in_path, const char *out_path,
     gguf_out out = {0};
     plan *p = calloc(1, sizeof *p);
     if (!in_path || !out_path)
-        CHECK(clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "clinfer_quantize_file: NULL path"));
-    if (!p) CHECK(clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "no memory for the plan"));
+        CHECK(err_fail(CLINFER_ERR_INVALID_ARGUMENT, "clinfer_quantize_file: NULL path"));
+    if (!p) CHECK(err_fail(CLINFER_ERR_OUT_OF_MEMORY, "no memory for the plan"));
     if (!params) {
         clinfer_quantize_params_default(&defaults);
         params = &defaults;
@@ -259,7 +259,7 @@ clinfer_status clinfer_quantize_file(const char *in_path, const char *out_path,
     CHECK(gguf_open(in_path, &f));
     CHECK(plan_file(p, f, params, &choices));
     encode_meta(p, params->file_type, &meta);
-    if (meta.failed) CHECK(clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "no memory for the header"));
+    if (meta.failed) CHECK(err_fail(CLINFER_ERR_OUT_OF_MEMORY, "no memory for the header"));
     CHECK(gguf_out_open(&out, out_path));
     CHECK(gguf_out_write(&out, meta.p, meta.len));
     /* The data section and each tensor start at a multiple of the alignment (the offsets
@@ -272,7 +272,7 @@ clinfer_status clinfer_quantize_file(const char *in_path, const char *out_path,
     }
     CHECK(gguf_out_commit(&out));
 cleanup:
-    if (st != CLINFER_OK) clinfer_error_prefix("quantize");
+    if (st != CLINFER_OK) err_prefix("quantize");
     gguf_out_discard(&out);
     gguf_buf_free(&meta);
     if (p) free(p->scratch);

@@ -69,26 +69,26 @@ static double uniform01(uint64_t s[4]) {
 
 static clinfer_status validate(const clinfer_sampler_params *p) {
     if (!isfinite(p->temperature))
-        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "sampler: temperature %g is not finite",
-                            (double)p->temperature);
+        return err_fail(CLINFER_ERR_INVALID_ARGUMENT, "sampler: temperature %g is not finite",
+                        (double)p->temperature);
     if (!(p->top_p > 0.0f))
-        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
-                            "sampler: top_p %g must be > 0 (>= 1 turns it off)", (double)p->top_p);
+        return err_fail(CLINFER_ERR_INVALID_ARGUMENT,
+                        "sampler: top_p %g must be > 0 (>= 1 turns it off)", (double)p->top_p);
     if (!(p->min_p <= 1.0f))
-        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
-                            "sampler: min_p %g must be <= 1 (<= 0 turns it off)", (double)p->min_p);
+        return err_fail(CLINFER_ERR_INVALID_ARGUMENT,
+                        "sampler: min_p %g must be <= 1 (<= 0 turns it off)", (double)p->min_p);
     if (!(p->repeat_penalty > 0.0f) || !isfinite(p->repeat_penalty))
-        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
-                            "sampler: repeat_penalty %g must be finite and > 0 (1 turns it off)",
-                            (double)p->repeat_penalty);
+        return err_fail(CLINFER_ERR_INVALID_ARGUMENT,
+                        "sampler: repeat_penalty %g must be finite and > 0 (1 turns it off)",
+                        (double)p->repeat_penalty);
     if (!isfinite(p->presence_penalty) || !isfinite(p->frequency_penalty))
-        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
-                            "sampler: presence_penalty %g and frequency_penalty %g must be finite",
-                            (double)p->presence_penalty, (double)p->frequency_penalty);
+        return err_fail(CLINFER_ERR_INVALID_ARGUMENT,
+                        "sampler: presence_penalty %g and frequency_penalty %g must be finite",
+                        (double)p->presence_penalty, (double)p->frequency_penalty);
     if (p->repeat_last_n < 0 || p->repeat_last_n > REPEAT_LAST_N_MAX)
-        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
-                            "sampler: repeat_last_n %d must be in [0, %d]", (int)p->repeat_last_n,
-                            REPEAT_LAST_N_MAX);
+        return err_fail(CLINFER_ERR_INVALID_ARGUMENT,
+                        "sampler: repeat_last_n %d must be in [0, %d]", (int)p->repeat_last_n,
+                        REPEAT_LAST_N_MAX);
     return CLINFER_OK;
 }
 
@@ -96,20 +96,20 @@ clinfer_status clinfer_sampler_create(const clinfer_sampler_params *params, clin
     clinfer_status st = CLINFER_OK;
     clinfer_sampler *s = NULL;
     if (!params || !out)
-        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "sampler_create: NULL %s",
-                            params ? "out" : "params");
+        return err_fail(CLINFER_ERR_INVALID_ARGUMENT, "sampler_create: NULL %s",
+                        params ? "out" : "params");
     *out = NULL;
     CHECK(validate(params));
     s = calloc(1, sizeof *s);
-    if (!s) return clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "sampler_create: out of memory");
+    if (!s) return err_fail(CLINFER_ERR_OUT_OF_MEMORY, "sampler_create: out of memory");
     s->params = *params;
     if (params->repeat_last_n > 0) {
         s->history = malloc((size_t)params->repeat_last_n * sizeof *s->history);
         s->seen = malloc((size_t)params->repeat_last_n * sizeof *s->seen);
         if (!s->history || !s->seen) {
-            st = clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY,
-                              "sampler_create: no memory for a history of %d tokens",
-                              (int)params->repeat_last_n);
+            st = err_fail(CLINFER_ERR_OUT_OF_MEMORY,
+                          "sampler_create: no memory for a history of %d tokens",
+                          (int)params->repeat_last_n);
             goto cleanup;
         }
     }
@@ -206,16 +206,15 @@ static void select_top_k(candidate *c, size_t n, size_t k) {
 clinfer_status clinfer_sampler_sample(clinfer_sampler *s, const float *logits, size_t n_vocab,
                                       int32_t *token) {
     if (!s || !logits || !token)
-        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "sampler_sample: NULL argument");
+        return err_fail(CLINFER_ERR_INVALID_ARGUMENT, "sampler_sample: NULL argument");
     if (n_vocab == 0 || n_vocab > INT32_MAX)
-        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
-                            "sampler_sample: n_vocab %zu must be in [1, %d]", n_vocab,
-                            (int)INT32_MAX);
+        return err_fail(CLINFER_ERR_INVALID_ARGUMENT,
+                        "sampler_sample: n_vocab %zu must be in [1, %d]", n_vocab, (int)INT32_MAX);
     if (n_vocab > s->cand_cap) {
         candidate *c = realloc(s->cand, n_vocab * sizeof *c);
         if (!c)
-            return clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY,
-                                "sampler_sample: no memory for %zu candidates", n_vocab);
+            return err_fail(CLINFER_ERR_OUT_OF_MEMORY,
+                            "sampler_sample: no memory for %zu candidates", n_vocab);
         s->cand = c;
         s->cand_cap = n_vocab;
     }
@@ -246,9 +245,9 @@ clinfer_status clinfer_sampler_sample(clinfer_sampler *s, const float *logits, s
     for (size_t i = 1; i < n; i++)
         if (c[i].logit > max_logit) max_logit = c[i].logit;
     if (!isfinite(max_logit))
-        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
-                            "sampler_sample: the largest logit is %g, not a finite value",
-                            (double)max_logit);
+        return err_fail(CLINFER_ERR_INVALID_ARGUMENT,
+                        "sampler_sample: the largest logit is %g, not a finite value",
+                        (double)max_logit);
     double sum = 0;
     for (size_t i = 0; i < n; i++)
         sum += exp((double)c[i].logit - max_logit);

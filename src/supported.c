@@ -13,17 +13,16 @@
 const char *clinfer_supported(clinfer_support_kind kind, size_t index) {
     switch (kind) {
     case CLINFER_SUPPORT_ARCHITECTURE:
-        return clinfer_arch_name_at(index);
+        return arch_name_at(index);
     case CLINFER_SUPPORT_WEIGHT_TYPE:
         return dtype_weight_name_at(index);
     case CLINFER_SUPPORT_TOKENIZER:
-        return clinfer_vocab_model_at(index);
+        return vocab_model_at(index);
     case CLINFER_SUPPORT_CHAT_TEMPLATE:
         return chat_format_name_at(index);
     case CLINFER_SUPPORT_KERNEL_PATH:
-        return index < (size_t)INT32_MAX
-                   ? clinfer_kernel_path_name((clinfer_kernel_path)(index + 1))
-                   : NULL;
+        return index < (size_t)INT32_MAX ? kernel_path_name((clinfer_kernel_path)(index + 1))
+                                         : NULL;
     }
     return NULL;
 }

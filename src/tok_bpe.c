@@ -95,7 +95,7 @@ static clinfer_status encode_text(const clinfer_vocab *v, const char *text, size
     }
     mapped = malloc(2 * len + 1); /* every stand-in character is at most 2 bytes of UTF-8 */
     if (!mapped) {
-        st = clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "tokenizer: %zu bytes of text", len);
+        st = err_fail(CLINFER_ERR_OUT_OF_MEMORY, "tokenizer: %zu bytes of text", len);
         goto cleanup;
     }
     for (size_t w = 0; w < n_words; w++) {
@@ -121,10 +121,10 @@ static clinfer_status encode_segments(const clinfer_vocab *v, const char *text, 
                                       tok_ids *out) {
     clinfer_status st = CLINFER_OK;
     if (len > (SIZE_MAX - 1) / 3)
-        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "tokenizer: text of %zu bytes", len);
+        return err_fail(CLINFER_ERR_INVALID_ARGUMENT, "tokenizer: text of %zu bytes", len);
     char *seg = malloc(3 * len + 1); /* U+FFFD for a byte is the most a byte can become */
     size_t n = 0;
-    if (!seg) return clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "tokenizer: %zu bytes of text", len);
+    if (!seg) return err_fail(CLINFER_ERR_OUT_OF_MEMORY, "tokenizer: %zu bytes of text", len);
     for (size_t off = 0; off <= len;) {
         utf8proc_int32_t c = ' ';
         utf8proc_ssize_t cl = 1;

@@ -31,7 +31,7 @@ static clinfer_status heap_push(pair_heap *h, pair p) {
         size_t cap = h->cap ? 2 * h->cap : 64;
         pair *items = realloc(h->items, cap * sizeof *items);
         if (!items)
-            return clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "tokenizer: %zu merge candidates", cap);
+            return err_fail(CLINFER_ERR_OUT_OF_MEMORY, "tokenizer: %zu merge candidates", cap);
         h->items = items;
         h->cap = cap;
     }
@@ -87,11 +87,11 @@ clinfer_status tok_merge(const clinfer_vocab *v, const char *text, size_t len,
     *n_spans = 0;
     if (len == 0) return CLINFER_OK;
     if (len > INT32_MAX)
-        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "tokenizer: word of %zu bytes", len);
+        return err_fail(CLINFER_ERR_INVALID_ARGUMENT, "tokenizer: word of %zu bytes", len);
     s.syms = malloc(len * sizeof *s.syms);
     s.scratch = malloc(len + 2);
     if (!s.syms || !s.scratch) {
-        st = clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "tokenizer: merging a word of %zu bytes", len);
+        st = err_fail(CLINFER_ERR_OUT_OF_MEMORY, "tokenizer: merging a word of %zu bytes", len);
         goto cleanup;
     }
     for (size_t off = 0; off < len; n++) {
@@ -116,7 +116,7 @@ clinfer_status tok_merge(const clinfer_vocab *v, const char *text, size_t len,
     }
     result = malloc(n * sizeof *result);
     if (!result) {
-        st = clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "tokenizer: %zu symbols", n);
+        st = err_fail(CLINFER_ERR_OUT_OF_MEMORY, "tokenizer: %zu symbols", n);
         goto cleanup;
     }
     size_t count = 0;

@@ -22,8 +22,8 @@ static bool scored_token(const tok_entry *t) {
 clinfer_status tok_plamo2_init(clinfer_vocab *v) {
     for (int b = 0; b < 256; b++)
         if (v->byte_token[b] < 0 || v->tokens[v->byte_token[b]].type != TOK_TYPE_BYTE)
-            return clinfer_fail(CLINFER_ERR_FORMAT,
-                                "tokenizer: the plamo2 vocabulary has no byte token <0x%02X>", b);
+            return err_fail(CLINFER_ERR_FORMAT,
+                            "tokenizer: the plamo2 vocabulary has no byte token <0x%02X>", b);
     return tok_prefix_init(&v->plamo2_index, v, scored_token);
 }
 
@@ -32,13 +32,13 @@ clinfer_status tok_plamo2_init(clinfer_vocab *v) {
 static clinfer_status clean_text(const char *text, size_t len, char **out, bool **starts,
                                  size_t *n) {
     if (len > (SIZE_MAX - 1) / 3)
-        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "tokenizer: text of %zu bytes", len);
+        return err_fail(CLINFER_ERR_INVALID_ARGUMENT, "tokenizer: text of %zu bytes", len);
     char *s = malloc(3 * len + 1);
     bool *st = malloc((3 * len + 1) * sizeof *st);
     if (!s || !st) {
         free(s);
         free(st);
-        return clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "tokenizer: %zu bytes of text", len);
+        return err_fail(CLINFER_ERR_OUT_OF_MEMORY, "tokenizer: %zu bytes of text", len);
     }
     size_t k = 0, off = 0;
     if (len >= 3 && memcmp(text, "\xEF\xBB\xBF", 3) == 0) off = 3;

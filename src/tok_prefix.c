@@ -23,8 +23,7 @@ clinfer_status tok_prefix_init(tok_prefix_index *ix, const clinfer_vocab *v,
                                bool (*keep)(const tok_entry *t)) {
     ix->ids = malloc((v->n_tokens ? v->n_tokens : 1) * sizeof *ix->ids);
     ix->n = 0;
-    if (!ix->ids)
-        return clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "tokenizer: %zu tokens", v->n_tokens);
+    if (!ix->ids) return err_fail(CLINFER_ERR_OUT_OF_MEMORY, "tokenizer: %zu tokens", v->n_tokens);
     for (size_t i = 0; i < v->n_tokens; i++)
         if (v->tokens[i].len && keep(&v->tokens[i])) ix->ids[ix->n++] = (int32_t)i;
     sort_vocab = v;

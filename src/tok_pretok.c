@@ -36,20 +36,20 @@ clinfer_status tok_pretok_create(const char *name, size_t name_len, tok_pretok *
            !(strlen(fam->name) == name_len && memcmp(fam->name, name, name_len) == 0))
         fam++;
     if (fam == tok_pretok_families + tok_pretok_n_families)
-        return clinfer_fail(CLINFER_ERR_UNSUPPORTED,
-                            "tokenizer: unknown pre-tokenizer tokenizer.ggml.pre = '%.*s'",
-                            (int)(name_len > 64 ? 64 : name_len), name);
+        return err_fail(CLINFER_ERR_UNSUPPORTED,
+                        "tokenizer: unknown pre-tokenizer tokenizer.ggml.pre = '%.*s'",
+                        (int)(name_len > 64 ? 64 : name_len), name);
     p = calloc(1, sizeof *p);
-    if (!p) return clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "tokenizer: pre-tokenizer");
+    if (!p) return err_fail(CLINFER_ERR_OUT_OF_MEMORY, "tokenizer: pre-tokenizer");
     /* MATCH_INVALID_UTF: invalid bytes match nothing, so they fall between matches and become
      * words of their own; DOLLAR_ENDONLY: '$' means the end of the word, as in the original. */
     const uint32_t options = PCRE2_UTF | PCRE2_UCP | PCRE2_MATCH_INVALID_UTF | PCRE2_DOLLAR_ENDONLY;
     for (const char *const *re = fam->regexes; *re; re++) {
         if (p->n_re == MAX_REGEXES) {
-            st = clinfer_fail(CLINFER_ERR_UNSUPPORTED,
-                              "tokenizer: pre-tokenizer '%s' has over %d "
-                              "regexes",
-                              fam->name, MAX_REGEXES);
+            st = err_fail(CLINFER_ERR_UNSUPPORTED,
+                          "tokenizer: pre-tokenizer '%s' has over %d "
+                          "regexes",
+                          fam->name, MAX_REGEXES);
             goto cleanup;
         }
         int err;
@@ -59,9 +59,9 @@ clinfer_status tok_pretok_create(const char *name, size_t name_len, tok_pretok *
         if (!p->re[p->n_re]) {
             PCRE2_UCHAR msg[256];
             pcre2_get_error_message(err, msg, sizeof msg);
-            st = clinfer_fail(CLINFER_ERR_UNSUPPORTED,
-                              "tokenizer: pre-tokenizer '%s' regex %zu at offset %zu: %s",
-                              fam->name, p->n_re, (size_t)err_off, (const char *)msg);
+            st = err_fail(CLINFER_ERR_UNSUPPORTED,
+                          "tokenizer: pre-tokenizer '%s' regex %zu at offset %zu: %s", fam->name,
+                          p->n_re, (size_t)err_off, (const char *)msg);
             goto cleanup;
         }
         /* JIT is only a speed-up: the interpreter gives the same matches where it is missing. */
@@ -86,7 +86,7 @@ static clinfer_status span_push(span_list *l, size_t off, size_t len) {
     if (l->n == l->cap) {
         size_t cap = l->cap ? 2 * l->cap : 16;
         tok_span *items = realloc(l->items, cap * sizeof *items);
-        if (!items) return clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "tokenizer: %zu words", cap);
+        if (!items) return err_fail(CLINFER_ERR_OUT_OF_MEMORY, "tokenizer: %zu words", cap);
         l->items = items;
         l->cap = cap;
     }
@@ -106,9 +106,9 @@ static clinfer_status split_word(const pcre2_code *re, const char *text, tok_spa
         if (rc < 0) {
             PCRE2_UCHAR msg[256];
             pcre2_get_error_message(rc, msg, sizeof msg);
-            return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
-                                "tokenizer: pre-tokenizer regex failed in a word of %u bytes: %s",
-                                w.len, (const char *)msg);
+            return err_fail(CLINFER_ERR_INVALID_ARGUMENT,
+                            "tokenizer: pre-tokenizer regex failed in a word of %u bytes: %s",
+                            w.len, (const char *)msg);
         }
         const PCRE2_SIZE *ov = pcre2_get_ovector_pointer(md);
         CHECK(span_push(out, w.off + emitted, ov[0] - emitted));
@@ -135,13 +135,13 @@ clinfer_status tok_pretok_split(const tok_pretok *p, const char *text, size_t le
     *spans = NULL;
     *n_spans = 0;
     if (len > UINT32_MAX)
-        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "tokenizer: text of %zu bytes", len);
+        return err_fail(CLINFER_ERR_INVALID_ARGUMENT, "tokenizer: text of %zu bytes", len);
     md = pcre2_match_data_create(4, NULL);
     mc = pcre2_match_context_create(NULL);
     /* Long runs of whitespace or letters need more than the default 32 KiB of JIT stack. */
     stack = pcre2_jit_stack_create(32 * 1024, 4 * 1024 * 1024, NULL);
     if (!md || !mc || !stack) {
-        st = clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "tokenizer: regex match data");
+        st = err_fail(CLINFER_ERR_OUT_OF_MEMORY, "tokenizer: regex match data");
         goto cleanup;
     }
     pcre2_jit_stack_assign(mc, NULL, stack);

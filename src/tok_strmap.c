@@ -18,14 +18,13 @@ static uint64_t hash_bytes(const char *s, size_t n) {
 clinfer_status tok_strmap_init(tok_strmap *m, size_t max_keys) {
     memset(m, 0, sizeof *m);
     if (max_keys > SIZE_MAX / 4 / sizeof(tok_strmap_slot))
-        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
-                            "tokenizer: %zu keys is too many for a map", max_keys);
+        return err_fail(CLINFER_ERR_INVALID_ARGUMENT, "tokenizer: %zu keys is too many for a map",
+                        max_keys);
     size_t cap = 16;
     while (cap < 2 * max_keys)
         cap *= 2;
     m->slots = calloc(cap, sizeof *m->slots);
-    if (!m->slots)
-        return clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "tokenizer: map of %zu slots", cap);
+    if (!m->slots) return err_fail(CLINFER_ERR_OUT_OF_MEMORY, "tokenizer: map of %zu slots", cap);
     m->mask = cap - 1;
     return CLINFER_OK;
 }
@@ -44,8 +43,8 @@ static size_t find_slot(const tok_strmap *m, const char *key, size_t len) {
 
 clinfer_status tok_strmap_put(tok_strmap *m, const char *key, size_t len, int32_t val) {
     if (len > UINT32_MAX || 2 * (m->count + 1) > m->mask + 1)
-        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
-                            "tokenizer: map full (%zu keys) or key of %zu bytes", m->count, len);
+        return err_fail(CLINFER_ERR_INVALID_ARGUMENT,
+                        "tokenizer: map full (%zu keys) or key of %zu bytes", m->count, len);
     size_t i = find_slot(m, key, len);
     if (!m->slots[i].key) {
         m->slots[i].key = key;

@@ -57,17 +57,16 @@ static clinfer_status charsmap_match(const clinfer_vocab *v, const char *s, size
                           ? memchr(v->ugm.repl + value, '\0', v->ugm.repl_size - value)
                           : NULL;
     if (!end)
-        return clinfer_fail(CLINFER_ERR_FORMAT,
-                            "tokenizer: precompiled_charsmap replacement at %u is outside its %zu "
-                            "bytes or unterminated",
-                            value, v->ugm.repl_size);
+        return err_fail(CLINFER_ERR_FORMAT,
+                        "tokenizer: precompiled_charsmap replacement at %u is outside its %zu "
+                        "bytes or unterminated",
+                        value, v->ugm.repl_size);
     *repl = v->ugm.repl + value;
     *repl_len = (size_t)(end - *repl);
     return CLINFER_OK;
 outside: /* as llama.cpp, which throws here */
-    return clinfer_fail(CLINFER_ERR_FORMAT,
-                        "tokenizer: precompiled_charsmap leads to node %u of %u", index,
-                        v->ugm.n_nodes);
+    return err_fail(CLINFER_ERR_FORMAT, "tokenizer: precompiled_charsmap leads to node %u of %u",
+                    index, v->ugm.n_nodes);
 }
 
 /* ---- loading ------------------------------------------------------------------------------ */
@@ -84,17 +83,17 @@ clinfer_status tok_ugm_init(clinfer_vocab *v, const gguf_file *f) {
     if (map) {
         if (map->type != GGUF_TYPE_ARRAY ||
             (map->arr_type != GGUF_TYPE_UINT8 && map->arr_type != GGUF_TYPE_INT8))
-            return clinfer_fail(CLINFER_ERR_FORMAT, "tokenizer: %s is not an array of bytes", key);
+            return err_fail(CLINFER_ERR_FORMAT, "tokenizer: %s is not an array of bytes", key);
         const unsigned char *p = map->data;
         uint64_t trie_size = map->arr_n < 4 ? 0
                                             : (uint64_t)p[0] | (uint64_t)p[1] << 8 |
                                                   (uint64_t)p[2] << 16 | (uint64_t)p[3] << 24;
         if (map->arr_n < 4 || trie_size + 4 >= map->arr_n || trie_size % 4)
-            return clinfer_fail(CLINFER_ERR_FORMAT,
-                                "tokenizer: %s of %llu bytes holds a trie of %llu bytes", key,
-                                (unsigned long long)map->arr_n, (unsigned long long)trie_size);
+            return err_fail(CLINFER_ERR_FORMAT,
+                            "tokenizer: %s of %llu bytes holds a trie of %llu bytes", key,
+                            (unsigned long long)map->arr_n, (unsigned long long)trie_size);
         v->ugm.charsmap = malloc((size_t)map->arr_n);
-        if (!v->ugm.charsmap) return clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "tokenizer: %s", key);
+        if (!v->ugm.charsmap) return err_fail(CLINFER_ERR_OUT_OF_MEMORY, "tokenizer: %s", key);
         memcpy(v->ugm.charsmap, p, (size_t)map->arr_n);
         v->ugm.trie = v->ugm.charsmap + 4;
         v->ugm.n_nodes = (uint32_t)(trie_size / 4);
@@ -122,7 +121,7 @@ static clinfer_status append(text_buf *b, const char *s, size_t n) {
     if (b->len + n > b->cap) {
         size_t cap = 2 * (b->len + n) + 64;
         char *buf = realloc(b->buf, cap);
-        if (!buf) return clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "tokenizer: %zu bytes", cap);
+        if (!buf) return err_fail(CLINFER_ERR_OUT_OF_MEMORY, "tokenizer: %zu bytes", cap);
         b->buf = buf;
         b->cap = cap;
     }

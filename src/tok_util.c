@@ -12,7 +12,7 @@ clinfer_status tok_ids_push(tok_ids *out, int32_t id) {
     if (out->n == out->cap) {
         size_t cap = out->cap ? 2 * out->cap : 64;
         int32_t *ids = realloc(out->ids, cap * sizeof *ids);
-        if (!ids) return clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "tokenizer: %zu tokens", cap);
+        if (!ids) return err_fail(CLINFER_ERR_OUT_OF_MEMORY, "tokenizer: %zu tokens", cap);
         out->ids = ids;
         out->cap = cap;
     }
@@ -30,9 +30,9 @@ size_t tok_char_len(const char *s, size_t n) {
 clinfer_status tok_alloc_positions(size_t n, size_t size, void **out) {
     *out = NULL;
     if (n > UINT32_MAX)
-        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "tokenizer: text of %zu bytes", n);
+        return err_fail(CLINFER_ERR_INVALID_ARGUMENT, "tokenizer: text of %zu bytes", n);
     *out = malloc((n + 1) * size);
-    if (!*out) return clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "tokenizer: %zu bytes of text", n);
+    if (!*out) return err_fail(CLINFER_ERR_OUT_OF_MEMORY, "tokenizer: %zu bytes of text", n);
     return CLINFER_OK;
 }
 
@@ -45,9 +45,9 @@ bool tok_white_space(int32_t c) {
 clinfer_status tok_escape_spaces(const char *text, size_t len, bool prefix, char **escaped,
                                  size_t *n) {
     if (len > (SIZE_MAX - 3) / 3)
-        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "tokenizer: text of %zu bytes", len);
+        return err_fail(CLINFER_ERR_INVALID_ARGUMENT, "tokenizer: text of %zu bytes", len);
     char *e = malloc(3 * len + 3);
-    if (!e) return clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "tokenizer: %zu bytes of text", len);
+    if (!e) return err_fail(CLINFER_ERR_OUT_OF_MEMORY, "tokenizer: %zu bytes of text", len);
     size_t k = 0;
     if (prefix) {
         memcpy(e, TOK_SPACE_MARK, 3);

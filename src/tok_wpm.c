@@ -55,8 +55,7 @@ static clinfer_status word_append(word *w, int32_t c) {
     if (w->len + 4 > w->cap) {
         size_t cap = 2 * w->cap + 64;
         char *buf = realloc(w->buf, cap);
-        if (!buf)
-            return clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "tokenizer: word of %zu bytes", cap);
+        if (!buf) return err_fail(CLINFER_ERR_OUT_OF_MEMORY, "tokenizer: word of %zu bytes", cap);
         w->buf = buf;
         w->cap = cap;
     }

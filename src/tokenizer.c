@@ -11,7 +11,7 @@
 #include "names.h"
 #include "tok_internal.h"
 
-void clinfer_vocab_free(clinfer_vocab *v) {
+void vocab_free(clinfer_vocab *v) {
     if (!v) return;
     tok_pretok_free(v->pretok);
     tok_strmap_free(&v->by_text);
@@ -35,9 +35,8 @@ static clinfer_status read_id(const gguf_file *f, const char *key, size_t n_toke
     clinfer_status st = gguf_get_i32(f, key, &value);
     if (st != CLINFER_OK) return st;
     if (value < -1 || (value >= 0 && (size_t)value >= n_tokens))
-        return clinfer_fail(CLINFER_ERR_FORMAT,
-                            "tokenizer: %s = %d is not a token id (n_vocab %zu)", key, value,
-                            n_tokens);
+        return err_fail(CLINFER_ERR_FORMAT, "tokenizer: %s = %d is not a token id (n_vocab %zu)",
+                        key, value, n_tokens);
     *id = value;
     return CLINFER_OK;
 }
@@ -53,14 +52,14 @@ static clinfer_status copy_tokens(clinfer_vocab *v, const gguf_file *f, const gg
     if (gguf_find_kv(f, "tokenizer.ggml.scores")) {
         CHECK(gguf_get_arr(f, "tokenizer.ggml.scores", GGUF_TYPE_FLOAT32, &scores));
         if (scores->arr_n < v->n_tokens)
-            return clinfer_fail(CLINFER_ERR_FORMAT, "tokenizer: %llu scores for %zu tokens",
-                                (unsigned long long)scores->arr_n, v->n_tokens);
+            return err_fail(CLINFER_ERR_FORMAT, "tokenizer: %llu scores for %zu tokens",
+                            (unsigned long long)scores->arr_n, v->n_tokens);
     }
     if (gguf_find_kv(f, "tokenizer.ggml.token_type")) {
         CHECK(gguf_get_arr(f, "tokenizer.ggml.token_type", GGUF_TYPE_INT32, &types));
         if (types->arr_n < v->n_tokens)
-            return clinfer_fail(CLINFER_ERR_FORMAT, "tokenizer: %llu token types for %zu tokens",
-                                (unsigned long long)types->arr_n, v->n_tokens);
+            return err_fail(CLINFER_ERR_FORMAT, "tokenizer: %llu token types for %zu tokens",
+                            (unsigned long long)types->arr_n, v->n_tokens);
     }
     /* Lengths are bounded by the file size, so the sums cannot overflow 64 bits. */
     uint64_t bytes = 0;
@@ -69,23 +68,22 @@ static clinfer_status copy_tokens(clinfer_vocab *v, const gguf_file *f, const gg
     for (uint64_t i = 0; merges && i < merges->arr_n; i++)
         bytes += gguf_arr_str(merges, i).len + 1;
     if (bytes > SIZE_MAX)
-        return clinfer_fail(CLINFER_ERR_FORMAT, "tokenizer: %llu bytes of token text",
-                            (unsigned long long)bytes);
+        return err_fail(CLINFER_ERR_FORMAT, "tokenizer: %llu bytes of token text",
+                        (unsigned long long)bytes);
     v->tokens = calloc(v->n_tokens, sizeof *v->tokens);
     v->arena = malloc((size_t)bytes);
     if (!v->tokens || !v->arena)
-        return clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "tokenizer: %zu tokens, %llu bytes",
-                            v->n_tokens, (unsigned long long)bytes);
+        return err_fail(CLINFER_ERR_OUT_OF_MEMORY, "tokenizer: %zu tokens, %llu bytes", v->n_tokens,
+                        (unsigned long long)bytes);
     char *p = v->arena;
     for (size_t i = 0; i < v->n_tokens; i++) {
         gguf_str s = gguf_arr_str(texts, i);
         if (s.len > UINT32_MAX)
-            return clinfer_fail(CLINFER_ERR_FORMAT, "tokenizer: token %zu is %llu bytes", i,
-                                (unsigned long long)s.len);
+            return err_fail(CLINFER_ERR_FORMAT, "tokenizer: token %zu is %llu bytes", i,
+                            (unsigned long long)s.len);
         int32_t type = types ? gguf_arr_i32(types, i) : TOK_TYPE_NORMAL;
         if (type < TOK_TYPE_UNDEFINED || type > TOK_TYPE_BYTE)
-            return clinfer_fail(CLINFER_ERR_FORMAT, "tokenizer: token %zu has type %d (0..6)", i,
-                                type);
+            return err_fail(CLINFER_ERR_FORMAT, "tokenizer: token %zu has type %d (0..6)", i, type);
         memcpy(p, s.ptr, s.len);
         size_t len = v->model == TOK_RWKV ? tok_rwkv_unescape(p, s.len) : s.len;
         p[len] = '\0';
@@ -102,9 +100,9 @@ static clinfer_status copy_tokens(clinfer_vocab *v, const gguf_file *f, const gg
     for (uint64_t i = 0; i < merges->arr_n; i++) {
         gguf_str s = gguf_arr_str(merges, i);
         if (s.len < 3 || !memchr(s.ptr + 1, ' ', s.len - 2))
-            return clinfer_fail(CLINFER_ERR_FORMAT,
-                                "tokenizer: merge %llu '%.*s' is not two pieces and a space",
-                                (unsigned long long)i, (int)(s.len > 64 ? 64 : s.len), s.ptr);
+            return err_fail(CLINFER_ERR_FORMAT,
+                            "tokenizer: merge %llu '%.*s' is not two pieces and a space",
+                            (unsigned long long)i, (int)(s.len > 64 ? 64 : s.len), s.ptr);
         memcpy(p, s.ptr, s.len);
         p[s.len] = '\0';
         if (tok_strmap_get(&v->merge_rank, p, s.len) < 0) /* a repeated merge keeps its rank */
@@ -141,7 +139,7 @@ static clinfer_status index_specials(clinfer_vocab *v) {
     v->specials = malloc((n ? n : 1) * sizeof *v->specials);
     if (!keys || !v->specials) {
         free(keys);
-        return clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "tokenizer: %zu special tokens", n);
+        return err_fail(CLINFER_ERR_OUT_OF_MEMORY, "tokenizer: %zu special tokens", n);
     }
     n = 0;
     for (size_t i = 0; i < v->n_tokens; i++)
@@ -169,7 +167,7 @@ static const char *const text_end_texts[] = {"<|endoftext|>", "<|end_of_text|>",
                                              "<|tool_response>"};
 
 static void add_eog(clinfer_vocab *v, int32_t id) {
-    if (id < 0 || v->n_eog == TOK_MAX_EOG || clinfer_vocab_is_eog(v, id)) return;
+    if (id < 0 || v->n_eog == TOK_MAX_EOG || vocab_is_eog(v, id)) return;
     v->eog[v->n_eog++] = id;
 }
 
@@ -252,39 +250,38 @@ static const struct {
     {"plamo2", TOK_PLAMO2, false, false, NULL}};
 #define N_TOK_MODELS (sizeof tok_models / sizeof tok_models[0])
 
-const char *clinfer_vocab_model_at(size_t index) {
+const char *vocab_model_at(size_t index) {
     return index < N_TOK_MODELS ? tok_models[index].name : NULL;
 }
 
-clinfer_status clinfer_vocab_load(const gguf_file *f, clinfer_vocab **out) {
+clinfer_status vocab_load(const gguf_file *f, clinfer_vocab **out) {
     clinfer_status st = CLINFER_OK;
     clinfer_vocab *v = NULL;
     gguf_str model, pre = {"default", 7};
     const gguf_kv *texts = NULL, *merges = NULL;
-    if (!f || !out)
-        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "clinfer_vocab_load: NULL argument");
+    if (!f || !out) return err_fail(CLINFER_ERR_INVALID_ARGUMENT, "vocab_load: NULL argument");
     *out = NULL;
     v = calloc(1, sizeof *v);
-    if (!v) return clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "tokenizer: vocabulary");
+    if (!v) return err_fail(CLINFER_ERR_OUT_OF_MEMORY, "tokenizer: vocabulary");
     CHECK(gguf_get_str(f, "tokenizer.ggml.model", &model));
     if (gguf_find_kv(f, "tokenizer.ggml.pre")) CHECK(gguf_get_str(f, "tokenizer.ggml.pre", &pre));
     size_t k = 0;
     while (k < N_TOK_MODELS && !gguf_str_eq(model, tok_models[k].name))
         k++;
     if (k == N_TOK_MODELS && (gguf_str_eq(model, "none") || gguf_str_eq(model, "no_vocab"))) {
-        st = clinfer_fail(CLINFER_ERR_UNSUPPORTED,
-                          "tokenizer: the file has no vocabulary (tokenizer.ggml.model '%.*s')",
-                          (int)model.len, model.ptr);
+        st = err_fail(CLINFER_ERR_UNSUPPORTED,
+                      "tokenizer: the file has no vocabulary (tokenizer.ggml.model '%.*s')",
+                      (int)model.len, model.ptr);
         goto cleanup;
     }
     if (k == N_TOK_MODELS) {
         char names[128];
-        names_list(clinfer_vocab_model_at, names, sizeof names);
-        const char *closest = names_closest(clinfer_vocab_model_at, model.ptr, model.len);
-        st = clinfer_fail(CLINFER_ERR_UNSUPPORTED,
-                          "tokenizer: tokenizer.ggml.model '%.*s' is not supported (%s are)%s%s",
-                          (int)(model.len > 64 ? 64 : model.len), model.ptr, names,
-                          closest ? "; closest: " : "", closest ? closest : "");
+        names_list(vocab_model_at, names, sizeof names);
+        const char *closest = names_closest(vocab_model_at, model.ptr, model.len);
+        st = err_fail(CLINFER_ERR_UNSUPPORTED,
+                      "tokenizer: tokenizer.ggml.model '%.*s' is not supported (%s are)%s%s",
+                      (int)(model.len > 64 ? 64 : model.len), model.ptr, names,
+                      closest ? "; closest: " : "", closest ? closest : "");
         goto cleanup;
     }
     v->model = tok_models[k].model;
@@ -292,8 +289,8 @@ clinfer_status clinfer_vocab_load(const gguf_file *f, clinfer_vocab **out) {
     if (tok_models[k].pre) pre = (gguf_str){tok_models[k].pre, strlen(tok_models[k].pre)};
     CHECK(gguf_get_arr(f, "tokenizer.ggml.tokens", GGUF_TYPE_STRING, &texts));
     if (texts->arr_n == 0 || texts->arr_n > INT32_MAX) {
-        st = clinfer_fail(CLINFER_ERR_FORMAT, "tokenizer: %llu tokens",
-                          (unsigned long long)texts->arr_n);
+        st = err_fail(CLINFER_ERR_FORMAT, "tokenizer: %llu tokens",
+                      (unsigned long long)texts->arr_n);
         goto cleanup;
     }
     v->n_tokens = (size_t)texts->arr_n;
@@ -317,15 +314,15 @@ clinfer_status clinfer_vocab_load(const gguf_file *f, clinfer_vocab **out) {
     *out = v;
     v = NULL;
 cleanup:
-    if (st != CLINFER_OK) clinfer_error_prefix("loading the vocabulary");
-    clinfer_vocab_free(v);
+    if (st != CLINFER_OK) err_prefix("loading the vocabulary");
+    vocab_free(v);
     return st;
 }
 
-bool clinfer_vocab_present(const gguf_file *f) {
+bool vocab_present(const gguf_file *f) {
     const gguf_kv *kv = gguf_find_kv(f, "tokenizer.ggml.model");
     if (!kv) return false;
-    if (kv->type != GGUF_TYPE_STRING) return true; /* for clinfer_vocab_load to refuse */
+    if (kv->type != GGUF_TYPE_STRING) return true; /* for vocab_load to refuse */
     gguf_str model;
     return gguf_get_str(f, "tokenizer.ggml.model", &model) != CLINFER_OK ||
            (!gguf_str_eq(model, "none") && !gguf_str_eq(model, "no_vocab"));
@@ -333,32 +330,32 @@ bool clinfer_vocab_present(const gguf_file *f) {
 
 /* ---- queries ---------------------------------------------------------------------------- */
 
-size_t clinfer_vocab_n_tokens(const clinfer_vocab *v) {
+size_t vocab_n_tokens(const clinfer_vocab *v) {
     return v->n_tokens;
 }
-int32_t clinfer_vocab_bos(const clinfer_vocab *v) {
+int32_t vocab_bos(const clinfer_vocab *v) {
     return v->bos;
 }
-int32_t clinfer_vocab_eos(const clinfer_vocab *v) {
+int32_t vocab_eos(const clinfer_vocab *v) {
     return v->eos;
 }
-int32_t clinfer_vocab_eot(const clinfer_vocab *v) {
+int32_t vocab_eot(const clinfer_vocab *v) {
     return v->eot;
 }
-int32_t clinfer_vocab_eom(const clinfer_vocab *v) {
+int32_t vocab_eom(const clinfer_vocab *v) {
     return v->eom;
 }
-bool clinfer_vocab_add_bos(const clinfer_vocab *v) {
+bool vocab_add_bos(const clinfer_vocab *v) {
     return v->add_bos && v->bos >= 0;
 }
 
-bool clinfer_vocab_is_eog(const clinfer_vocab *v, int32_t id) {
+bool vocab_is_eog(const clinfer_vocab *v, int32_t id) {
     for (size_t i = 0; i < v->n_eog; i++)
         if (v->eog[i] == id) return true;
     return false;
 }
 
-int32_t clinfer_vocab_find(const clinfer_vocab *v, const char *text, size_t len) {
+int32_t vocab_find(const clinfer_vocab *v, const char *text, size_t len) {
     return text || !len ? tok_strmap_get(&v->by_text, text, len) : -1;
 }
 
@@ -394,16 +391,15 @@ static clinfer_status encode_run(const clinfer_vocab *v, const char *text, size_
     case TOK_PLAMO2:
         return tok_plamo2_encode(v, text, len, out);
     }
-    return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "tokenizer: model %d", (int)v->model);
+    return err_fail(CLINFER_ERR_INVALID_ARGUMENT, "tokenizer: model %d", (int)v->model);
 }
 
-clinfer_status clinfer_vocab_tokenize(const clinfer_vocab *v, const char *text, size_t len,
-                                      bool add_bos, bool parse_special, int32_t *out, size_t cap,
-                                      size_t *n_out) {
+clinfer_status vocab_tokenize(const clinfer_vocab *v, const char *text, size_t len, bool add_bos,
+                              bool parse_special, int32_t *out, size_t cap, size_t *n_out) {
     clinfer_status st = CLINFER_OK;
     tok_ids ids = {0};
     if (!v || (!text && len) || (!out && cap) || !n_out)
-        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "clinfer_vocab_tokenize: NULL argument");
+        return err_fail(CLINFER_ERR_INVALID_ARGUMENT, "vocab_tokenize: NULL argument");
     *n_out = 0;
     if (add_bos && v->bos >= 0) CHECK(tok_ids_push(&ids, v->bos));
     size_t run = 0; /* start of the plain text not yet tokenized */
@@ -424,8 +420,8 @@ clinfer_status clinfer_vocab_tokenize(const clinfer_vocab *v, const char *text, 
     *n_out = ids.n;
     if (ids.n && cap) memcpy(out, ids.ids, (ids.n < cap ? ids.n : cap) * sizeof *out);
     if (ids.n > cap)
-        st = clinfer_fail(CLINFER_ERR_BUFFER_TOO_SMALL, "tokenizer: %zu tokens, room for %zu",
-                          ids.n, cap);
+        st = err_fail(CLINFER_ERR_BUFFER_TOO_SMALL, "tokenizer: %zu tokens, room for %zu", ids.n,
+                      cap);
 cleanup:
     free(ids.ids);
     return st;
@@ -489,13 +485,12 @@ static void put_unescaped(const tok_entry *t, piece_out *p) {
     put(p, t->text + start, t->len - start);
 }
 
-clinfer_status clinfer_vocab_piece(const clinfer_vocab *v, int32_t id, char *buf, size_t cap,
-                                   size_t *len) {
+clinfer_status vocab_piece(const clinfer_vocab *v, int32_t id, char *buf, size_t cap, size_t *len) {
     if (!v || (!buf && cap) || !len)
-        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "clinfer_vocab_piece: NULL argument");
+        return err_fail(CLINFER_ERR_INVALID_ARGUMENT, "vocab_piece: NULL argument");
     if (id < 0 || (size_t)id >= v->n_tokens)
-        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "tokenizer: token id %d (n_vocab %zu)",
-                            id, v->n_tokens);
+        return err_fail(CLINFER_ERR_INVALID_ARGUMENT, "tokenizer: token id %d (n_vocab %zu)", id,
+                        v->n_tokens);
     const tok_entry *t = &v->tokens[id];
     piece_out p = {buf, cap, 0};
     int byte = t->type == TOK_TYPE_BYTE ? byte_token_value(t) : -1;
@@ -516,10 +511,10 @@ clinfer_status clinfer_vocab_piece(const clinfer_vocab *v, int32_t id, char *buf
     }
     *len = p.len;
     if (p.len > cap)
-        return clinfer_fail(CLINFER_ERR_BUFFER_TOO_SMALL,
-                            "tokenizer: piece of token %d is %zu "
-                            "bytes, room for %zu",
-                            id, p.len, cap);
+        return err_fail(CLINFER_ERR_BUFFER_TOO_SMALL,
+                        "tokenizer: piece of token %d is %zu "
+                        "bytes, room for %zu",
+                        id, p.len, cap);
     return CLINFER_OK;
 }
 

@@ -23,25 +23,25 @@ typedef struct clinfer_vocab clinfer_vocab;
 
 /* Validates the metadata (tokens, scores length >= n_vocab when present, token types, merges,
  * special ids in range) and copies what it needs: the file may be closed afterwards. */
-clinfer_status clinfer_vocab_load(const gguf_file *f, clinfer_vocab **out);
-void clinfer_vocab_free(clinfer_vocab *v);
+clinfer_status vocab_load(const gguf_file *f, clinfer_vocab **out);
+void vocab_free(clinfer_vocab *v);
 /* The index-th tokenizer.ggml.model value it reads (from 0); NULL past the last. */
-const char *clinfer_vocab_model_at(size_t index);
+const char *vocab_model_at(size_t index);
 /* Whether the file has a vocabulary: tokenizer.ggml.model is there and not "none" or
  * "no_vocab" (llama.cpp's names for a model without one). */
-bool clinfer_vocab_present(const gguf_file *f);
+bool vocab_present(const gguf_file *f);
 
-size_t clinfer_vocab_n_tokens(const clinfer_vocab *v);
+size_t vocab_n_tokens(const clinfer_vocab *v);
 /* Special ids, -1 when the vocabulary has none. For WordPiece, BOS is [CLS]. */
-int32_t clinfer_vocab_bos(const clinfer_vocab *v);
-int32_t clinfer_vocab_eos(const clinfer_vocab *v);
-int32_t clinfer_vocab_eot(const clinfer_vocab *v);
-int32_t clinfer_vocab_eom(const clinfer_vocab *v);
+int32_t vocab_bos(const clinfer_vocab *v);
+int32_t vocab_eos(const clinfer_vocab *v);
+int32_t vocab_eot(const clinfer_vocab *v);
+int32_t vocab_eom(const clinfer_vocab *v);
 /* Whether prompts start with BOS: tokenizer.ggml.add_bos_token, else the model type's default
  * (SentencePiece and WordPiece yes, byte-level BPE no). */
-bool clinfer_vocab_add_bos(const clinfer_vocab *v);
+bool vocab_add_bos(const clinfer_vocab *v);
 /* End of generation: EOS, EOT, EOM and control tokens such as <|im_end|> or <|eot_id|>. */
-bool clinfer_vocab_is_eog(const clinfer_vocab *v, int32_t id);
+bool vocab_is_eog(const clinfer_vocab *v, int32_t id);
 
 /* Tokenizes len bytes of text. add_bos adds the vocabulary's special tokens: BOS first
  * (WordPiece: [CLS] ... [SEP]), and EOS last where tokenizer.ggml.add_eos_token (T5's default)
@@ -49,19 +49,17 @@ bool clinfer_vocab_is_eog(const clinfer_vocab *v, int32_t id);
  * match. Writes up to cap ids; *n_out receives the count needed, and the call returns
  * CLINFER_ERR_BUFFER_TOO_SMALL when it exceeds cap. Invalid UTF-8 never fails: bad bytes are
  * single-byte characters (WordPiece drops them, as BERT's cleaning drops U+FFFD). */
-clinfer_status clinfer_vocab_tokenize(const clinfer_vocab *v, const char *text, size_t len,
-                                      bool add_bos, bool parse_special, int32_t *out, size_t cap,
-                                      size_t *n_out);
+clinfer_status vocab_tokenize(const clinfer_vocab *v, const char *text, size_t len, bool add_bos,
+                              bool parse_special, int32_t *out, size_t cap, size_t *n_out);
 
 /* The bytes token id stands for (not NUL-terminated, maybe part of a UTF-8 character): byte-level
  * BPE maps its characters back to bytes, SentencePiece turns U+2581 into a space and <0xXX> into
  * the byte, WordPiece turns the word-start U+2581 (the GGUF form of a piece without "##") into a
  * space. Control and user-defined tokens give their text. *len receives the size needed;
  * CLINFER_ERR_BUFFER_TOO_SMALL when it exceeds cap. */
-clinfer_status clinfer_vocab_piece(const clinfer_vocab *v, int32_t id, char *buf, size_t cap,
-                                   size_t *len);
+clinfer_status vocab_piece(const clinfer_vocab *v, int32_t id, char *buf, size_t cap, size_t *len);
 
 /* The id of the token whose text is exactly these bytes, or -1. */
-int32_t clinfer_vocab_find(const clinfer_vocab *v, const char *text, size_t len);
+int32_t vocab_find(const clinfer_vocab *v, const char *text, size_t len);
 
 #endif

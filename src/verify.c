@@ -58,7 +58,7 @@ static void choose_tolerance(verifier *v, const exec_plan *plan) {
                 r->bound = tolerances[t].op;
                 r->bound_whole = tolerances[t].whole;
                 snprintf(r->tolerance, sizeof r->tolerance, "%s weights, %s activations",
-                         clinfer_dtype_name(s.w_type), s.op.matmul.x_q8 ? "8-bit" : "f32");
+                         dtype_name(s.w_type), s.op.matmul.x_q8 ? "8-bit" : "f32");
             }
     }
 }
@@ -80,8 +80,7 @@ static clinfer_status read_output(verifier *v, int side, const clinfer_op_output
             v->host[s] = malloc(o->count * sizeof(float));
             if (!v->raw[s] || !v->host[s]) v->cap = 0;
         }
-        if (!v->cap)
-            return clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "verify: %zu elements", o->count);
+        if (!v->cap) return err_fail(CLINFER_ERR_OUT_OF_MEMORY, "verify: %zu elements", o->count);
     }
     size_t elem = elem_bytes(o);
     CHECK(be->i->buffer_read(be->ctx, o->ref.buf, o->ref.offset * elem, o->count * elem,
@@ -89,7 +88,7 @@ static clinfer_status read_output(verifier *v, int side, const clinfer_op_output
     const uint16_t *half = v->raw[side];
     for (size_t i = 0; i < o->count; i++)
         v->host[side][i] =
-            elem == sizeof(float) ? ((const float *)v->raw[side])[i] : clinfer_f16_to_f32(half[i]);
+            elem == sizeof(float) ? ((const float *)v->raw[side])[i] : f16_to_f32(half[i]);
 cleanup:
     return st;
 }
@@ -100,7 +99,7 @@ static clinfer_status add_row(verifier *v, const clinfer_verify_row *row, bool o
     if (r->n_rows == v->rows_cap) {
         size_t cap = v->rows_cap ? 2 * v->rows_cap : 256;
         clinfer_verify_row *grown = realloc(r->rows, cap * sizeof *grown);
-        if (!grown) return clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "verify: %zu rows", cap);
+        if (!grown) return err_fail(CLINFER_ERR_OUT_OF_MEMORY, "verify: %zu rows", cap);
         r->rows = grown;
         v->rows_cap = cap;
     }
@@ -142,7 +141,7 @@ static clinfer_status compare_step(verifier *v, const context_batch b[SIDES], si
     size_t n_out = 0, at;
     for (int side = 0; side < SIDES; side++) {
         s[side] = exec_plan_at(b[side].plan, i, b[side].pos0);
-        n_out = clinfer_op_outputs(&s[side].op, out[side]);
+        n_out = op_outputs(&s[side].op, out[side]);
     }
     clinfer_verify_row row = {.phase = phase, .layer = s[DEV].layer, .bound = v->report->bound};
     verify_label(v->model[DEV], b[DEV].state, &s[DEV], row.op, sizeof row.op);
@@ -168,7 +167,7 @@ static clinfer_status walk(verifier *v, const int32_t *tokens, size_t n, const c
     clinfer_status st = CLINFER_OK;
     context_batch b[SIDES];
     for (int side = 0; side < SIDES; side++)
-        CHECK(clinfer_context_stage(v->ctx[side], tokens, n, &b[side]));
+        CHECK(context_stage(v->ctx[side], tokens, n, &b[side]));
     if (!v->report->tolerance[0]) choose_tolerance(v, b[DEV].plan);
     for (size_t i = 0; i < exec_plan_len(b[DEV].plan, true); i++) {
         for (int side = 0; side < SIDES; side++)
@@ -176,9 +175,9 @@ static clinfer_status walk(verifier *v, const int32_t *tokens, size_t n, const c
         CHECK(compare_step(v, b, i, (int)n, phase));
     }
     for (int side = 0; side < SIDES; side++)
-        clinfer_context_advance(v->ctx[side], n);
+        context_advance(v->ctx[side], n);
 cleanup:
-    if (st != CLINFER_OK) clinfer_error_prefix("verify: %s of %zu tokens", phase, n);
+    if (st != CLINFER_OK) err_prefix("verify: %s of %zu tokens", phase, n);
     return st;
 }
 
@@ -212,7 +211,7 @@ static clinfer_status whole(verifier *v, const int32_t *tokens, size_t n) {
     CHECK(clinfer_sampler_sample(sampler, logits[REF], n_vocab, &v->report->top_reference));
 cleanup:
     clinfer_sampler_free(sampler);
-    if (st != CLINFER_OK) clinfer_error_prefix("verify: the whole evaluation");
+    if (st != CLINFER_OK) err_prefix("verify: the whole evaluation");
     return st;
 }
 
@@ -252,12 +251,12 @@ clinfer_status clinfer_verify(const char *model_path, const clinfer_model_params
                               size_t n_tokens, clinfer_verify_report **out) {
     clinfer_status st = CLINFER_OK;
     if (!model_path || !tokens || !out)
-        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "verify: NULL argument");
+        return err_fail(CLINFER_ERR_INVALID_ARGUMENT, "verify: NULL argument");
     *out = NULL;
     if (n_tokens == 0 || n_tokens > INT32_MAX)
-        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "verify: %zu tokens", n_tokens);
+        return err_fail(CLINFER_ERR_INVALID_ARGUMENT, "verify: %zu tokens", n_tokens);
     verifier v = {.report = calloc(1, sizeof *v.report)};
-    if (!v.report) return clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "verify: report");
+    if (!v.report) return err_fail(CLINFER_ERR_OUT_OF_MEMORY, "verify: report");
     CHECK(open_sides(&v, model_path, device_params, cp, n_tokens));
     if (n_tokens > 1) CHECK(walk(&v, tokens, n_tokens - 1, "prefill"));
     CHECK(walk(&v, tokens + n_tokens - 1, 1, "decode"));

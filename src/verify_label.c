@@ -37,7 +37,7 @@ void verify_label(const clinfer_model *m, const exec_state *s, const exec_step *
     const clinfer_op *op = &step->op;
     bool head = step->layer == (int)m->hp.n_layer, body = step->layer >= 0 && !head;
     const clinfer_layer *l = body ? &m->layers[step->layer] : NULL;
-    snprintf(buf, size, "%s", clinfer_op_name(op->kind));
+    snprintf(buf, size, "%s", op_kind_name(op->kind));
     size_t len = strlen(buf);
     switch (op->kind) {
     case CLINFER_OP_MATMUL:

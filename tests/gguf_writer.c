@@ -152,7 +152,7 @@ void gw_tensor(gguf_writer *w, const char *name, clinfer_dtype type, uint32_t n_
     size_t rows = 1;
     for (uint32_t d = 1; d < n_dims; d++)
         rows *= (size_t)ne[d];
-    size_t size = clinfer_dtype_row_bytes(type, (size_t)ne[0]) * rows;
+    size_t size = dtype_row_bytes(type, (size_t)ne[0]) * rows;
     uint8_t *copy = malloc(size ? size : 1);
     wtensor *t = copy ? add_tensor(w, name, strlen(name)) : NULL;
     if (!t) {

@@ -30,7 +30,7 @@ static void check_fresh_backend_works(const char *after) {
     float in[16], out[16] = {0};
     for (int i = 0; i < 16; i++)
         in[i] = (float)i - 3.5f;
-    EXPECT_OK(clinfer_backend_opencl_create(0, NULL, &b));
+    EXPECT_OK(cl_backend_create(0, NULL, &b));
     if (!b) return;
     EXPECT_OK(b->i->buffer_alloc(b->ctx, sizeof in, &x));
     EXPECT_OK(b->i->buffer_alloc(b->ctx, sizeof out, &y));
@@ -44,12 +44,12 @@ static void check_fresh_backend_works(const char *after) {
     }
     b->i->buffer_free(b->ctx, x);
     b->i->buffer_free(b->ctx, y);
-    clinfer_backend_free(b);
+    backend_free(b);
 }
 
 static void test_alloc_fault(void) {
     clinfer_backend *b = NULL;
-    EXPECT_OK(clinfer_backend_opencl_create(0, NULL, &b));
+    EXPECT_OK(cl_backend_create(0, NULL, &b));
     if (!b) return;
     clinfer_buffer *first = NULL, *second = NULL, *third = NULL;
     setenv("CLINFER_FAULT", "alloc:2:-4", 1);
@@ -63,13 +63,13 @@ static void test_alloc_fault(void) {
     unsetenv("CLINFER_FAULT");
     b->i->buffer_free(b->ctx, first);
     b->i->buffer_free(b->ctx, third);
-    clinfer_backend_free(b);
+    backend_free(b);
     check_fresh_backend_works("an allocation failure");
 }
 
 static void test_enqueue_fault(void) {
     clinfer_backend *b = NULL;
-    EXPECT_OK(clinfer_backend_opencl_create(0, NULL, &b));
+    EXPECT_OK(cl_backend_create(0, NULL, &b));
     if (!b) return;
     clinfer_buffer *x = NULL, *y = NULL;
     EXPECT_OK(b->i->buffer_alloc(b->ctx, 64, &x));
@@ -93,7 +93,7 @@ static void test_enqueue_fault(void) {
     unsetenv("CLINFER_FAULT");
     b->i->buffer_free(b->ctx, x);
     b->i->buffer_free(b->ctx, y);
-    clinfer_backend_free(b);
+    backend_free(b);
     check_fresh_backend_works("a lost device");
 }
 
@@ -101,11 +101,11 @@ static void test_build_fault(void) {
     /* Counting restarts when the variable changes, so build 3 is the third of this create. */
     setenv("CLINFER_FAULT", "build:3:-11", 1);
     clinfer_backend *b = NULL;
-    clinfer_status st = clinfer_backend_opencl_create(0, NULL, &b);
+    clinfer_status st = cl_backend_create(0, NULL, &b);
     EXPECT(st == CL_BUILD_PROGRAM_FAILURE && !b, "create with a failing build returned %s",
            clinfer_status_str(st));
     unsetenv("CLINFER_FAULT");
-    clinfer_backend_free(b);
+    backend_free(b);
     check_fresh_backend_works("a build failure");
 }
 

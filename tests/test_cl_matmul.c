@@ -63,12 +63,12 @@ static void pair_free(pair *p) {
 /* Random m x k weights stored as type (quantized by the library's own quantizer), created on
  * both sides; NULL buffers when creation failed (already recorded). */
 static pair weight_new(clinfer_dtype type, int m, int k) {
-    size_t row = clinfer_dtype_row_bytes(type, (size_t)k);
+    size_t row = dtype_row_bytes(type, (size_t)k);
     float *f = malloc((size_t)k * sizeof *f);
     unsigned char *data = malloc(row * (size_t)m);
     for (int r = 0; r < m; r++) {
         rng_fill(f, (size_t)k, -1.0f, 1.0f);
-        clinfer_quantize_row(type, f, data + row * (size_t)r, (size_t)k);
+        quantize_row(type, f, data + row * (size_t)r, (size_t)k);
     }
     pair p = {{NULL, NULL}};
     for (int s = 0; s < SIDES; s++)
@@ -107,9 +107,9 @@ static void check_matmul(const pair *w, clinfer_dtype type, int row0, int m, int
     pair y = pair_random(y_off + (size_t)n * m); /* accumulate adds to these */
     pair b = pair_random(1 + (size_t)m);
     char what[160];
-    snprintf(what, sizeof what, "%s matmul %s rows %d + %d k %d n %d%s%s%s", why,
-             clinfer_dtype_name(type), row0, m, k, n, accumulate ? " accumulate" : "",
-             bias ? " bias" : "", x_q8 ? " x_q8" : "");
+    snprintf(what, sizeof what, "%s matmul %s rows %d + %d k %d n %d%s%s%s", why, dtype_name(type),
+             row0, m, k, n, accumulate ? " accumulate" : "", bias ? " bias" : "",
+             x_q8 ? " x_q8" : "");
     for (int s = 0; s < SIDES; s++) {
         clinfer_op op = {.kind = CLINFER_OP_MATMUL};
         op.matmul.w = w->buf[s];
@@ -139,8 +139,8 @@ static void check_embed(const pair *w, clinfer_dtype type, int m, int k, const c
     pair y = pair_random(2 + (size_t)n * k);
     char what[128];
     for (int scaled = 0; scaled < 2; scaled++) { /* scale 0 (none), then gemma3's sqrt(640) */
-        snprintf(what, sizeof what, "%s embed %s m %d k %d scale %d", why, clinfer_dtype_name(type),
-                 m, k, scaled);
+        snprintf(what, sizeof what, "%s embed %s m %d k %d scale %d", why, dtype_name(type), m, k,
+                 scaled);
         for (int s = 0; s < SIDES; s++) {
             clinfer_op op = {.kind = CLINFER_OP_EMBED};
             op.embed.w = w->buf[s];
@@ -201,7 +201,7 @@ static void test_shapes(clinfer_dtype type) {
     static const int ns[] = {1, 2, 5, 7, 8, 9, 16, 33};
     const int *ks;
     int nk;
-    size_t blk = clinfer_dtype_block_elems(type);
+    size_t blk = dtype_block_elems(type);
     bool q8 = blk > 1,
          small = test_small(); /* 8-bit activations only pair with quantized weights */
     if (blk == 1) {
@@ -263,10 +263,10 @@ static void test_shapes(clinfer_dtype type) {
 /* Weights split by rows over several allocations: a limit of a few rows' bytes forces parts of
  * uneven size, and matvec, GEMM (and its f32 staging) and gather must stitch them together. */
 static void test_split(clinfer_dtype type) {
-    const int m = 67, k = clinfer_dtype_block_elems(type) == 256 ? 512 : 192;
-    bool q8 = clinfer_dtype_block_elems(type) > 1;
+    const int m = 67, k = dtype_block_elems(type) == 256 ? 512 : 192;
+    bool q8 = dtype_block_elems(type) > 1;
     char limit[32];
-    snprintf(limit, sizeof limit, "%zu", 9 * clinfer_dtype_row_bytes(type, (size_t)k) / 2);
+    snprintf(limit, sizeof limit, "%zu", 9 * dtype_row_bytes(type, (size_t)k) / 2);
     setenv("CLINFER_MAX_ALLOC", limit, 1);
     pair w = weight_new(type, m, k);
     if (w.buf[REF] && w.buf[CL]) { /* the limit also cuts GEMM's f32 staging into chunks */
@@ -299,8 +299,8 @@ static void run_q8(int side, const pair *w, int m, int k, int n, clinfer_ref x, 
  * an rmsnorm of two rows, which CPUs round a row per item, before a matmul of two columns).
  * Each step's result is compared with the reference. */
 static void test_q8_reuse(clinfer_dtype type) {
-    const int m = 40, k = clinfer_dtype_block_elems(type) == 256 ? 256 : 96;
-    const int q8_block = (int)clinfer_dtype_q8_act_block(type); /* the y_q8 hint's */
+    const int m = 40, k = dtype_block_elems(type) == 256 ? 256 : 96;
+    const int q8_block = (int)dtype_q8_act_block(type); /* the y_q8 hint's */
     pair w = weight_new(type, m, k), w2 = weight_new(type, k, k);
     pair x = pair_random(2 * (size_t)k), y = pair_random(2 * (size_t)m);
     pair src = pair_random(2 * (size_t)k);
@@ -337,7 +337,7 @@ static void test_q8_reuse(clinfer_dtype type) {
             run_q8(s, &w, m, k, n, step == 3 ? x1 : x0, (clinfer_ref){y.buf[s], 0});
             if (step == 0) run_q8(s, &w, m, k, 1, x0, (clinfer_ref){y.buf[s], 0}); /* reuse */
         }
-        snprintf(what, sizeof what, "x_q8 reuse %s step %d", clinfer_dtype_name(type), step);
+        snprintf(what, sizeof what, "x_q8 reuse %s step %d", dtype_name(type), step);
         compare(&y, 0, (size_t)m * n, MATMUL_NMSE, what);
     }
     free(fresh);
@@ -398,14 +398,14 @@ static void test_rejects(void) {
  * test_shapes covers. */
 static void test_gemm_q8(clinfer_dtype type) {
     static const int ms[] = {1, 5, 67}, ns[] = {9, 14, 33, 45};
-    size_t blk = clinfer_dtype_block_elems(type);
+    size_t blk = dtype_block_elems(type);
     bool small = test_small();
     int k = blk == 256 ? (small ? 256 : 512) : 96, variant = 0;
     size_t n_ns = small ? 1 : sizeof ns / sizeof ns[0];
     if (blk == 1) return;
     for (int split = 0; split < 2; split++) {
         char limit[32];
-        snprintf(limit, sizeof limit, "%zu", 9 * clinfer_dtype_row_bytes(type, (size_t)k) / 2);
+        snprintf(limit, sizeof limit, "%zu", 9 * dtype_row_bytes(type, (size_t)k) / 2);
         if (split) setenv("CLINFER_MAX_ALLOC", limit, 1);
         for (size_t mi = split ? 2 : 0; mi < sizeof ms / sizeof ms[0]; mi++) {
             int m = ms[mi];
@@ -427,7 +427,7 @@ static void test_gemm_q8(clinfer_dtype type) {
  * work-item and a partial tile. 37 rows from row 3 (a partial last panel, read from inside the
  * weight), k with a partial last block (f32/f16: 299, past a multiple of 8 too). */
 static void test_gemm_tiles(clinfer_dtype type) {
-    size_t blk = clinfer_dtype_block_elems(type);
+    size_t blk = dtype_block_elems(type);
     int k = blk == 1 ? 299 : blk == 32 ? 320 : 512, m = 37;
     pair w = weight_new(type, m + 5, k);
     if (w.buf[REF] && w.buf[CL]) {
@@ -459,7 +459,7 @@ static bool compiles_avx2(const cl_backend_ctx *b) {
  * has been built first. */
 static void test_int8_dots(size_t index) {
     clinfer_backend *cl = NULL;
-    EXPECT_OK(clinfer_backend_opencl_create(index, NULL, &cl));
+    EXPECT_OK(cl_backend_create(index, NULL, &cl));
     if (!cl) return;
     const cl_backend_ctx *b = cl->ctx;
     EXPECT(!cl->i->int8_dots(cl->ctx), "int8_dots before any quantized weight");
@@ -471,15 +471,15 @@ static void test_int8_dots(size_t index) {
     EXPECT(dots == want, "int8_dots %d on the %s path, __AVX2__ %s", dots, b->info.kernel_path,
            avx2 ? "defined" : "not defined");
     if (w) cl->i->buffer_free(cl->ctx, w);
-    clinfer_backend_free(cl);
+    backend_free(cl);
 }
 
 static void test_device(size_t index) {
-    EXPECT_OK(clinfer_backend_reference_create(&be[REF]));
-    EXPECT_OK(clinfer_backend_opencl_create(index, NULL, &be[CL]));
+    EXPECT_OK(ref_backend_create(&be[REF]));
+    EXPECT_OK(cl_backend_create(index, NULL, &be[CL]));
     if (!be[REF] || !be[CL]) {
-        clinfer_backend_free(be[REF]);
-        clinfer_backend_free(be[CL]);
+        backend_free(be[REF]);
+        backend_free(be[CL]);
         return;
     }
     printf("device %zu: %s\n", index, be[CL]->i->describe(be[CL]->ctx));
@@ -488,18 +488,18 @@ static void test_device(size_t index) {
     clinfer_dtype types[CLINFER_DT_ID_LIMIT];
     size_t n_types = weight_types(types);
     for (size_t t = 0; t < n_types; t++) {
-        printf("  %s\n", clinfer_dtype_name(types[t]));
+        printf("  %s\n", dtype_name(types[t]));
         test_shapes(types[t]);
         test_split(types[t]);
-        if (clinfer_dtype_block_elems(types[t]) > 1) test_q8_reuse(types[t]);
+        if (dtype_block_elems(types[t]) > 1) test_q8_reuse(types[t]);
     }
     test_rejects();
     for (size_t t = 0; t < n_types; t++) {
         test_gemm_q8(types[t]);
         test_gemm_tiles(types[t]);
     }
-    clinfer_backend_free(be[REF]);
-    clinfer_backend_free(be[CL]);
+    backend_free(be[REF]);
+    backend_free(be[CL]);
 }
 
 int main(void) {

@@ -259,7 +259,7 @@ static void compare_cache(const pair *p, size_t n, bool f16, double limit, const
         EXPECT_OK(be[s]->i->buffer_read(be[s]->ctx, p->buf[s], 0, n * elem, raw));
         if (f16)
             for (size_t i = 0; i < n; i++)
-                out[s][i] = clinfer_f16_to_f32(((const uint16_t *)raw)[i]);
+                out[s][i] = f16_to_f32(((const uint16_t *)raw)[i]);
         else
             memcpy(out[s], raw, n * sizeof(float));
         free(raw);
@@ -333,7 +333,7 @@ static void *cache_data(size_t elems, bool f16) {
     if (!f16) return x;
     uint16_t *h = malloc(elems * sizeof *h);
     for (size_t i = 0; i < elems; i++)
-        h[i] = clinfer_f32_to_f16(x[i]);
+        h[i] = f32_to_f16(x[i]);
     free(x);
     return h;
 }
@@ -579,13 +579,13 @@ static void test_attention_q8(clinfer_dtype type) {
                          cases[c].pos0 == 1000 ? 100 : 0};
         int k = lc.n_head * lc.head_dim;
         layer_bufs shape = layer_shape(&lc);
-        size_t w_row = clinfer_dtype_row_bytes(type, (size_t)k);
+        size_t w_row = dtype_row_bytes(type, (size_t)k);
         float *qkv = malloc(shape.row * sizeof *qkv), *w_f = malloc((size_t)k * sizeof *w_f);
         unsigned char *w_data = malloc(w_row * m);
         rng_fill(qkv, shape.row, -1.0f, 1.0f);
         for (int r = 0; r < m; r++) {
             rng_fill(w_f, (size_t)k, -1.0f, 1.0f);
-            clinfer_quantize_row(type, w_f, w_data + w_row * r, (size_t)k);
+            quantize_row(type, w_f, w_data + w_row * r, (size_t)k);
         }
         void *cache = cache_data(shape.cache_elems, lc.f16);
         layer_bufs l = layer_new(&lc, qkv, cache);
@@ -615,7 +615,7 @@ static void test_attention_q8(clinfer_dtype type) {
             }
         char what[128];
         snprintf(what, sizeof what, "%s matmul after attention heads %d/%d hd %d n %d pos0 %d%s",
-                 clinfer_dtype_name(type), lc.n_head, lc.n_kv, lc.head_dim, lc.n, lc.pos0,
+                 dtype_name(type), lc.n_head, lc.n_kv, lc.head_dim, lc.n, lc.pos0,
                  cases[c].rope ? " rope" : "");
         compare(&y[0], 0, (size_t)lc.n * m, 1e-5, what);
         compare_cl_exact(&y[0], &y[1], y[0].bytes, what);
@@ -805,8 +805,8 @@ static void test_bad_args(void) {
 }
 
 static void test_device(size_t index) {
-    EXPECT_OK(clinfer_backend_reference_create(&be[REF]));
-    clinfer_status st = clinfer_backend_opencl_create(index, NULL, &be[CL]);
+    EXPECT_OK(ref_backend_create(&be[REF]));
+    clinfer_status st = cl_backend_create(index, NULL, &be[CL]);
     EXPECT(st == CLINFER_OK, "opencl backend on device %zu: %s: %s", index, clinfer_status_str(st),
            clinfer_last_error());
     if (be[REF] && be[CL]) {
@@ -824,8 +824,8 @@ static void test_device(size_t index) {
         test_attention_q8(CLINFER_DT_Q8_0);
         test_bad_args();
     }
-    clinfer_backend_free(be[CL]);
-    clinfer_backend_free(be[REF]);
+    backend_free(be[CL]);
+    backend_free(be[REF]);
     be[CL] = be[REF] = NULL;
 }
 

@@ -28,8 +28,7 @@ static const tensor_spec tensors[] = {
 #define N_TENSORS (sizeof tensors / sizeof tensors[0])
 
 static size_t tensor_bytes(const tensor_spec *t) {
-    return clinfer_dtype_row_bytes(t->type, (size_t)t->ne[0]) *
-           (size_t)(t->ne[1] * t->ne[2] * t->ne[3]);
+    return dtype_row_bytes(t->type, (size_t)t->ne[0]) * (size_t)(t->ne[1] * t->ne[2] * t->ne[3]);
 }
 
 /* Fills data[i] with random bytes for tensor i (caller frees). */

@@ -415,7 +415,7 @@ static clinfer_status open_copy(const uint8_t *buf, size_t len) {
     if (!copy) return CLINFER_ERR_OUT_OF_MEMORY;
     memcpy(copy, buf, len);
     gguf_file *f = NULL;
-    clinfer_error_clear();
+    err_clear();
     clinfer_status st = gguf_open_memory(copy, len, &f);
     if (st == CLINFER_OK) {
         unsigned sum = 0;

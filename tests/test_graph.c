@@ -107,9 +107,9 @@ static void decode_single(clinfer_model *m, const void *arg, float *out) {
 static void test_model(const char *arch, clinfer_dtype type, const clinfer_dtype *mix, int n_mix,
                        bool kv_f32, bool f32_act) {
     char path[128], trace[128], what[96];
-    int len = snprintf(what, sizeof what, "%s %s", arch, clinfer_dtype_name(type));
+    int len = snprintf(what, sizeof what, "%s %s", arch, dtype_name(type));
     for (int i = 0; i < n_mix; i++)
-        len += snprintf(what + len, sizeof what - (size_t)len, "+%s", clinfer_dtype_name(mix[i]));
+        len += snprintf(what + len, sizeof what - (size_t)len, "+%s", dtype_name(mix[i]));
     snprintf(what + len, sizeof what - (size_t)len, "%s%s", kv_f32 ? " kv f32" : "",
              f32_act ? " f32 act" : "");
     snprintf(path, sizeof path, "graph_model_%d.gguf", (int)getpid());
@@ -385,7 +385,7 @@ static size_t batch_step(size_t differ, int n_seq) {
 static void test_batches(const char *arch, clinfer_dtype type, clinfer_activations act, int n_seq,
                          bool widths) {
     char what[64];
-    snprintf(what, sizeof what, "%s %s %s", arch, clinfer_dtype_name(type),
+    snprintf(what, sizeof what, "%s %s %s", arch, dtype_name(type),
              act == CLINFER_ACT_Q8 ? "8-bit x" : "f32 x");
     char path[SCRATCH_NAME], trace[SCRATCH_NAME];
     scratch_model("batches", arch, type, path, trace);
@@ -446,11 +446,11 @@ static side sides[SIDES];
 static void side_init(side *s, bool graph, const float *x, const float *norm_w,
                       const unsigned char *weights) {
     setenv("CLINFER_GRAPH", graph ? "1" : "0", 1);
-    EXPECT_OK(clinfer_backend_opencl_create(0, NULL, &s->be));
+    EXPECT_OK(cl_backend_create(0, NULL, &s->be));
     unsetenv("CLINFER_GRAPH");
     if (!s->be) return;
     const clinfer_backend_i *i = s->be->i;
-    size_t row = clinfer_dtype_row_bytes(CLINFER_DT_Q4_0, D);
+    size_t row = dtype_row_bytes(CLINFER_DT_Q4_0, D);
     EXPECT_OK(i->buffer_alloc(s->be->ctx, 2 * D * sizeof(float), &s->x));
     EXPECT_OK(i->buffer_write(s->be->ctx, s->x, 0, D * sizeof(float), x));
     EXPECT_OK(i->buffer_write(s->be->ctx, s->x, D * sizeof(float), D * sizeof(float), norm_w));
@@ -473,7 +473,7 @@ static void side_free(side *s) {
         s->be->i->buffer_free(s->be->ctx, s->w[m]);
     for (int o = 0; o < N_OUT; o++)
         s->be->i->buffer_free(s->be->ctx, s->out[o]);
-    clinfer_backend_free(s->be);
+    backend_free(s->be);
 }
 
 static clinfer_ref at(clinfer_buffer *b, size_t offset) {
@@ -536,12 +536,12 @@ static void test_ops(void) {
     rng_seed(11);
     rng_fill(x, D, -1.0f, 1.0f);
     rng_fill(norm_w, D, 0.5f, 1.5f);
-    size_t row = clinfer_dtype_row_bytes(CLINFER_DT_Q4_0, D);
+    size_t row = dtype_row_bytes(CLINFER_DT_Q4_0, D);
     unsigned char *weights = malloc(N_W * D * row);
     float f[D];
     for (int r = 0; r < N_W * D; r++) {
         rng_fill(f, D, -1.0f, 1.0f);
-        clinfer_quantize_row(CLINFER_DT_Q4_0, f, weights + r * row, D);
+        quantize_row(CLINFER_DT_Q4_0, f, weights + r * row, D);
     }
     for (int k = 0; k < SIDES; k++)
         side_init(&sides[k], k == GRAPH, x, norm_w, weights);

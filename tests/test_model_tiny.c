@@ -91,7 +91,7 @@ static double worst_nmse(const float *a, const float *b, size_t n_vocab, int *st
  *   rounded (F32, F16 weights: about 1e-11). */
 static void test_backends_agree(const char *arch, clinfer_dtype type) {
     char path[128], tag[64];
-    snprintf(tag, sizeof tag, "%s_%s", arch, clinfer_dtype_name(type));
+    snprintf(tag, sizeof tag, "%s_%s", arch, dtype_name(type));
     model_path(path, sizeof path, tag);
     tiny_model_spec spec;
     tiny_model_default(&spec, arch, type);

@@ -29,19 +29,18 @@ static void test_dtype_table(void) {
     };
     for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
         clinfer_dtype t = table[i].type;
-        EXPECT(clinfer_dtype_valid((uint32_t)t), "type %d", (int)t);
-        EXPECT(!strcmp(clinfer_dtype_name(t), table[i].name), "%s", clinfer_dtype_name(t));
-        EXPECT(clinfer_dtype_block_elems(t) == table[i].elems, "%s", table[i].name);
-        EXPECT(clinfer_dtype_block_bytes(t) == table[i].bytes, "%s", table[i].name);
-        EXPECT(clinfer_dtype_row_bytes(t, table[i].elems * 3) == table[i].bytes * 3, "%s",
-               table[i].name);
+        EXPECT(dtype_valid((uint32_t)t), "type %d", (int)t);
+        EXPECT(!strcmp(dtype_name(t), table[i].name), "%s", dtype_name(t));
+        EXPECT(dtype_block_elems(t) == table[i].elems, "%s", table[i].name);
+        EXPECT(dtype_block_bytes(t) == table[i].bytes, "%s", table[i].name);
+        EXPECT(dtype_row_bytes(t, table[i].elems * 3) == table[i].bytes * 3, "%s", table[i].name);
         /* BF16 is read (quantize input) but no backend runs it */
-        EXPECT(clinfer_dtype_is_weight(t) == (t != CLINFER_DT_BF16), "%s", table[i].name);
+        EXPECT(dtype_is_weight(t) == (t != CLINFER_DT_BF16), "%s", table[i].name);
     }
     /* GGUF ids that exist in the format but not here, and nonsense ids */
     static const uint32_t invalid[] = {4, 5, 9, 15, 16, 29, 31, 1000, UINT32_MAX};
     for (size_t i = 0; i < sizeof invalid / sizeof invalid[0]; i++)
-        EXPECT(!clinfer_dtype_valid(invalid[i]), "type %u", invalid[i]);
+        EXPECT(!dtype_valid(invalid[i]), "type %u", invalid[i]);
 }
 
 static uint32_t bits(float f) {
@@ -83,24 +82,24 @@ static void test_f16_known_values(void) {
         {0x1p-149f, 0x0000, false},                  /* f32 subnormal */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        uint16_t h = clinfer_f32_to_f16(cases[i].f);
+        uint16_t h = f32_to_f16(cases[i].f);
         EXPECT(h == cases[i].h, "f32_to_f16(%a) = 0x%04x, want 0x%04x", (double)cases[i].f, h,
                cases[i].h);
         if (cases[i].exact) {
-            float back = clinfer_f16_to_f32(cases[i].h);
+            float back = f16_to_f32(cases[i].h);
             EXPECT(bits(back) == bits(cases[i].f), "f16_to_f32(0x%04x) = %a, want %a", cases[i].h,
                    (double)back, (double)cases[i].f);
         }
     }
-    EXPECT(clinfer_f16_to_f32(0x3c00) == 1.0f, "1.0");
-    EXPECT(clinfer_f16_to_f32(0x0001) == 0x1p-24f, "smallest subnormal");
-    EXPECT(clinfer_f16_to_f32(0x7bff) == 65504.0f, "max");
-    EXPECT(isinf(clinfer_f16_to_f32(0x7c00)) && clinfer_f16_to_f32(0x7c00) > 0, "+inf");
-    EXPECT(isinf(clinfer_f16_to_f32(0xfc00)) && clinfer_f16_to_f32(0xfc00) < 0, "-inf");
-    EXPECT(isnan(clinfer_f16_to_f32(0x7e00)) && isnan(clinfer_f16_to_f32(0xfc01)), "nan");
-    EXPECT(clinfer_f32_to_f16(INFINITY) == 0x7c00, "inf");
-    EXPECT(clinfer_f32_to_f16(-INFINITY) == 0xfc00, "-inf");
-    uint16_t hn = clinfer_f32_to_f16(NAN);
+    EXPECT(f16_to_f32(0x3c00) == 1.0f, "1.0");
+    EXPECT(f16_to_f32(0x0001) == 0x1p-24f, "smallest subnormal");
+    EXPECT(f16_to_f32(0x7bff) == 65504.0f, "max");
+    EXPECT(isinf(f16_to_f32(0x7c00)) && f16_to_f32(0x7c00) > 0, "+inf");
+    EXPECT(isinf(f16_to_f32(0xfc00)) && f16_to_f32(0xfc00) < 0, "-inf");
+    EXPECT(isnan(f16_to_f32(0x7e00)) && isnan(f16_to_f32(0xfc01)), "nan");
+    EXPECT(f32_to_f16(INFINITY) == 0x7c00, "inf");
+    EXPECT(f32_to_f16(-INFINITY) == 0xfc00, "-inf");
+    uint16_t hn = f32_to_f16(NAN);
     EXPECT((hn & 0x7c00) == 0x7c00 && (hn & 0x3ff) != 0, "nan -> 0x%04x", hn);
 }
 
@@ -120,20 +119,20 @@ static void test_bf16(void) {
         {0x1p-149f, 0x0000}, /* f32 subnormal below half a bf16 ulp */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        uint16_t h = clinfer_f32_to_bf16(cases[i].f);
+        uint16_t h = f32_to_bf16(cases[i].f);
         EXPECT(h == cases[i].h, "f32_to_bf16(%a) = 0x%04x, want 0x%04x", (double)cases[i].f, h,
                cases[i].h);
     }
-    EXPECT(clinfer_bf16_to_f32(0x3f80) == 1.0f && clinfer_bf16_to_f32(0xc000) == -2.0f, "decode");
-    uint16_t hn = clinfer_f32_to_bf16(NAN);
-    EXPECT((hn & 0x7f80) == 0x7f80 && (hn & 0x7f) != 0 && isnan(clinfer_bf16_to_f32(hn)),
-           "nan -> 0x%04x", hn);
+    EXPECT(bf16_to_f32(0x3f80) == 1.0f && bf16_to_f32(0xc000) == -2.0f, "decode");
+    uint16_t hn = f32_to_bf16(NAN);
+    EXPECT((hn & 0x7f80) == 0x7f80 && (hn & 0x7f) != 0 && isnan(bf16_to_f32(hn)), "nan -> 0x%04x",
+           hn);
     /* a row through the type table */
     const float x[4] = {0.5f, -3.0f, 1e30f, 0x1p-100f};
     uint16_t q[4];
     float y[4];
-    clinfer_quantize_row(CLINFER_DT_BF16, x, q, 4);
-    clinfer_dequantize_row(CLINFER_DT_BF16, q, y, 4);
+    quantize_row(CLINFER_DT_BF16, x, q, 4);
+    dequantize_row(CLINFER_DT_BF16, q, y, 4);
     for (int i = 0; i < 4; i++)
         EXPECT(fabsf(y[i] - x[i]) <= fabsf(x[i]) * 0x1p-8f, "bf16 row [%d]: %g -> %g", i,
                (double)x[i], (double)y[i]);
@@ -145,9 +144,9 @@ static void test_f16_all_values(void) {
     int bad_round_trip = 0, bad_order = 0;
     float prev = -1.0f;
     for (uint32_t h = 0; h < 0x10000; h++) {
-        float f = clinfer_f16_to_f32((uint16_t)h);
+        float f = f16_to_f32((uint16_t)h);
         bool nan = (h & 0x7c00) == 0x7c00 && (h & 0x3ff);
-        if (nan ? !isnan(f) : clinfer_f32_to_f16(f) != h) bad_round_trip++;
+        if (nan ? !isnan(f) : f32_to_f16(f) != h) bad_round_trip++;
         if (h <= 0x7c00) {
             if (!(f > prev)) bad_order++;
             prev = f;
@@ -165,17 +164,17 @@ static void test_f16_rounding(void) {
     for (int i = 0; i < 200000; i++) {
         float mag = ldexpf(rng_uniform(1.0f, 2.0f), (int)rng_uniform(-26.0f, 16.0f));
         float f = i & 1 ? -mag : mag;
-        uint16_t h = clinfer_f32_to_f16(f);
+        uint16_t h = f32_to_f16(f);
         bool inf = (h & 0x7fff) == 0x7c00;
         if (inf != (fabsf(f) >= 65520.0f)) /* infinity exactly from the top midpoint up */
             bad++;
         if (inf) continue;
-        double err = fabs((double)clinfer_f16_to_f32(h) - f);
+        double err = fabs((double)f16_to_f32(h) - f);
         for (int step = -1; step <= 1; step += 2) {
             uint16_t nb = (uint16_t)(h + step);
             if ((h & 0x7fff) == 0 && step < 0)
                 continue; /* no neighbour below zero within this sign */
-            double nerr = fabs((double)clinfer_f16_to_f32(nb) - f);
+            double nerr = fabs((double)f16_to_f32(nb) - f);
             if (nerr < err || (nerr == err && (h & 1))) bad++;
         }
     }
@@ -183,7 +182,7 @@ static void test_f16_rounding(void) {
 }
 
 static void put_f16(uint16_t *field, float v) {
-    *field = clinfer_f32_to_f16(v);
+    *field = f32_to_f16(v);
 }
 
 static void test_q8_0_block(void) {
@@ -194,7 +193,7 @@ static void test_q8_0_block(void) {
     b.qs[5] = -128;
     b.qs[6] = 127;
     float y[QK8_0];
-    clinfer_dequantize_row(CLINFER_DT_Q8_0, &b, y, QK8_0);
+    dequantize_row(CLINFER_DT_Q8_0, &b, y, QK8_0);
     EXPECT(y[0] == -8.0f, "%g", y[0]);  /* -16 * 0.5 */
     EXPECT(y[5] == -64.0f, "%g", y[5]); /* -128 * 0.5 */
     EXPECT(y[6] == 63.5f, "%g", y[6]);  /* 127 * 0.5 */
@@ -209,7 +208,7 @@ static void test_q4_0_block(void) {
     b.qs[0] = 0x1f;                  /* x[0] = (15 - 8) * 2 = 14, x[16] = (1 - 8) * 2 = -14 */
     b.qs[15] = 0x80;                 /* x[15] = (0 - 8) * 2 = -16, x[31] = 0 */
     float y[QK4_0];
-    clinfer_dequantize_row(CLINFER_DT_Q4_0, &b, y, QK4_0);
+    dequantize_row(CLINFER_DT_Q4_0, &b, y, QK4_0);
     EXPECT(y[0] == 14.0f && y[16] == -14.0f, "%g %g", y[0], y[16]);
     EXPECT(y[15] == -16.0f && y[31] == 0.0f, "%g %g", y[15], y[31]);
     EXPECT(y[7] == 0.0f && y[20] == 0.0f, "%g %g", y[7], y[20]);
@@ -222,7 +221,7 @@ static void test_q4_1_block(void) {
     memset(b.qs, 0, sizeof b.qs);
     b.qs[3] = 0xa5; /* x[3] = 5 * 0.25 - 1 = 0.25, x[19] = 10 * 0.25 - 1 = 1.5 */
     float y[QK4_1];
-    clinfer_dequantize_row(CLINFER_DT_Q4_1, &b, y, QK4_1);
+    dequantize_row(CLINFER_DT_Q4_1, &b, y, QK4_1);
     EXPECT(y[3] == 0.25f && y[19] == 1.5f, "%g %g", y[3], y[19]);
     EXPECT(y[0] == -1.0f && y[31] == -1.0f, "%g %g", y[0], y[31]); /* nibble 0: the min */
 }
@@ -255,7 +254,7 @@ static void test_q4_K_block(void) {
     b.qs[0] = 0x72;      /* x[0] = 3 * 2 - 0.5 * 2 = 5; x[32] = 4 * 7 - 0.5 * 1 = 27.5 */
     b.qs[64 + 7] = 0x90; /* x[128 + 32 + 7 = 167] = 37 * 9 - 0.5 * 50 = 308 */
     float y[QK_K];
-    clinfer_dequantize_row(CLINFER_DT_Q4_K, &b, y, QK_K);
+    dequantize_row(CLINFER_DT_Q4_K, &b, y, QK_K);
     EXPECT(y[0] == 5.0f, "%g", y[0]);
     EXPECT(y[1] == -1.0f, "%g", y[1]); /* q 0: -0.5 * 2 */
     EXPECT(y[32] == 27.5f, "%g", y[32]);
@@ -284,7 +283,7 @@ static void test_q6_K_block(void) {
     b.qh[32] = 0x02; /* element 128: top 2 -> q = 33 */
     b.scales[8] = 7;
     float y[QK_K];
-    clinfer_dequantize_row(CLINFER_DT_Q6_K, &b, y, QK_K);
+    dequantize_row(CLINFER_DT_Q6_K, &b, y, QK_K);
     EXPECT(y[0] == -22.0f, "%g", y[0]);     /* 0.5 * 2 * (10 - 32) */
     EXPECT(y[1] == -32.0f, "%g", y[1]);     /* 0.5 * 2 * (0 - 32) */
     EXPECT(y[32] == 24.0f, "%g", y[32]);    /* 0.5 * -3 * (16 - 32) */
@@ -312,7 +311,7 @@ static void test_q2_K_block(void) {
     b.scales[6] = 0xf4;
     b.scales[11] = 0x36;
     float y[QK_K];
-    clinfer_dequantize_row(CLINFER_DT_Q2_K, &b, y, QK_K);
+    dequantize_row(CLINFER_DT_Q2_K, &b, y, QK_K);
     EXPECT(y[0] == -1.0f, "%g", y[0]);     /* 3 * 0 - 0.5 * 2 */
     EXPECT(y[1] == -1.0f, "%g", y[1]);     /* the same sub-block's min */
     EXPECT(y[16] == 21.0f, "%g", y[16]);   /* 7 * 3 */
@@ -343,7 +342,7 @@ static void test_q3_K_block(void) {
     b.qs[63] = 0xc0;      /* e 255: low 2 bits 3 */
     b.hmask[31] = 0x7f;   /* e 255: high bit clear, q 3 - 4 */
     float y[QK_K];
-    clinfer_dequantize_row(CLINFER_DT_Q3_K, &b, y, QK_K);
+    dequantize_row(CLINFER_DT_Q3_K, &b, y, QK_K);
     EXPECT(y[0] == 3.0f, "%g", y[0]);       /* 0.5 * 2 * 3 */
     EXPECT(y[1] == -4.0f, "%g", y[1]);      /* 0.5 * 2 * -4 */
     EXPECT(y[16] == -16.0f, "%g", y[16]);   /* 0.5 * -32 * 1 */
@@ -364,7 +363,7 @@ static void test_q5_K_block(void) {
     b.qs[64 + 7] = 0x90; /* e 167: nibble 9 */
     b.qh[7] = 0x20;      /* e 167 (bit 5): fifth bit */
     float y[QK_K];
-    clinfer_dequantize_row(CLINFER_DT_Q5_K, &b, y, QK_K);
+    dequantize_row(CLINFER_DT_Q5_K, &b, y, QK_K);
     EXPECT(y[0] == 53.0f, "%g", y[0]);      /* 3 * 18 - 0.5 * 2 */
     EXPECT(y[32] == 91.5f, "%g", y[32]);    /* 4 * 23 - 0.5 * 1 */
     EXPECT(y[39] == -0.5f, "%g", y[39]);    /* q 0 (qh[7] bit 1 clear) */
@@ -375,11 +374,11 @@ static void test_q5_K_block(void) {
 static void test_f16_row(void) {
     uint16_t h[5] = {0x3c00, 0xc000, 0x0001, 0x7bff, 0x8000};
     float y[5];
-    clinfer_dequantize_row(CLINFER_DT_F16, h, y, 5);
+    dequantize_row(CLINFER_DT_F16, h, y, 5);
     EXPECT(y[0] == 1.0f && y[1] == -2.0f && y[2] == 0x1p-24f && y[3] == 65504.0f, "f16 row");
     EXPECT(y[4] == 0.0f && signbit(y[4]), "-0");
     uint16_t back[5];
-    clinfer_quantize_row(CLINFER_DT_F16, y, back, 5);
+    quantize_row(CLINFER_DT_F16, y, back, 5);
     EXPECT(!memcmp(back, h, sizeof h), "f16 row round trip");
 }
 
@@ -390,10 +389,10 @@ static void test_unaligned_row(void) {
     rng_seed(5);
     rng_fill(x, N, -1, 1);
     uint8_t row[2 * sizeof(block_q8_0)], shifted[sizeof row + 1];
-    clinfer_quantize_row(CLINFER_DT_Q8_0, x, row, N);
+    quantize_row(CLINFER_DT_Q8_0, x, row, N);
     memcpy(shifted + 1, row, sizeof row);
-    clinfer_dequantize_row(CLINFER_DT_Q8_0, row, y, N);
-    clinfer_dequantize_row(CLINFER_DT_Q8_0, shifted + 1, y2, N);
+    dequantize_row(CLINFER_DT_Q8_0, row, y, N);
+    dequantize_row(CLINFER_DT_Q8_0, shifted + 1, y2, N);
     EXPECT(!memcmp(y, y2, sizeof y), "unaligned row differs");
 }
 
@@ -428,20 +427,20 @@ static void test_round_trips(void) {
                     x[i] = rng_uniform(-1, 1) + rng_uniform(-1, 1) + rng_uniform(-1, 1) +
                            (i % 97 == 0 ? 8.0f : 0.0f);
             }
-            clinfer_quantize_row(type, x, q, N);
-            clinfer_dequantize_row(type, q, y, N);
+            quantize_row(type, x, q, N);
+            dequantize_row(type, q, y, N);
             double e = nmse(y, x, N);
-            EXPECT(e <= types[t].bound, "%s shape %d: nmse %.3g > %.3g", clinfer_dtype_name(type),
-                   shape, e, types[t].bound);
+            EXPECT(e <= types[t].bound, "%s shape %d: nmse %.3g > %.3g", dtype_name(type), shape, e,
+                   types[t].bound);
         }
         /* an all-zero row quantizes to blocks that dequantize to exact zeros (no 0/0) */
         memset(x, 0, sizeof x);
-        clinfer_quantize_row(type, x, q, N);
-        clinfer_dequantize_row(type, q, y, N);
+        quantize_row(type, x, q, N);
+        dequantize_row(type, q, y, N);
         int nonzero = 0;
         for (int i = 0; i < N; i++)
             nonzero += y[i] != 0.0f;
-        EXPECT(nonzero == 0, "%s: zero row gives %d non-zeros", clinfer_dtype_name(type), nonzero);
+        EXPECT(nonzero == 0, "%s: zero row gives %d non-zeros", dtype_name(type), nonzero);
     }
 }
 
@@ -469,16 +468,16 @@ static void test_k_fits(void) {
                  {CLINFER_DT_Q3_K, 1},
                  {CLINFER_DT_Q5_K, 1}};
     for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) {
-        clinfer_quantize_row(types[t].type, x, q, N);
-        clinfer_dequantize_row(types[t].type, q, y, N);
+        quantize_row(types[t].type, x, q, N);
+        dequantize_row(types[t].type, q, y, N);
         double e = nmse(y, x, N);
-        printf("%s on normal weights: nmse %.3g\n", clinfer_dtype_name(types[t].type), e);
-        EXPECT(e <= types[t].bound, "%s: nmse %.3g > %.3g", clinfer_dtype_name(types[t].type), e,
+        printf("%s on normal weights: nmse %.3g\n", dtype_name(types[t].type), e);
+        EXPECT(e <= types[t].bound, "%s: nmse %.3g > %.3g", dtype_name(types[t].type), e,
                types[t].bound);
     }
 }
 
-/* clinfer_quantize_q8_act on blocks with known results. */
+/* quant_q8_act on blocks with known results. */
 static void test_q8_act(void) {
     enum { B = CLINFER_Q8_ACT_BLOCK, N_BLOCKS = 6 };
     float x[N_BLOCKS * B] = {0}, d[N_BLOCKS];
@@ -505,7 +504,7 @@ static void test_q8_act(void) {
     want[5 * B + 1] = 1;
     want[5 * B + 2] = -2;
     memset(q, 0x55, sizeof q);
-    clinfer_quantize_q8_act(x, N_BLOCKS * B, B, q, d);
+    quant_q8_act(x, N_BLOCKS * B, B, q, d);
     const float want_d[N_BLOCKS] = {1, 1, 0, NAN, NAN, 2};
     for (int b = 0; b < N_BLOCKS; b++) {
         EXPECT(isnan(want_d[b]) ? isnan(d[b]) : d[b] == want_d[b], "q8 act block %d: d %g, want %g",
@@ -520,13 +519,12 @@ static void test_q8_act(void) {
  * wherever that lies; a NaN anywhere in it makes the whole super-block NaN. */
 static void test_q8_act_super(void) {
     enum { S = CLINFER_Q8_ACT_SUPER };
-    EXPECT(clinfer_dtype_q8_act_block(CLINFER_DT_Q4_K) == S &&
-               clinfer_dtype_q8_act_block(CLINFER_DT_Q6_K) == S &&
-               clinfer_dtype_q8_act_block(CLINFER_DT_Q4_0) == CLINFER_Q8_ACT_BLOCK &&
-               clinfer_dtype_q8_act_block(CLINFER_DT_F32) == CLINFER_Q8_ACT_BLOCK,
+    EXPECT(dtype_q8_act_block(CLINFER_DT_Q4_K) == S && dtype_q8_act_block(CLINFER_DT_Q6_K) == S &&
+               dtype_q8_act_block(CLINFER_DT_Q4_0) == CLINFER_Q8_ACT_BLOCK &&
+               dtype_q8_act_block(CLINFER_DT_F32) == CLINFER_Q8_ACT_BLOCK,
            "q8 act block: Q4_K %zu, Q6_K %zu, Q4_0 %zu, F32 %zu",
-           clinfer_dtype_q8_act_block(CLINFER_DT_Q4_K), clinfer_dtype_q8_act_block(CLINFER_DT_Q6_K),
-           clinfer_dtype_q8_act_block(CLINFER_DT_Q4_0), clinfer_dtype_q8_act_block(CLINFER_DT_F32));
+           dtype_q8_act_block(CLINFER_DT_Q4_K), dtype_q8_act_block(CLINFER_DT_Q6_K),
+           dtype_q8_act_block(CLINFER_DT_Q4_0), dtype_q8_act_block(CLINFER_DT_F32));
     float x[2 * S] = {0}, d[2];
     int8_t q[2 * S];
     x[200] = -254; /* super-block 0: d = 2 from its 7th block; 3 in its first block rounds to 2 */
@@ -536,7 +534,7 @@ static void test_q8_act_super(void) {
     x[S + 40] = 5; /* super-block 1: a NaN in its last block zeroes all of it */
     x[S + 250] = NAN;
     memset(q, 0x55, sizeof q);
-    clinfer_quantize_q8_act(x, 2 * S, S, q, d);
+    quant_q8_act(x, 2 * S, S, q, d);
     EXPECT(d[0] == 2 && isnan(d[1]), "q8 act super-blocks: d %g %g, want 2 NaN", (double)d[0],
            (double)d[1]);
     EXPECT(q[0] == 2 && q[1] == 1 && q[200] == -127 && q[255] == 64 && q[2] == 0,

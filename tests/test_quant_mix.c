@@ -69,8 +69,7 @@ static quant_choice choice_of(const model *m, const char *name) {
 #define EXPECT_TYPE(m, name, want)                                                                 \
     do {                                                                                           \
         quant_choice c_ = choice_of(m, name);                                                      \
-        EXPECT(c_.type == (want), "%s: %s, want %s", name, clinfer_dtype_name(c_.type),            \
-               clinfer_dtype_name(want));                                                          \
+        EXPECT(c_.type == (want), "%s: %s, want %s", name, dtype_name(c_.type), dtype_name(want)); \
     } while (0)
 
 static const char *const llama_mats[] = {"attn_q.weight",      "attn_k.weight",   "attn_v.weight",
@@ -171,8 +170,8 @@ static void test_k_mixes(void) {
                                   : !strcmp(llama_mats[j], "attn_output.weight") ? want[OUT]
                                                                                  : want[OTHER];
                 quant_choice c = choice_of(&m, name);
-                EXPECT(c.type == t, "%s %s: %s, want %s", ft, name, clinfer_dtype_name(c.type),
-                       clinfer_dtype_name(t));
+                EXPECT(c.type == t, "%s %s: %s, want %s", ft, name, dtype_name(c.type),
+                       dtype_name(t));
             }
         EXPECT_TYPE(&m, "token_embd.weight", want[OTHER]);
         EXPECT_TYPE(&m, "output.weight", CLINFER_DT_Q6_K);

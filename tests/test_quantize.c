@@ -98,7 +98,7 @@ static clinfer_dtype expected_type(const gguf_tensor *t, const char *name, clinf
     int64_t k = t->ne[0];
     if (t->n_dims == 1) return t->type;
     if (type == CLINFER_DT_F32 || type == CLINFER_DT_F16) return type;
-    bool fits = k % (int64_t)clinfer_dtype_block_elems(type) == 0;
+    bool fits = k % (int64_t)dtype_block_elems(type) == 0;
     bool v = strstr(name, "attn_v.weight") != NULL, down = strstr(name, "ffn_down.") != NULL;
     bool out = strstr(name, "attn_output.weight") != NULL, last = !strncmp(name, "blk.1.", 6);
     if (!strcmp(name, "output.weight") || (fx->tied && !strcmp(name, "token_embd.weight")))
@@ -109,7 +109,7 @@ static clinfer_dtype expected_type(const gguf_tensor *t, const char *name, clinf
         type = v ? CLINFER_DT_Q5_K : CLINFER_DT_Q4_K;
     else if (ft == CLINFER_FTYPE_Q2_K && (v || down || out))
         type = v && fx->n_head >= 4 * fx->n_head_kv ? CLINFER_DT_Q4_K : CLINFER_DT_Q3_K;
-    if (k % (int64_t)clinfer_dtype_block_elems(type) == 0) return type;
+    if (k % (int64_t)dtype_block_elems(type) == 0) return type;
     switch (type) {
     case CLINFER_DT_Q4_K:
         return CLINFER_DT_Q5_0;
@@ -125,7 +125,7 @@ static clinfer_dtype expected_type(const gguf_tensor *t, const char *name, clinf
 static float *dequantized(const gguf_tensor *t) {
     size_t n = (size_t)(t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3]);
     float *x = malloc(n * sizeof *x);
-    if (x) clinfer_dequantize_row(t->type, t->data, x, n);
+    if (x) dequantize_row(t->type, t->data, x, n);
     return x;
 }
 
@@ -155,13 +155,13 @@ static void check_tensors(const char *src_path, const char *out_path, clinfer_fi
         snprintf(name, sizeof name, "%.*s", gguf_show_len(s->name), s->name.ptr);
         EXPECT(gguf_str_eq(o->name, name), "%s: tensor %zu is not %s", out_path, i, name);
         clinfer_dtype want = expected_type(s, name, ft, fx);
-        EXPECT(o->type == want, "%s: %s is %s, want %s", out_path, name,
-               clinfer_dtype_name(o->type), clinfer_dtype_name(want));
+        EXPECT(o->type == want, "%s: %s is %s, want %s", out_path, name, dtype_name(o->type),
+               dtype_name(want));
         float *x = dequantized(s), *y = dequantized(o);
         size_t n = (size_t)(s->ne[0] * s->ne[1] * s->ne[2] * s->ne[3]);
         double e = x && y ? nmse(y, x, n) : 1.0;
         EXPECT(e <= type_bound(o->type), "%s: %s (%s) nmse %.3g > %.3g", out_path, name,
-               clinfer_dtype_name(o->type), e, type_bound(o->type));
+               dtype_name(o->type), e, type_bound(o->type));
         free(x);
         free(y);
     }
@@ -337,7 +337,7 @@ static void test_requantize(void) {
     EXPECT_OK(gguf_open(out, &f));
     const gguf_tensor *t = f ? gguf_find_tensor(f, "blk.0.attn_q.weight") : NULL;
     EXPECT(t && t->type == CLINFER_DT_Q4_K, "requantized attn_q is %s",
-           t ? clinfer_dtype_name(t->type) : "missing");
+           t ? dtype_name(t->type) : "missing");
     gguf_close(f);
     free(logits_of(out, CLINFER_BACKEND_REFERENCE));
 

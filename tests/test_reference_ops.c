@@ -67,12 +67,12 @@ static double nmse_d(const float *a, const double *ref, size_t n) {
 
 /* A random m x k weight in `type`; *dense receives its dequantized f32 values. */
 static clinfer_buffer *random_weight(clinfer_dtype type, int m, int k, float **dense) {
-    size_t row = clinfer_dtype_row_bytes(type, (size_t)k);
+    size_t row = dtype_row_bytes(type, (size_t)k);
     float *w = random_floats((size_t)m * k, -1, 1);
     uint8_t *raw = malloc((size_t)m * row);
     for (int r = 0; r < m; r++) {
-        clinfer_quantize_row(type, w + (size_t)r * k, raw + r * row, (size_t)k);
-        clinfer_dequantize_row(type, raw + r * row, w + (size_t)r * k, (size_t)k);
+        quantize_row(type, w + (size_t)r * k, raw + r * row, (size_t)k);
+        dequantize_row(type, raw + r * row, w + (size_t)r * k, (size_t)k);
     }
     clinfer_buffer *b = NULL;
     EXPECT_OK(be->i->weight_create(be->ctx, type, m, k, raw, &b));
@@ -87,7 +87,7 @@ static size_t N_TYPES; /* weight_types(all_types), filled by main */
 /* ---- matmul and embed -------------------------------------------------------------------- */
 
 /* x_q8: the expectation reads x rounded by hand (per the type's block), a whole row per
- * clinfer_quantize_q8_act call. */
+ * quant_q8_act call. */
 static void check_matmul(clinfer_dtype type, int m, int k, int n, bool bias, bool accumulate,
                          bool x_q8) {
     float *w;
@@ -96,11 +96,11 @@ static void check_matmul(clinfer_dtype type, int m, int k, int n, bool bias, boo
     float *xr = malloc((size_t)n * k * sizeof *xr); /* x as the matmul reads it */
     memcpy(xr, x, (size_t)n * k * sizeof *xr);
     if (x_q8) {
-        size_t block = clinfer_dtype_q8_act_block(type);
+        size_t block = dtype_q8_act_block(type);
         int8_t *q = malloc((size_t)k);
         float *d = malloc((size_t)k / block * sizeof *d);
         for (size_t r = 0; r < (size_t)n; r++) {
-            clinfer_quantize_q8_act(x + r * k, (size_t)k, block, q, d);
+            quant_q8_act(x + r * k, (size_t)k, block, q, d);
             for (size_t j = 0; j < (size_t)k; j++)
                 xr[r * k + j] = d[j / block] * q[j];
         }
@@ -145,7 +145,7 @@ static void check_matmul(clinfer_dtype type, int m, int k, int n, bool bias, boo
         err += (y[i] - want[i]) * (y[i] - want[i]);
     double e = scale > 0 ? err / scale : err;
     EXPECT(e < 1e-11, "matmul %s m %d k %d n %d bias %d acc %d x_q8 %d: error %.3g",
-           clinfer_dtype_name(type), m, k, n, bias, accumulate, x_q8, e);
+           dtype_name(type), m, k, n, bias, accumulate, x_q8, e);
     release(wb);
     release(xb);
     release(yb);
@@ -163,7 +163,7 @@ static void test_matmul(void) {
     rng_seed(1);
     for (size_t t = 0; t < N_TYPES; t++) {
         clinfer_dtype type = all_types[t];
-        int kb = (int)clinfer_dtype_block_elems(type);
+        int kb = (int)dtype_block_elems(type);
         int k_odd = kb == 1 ? 37 : 3 * kb; /* f32/f16 take any k */
         check_matmul(type, 1, kb == 1 ? 1 : kb, 1, false, false, false);
         check_matmul(type, 7, k_odd, 1, true, false, false);
@@ -176,7 +176,7 @@ static void test_matmul(void) {
 static void test_matmul_q8(void) {
     rng_seed(11);
     for (size_t t = 0; t < N_TYPES; t++) {
-        int kb = (int)clinfer_dtype_block_elems(all_types[t]);
+        int kb = (int)dtype_block_elems(all_types[t]);
         int k = kb == 1 ? 3 * CLINFER_Q8_ACT_BLOCK : 3 * kb;
         check_matmul(all_types[t], 7, k, 1, true, false, true);
         check_matmul(all_types[t], 13, k, 5, true, true, true);
@@ -215,9 +215,7 @@ static void test_embed(void) {
     rng_seed(2);
     for (size_t t = 0; t < N_TYPES; t++) {
         clinfer_dtype type = all_types[t];
-        int m = 11, k = clinfer_dtype_block_elems(type) == 1
-                            ? 19
-                            : 2 * (int)clinfer_dtype_block_elems(type);
+        int m = 11, k = dtype_block_elems(type) == 1 ? 19 : 2 * (int)dtype_block_elems(type);
         float *w;
         clinfer_buffer *wb = random_weight(type, m, k, &w);
         int32_t ids[5] = {0, 10, 3, 3, 7};
@@ -229,14 +227,14 @@ static void test_embed(void) {
         download(yb, y, 5 * (size_t)k * sizeof *y);
         for (int i = 0; i < 5; i++)
             EXPECT(!memcmp(y + (size_t)i * k, w + (size_t)ids[i] * k, (size_t)k * sizeof *y),
-                   "embed %s: row %d (id %d) is not the dequantized weight row",
-                   clinfer_dtype_name(type), i, ids[i]);
+                   "embed %s: row %d (id %d) is not the dequantized weight row", dtype_name(type),
+                   i, ids[i]);
         op.embed.scale = 3.5f; /* each element multiplied, in f32 */
         EXPECT_OK(run(&op));
         download(yb, y, 5 * (size_t)k * sizeof *y);
         for (int i = 0; i < 5 * k; i++)
             EXPECT(y[i] == w[(size_t)ids[i / k] * k + (size_t)(i % k)] * 3.5f,
-                   "embed %s scaled: element %d", clinfer_dtype_name(type), i);
+                   "embed %s scaled: element %d", dtype_name(type), i);
         release(wb);
         release(ib);
         release(yb);
@@ -503,7 +501,7 @@ static void test_store(void) {
     download(d16, h, sizeof h);
     int bad = 0;
     for (size_t i = 0; i < n; i++)
-        bad += h[23 + i] != clinfer_f32_to_f16(x[i]);
+        bad += h[23 + i] != f32_to_f16(x[i]);
     EXPECT(bad == 0 && h[22] == 0, "f16 store: %d wrong", bad);
     release(src);
     release(d32);
@@ -523,10 +521,10 @@ static void attention_run(const attn_shape *s, const float *q, const float *k, c
                           float scale, float *out) {
     size_t nq = (size_t)s->n * s->n_head * s->head_dim;
     size_t nkv = (size_t)(s->pos0 + s->n) * s->n_kv_head * s->head_dim;
-    size_t elem = clinfer_dtype_block_bytes(s->kv_type);
+    size_t elem = dtype_block_bytes(s->kv_type);
     uint8_t *kc = malloc(nkv * elem), *vc = malloc(nkv * elem);
-    clinfer_quantize_row(s->kv_type, k, kc, nkv);
-    clinfer_quantize_row(s->kv_type, v, vc, nkv);
+    quantize_row(s->kv_type, k, kc, nkv);
+    quantize_row(s->kv_type, v, vc, nkv);
     clinfer_buffer *qb = upload_f32(q, nq), *kb = upload(kc, nkv * elem),
                    *vb = upload(vc, nkv * elem);
     clinfer_buffer *ob = upload(NULL, nq * sizeof(float));
@@ -561,8 +559,8 @@ static void check_attention(const attn_shape *s) {
     double *want = calloc(nq, sizeof *want), *p = malloc((size_t)(s->pos0 + s->n) * sizeof *p);
     /* the cache holds what the chosen type represents */
     for (size_t i = 0; i < nkv && s->kv_type == CLINFER_DT_F16; i++) {
-        k[i] = clinfer_f16_to_f32(clinfer_f32_to_f16(k[i]));
-        v[i] = clinfer_f16_to_f32(clinfer_f32_to_f16(v[i]));
+        k[i] = f16_to_f32(f32_to_f16(k[i]));
+        v[i] = f16_to_f32(f32_to_f16(v[i]));
     }
     float scale = 1.0f / sqrtf((float)s->head_dim);
     for (int i = 0; i < s->n; i++)
@@ -590,8 +588,7 @@ static void check_attention(const attn_shape *s) {
     attention_run(s, q, k, v, scale, out);
     double e = max_abs_diff(out, want, nq);
     EXPECT(e < 1e-5, "attention n %d heads %d/%d dim %d pos0 %d window %d %s: max error %.3g", s->n,
-           s->n_head, s->n_kv_head, s->head_dim, s->pos0, s->window, clinfer_dtype_name(s->kv_type),
-           e);
+           s->n_head, s->n_kv_head, s->head_dim, s->pos0, s->window, dtype_name(s->kv_type), e);
     free(q);
     free(k);
     free(v);
@@ -890,7 +887,7 @@ static void test_invalid(void) {
 
 int main(void) {
     N_TYPES = weight_types(all_types);
-    if (clinfer_backend_reference_create(&be) != CLINFER_OK) {
+    if (ref_backend_create(&be) != CLINFER_OK) {
         fprintf(stderr, "create: %s\n", clinfer_last_error());
         return 1;
     }
@@ -908,6 +905,6 @@ int main(void) {
     test_eltwise();
     test_invalid();
     EXPECT_OK(be->i->sync(be->ctx));
-    clinfer_backend_free(be);
+    backend_free(be);
     return finish("test_reference_ops");
 }

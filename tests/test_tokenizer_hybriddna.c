@@ -79,7 +79,7 @@ static clinfer_vocab *load(int32_t tag_type, bool with_oov, const char *dir) {
 static void expect_piece(const clinfer_vocab *v, int32_t id, const char *want) {
     char piece[16];
     size_t len;
-    EXPECT_OK(clinfer_vocab_piece(v, id, piece, sizeof piece, &len));
+    EXPECT_OK(vocab_piece(v, id, piece, sizeof piece, &len));
     EXPECT(len == strlen(want) && memcmp(piece, want, len) == 0, "piece of %d", id);
 }
 
@@ -119,9 +119,9 @@ int main(int argc, char **argv) {
         expect_piece(v, C6_KMER, "CCCCCC");
         expect_piece(v, MARKER, MARK);       /* the marker alone stays */
         expect_piece(v, X_MARKED, "X" MARK); /* before <oov>: stays */
-        EXPECT(clinfer_vocab_find(v, "ACGTAC" MARK, 9) == ACGTAC, "k-mer by marked text");
-        EXPECT(clinfer_vocab_find(v, "CCCCCC", 6) == C6, "BPE token by text");
-        clinfer_vocab_free(v);
+        EXPECT(vocab_find(v, "ACGTAC" MARK, 9) == ACGTAC, "k-mer by marked text");
+        EXPECT(vocab_find(v, "CCCCCC", 6) == C6, "BPE token by text");
+        vocab_free(v);
     }
     clinfer_vocab *v = load(1, false, dir); /* no <oov>: plain BPE, markers kept */
     if (v) {
@@ -129,7 +129,7 @@ int main(int argc, char **argv) {
                    IDS(HI, BYTE(' '), BYTE('<'), BYTE('d'), BYTE('n'), BYTE('a'), BYTE('>'), C6,
                        BYTE('<'), BYTE('/'), BYTE('d'), BYTE('n'), BYTE('a'), BYTE('>')));
         expect_piece(v, ACGTAC, "ACGTAC" MARK);
-        clinfer_vocab_free(v);
+        vocab_free(v);
     }
     return finish("test_tokenizer_hybriddna");
 }

@@ -33,7 +33,7 @@ static clinfer_status load(gguf_writer *w, clinfer_vocab **v) {
     *v = NULL;
     clinfer_status st = gw_to_memory(w, &buf, &len) ? CLINFER_ERR_OUT_OF_MEMORY : CLINFER_OK;
     if (st == CLINFER_OK) st = gguf_open_memory(buf, len, &f);
-    if (st == CLINFER_OK) st = clinfer_vocab_load(f, v);
+    if (st == CLINFER_OK) st = vocab_load(f, v);
     gguf_close(f);
     free(buf);
     gw_free(w);
@@ -135,7 +135,7 @@ static void expect_ids(const clinfer_vocab *v, const char *text, bool special, c
                        size_t n_want) {
     int32_t ids[32];
     size_t n = 0;
-    EXPECT_OK(clinfer_vocab_tokenize(v, text, strlen(text), false, special, ids, 32, &n));
+    EXPECT_OK(vocab_tokenize(v, text, strlen(text), false, special, ids, 32, &n));
     bool same = n == n_want && memcmp(ids, want, n * sizeof *ids) == 0;
     EXPECT(same, "'%s' (special %d): %zu tokens, first %d", text, special, n, n ? ids[0] : -1);
 }
@@ -151,16 +151,16 @@ int main(void) {
         expect_ids(v, "<|c|>", true, (int32_t[]){260}, 1);
         int32_t ids[8];
         size_t n = 0;
-        EXPECT_OK(clinfer_vocab_tokenize(v, "<|c|>", 5, false, false, ids, 8, &n));
+        EXPECT_OK(vocab_tokenize(v, "<|c|>", 5, false, false, ids, 8, &n));
         EXPECT(n > 1, "control token matched without parse_special");
-        EXPECT(clinfer_vocab_is_eog(v, 260) && !clinfer_vocab_is_eog(v, 259), "eog");
-        EXPECT(!clinfer_vocab_add_bos(v) && clinfer_vocab_bos(v) == -1, "byte-level BPE: no BOS");
+        EXPECT(vocab_is_eog(v, 260) && !vocab_is_eog(v, 259), "eog");
+        EXPECT(!vocab_add_bos(v) && vocab_bos(v) == -1, "byte-level BPE: no BOS");
     }
-    clinfer_vocab_free(v);
+    vocab_free(v);
 
     EXPECT_OK(load(bpe_vocab(KIMI_WITHOUT_MERGES), &v));
     if (v) expect_ids(v, "abc", false, (int32_t[]){'a', 'b', 'c'}, 3); /* nothing merges */
-    clinfer_vocab_free(v);
+    vocab_free(v);
 
     /* "none": no vocabulary, which a model file may have (its model loads without one) */
     uint8_t *buf = NULL;
@@ -168,7 +168,7 @@ int main(void) {
     gguf_file *f = NULL;
     gguf_writer *w = bpe_vocab(BREAK_NO_VOCAB);
     if (gw_to_memory(w, &buf, &len) == 0 && gguf_open_memory(buf, len, &f) == CLINFER_OK)
-        EXPECT(!clinfer_vocab_present(f), "'none' is no vocabulary");
+        EXPECT(!vocab_present(f), "'none' is no vocabulary");
     gguf_close(f);
     free(buf);
     gw_free(w);
@@ -184,7 +184,7 @@ int main(void) {
         if (v)
             expect_ids(v, "Hello caf\xc3\xa9 \xed\x95\x9c", false,
                        (int32_t[]){wpm[i].hello, wpm[i].cafe, wpm[i].han}, 3);
-        clinfer_vocab_free(v);
+        vocab_free(v);
     }
 
     EXPECT_OK(load(spm_vocab(BREAK_NONE, -1, -2), &v)); /* "ab" outscores "\u2581a" */
@@ -192,13 +192,13 @@ int main(void) {
         expect_ids(v, "ab", false, (int32_t[]){3, 6}, 2);
         expect_ids(v, "c", false, (int32_t[]){3, 8 + 'c'}, 2); /* byte fallback */
         expect_ids(v, "a<s>a", true, (int32_t[]){7, 1, 7}, 3); /* a space before each run */
-        EXPECT(clinfer_vocab_add_bos(v) && clinfer_vocab_bos(v) == 1 && clinfer_vocab_eos(v) == 2,
+        EXPECT(vocab_add_bos(v) && vocab_bos(v) == 1 && vocab_eos(v) == 2,
                "SentencePiece defaults");
     }
-    clinfer_vocab_free(v);
+    vocab_free(v);
     EXPECT_OK(load(spm_vocab(BREAK_NONE, -2, -1), &v)); /* "\u2581a" outscores "ab" */
     if (v) expect_ids(v, "ab", false, (int32_t[]){7, 5}, 2);
-    clinfer_vocab_free(v);
+    vocab_free(v);
 
     static const struct {
         breakage brk;
@@ -225,7 +225,7 @@ int main(void) {
                "breakage %d: status %s: %s", (int)bad[i].brk, clinfer_status_str(st),
                clinfer_last_error());
         EXPECT(strlen(clinfer_last_error()) > 0, "breakage %d: no message", (int)bad[i].brk);
-        clinfer_vocab_free(v);
+        vocab_free(v);
     }
     return finish("test_tokenizer_load");
 }

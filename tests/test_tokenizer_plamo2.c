@@ -103,14 +103,14 @@ int main(void) {
                false, false, IDS(A, BYTE(0xef), BYTE(0xbf), BYTE(0xbd), B));
     expect_ids(v, "<|plamo:bos|>ab", false, true, IDS(BOS, AB));
     expect_ids(v, "ab  c", false, false, IDS(AB_SPACE, SPACE, C));
-    EXPECT(!clinfer_vocab_add_bos(v) && clinfer_vocab_bos(v) == BOS, "PLaMo 2 defaults");
+    EXPECT(!vocab_add_bos(v) && vocab_bos(v) == BOS, "PLaMo 2 defaults");
     char piece[16];
     size_t len;
-    EXPECT_OK(clinfer_vocab_piece(v, AB_SPACE, piece, sizeof piece, &len));
+    EXPECT_OK(vocab_piece(v, AB_SPACE, piece, sizeof piece, &len));
     EXPECT(len == 3 && memcmp(piece, "ab ", 3) == 0, "piece of 'ab '");
-    EXPECT_OK(clinfer_vocab_piece(v, BYTE(0xe8), piece, sizeof piece, &len));
+    EXPECT_OK(vocab_piece(v, BYTE(0xe8), piece, sizeof piece, &len));
     EXPECT(len == 1 && (unsigned char)piece[0] == 0xe8, "piece of <0xE8>");
-    clinfer_vocab_free(v);
-    clinfer_vocab_free(load(0x41)); /* every byte needs its token */
+    vocab_free(v);
+    vocab_free(load(0x41)); /* every byte needs its token */
     return finish("test_tokenizer_plamo2");
 }

@@ -79,17 +79,17 @@ int main(void) {
     expect_ids(v, "bad\xff\xfe", false, false,
                IDS(BYTE('b'), BYTE('a'), BYTE('d'), BYTE(0xff), BYTE(0xfe)));
     expect_ids(v, "<end>he", false, true, IDS(END, HE));
-    EXPECT(!clinfer_vocab_add_bos(v) && clinfer_vocab_bos(v) < 0, "RWKV: no BOS");
+    EXPECT(!vocab_add_bos(v) && vocab_bos(v) < 0, "RWKV: no BOS");
     /* "\x4" (an unfinished escape) stands for nothing: an empty token, never produced */
     expect_ids(v, "\x04", false, false, IDS(BYTE(4)));
 
     char piece[16];
     size_t len;
-    EXPECT_OK(clinfer_vocab_piece(v, NL2, piece, sizeof piece, &len));
+    EXPECT_OK(vocab_piece(v, NL2, piece, sizeof piece, &len));
     EXPECT(len == 2 && memcmp(piece, "\n\n", 2) == 0, "piece of '\\n\\n'");
-    EXPECT_OK(clinfer_vocab_piece(v, BYTE(0xe6), piece, sizeof piece, &len));
+    EXPECT_OK(vocab_piece(v, BYTE(0xe6), piece, sizeof piece, &len));
     EXPECT(len == 1 && (unsigned char)piece[0] == 0xe6, "piece of '\\xe6'");
-    EXPECT(clinfer_vocab_find(v, "\\", 1) == BYTE('\\'), "find the backslash by its byte");
-    clinfer_vocab_free(v);
+    EXPECT(vocab_find(v, "\\", 1) == BYTE('\\'), "find the backslash by its byte");
+    vocab_free(v);
     return finish("test_tokenizer_rwkv");
 }

@@ -87,48 +87,48 @@ int main(void) {
         expect_ids(v, "a<x>b", false, false,
                    IDS(SPACE_A, USER_X, SPACE, B));           /* each run prefixed */
         expect_ids(v, "ab", true, false, IDS(SPACE_AB, EOS)); /* T5: no BOS, EOS at the end */
-        EXPECT(!clinfer_vocab_add_bos(v) && clinfer_vocab_eos(v) == EOS, "T5 defaults");
+        EXPECT(!vocab_add_bos(v) && vocab_eos(v) == EOS, "T5 defaults");
         char piece[16];
         size_t len;
-        EXPECT_OK(clinfer_vocab_piece(v, SPACE_AB, piece, sizeof piece, &len));
+        EXPECT_OK(vocab_piece(v, SPACE_AB, piece, sizeof piece, &len));
         EXPECT(len == 3 && memcmp(piece, " ab", 3) == 0, "piece of '\xe2\x96\x81"
                                                          "ab'");
         size_t n;
         int32_t ids[4];
-        EXPECT_OK(clinfer_vocab_tokenize(v, "", 0, false, false, ids, 4, &n));
+        EXPECT_OK(vocab_tokenize(v, "", 0, false, false, ids, 4, &n));
         EXPECT(n == 0, "empty text: %zu ids", n);
     }
-    clinfer_vocab_free(v);
+    vocab_free(v);
 
     v = load(MAP_GOOD, true, CLINFER_OK);
     if (v) {
         expect_ids(v, "  ab   ab  ", false, false, IDS(SPACE_AB, SPACE_AB));
         expect_ids(v, "AB", false, false, IDS(SPACE_AB, SPACE, B));
     }
-    clinfer_vocab_free(v);
+    vocab_free(v);
 
     v = load(MAP_NONE, false, CLINFER_OK);
     if (v) expect_ids(v, "AB", false, false, IDS(SPACE, UNK)); /* not mapped: unknown */
-    clinfer_vocab_free(v);
+    vocab_free(v);
 
-    clinfer_vocab_free(load(MAP_SHORT, false, CLINFER_ERR_FORMAT));
-    clinfer_vocab_free(load(MAP_TRIE_TOO_BIG, false, CLINFER_ERR_FORMAT));
+    vocab_free(load(MAP_SHORT, false, CLINFER_ERR_FORMAT));
+    vocab_free(load(MAP_TRIE_TOO_BIG, false, CLINFER_ERR_FORMAT));
     v = load(MAP_UNTERMINATED, false, CLINFER_OK); /* found when a replacement is used */
     if (v) {
         size_t n;
         int32_t ids[8];
-        EXPECT(clinfer_vocab_tokenize(v, "B", 1, false, false, ids, 8, &n) == CLINFER_ERR_FORMAT,
+        EXPECT(vocab_tokenize(v, "B", 1, false, false, ids, 8, &n) == CLINFER_ERR_FORMAT,
                "unterminated replacement");
         expect_ids(v, "A", false, false, IDS(SPACE_A));
     }
-    clinfer_vocab_free(v);
+    vocab_free(v);
     v = load(MAP_OUTSIDE, false, CLINFER_OK);
     if (v) {
         size_t n;
         int32_t ids[8];
-        EXPECT(clinfer_vocab_tokenize(v, "a", 1, false, false, ids, 8, &n) == CLINFER_ERR_FORMAT,
+        EXPECT(vocab_tokenize(v, "a", 1, false, false, ids, 8, &n) == CLINFER_ERR_FORMAT,
                "a map leading outside its nodes");
     }
-    clinfer_vocab_free(v);
+    vocab_free(v);
     return finish("test_tokenizer_ugm");
 }

@@ -59,7 +59,7 @@ static char *detokenize(const clinfer_vocab *v, const int32_t *ids, size_t n, si
     for (size_t i = 0; i < n; i++) {
         char piece[256];
         size_t plen;
-        EXPECT_OK(clinfer_vocab_piece(v, ids[i], piece, sizeof piece, &plen));
+        EXPECT_OK(vocab_piece(v, ids[i], piece, sizeof piece, &plen));
         if (total + pending + plen + 1 > cap) {
             cap = 2 * (total + pending + plen + 1);
             text = realloc(text, cap);
@@ -134,8 +134,8 @@ static void check_extra(const clinfer_vocab *v, const char *name) {
         size_t n = 0, n_want = 0;
         while (extra[i].ids[n_want] >= 0)
             n_want++;
-        EXPECT_OK(clinfer_vocab_tokenize(v, extra[i].text, strlen(extra[i].text), false, false, ids,
-                                         64, &n));
+        EXPECT_OK(
+            vocab_tokenize(v, extra[i].text, strlen(extra[i].text), false, false, ids, 64, &n));
         EXPECT(n == n_want && memcmp(ids, extra[i].ids, n * sizeof *ids) == 0,
                "'%s': %zu ids, expected %zu", extra[i].text, n, n_want);
     }
@@ -162,7 +162,7 @@ static void check_vectors(const clinfer_vocab *v, char *inp, const char *outp, r
         }
         expected = *eol ? eol + 1 : eol;
         size_t n = 0;
-        EXPECT_OK(clinfer_vocab_tokenize(v, cur, len, false, false, ids, 4096, &n));
+        EXPECT_OK(vocab_tokenize(v, cur, len, false, false, ids, 4096, &n));
         bool same = !outp || (n == n_want && memcmp(ids, want, n * sizeof *ids) == 0);
         EXPECT(same, "input %zu '%s'", n_inputs, cur);
         if (!same && mismatches++ < 8) {
@@ -192,64 +192,63 @@ static void check_api(const clinfer_vocab *v, bool byte_level) {
     const char *text = "Hello world, hello tokens!";
     size_t n = 0, n2 = 0;
     int32_t ids[64], few[2];
-    EXPECT_OK(clinfer_vocab_tokenize(v, text, strlen(text), false, false, ids, 64, &n));
+    EXPECT_OK(vocab_tokenize(v, text, strlen(text), false, false, ids, 64, &n));
     EXPECT(n > 2, "%zu tokens", n);
-    clinfer_status st = clinfer_vocab_tokenize(v, text, strlen(text), false, false, few, 2, &n2);
+    clinfer_status st = vocab_tokenize(v, text, strlen(text), false, false, few, 2, &n2);
     EXPECT(st == CLINFER_ERR_BUFFER_TOO_SMALL && n2 == n, "status %d, %zu needed", st, n2);
     EXPECT(few[0] == ids[0] && few[1] == ids[1], "partial output differs");
 
-    int32_t bos = clinfer_vocab_bos(v);
+    int32_t bos = vocab_bos(v);
     if (bos >= 0) {
-        EXPECT_OK(clinfer_vocab_tokenize(v, text, strlen(text), true, false, ids, 64, &n2));
+        EXPECT_OK(vocab_tokenize(v, text, strlen(text), true, false, ids, 64, &n2));
         EXPECT(n2 >= n + 1 && ids[0] == bos, "add_bos: %zu tokens, first %d", n2, ids[0]);
     }
     for (int32_t id = 0; id < 5; id++) {
         char piece[256];
         size_t len;
-        EXPECT_OK(clinfer_vocab_piece(v, id, piece, sizeof piece, &len));
+        EXPECT_OK(vocab_piece(v, id, piece, sizeof piece, &len));
     }
     char small[1];
     size_t need = 0;
     int32_t big = -1;
-    for (size_t id = 0; id < clinfer_vocab_n_tokens(v) && big < 0; id++) {
+    for (size_t id = 0; id < vocab_n_tokens(v) && big < 0; id++) {
         char piece[256];
         size_t len;
-        if (clinfer_vocab_piece(v, (int32_t)id, piece, sizeof piece, &len) == CLINFER_OK && len > 1)
+        if (vocab_piece(v, (int32_t)id, piece, sizeof piece, &len) == CLINFER_OK && len > 1)
             big = (int32_t)id;
     }
-    st = clinfer_vocab_piece(v, big, small, sizeof small, &need);
+    st = vocab_piece(v, big, small, sizeof small, &need);
     EXPECT(st == CLINFER_ERR_BUFFER_TOO_SMALL && need > 1, "piece into 1 byte: %d", st);
-    EXPECT(clinfer_vocab_piece(v, -1, small, 1, &need) == CLINFER_ERR_INVALID_ARGUMENT, "id -1");
+    EXPECT(vocab_piece(v, -1, small, 1, &need) == CLINFER_ERR_INVALID_ARGUMENT, "id -1");
 
     /* BOS and EOS are found by their text, and with parse_special their text is one token */
-    const int32_t specials[] = {bos, clinfer_vocab_eos(v)};
+    const int32_t specials[] = {bos, vocab_eos(v)};
     for (size_t i = 0; i < 2; i++) {
         char piece[256];
         size_t len;
         if (specials[i] < 0) continue;
-        EXPECT_OK(clinfer_vocab_piece(v, specials[i], piece, sizeof piece, &len));
-        EXPECT(clinfer_vocab_find(v, piece, len) == specials[i], "find token %d", specials[i]);
-        EXPECT_OK(clinfer_vocab_tokenize(v, piece, len, false, true, ids, 64, &n2));
+        EXPECT_OK(vocab_piece(v, specials[i], piece, sizeof piece, &len));
+        EXPECT(vocab_find(v, piece, len) == specials[i], "find token %d", specials[i]);
+        EXPECT_OK(vocab_tokenize(v, piece, len, false, true, ids, 64, &n2));
         EXPECT(n2 == 1 && ids[0] == specials[i], "parse_special '%.*s': %zu tokens", (int)len,
                piece, n2);
-        EXPECT_OK(clinfer_vocab_tokenize(v, piece, len, false, false, ids, 64, &n2));
+        EXPECT_OK(vocab_tokenize(v, piece, len, false, false, ids, 64, &n2));
         EXPECT(n2 > 1 || ids[0] != specials[i], "'%.*s' matched without parse_special", (int)len,
                piece);
     }
-    if (clinfer_vocab_eos(v) >= 0)
-        EXPECT(clinfer_vocab_is_eog(v, clinfer_vocab_eos(v)), "eos ends generation");
-    EXPECT(clinfer_vocab_find(v, "no such token \x01", 15) == -1, "find of a non-token");
+    if (vocab_eos(v) >= 0) EXPECT(vocab_is_eog(v, vocab_eos(v)), "eos ends generation");
+    EXPECT(vocab_find(v, "no such token \x01", 15) == -1, "find of a non-token");
 
     /* invalid UTF-8 is tokenized byte-wise and, for lossless tokenizers, comes back unchanged
      * where each of its bytes comes back alone (not every vocabulary has a token for bytes UTF-8
      * never uses, and some give their byte character to an added token of the same text) */
     const char bad[] = "ok \xff\xfe \xe2\x82 \xc0\xaf end \xf0\x9f";
-    EXPECT_OK(clinfer_vocab_tokenize(v, bad, sizeof bad - 1, false, true, ids, 64, &n2));
+    EXPECT_OK(vocab_tokenize(v, bad, sizeof bad - 1, false, true, ids, 64, &n2));
     bool every_byte = true;
     for (size_t i = 0; i < sizeof bad - 1; i++) {
         size_t nb = 0, blen;
         bool stream_ok;
-        EXPECT_OK(clinfer_vocab_tokenize(v, bad + i, 1, false, false, few, 2, &nb));
+        EXPECT_OK(vocab_tokenize(v, bad + i, 1, false, false, few, 2, &nb));
         char *back = detokenize(v, few, nb, &blen, &stream_ok);
         every_byte = every_byte && blen == 1 && back[0] == bad[i];
         free(back);
@@ -306,15 +305,15 @@ int main(int argc, char **argv) {
         return 1;
     }
     clinfer_vocab *v = NULL;
-    EXPECT_OK(clinfer_vocab_load(f, &v));
+    EXPECT_OK(vocab_load(f, &v));
     gguf_close(f); /* the vocabulary keeps its own copy */
     if (v) {
         check_vectors(v, inp, outp, vocabs[which].trip);
         check_extra(v, argv[1]);
         check_api(v, vocabs[which].trip == ROUND_TRIP_EXACT);
-        EXPECT(clinfer_vocab_add_bos(v) == vocabs[which].add_bos, "add_bos default");
+        EXPECT(vocab_add_bos(v) == vocabs[which].add_bos, "add_bos default");
     }
-    clinfer_vocab_free(v);
+    vocab_free(v);
     free(inp);
     free(outp);
     return finish(argv[0]);

@@ -101,9 +101,9 @@ int main(void) {
                        IDS(BYTE('H'), E, BYTE('L'), BYTE('L'), O, BYTE('A'), BYTE('B'), BYTE('C')));
         char piece[16];
         size_t len;
-        EXPECT_OK(clinfer_vocab_piece(v, ZHONGWEN, piece, sizeof piece, &len));
+        EXPECT_OK(vocab_piece(v, ZHONGWEN, piece, sizeof piece, &len));
         EXPECT(len == 6 && memcmp(piece, "\xe4\xb8\xad\xe6\x96\x87", 6) == 0, "raw piece");
-        clinfer_vocab_free(v);
+        vocab_free(v);
     }
     return finish("test_tokenizer_whitespace");
 }

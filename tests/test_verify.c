@@ -17,7 +17,7 @@
 static int32_t tokens[N_TOKENS];
 
 static void model_path(char *path, size_t size, const char *arch, clinfer_dtype type) {
-    snprintf(path, size, "verify_%s_%s_%d.gguf", arch, clinfer_dtype_name(type), (int)getpid());
+    snprintf(path, size, "verify_%s_%s_%d.gguf", arch, dtype_name(type), (int)getpid());
 }
 
 static int write_model(const char *arch, clinfer_dtype type, char *path, size_t size) {
@@ -92,12 +92,12 @@ static void test_paths(const char *arch, clinfer_dtype type, bool f32_act) {
         if (!r) continue;
         const clinfer_verify_row *w = &r->rows[r->worst], *last = &r->rows[r->n_rows - 1];
         printf("%s %s %s%s: %zu rows, worst %s layer %d %s (%s) NMSE %.2e, whole %.2e [%s]\n", arch,
-               clinfer_dtype_name(type), paths[p].name, f32_act ? " f32-act" : "", r->n_rows,
-               w->phase, w->layer, w->op, w->output, w->nmse, last->nmse, r->tolerance);
+               dtype_name(type), paths[p].name, f32_act ? " f32-act" : "", r->n_rows, w->phase,
+               w->layer, w->op, w->output, w->nmse, last->nmse, r->tolerance);
         EXPECT(r->n_failed == 0, "%s %s on %s: %zu rows failed, the first %s layer %d %s NMSE %g",
-               arch, clinfer_dtype_name(type), paths[p].name, r->n_failed,
-               r->rows[r->first_failed].phase, r->rows[r->first_failed].layer,
-               r->rows[r->first_failed].op, r->rows[r->first_failed].nmse);
+               arch, dtype_name(type), paths[p].name, r->n_failed, r->rows[r->first_failed].phase,
+               r->rows[r->first_failed].layer, r->rows[r->first_failed].op,
+               r->rows[r->first_failed].nmse);
         EXPECT(r->top_device == r->top_reference, "top tokens %d, %d", r->top_device,
                r->top_reference);
         clinfer_verify_report_free(r);

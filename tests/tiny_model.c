@@ -58,7 +58,7 @@ uint32_t tiny_model_n_vocab(void) {
 }
 
 void tiny_model_default(tiny_model_spec *s, const char *arch, clinfer_dtype type) {
-    bool k_type = clinfer_dtype_block_elems(type) == QK_K; /* rows of whole super-blocks */
+    bool k_type = dtype_block_elems(type) == QK_K; /* rows of whole super-blocks */
     bool gpt2 = !strcmp(arch, "gpt2"), gemma3 = !strcmp(arch, "gemma3");
     bool mistral = !strcmp(arch, "mistral");
     *s = (tiny_model_spec){
@@ -95,7 +95,7 @@ static int add_matrix(gguf_writer *w, const tiny_model_spec *s, const char *name
     if (s->omit_tensor && !strcmp(name, s->omit_tensor)) return 0;
     if (s->misshape_tensor && !strcmp(name, s->misshape_tensor)) m++;
     clinfer_dtype type = matrix_type(s, name);
-    size_t row_bytes = clinfer_dtype_row_bytes(type, k);
+    size_t row_bytes = dtype_row_bytes(type, k);
     float *row = malloc(k * sizeof *row);
     uint8_t *data = malloc(row_bytes * m);
     if (!row || !data) {
@@ -106,7 +106,7 @@ static int add_matrix(gguf_writer *w, const tiny_model_spec *s, const char *name
     }
     for (uint32_t r = 0; r < m; r++) {
         rng_fill(row, k, -scale, scale);
-        clinfer_quantize_row(type, row, data + r * row_bytes, k);
+        quantize_row(type, row, data + r * row_bytes, k);
     }
     gw_tensor(w, name, type, 2, (const int64_t[]){k, m}, data);
     free(row);

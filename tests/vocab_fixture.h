@@ -19,7 +19,7 @@ static inline clinfer_vocab *vocab_from_writer(gguf_writer *w, clinfer_status wa
     clinfer_vocab *v = NULL;
     clinfer_status st = gw_to_memory(w, &buf, &len) ? CLINFER_ERR_OUT_OF_MEMORY : CLINFER_OK;
     if (st == CLINFER_OK) st = gguf_open_memory(buf, len, &f);
-    if (st == CLINFER_OK) st = clinfer_vocab_load(f, &v);
+    if (st == CLINFER_OK) st = vocab_load(f, &v);
     EXPECT(st == want, "load gave %s, expected %s: %s", clinfer_status_str(st),
            clinfer_status_str(want), clinfer_last_error());
     gguf_close(f);
@@ -36,7 +36,7 @@ static inline void expect_ids(const clinfer_vocab *v, const char *text, bool add
     size_t n = 0, n_want = 0;
     while (want[n_want] >= 0)
         n_want++;
-    EXPECT_OK(clinfer_vocab_tokenize(v, text, strlen(text), add_bos, special, ids, 64, &n));
+    EXPECT_OK(vocab_tokenize(v, text, strlen(text), add_bos, special, ids, 64, &n));
     bool same = n == n_want && memcmp(ids, want, n * sizeof *ids) == 0;
     EXPECT(same, "'%s': %zu ids (first %d), expected %zu (first %d)", text, n, n ? ids[0] : -1,
            n_want, want[0]);

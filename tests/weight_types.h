@@ -15,7 +15,7 @@
 
 /* Whether CLINFER_TEST_TYPES, when set, names type (a whole item of its comma list). */
 static inline bool weight_type_picked(clinfer_dtype type) {
-    const char *list = getenv("CLINFER_TEST_TYPES"), *name = clinfer_dtype_name(type);
+    const char *list = getenv("CLINFER_TEST_TYPES"), *name = dtype_name(type);
     size_t len = strlen(name);
     if (!list || !*list) return true;
     for (const char *p = list; (p = strstr(p, name)) != NULL; p += len)
@@ -33,7 +33,7 @@ static inline size_t weight_types(clinfer_dtype out[CLINFER_DT_ID_LIMIT]) {
     }
     size_t n = 0, picked = 0;
     for (uint32_t t = 0; t < CLINFER_DT_ID_LIMIT; t++)
-        if (clinfer_dtype_valid(t) && clinfer_dtype_is_weight((clinfer_dtype)t) &&
+        if (dtype_valid(t) && dtype_is_weight((clinfer_dtype)t) &&
             weight_type_picked((clinfer_dtype)t) && picked++ % shards == shard)
             out[n++] = (clinfer_dtype)t;
     return n;

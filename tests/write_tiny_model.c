@@ -13,8 +13,7 @@ static int type_named(const char *name, size_t n) {
     clinfer_dtype types[CLINFER_DT_ID_LIMIT];
     size_t count = weight_types(types);
     for (size_t i = 0; i < count; i++)
-        if (strlen(clinfer_dtype_name(types[i])) == n &&
-            !strncasecmp(name, clinfer_dtype_name(types[i]), n))
+        if (strlen(dtype_name(types[i])) == n && !strncasecmp(name, dtype_name(types[i]), n))
             return (int)types[i];
     return -1;
 }

@@ -20,6 +20,7 @@ enum {
     OPT_QUEUE,
     OPT_MAX_BODY,
     OPT_MAX_CONNS,
+    OPT_MAX_CONNS_PER_IP,
     OPT_HEADER_TIMEOUT,
     OPT_BODY_TIMEOUT,
     OPT_SPECIAL_IN_CONTENT
@@ -55,6 +56,8 @@ static void usage(FILE *out) {
         "      --max-connections N  connections held at once (default 512); past them the\n"
         "                       one waiting longest for its request is closed, or when all\n"
         "                       are busy the newcomer gets 503\n"
+        "      --max-connections-per-ip N  connections one address may hold; more are\n"
+        "                       closed at once (default 0: no limit)\n"
         "      --header-timeout S   seconds to send a request's headers, from the connection's\n"
         "                       start or the previous response; then it closes (default 10)\n"
         "      --body-timeout S     seconds to send a request's body (default 30)\n"
@@ -69,7 +72,7 @@ static void usage(FILE *out) {
 typedef struct {
     cli_model_opts model;
     serve_server s;
-    long port, parallel, queue, n_ctx, n_batch, max_body, max_conns, header_s, body_s;
+    long port, parallel, queue, n_ctx, n_batch, max_body, max_conns, per_ip, header_s, body_s;
     clinfer_activations act;
 } serve_opts;
 
@@ -106,6 +109,8 @@ static int serve_option(int opt, const char *arg, void *user) {
         return cli_parse_long("--max-body", arg, 1024, 1L << 30, &o->max_body) ? 1 : -1;
     case OPT_MAX_CONNS:
         return cli_parse_long("--max-connections", arg, 1, 65536, &o->max_conns) ? 1 : -1;
+    case OPT_MAX_CONNS_PER_IP:
+        return cli_parse_long("--max-connections-per-ip", arg, 0, 65536, &o->per_ip) ? 1 : -1;
     case OPT_HEADER_TIMEOUT:
         return cli_parse_long("--header-timeout", arg, 1, 3600, &o->header_s) ? 1 : -1;
     case OPT_BODY_TIMEOUT:
@@ -138,6 +143,7 @@ static int parse(int argc, char **argv, serve_opts *o) {
         {"alias", required_argument, NULL, OPT_ALIAS},
         {"max-body", required_argument, NULL, OPT_MAX_BODY},
         {"max-connections", required_argument, NULL, OPT_MAX_CONNS},
+        {"max-connections-per-ip", required_argument, NULL, OPT_MAX_CONNS_PER_IP},
         {"header-timeout", required_argument, NULL, OPT_HEADER_TIMEOUT},
         {"body-timeout", required_argument, NULL, OPT_BODY_TIMEOUT},
         {"special-in-content", no_argument, NULL, OPT_SPECIAL_IN_CONTENT},
@@ -193,6 +199,7 @@ int cmd_serve(int argc, char **argv) {
     s->queue_cap = (size_t)o.queue;
     s->max_body = (size_t)o.max_body;
     s->max_conns = (size_t)o.max_conns;
+    s->max_conns_per_ip = (size_t)o.per_ip;
     s->header_ms = 1e3 * (double)o.header_s;
     s->body_ms = 1e3 * (double)o.body_s;
     clinfer_context_params_default(&s->cp);

@@ -573,6 +573,7 @@ int serve_http_start(serve_server *s, char *err, size_t size) {
         MHD_OPTION_EXTERNAL_LOGGER, log_http, NULL, MHD_OPTION_SOCK_ADDR, ai->ai_addr,
         MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_NOTIFY_CONNECTION,
         serve_conn_notify, s, MHD_OPTION_CONNECTION_LIMIT, (unsigned)(s->max_conns + CONN_HEADROOM),
+        MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)s->max_conns_per_ip,
         MHD_OPTION_CONNECTION_TIMEOUT, 120u, MHD_OPTION_END);
     freeaddrinfo(ai);
     if (!s->daemon) {

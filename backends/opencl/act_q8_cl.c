@@ -11,7 +11,7 @@ clinfer_status cl_act_init(cl_backend_ctx *b) {
     clinfer_status st = CLINFER_OK;
     cl_int err = CL_SUCCESS;
     struct cl_act_state *s = calloc(1, sizeof *s);
-    if (!s) return clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "OpenCL: activation state");
+    if (!s) return err_fail(CLINFER_ERR_OUT_OF_MEMORY, "OpenCL: activation state");
     b->act = s;
     CHECK(cl_build(b, "quantize.cl", "-cl-fp32-correctly-rounded-divide-sqrt", &s->program));
     const struct {
@@ -104,7 +104,7 @@ static clinfer_status xo_arg(cl_backend_ctx *b, size_t count, int span, cl_arg *
 clinfer_status cl_quantize_x(cl_backend_ctx *b, const clinfer_op *op, int want_f) {
     act_q8 *act = &b->act->act;
     size_t count = (size_t)op->matmul.n * (size_t)op->matmul.k;
-    size_t block = clinfer_dtype_q8_act_block(op->matmul.w->weight->layout.type);
+    size_t block = dtype_q8_act_block(op->matmul.w->weight->layout.type);
     cl_mem x = op->matmul.x.buf->mem;
     int x_off = (int)op->matmul.x.offset, span = (int)(block / CLINFER_Q8_ACT_BLOCK);
     if (act->x == x && act->x_off == op->matmul.x.offset && act->count == count &&

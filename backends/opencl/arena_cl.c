@@ -38,7 +38,7 @@ clinfer_status cl_arena_array(cl_arena *arena, size_t at, size_t bytes, const ch
 uint64_t cl_alloc_limit(const cl_backend_ctx *b) {
     uint64_t limit = b->info.max_alloc ? b->info.max_alloc : UINT64_MAX;
     clinfer_dev_options dev;
-    clinfer_dev_options_get(&dev);
+    dev_options_get(&dev);
     if (dev.max_alloc > 0 && dev.max_alloc < limit) limit = dev.max_alloc;
     return limit;
 }

@@ -105,7 +105,7 @@ cleanup:
 static clinfer_status attention_rope_launches(cl_backend_ctx *b, const clinfer_op *op,
                                               size_t q_total) {
     clinfer_ref q = op->attention.q, k_src = op->attention.rope.k_src;
-    clinfer_op keys = clinfer_attention_keys_rope(op);
+    clinfer_op keys = attention_keys_rope(op);
     clinfer_op queries = keys;
     queries.rope.x = q;
     queries.rope.n_heads = op->attention.n_head;
@@ -122,9 +122,9 @@ static clinfer_status attention_rope_launches(cl_backend_ctx *b, const clinfer_o
 clinfer_status cl_attention_limits(const clinfer_op *op) {
     int head_dim = op->attention.head_dim;
     if (head_dim % 8 || head_dim > MAX_HEAD_DIM)
-        return clinfer_fail(CLINFER_ERR_UNSUPPORTED,
-                            "OpenCL attention: head_dim %d must be a multiple of 8 and at most %d",
-                            head_dim, MAX_HEAD_DIM);
+        return err_fail(CLINFER_ERR_UNSUPPORTED,
+                        "OpenCL attention: head_dim %d must be a multiple of 8 and at most %d",
+                        head_dim, MAX_HEAD_DIM);
     return CLINFER_OK;
 }
 

@@ -31,9 +31,9 @@ static clinfer_status use_threads(cl_backend_ctx *b) {
     cl_uint got = 0;
     cl_int err = clCreateSubDevices(b->device, by_counts, 1, &sub, &got);
     if (err != CL_SUCCESS || got != 1)
-        return clinfer_fail(err != CL_SUCCESS ? err : CLINFER_ERR_UNSUPPORTED,
-                            "OpenCL: %u threads of '%s' (a sub-device of %u compute units): %s", n,
-                            b->info.name, n, clinfer_status_str(err));
+        return err_fail(err != CL_SUCCESS ? err : CLINFER_ERR_UNSUPPORTED,
+                        "OpenCL: %u threads of '%s' (a sub-device of %u compute units): %s", n,
+                        b->info.name, n, clinfer_status_str(err));
     b->device = b->sub_device = sub;
     b->info.compute_units = n;
     return CLINFER_OK;
@@ -48,14 +48,14 @@ static clinfer_status cl_buffer_alloc(void *ctx, size_t bytes, clinfer_buffer **
     if (st != CLINFER_OK) return st;
     *out = NULL;
     if (bytes == 0)
-        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "OpenCL: buffer of 0 bytes requested");
+        return err_fail(CLINFER_ERR_INVALID_ARGUMENT, "OpenCL: buffer of 0 bytes requested");
     if (bytes > b->info.max_alloc)
-        return clinfer_fail(CL_INVALID_BUFFER_SIZE,
-                            "OpenCL: buffer of %zu bytes exceeds CL_DEVICE_MAX_MEM_ALLOC_SIZE "
-                            "(%llu bytes) of %s",
-                            bytes, (unsigned long long)b->info.max_alloc, b->info.name);
+        return err_fail(CL_INVALID_BUFFER_SIZE,
+                        "OpenCL: buffer of %zu bytes exceeds CL_DEVICE_MAX_MEM_ALLOC_SIZE "
+                        "(%llu bytes) of %s",
+                        bytes, (unsigned long long)b->info.max_alloc, b->info.name);
     buf = calloc(1, sizeof *buf);
-    if (!buf) return clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "OpenCL: buffer record");
+    if (!buf) return err_fail(CLINFER_ERR_OUT_OF_MEMORY, "OpenCL: buffer record");
     cl_int err = cl_fault("alloc");
     if (err == CL_SUCCESS)
         buf->mem = clCreateBuffer(b->context, CL_MEM_READ_WRITE, bytes, NULL, &err);
@@ -80,8 +80,7 @@ static clinfer_status cl_buffer_write(void *ctx, clinfer_buffer *buf, size_t off
                                       const void *src) {
     cl_backend_ctx *b = ctx;
     clinfer_status st = cl_check_alive(b);
-    if (st == CLINFER_OK)
-        st = clinfer_transfer_check("OpenCL buffer write", buf, offset, bytes, src);
+    if (st == CLINFER_OK) st = op_check_transfer("OpenCL buffer write", buf, offset, bytes, src);
     if (st != CLINFER_OK || bytes == 0) return st;
     cl_act_forget(b);
     return cl_check(
@@ -93,8 +92,7 @@ static clinfer_status cl_buffer_read(void *ctx, clinfer_buffer *buf, size_t offs
                                      void *dst) {
     cl_backend_ctx *b = ctx;
     clinfer_status st = cl_check_alive(b);
-    if (st == CLINFER_OK)
-        st = clinfer_transfer_check("OpenCL buffer read", buf, offset, bytes, dst);
+    if (st == CLINFER_OK) st = op_check_transfer("OpenCL buffer read", buf, offset, bytes, dst);
     if (st != CLINFER_OK || bytes == 0) return st;
     return cl_check(
         b, clEnqueueReadBuffer(b->queue, buf->mem, CL_TRUE, offset, bytes, dst, 0, NULL, NULL),
@@ -106,7 +104,7 @@ static clinfer_status cl_buffer_copy(void *ctx, clinfer_buffer *src, size_t src_
     cl_backend_ctx *b = ctx;
     clinfer_status st = cl_check_alive(b);
     if (st == CLINFER_OK)
-        st = clinfer_copy_check("OpenCL buffer copy", src, src_offset, dst, dst_offset, bytes);
+        st = op_check_copy("OpenCL buffer copy", src, src_offset, dst, dst_offset, bytes);
     if (st != CLINFER_OK || bytes == 0) return st;
     cl_act_forget(b); /* as a write: dst may hold a matmul's remembered x */
     cl_int err = clEnqueueCopyBuffer(b->queue, src->mem, dst->mem, src_offset, dst_offset, bytes, 0,
@@ -148,13 +146,12 @@ static void cl_weight_cache_close_i(void *ctx) {
  * kernel gone wrong would leave it. */
 static clinfer_status corrupt_output(cl_backend_ctx *b, const clinfer_op *op) {
     char kind[32];
-    snprintf(kind, sizeof kind, "corrupt-%s", clinfer_op_name(op->kind));
+    snprintf(kind, sizeof kind, "corrupt-%s", op_kind_name(op->kind));
     cl_int value = cl_fault(kind);
     clinfer_op_output out[CLINFER_OP_MAX_OUTPUTS];
-    if (value == CL_SUCCESS || clinfer_op_outputs(op, out) == 0 || out[0].count == 0)
-        return CLINFER_OK;
+    if (value == CL_SUCCESS || op_outputs(op, out) == 0 || out[0].count == 0) return CLINFER_OK;
     float f = (float)value;
-    uint16_t h = clinfer_f32_to_f16(f);
+    uint16_t h = f32_to_f16(f);
     bool half = out[0].type == CLINFER_DT_F16;
     size_t elem = half ? sizeof h : sizeof f;
     cl_act_forget(b); /* a rounded copy the op kept of its output no longer matches it */
@@ -168,7 +165,7 @@ static clinfer_status corrupt_output(cl_backend_ctx *b, const clinfer_op *op) {
 static clinfer_status cl_op(void *ctx, const clinfer_op *op) {
     cl_backend_ctx *b = ctx;
     clinfer_status st = cl_check_alive(b);
-    if (st == CLINFER_OK) st = clinfer_op_check(op);
+    if (st == CLINFER_OK) st = op_check_operands(op);
     if (st != CLINFER_OK) return st;
     if (op->kind != CLINFER_OP_MATMUL) cl_act_forget(b); /* it may write a matmul's x */
     switch (op->kind) {
@@ -201,8 +198,7 @@ static clinfer_status cl_op(void *ctx, const clinfer_op *op) {
         st = cl_op_eltwise(b, op);
         break;
     default:
-        st =
-            clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "OpenCL: unknown op kind %d", (int)op->kind);
+        st = err_fail(CLINFER_ERR_INVALID_ARGUMENT, "OpenCL: unknown op kind %d", (int)op->kind);
     }
     if (st == CLINFER_OK) st = corrupt_output(b, op);
     cl_note_lost(b, st);
@@ -217,8 +213,8 @@ static clinfer_status cl_op_run(void *ctx, const clinfer_op *ops, size_t n, size
     *taken = 0;
     if (st == CLINFER_OK && ops) st = cl_graph_run(b, ops, n, taken);
     if (st == CLINFER_OK && *taken == 0 && n >= 2 && ops[0].kind == CLINFER_OP_MATMUL &&
-        ops[1].kind == CLINFER_OP_RMSNORM && clinfer_op_check(&ops[0]) == CLINFER_OK &&
-        clinfer_op_check(&ops[1]) == CLINFER_OK) {
+        ops[1].kind == CLINFER_OP_RMSNORM && op_check_operands(&ops[0]) == CLINFER_OK &&
+        op_check_operands(&ops[1]) == CLINFER_OK) {
         bool fused;
         st = cl_matmul_norm(b, &ops[0], &ops[1], &fused);
         *taken = fused ? 2 : 0;
@@ -304,10 +300,10 @@ static clinfer_status open_queue(cl_backend_ctx *b, clinfer_backend **out) {
     clinfer_status st = CLINFER_OK;
     cl_int err;
     clinfer_backend *backend = calloc(1, sizeof *backend);
-    if (!backend) return clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "OpenCL: backend");
+    if (!backend) return err_fail(CLINFER_ERR_OUT_OF_MEMORY, "OpenCL: backend");
     bool table;
     const char *trace;
-    clinfer_options_profiling(b->options.profile, &table, &trace);
+    options_profiling(b->options.profile, &table, &trace);
     b->timing.enabled = table || trace;
     b->queue = clCreateCommandQueue(b->context, b->device,
                                     b->timing.enabled ? CL_QUEUE_PROFILING_ENABLE : 0, &err);
@@ -330,12 +326,12 @@ cleanup:
 /* The root's device, context, options and programs, with a queue of its own. */
 static clinfer_status cl_instance(void *ctx, clinfer_backend **out) {
     const cl_backend_ctx *root = ctx;
-    if (!out) return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "OpenCL: NULL output handle");
+    if (!out) return err_fail(CLINFER_ERR_INVALID_ARGUMENT, "OpenCL: NULL output handle");
     *out = NULL;
     clinfer_status st = cl_check_alive(root);
     if (st != CLINFER_OK) return st;
     cl_backend_ctx *b = calloc(1, sizeof *b);
-    if (!b) return clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "OpenCL: backend context");
+    if (!b) return err_fail(CLINFER_ERR_OUT_OF_MEMORY, "OpenCL: backend context");
     b->platform = root->platform;
     b->device = root->device;
     b->info = root->info;
@@ -355,7 +351,7 @@ static clinfer_status cl_instance(void *ctx, clinfer_backend **out) {
     for (int t = 0; st == CLINFER_OK && t < CLINFER_DT_ID_LIMIT; t++)
         if (root->types->types[t].program) st = cl_build_type(b, (clinfer_dtype)t);
     if (st != CLINFER_OK) {
-        clinfer_backend_free(*out);
+        backend_free(*out);
         *out = NULL;
     }
     return st;
@@ -363,18 +359,17 @@ static clinfer_status cl_instance(void *ctx, clinfer_backend **out) {
 
 /* Profiling events need a queue created for them: done where the profiler is asked for
  * (src/profile.h) when the backend is created. */
-clinfer_status clinfer_backend_opencl_create(size_t device_index,
-                                             const clinfer_backend_options *options,
-                                             clinfer_backend **out) {
+clinfer_status cl_backend_create(size_t device_index, const clinfer_backend_options *options,
+                                 clinfer_backend **out) {
     clinfer_status st = CLINFER_OK;
     cl_int err;
-    if (!out) return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "OpenCL: NULL output handle");
+    if (!out) return err_fail(CLINFER_ERR_INVALID_ARGUMENT, "OpenCL: NULL output handle");
     *out = NULL;
     cl_backend_ctx *b = calloc(1, sizeof *b);
-    if (!b) return clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "OpenCL: backend context");
+    if (!b) return err_fail(CLINFER_ERR_OUT_OF_MEMORY, "OpenCL: backend context");
     CHECK(cl_shared_create(&b->shared));
     b->owns_shared = true;
-    CHECK(clinfer_options_resolve(options, &b->options));
+    CHECK(options_resolve(options, &b->options));
     if (b->options.cache_dir) {
         snprintf(b->cache_dir, sizeof b->cache_dir, "%s", b->options.cache_dir);
         b->options.cache_dir = b->cache_dir;

@@ -29,7 +29,7 @@ clinfer_status cl_build(cl_backend_ctx *b, const char *source_name, const char *
     const char *options = extra_options ? extra_options : "";
     size_t key_len = strlen(source_name) + 1 + strlen(options);
     cl_built *fresh = malloc(sizeof *fresh + key_len + 1), *e;
-    if (!fresh) return clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "OpenCL: no memory for a program");
+    if (!fresh) return err_fail(CLINFER_ERR_OUT_OF_MEMORY, "OpenCL: no memory for a program");
     snprintf(fresh->key, key_len + 1, "%s\n%s", source_name, options);
     pthread_mutex_lock(&sh->lock);
     for (e = sh->programs; e && strcmp(e->key, fresh->key) != 0;)
@@ -57,7 +57,7 @@ clinfer_status cl_shared_create(cl_shared **out) {
     cl_shared *sh = calloc(1, sizeof *sh);
     if (!sh || pthread_mutex_init(&sh->lock, NULL)) {
         free(sh);
-        return clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "OpenCL: shared state");
+        return err_fail(CLINFER_ERR_OUT_OF_MEMORY, "OpenCL: shared state");
     }
     *out = sh;
     return CLINFER_OK;

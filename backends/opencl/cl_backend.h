@@ -80,7 +80,7 @@ typedef struct cl_backend_ctx {
     struct cl_ops_state *ops;
     struct cl_graph_state *graph;
     cl_shared *shared;
-    bool owns_shared; /* made by clinfer_backend_opencl_create, not as an instance */
+    bool owns_shared; /* made by cl_backend_create, not as an instance */
     cl_timing timing;
 } cl_backend_ctx;
 

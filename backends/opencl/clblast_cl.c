@@ -54,9 +54,9 @@ clinfer_status cl_clblast_gemm(cl_backend_ctx *b, cl_mem w, int w_off, int rows,
     cl_turn_end(b);
     if (cs != CLBlastSuccess)
         /* OpenCL errors pass through; CLBlast's own codes (<= -1000) are not device faults */
-        return clinfer_fail(cs < 0 && cs > -1000 ? cs : CLINFER_ERR_UNSUPPORTED,
-                            "OpenCL matmul: CLBlastSgemm(%d x %d x %d) failed with %d", a->n, rows,
-                            a->k, (int)cs);
+        return err_fail(cs < 0 && cs > -1000 ? cs : CLINFER_ERR_UNSUPPORTED,
+                        "OpenCL matmul: CLBlastSgemm(%d x %d x %d) failed with %d", a->n, rows,
+                        a->k, (int)cs);
     return cl_timing_keep(b, event);
 }
 #endif

@@ -197,7 +197,7 @@ static cl_int describe_device(device_entry *e, const char *platform_name,
     info->int_dot = has_extension(extensions, "cl_khr_integer_dot_product");
     free(extensions);
     e->path = capability_kernel_path(info);
-    snprintf(info->kernel_path, sizeof info->kernel_path, "%s", clinfer_kernel_path_name(e->path));
+    snprintf(info->kernel_path, sizeof info->kernel_path, "%s", kernel_path_name(e->path));
     return CL_SUCCESS;
 }
 
@@ -252,7 +252,7 @@ static void enumerate(void) {
 /* Enumerates on first use; fails with the reason when there is no device at all. */
 static clinfer_status ensure_devices(void) {
     pthread_once(&registry_once, enumerate);
-    if (registry.count == 0) return clinfer_fail(CLINFER_ERR_NO_PLATFORM, "%s", registry.message);
+    if (registry.count == 0) return err_fail(CLINFER_ERR_NO_PLATFORM, "%s", registry.message);
     return CLINFER_OK;
 }
 
@@ -260,15 +260,15 @@ static clinfer_status lookup(size_t index, const device_entry **out) {
     clinfer_status st = ensure_devices();
     if (st != CLINFER_OK) return st;
     if (index >= registry.count)
-        return clinfer_fail(CLINFER_ERR_NOT_FOUND, "device index %zu out of range (%zu devices)",
-                            index, registry.count);
+        return err_fail(CLINFER_ERR_NOT_FOUND, "device index %zu out of range (%zu devices)", index,
+                        registry.count);
     *out = &registry.devices[index];
     return CLINFER_OK;
 }
 
 clinfer_status clinfer_device_count(size_t *count) {
     if (!count)
-        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "clinfer_device_count: count is NULL");
+        return err_fail(CLINFER_ERR_INVALID_ARGUMENT, "clinfer_device_count: count is NULL");
     /* No device is not an error here: the message stays in clinfer_last_error(). */
     ensure_devices();
     *count = registry.count;
@@ -282,16 +282,16 @@ clinfer_status cl_device_get_info(size_t index, clinfer_kernel_path path, clinfe
     if (st != CLINFER_OK) return st;
     *info = e->info;
     if (path == CLINFER_KERNEL_PATH_DEFAULT) path = e->path;
-    snprintf(info->kernel_path, sizeof info->kernel_path, "%s", clinfer_kernel_path_name(path));
+    snprintf(info->kernel_path, sizeof info->kernel_path, "%s", kernel_path_name(path));
     if (chosen) *chosen = path;
     return CLINFER_OK;
 }
 
 clinfer_status clinfer_device_get_info(size_t index, clinfer_device_info *info) {
     if (!info)
-        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "clinfer_device_get_info: info is NULL");
+        return err_fail(CLINFER_ERR_INVALID_ARGUMENT, "clinfer_device_get_info: info is NULL");
     clinfer_backend_options o;
-    clinfer_status st = clinfer_options_resolve(NULL, &o);
+    clinfer_status st = options_resolve(NULL, &o);
     return st == CLINFER_OK ? cl_device_get_info(index, o.kernel_path, info, NULL) : st;
 }
 
@@ -338,12 +338,12 @@ static bool all_digits(const char *s) {
 clinfer_status clinfer_device_select(const char *spec, size_t *index, char *reason,
                                      size_t reason_size) {
     if (!index)
-        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "clinfer_device_select: index is NULL");
+        return err_fail(CLINFER_ERR_INVALID_ARGUMENT, "clinfer_device_select: index is NULL");
     clinfer_status st = ensure_devices();
     if (st != CLINFER_OK) return st;
     const char *origin = "the device spec";
     if (!spec || !*spec) {
-        spec = clinfer_options_device();
+        spec = options_device();
         origin = "CLINFER_DEVICE";
     }
     size_t chosen = 0;
@@ -358,23 +358,23 @@ clinfer_status clinfer_device_select(const char *spec, size_t *index, char *reas
     } else if (all_digits(spec)) {
         chosen = strtoul(spec, NULL, 10);
         if (strlen(spec) > 6 || chosen >= registry.count)
-            return clinfer_fail(CLINFER_ERR_NOT_FOUND,
-                                "%s '%s': no device with that index (%zu devices)", origin, spec,
-                                registry.count);
+            return err_fail(CLINFER_ERR_NOT_FOUND,
+                            "%s '%s': no device with that index (%zu devices)", origin, spec,
+                            registry.count);
         snprintf(why, sizeof why, "index %zu given by %s", chosen, origin);
     } else if (!strcasecmp(spec, "gpu") || !strcasecmp(spec, "cpu")) {
         clinfer_device_type type =
             tolower((unsigned char)spec[0]) == 'g' ? CLINFER_DEVICE_GPU : CLINFER_DEVICE_CPU;
         if (!strongest(type, NULL, &chosen))
-            return clinfer_fail(CLINFER_ERR_NOT_FOUND, "%s '%s': no such device among %zu", origin,
-                                spec, registry.count);
+            return err_fail(CLINFER_ERR_NOT_FOUND, "%s '%s': no such device among %zu", origin,
+                            spec, registry.count);
         snprintf(why, sizeof why, "the strongest %s device, as %s '%s' asks", spec, origin, spec);
     } else {
         if (!strongest(0, spec, &chosen))
-            return clinfer_fail(CLINFER_ERR_NOT_FOUND,
-                                "%s '%s' matches no device name (%zu devices; see `clinfer "
-                                "devices`)",
-                                origin, spec, registry.count);
+            return err_fail(CLINFER_ERR_NOT_FOUND,
+                            "%s '%s' matches no device name (%zu devices; see `clinfer "
+                            "devices`)",
+                            origin, spec, registry.count);
         snprintf(why, sizeof why, "its name matches %s '%s'", origin, spec);
     }
     *index = chosen;

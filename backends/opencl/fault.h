@@ -7,8 +7,8 @@
  *   enqueue  every kernel enqueue
  * and, to prove that verification (clinfer_verify) catches a kernel that computes garbage:
  *   corrupt-<op>  every op of that kind run alone (the backend's op, not op_run), op named as
- *                 clinfer_op_name does ("corrupt-rmsnorm"): ERR is instead a value written over
- *                 every element of the op's first output (clinfer_op_outputs) after it ran */
+ *                 op_kind_name does ("corrupt-rmsnorm"): ERR is instead a value written over
+ *                 every element of the op's first output (op_outputs) after it ran */
 #ifndef CLINFER_CL_FAULT_H
 #define CLINFER_CL_FAULT_H
 

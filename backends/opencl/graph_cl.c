@@ -78,7 +78,7 @@ static cl_kernel graph_kernel(cl_backend_ctx *b, uint32_t types, bool kv_f16) {
         names_len = 0, n_types = 0;
     for (int t = 0; t < 32; t++) /* 13 types at most: the buffers hold them all */
         if (types >> t & 1) {
-            const char *name = clinfer_dtype_name((clinfer_dtype)t);
+            const char *name = dtype_name((clinfer_dtype)t);
             n_types++;
             len += snprintf(options + len, sizeof options - (size_t)len, " -DGT_%s=%d", name,
                             cl_graph_type_code((clinfer_dtype)t));
@@ -91,7 +91,7 @@ static cl_kernel graph_kernel(cl_backend_ctx *b, uint32_t types, bool kv_f16) {
     clinfer_status st = cl_build(b, "graph.cl", options, &p->program);
     if (st == CLINFER_OK) p->kernel = clCreateKernel(p->program, "run_graph", &err);
     if (st == CLINFER_OK && err != CL_SUCCESS)
-        clinfer_fail(err, "clCreateKernel(run_graph) failed: %s", clinfer_status_str(err));
+        err_fail(err, "clCreateKernel(run_graph) failed: %s", clinfer_status_str(err));
     if (!p->kernel) {
         cl_verbose("graph launches off for weights of types%s: %s", names, clinfer_last_error());
         if (p->program) clReleaseProgram(p->program);
@@ -109,8 +109,8 @@ static clinfer_status enqueue_run(cl_backend_ctx *b, cl_kernel kernel, const enc
         recs = clCreateBuffer(b->context, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR,
                               e->n_recs * G_INTS * sizeof(int32_t), e->recs, &err);
     if (err != CL_SUCCESS)
-        return clinfer_fail(err, "OpenCL graph: a buffer for %zu records: %s", e->n_recs,
-                            clinfer_status_str(err));
+        return err_fail(err, "OpenCL graph: a buffer for %zu records: %s", e->n_recs,
+                        clinfer_status_str(err));
     cl_arg args[3 + G_SLOTS] = {CL_ARG(recs), CL_ARG(n_recs), CL_ARG(g->ctl)};
     for (int i = 0; i < G_SLOTS; i++) /* unused slots repeat the first buffer */
         args[3 + i] = CL_ARG(e->slots[i < e->n_slots ? i : 0]);
@@ -174,19 +174,18 @@ clinfer_status cl_graph_init(cl_backend_ctx *b) {
         return CLINFER_OK;
     clinfer_status st = CLINFER_OK;
     struct cl_graph_state *g = calloc(1, sizeof *g);
-    if (!g) return clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "OpenCL graph: state");
+    if (!g) return err_fail(CLINFER_ERR_OUT_OF_MEMORY, "OpenCL graph: state");
     b->graph = g;
     size_t ctl_bytes = (size_t)(MAX_RECS + 2) * G_LINE * sizeof(int32_t);
     int32_t *zeros = calloc(1, ctl_bytes);
     g->recs = malloc(MAX_RECS * G_INTS * sizeof(int32_t));
-    if (!zeros || !g->recs) CHECK(clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "OpenCL graph: records"));
+    if (!zeros || !g->recs) CHECK(err_fail(CLINFER_ERR_OUT_OF_MEMORY, "OpenCL graph: records"));
     cl_int err = cl_fault("alloc");
     if (err == CL_SUCCESS)
         g->ctl = clCreateBuffer(b->context, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, ctl_bytes,
                                 zeros, &err);
     if (err != CL_SUCCESS)
-        CHECK(
-            clinfer_fail(err, "OpenCL graph: clCreateBuffer failed: %s", clinfer_status_str(err)));
+        CHECK(err_fail(err, "OpenCL graph: clCreateBuffer failed: %s", clinfer_status_str(err)));
 cleanup:
     free(zeros);
     return st;

@@ -75,7 +75,7 @@ static op_span span_of(const clinfer_op *op, const clinfer_ref *reads, const siz
         span.count[i] = counts[i];
     }
     clinfer_op_output out[CLINFER_OP_MAX_OUTPUTS];
-    for (size_t i = 0, n_out = clinfer_op_outputs(op, out); i < n_out; i++) {
+    for (size_t i = 0, n_out = op_outputs(op, out); i < n_out; i++) {
         span.at[span.n] = out[i].ref;
         span.count[span.n++] = out[i].count;
     }
@@ -86,10 +86,10 @@ static op_span span_of(const clinfer_op *op, const clinfer_ref *reads, const siz
 static bool apart(const op_span *x, const op_span *y) {
     for (int i = 0; i < x->n; i++)
         for (int j = y->writes; j < y->n; j++)
-            if (clinfer_ref_overlap(x->at[i], x->count[i], y->at[j], y->count[j])) return false;
+            if (refs_overlap(x->at[i], x->count[i], y->at[j], y->count[j])) return false;
     for (int i = 0; i < y->n; i++)
         for (int j = x->writes; j < x->n; j++)
-            if (clinfer_ref_overlap(y->at[i], y->count[i], x->at[j], x->count[j])) return false;
+            if (refs_overlap(y->at[i], y->count[i], x->at[j], x->count[j])) return false;
     return true;
 }
 
@@ -151,12 +151,12 @@ static size_t split(const encoder *e, size_t work, size_t unit_bytes, size_t *pe
 /* The code of a weight type in records and program options (cl/graph_typed_open.clh): 2 * type,
  * plus 1 where its matmuls take 8-bit x. */
 int32_t cl_graph_type_code(clinfer_dtype type) {
-    return 2 * (int32_t)type + (clinfer_dtype_takes_q8_act(type) ? 1 : 0);
+    return 2 * (int32_t)type + (dtype_takes_q8_act(type) ? 1 : 0);
 }
 
 /* Whether the kernel has readers for the op's weight type, adding it to the run's set. */
 static bool take_type(encoder *e, clinfer_dtype type) {
-    if (!clinfer_dtype_valid(type) || (unsigned)type >= 32) return false;
+    if (!dtype_valid(type) || (unsigned)type >= 32) return false;
     e->types |= 1u << type;
     return true;
 }
@@ -195,7 +195,7 @@ static bool encode_matmul(encoder *e, const clinfer_op *op) {
     cl_mem mems[5] = {w.q, w.s, x.buf->mem, y.buf->mem, bias.buf ? bias.buf->mem : y.buf->mem};
     if (!take_slots(e, mems, 5)) return false;
     size_t count = (size_t)n * (size_t)k;
-    int span = (int)(clinfer_dtype_q8_act_block(w.type) / CLINFER_Q8_ACT_BLOCK);
+    int span = (int)(dtype_q8_act_block(w.type) / CLINFER_Q8_ACT_BLOCK);
     bool fresh = e->rounded.ref.buf == x.buf && e->rounded.ref.offset == x.offset &&
                  e->rounded.count == count && e->rounded.span == span;
     /* producers round per 32 (span 1) */
@@ -439,7 +439,7 @@ static bool encode_attention(encoder *e, const clinfer_op *op) {
 /* Adds op to the run; false where the kernel cannot take it (or its check failed). */
 bool cl_graph_encode(encoder *e, const clinfer_op *op) {
     /* room for its records, and a valid record */
-    if (e->n_recs + (size_t)e->n_merges + 3 > MAX_RECS || clinfer_op_check(op) != CLINFER_OK)
+    if (e->n_recs + (size_t)e->n_merges + 3 > MAX_RECS || op_check_operands(op) != CLINFER_OK)
         return false;
     switch (op->kind) {
     case CLINFER_OP_MATMUL:

@@ -29,7 +29,7 @@ enum {
 };
 
 /* The operands an op touches as element ranges of buffers: those it reads, then those it writes
- * (clinfer_op_outputs). Two ops where neither writes what the other touches may run at once. */
+ * (op_outputs). Two ops where neither writes what the other touches may run at once. */
 enum { SPAN_READS = 5 }; /* an attention's */
 typedef struct {
     clinfer_ref at[SPAN_READS + CLINFER_OP_MAX_OUTPUTS];

@@ -13,7 +13,7 @@
 
 clinfer_status cl_error(cl_int err, const char *what) {
     if (err == CL_SUCCESS) return CLINFER_OK;
-    return clinfer_fail(err, "OpenCL: %s failed: %s (%d)", what, clinfer_status_str(err), err);
+    return err_fail(err, "OpenCL: %s failed: %s (%d)", what, clinfer_status_str(err), err);
 }
 
 clinfer_status cl_create_buffer(cl_backend_ctx *b, cl_mem_flags flags, size_t bytes, void *host,
@@ -21,8 +21,8 @@ clinfer_status cl_create_buffer(cl_backend_ctx *b, cl_mem_flags flags, size_t by
     cl_int err = cl_fault("alloc");
     if (err == CL_SUCCESS) *out = clCreateBuffer(b->context, flags, bytes, host, &err);
     if (err != CL_SUCCESS)
-        return clinfer_fail(err, "OpenCL: clCreateBuffer(%zu bytes) failed: %s (%d)", bytes,
-                            clinfer_status_str(err), err);
+        return err_fail(err, "OpenCL: clCreateBuffer(%zu bytes) failed: %s (%d)", bytes,
+                        clinfer_status_str(err), err);
     return CLINFER_OK;
 }
 
@@ -54,7 +54,7 @@ clinfer_status cl_check(cl_backend_ctx *b, cl_int err, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(what, sizeof what, fmt, ap);
     va_end(ap);
-    clinfer_fail(err, "OpenCL: %s failed: %s (%d)", what, clinfer_status_str(err), err);
+    err_fail(err, "OpenCL: %s failed: %s (%d)", what, clinfer_status_str(err), err);
     cl_note_lost(b, err);
     return err;
 }
@@ -63,9 +63,9 @@ clinfer_status cl_check_alive(const cl_backend_ctx *b) {
     clinfer_status st = CLINFER_OK;
     pthread_mutex_lock(&b->shared->lock);
     if (b->shared->lost)
-        st = clinfer_fail(CLINFER_ERR_DEVICE_LOST,
-                          "OpenCL: the device failed earlier (%s); create a new backend",
-                          b->shared->lost_reason);
+        st = err_fail(CLINFER_ERR_DEVICE_LOST,
+                      "OpenCL: the device failed earlier (%s); create a new backend",
+                      b->shared->lost_reason);
     pthread_mutex_unlock(&b->shared->lock);
     return st;
 }
@@ -158,7 +158,7 @@ clinfer_status cl_timing_keep(cl_backend_ctx *b, cl_event event) {
         cl_timed_launch *grown = realloc(t->launches, cap * sizeof *grown);
         if (!grown) {
             clReleaseEvent(event);
-            return clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "OpenCL: %zu profiling events", cap);
+            return err_fail(CLINFER_ERR_OUT_OF_MEMORY, "OpenCL: %zu profiling events", cap);
         }
         t->launches = grown;
         t->cap = cap;

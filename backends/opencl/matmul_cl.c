@@ -26,7 +26,7 @@ clinfer_status cl_matmul_init(cl_backend_ctx *b) {
     clinfer_status st = CLINFER_OK;
     cl_int err = CL_SUCCESS;
     b->mm = calloc(1, sizeof *b->mm);
-    if (!b->mm) return clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "OpenCL matmul: state");
+    if (!b->mm) return err_fail(CLINFER_ERR_OUT_OF_MEMORY, "OpenCL matmul: state");
     struct cl_matmul_state *s = b->mm;
     bool cpu = cl_cpu_rows(b);
     s->gemm_ts = b->info.max_work_group_size >= 256 ? 16 : 8;
@@ -91,9 +91,9 @@ void cl_matmul_free(cl_backend_ctx *b) {
 /* The kernels index x, y, bias and ids with ints: operands must end below INT_MAX. */
 static clinfer_status int_indexed(const char *op, const char *name, clinfer_ref ref, size_t count) {
     if (ref.buf && ref.offset + count > INT_MAX)
-        return clinfer_fail(CLINFER_ERR_UNSUPPORTED,
-                            "OpenCL %s: operand %s ends at element %zu, past int indexing", op,
-                            name, ref.offset + count);
+        return err_fail(CLINFER_ERR_UNSUPPORTED,
+                        "OpenCL %s: operand %s ends at element %zu, past int indexing", op, name,
+                        ref.offset + count);
     return CLINFER_OK;
 }
 
@@ -459,7 +459,7 @@ clinfer_status cl_matmul_norm(cl_backend_ctx *b, const clinfer_op *op, const cli
     return *fused ? matmul(b, op, norm) : CLINFER_OK;
 }
 
-/* A valid matmul (clinfer_op_check) against this backend's limits. */
+/* A valid matmul (op_check_operands) against this backend's limits. */
 static clinfer_status matmul_limits(const clinfer_op *op) {
     clinfer_status st = CLINFER_OK;
     size_t m = (size_t)op->matmul.m, k = (size_t)op->matmul.k, n = (size_t)op->matmul.n;

@@ -1,5 +1,5 @@
 /* The ops other than matmul and embedding (cl/norm.cl, rope.cl, elementwise.cl; attention in
- * attention_cl.c): their programs, kernels and launches. Each op has passed clinfer_op_check
+ * attention_cl.c): their programs, kernels and launches. Each op has passed op_check_operands
  * (backend_cl.c), so operands lie inside their buffers. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -287,7 +287,7 @@ cleanup:
 clinfer_status cl_ops_init(cl_backend_ctx *b) {
     clinfer_status st = CLINFER_OK;
     struct cl_ops_state *ops = calloc(1, sizeof *ops);
-    if (!ops) return clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "OpenCL: op state");
+    if (!ops) return err_fail(CLINFER_ERR_OUT_OF_MEMORY, "OpenCL: op state");
     b->ops = ops;
     /* the GPU paths: local memory (these ops have no sub-group variant) */
     ops->work_group_per_row = !cl_cpu_rows(b);

@@ -59,13 +59,13 @@ void cl_ops_free(struct cl_ops_state *ops);
 clinfer_status cl_ops_launch(cl_backend_ctx *b, kernel_id id, size_t n_args, const cl_arg *args,
                              cl_uint dims, const size_t *global, const size_t *local);
 
-/* The ops, on records that passed clinfer_op_check (backend.h says what they compute). */
+/* The ops, on records that passed op_check_operands (backend.h says what they compute). */
 clinfer_status cl_op_norm(cl_backend_ctx *b, const clinfer_op *op);
 clinfer_status cl_op_rope(cl_backend_ctx *b, const clinfer_op *op);
 clinfer_status cl_op_store(cl_backend_ctx *b, const clinfer_op *op);
 clinfer_status cl_op_attention(cl_backend_ctx *b, const clinfer_op *op);
 clinfer_status cl_op_eltwise(cl_backend_ctx *b, const clinfer_op *op);
-/* attention_cl.c: this backend's limits on a valid (clinfer_op_check) attention op: the head
+/* attention_cl.c: this backend's limits on a valid (op_check_operands) attention op: the head
  * sizes its kernels hold; CLINFER_ERR_UNSUPPORTED beyond them. */
 clinfer_status cl_attention_limits(const clinfer_op *op);
 /* How an attention op's positions are split: chunk positions per item, n_chunks items per

@@ -57,7 +57,7 @@ static bool host_vnni(const clinfer_device_info *info) {
 const char *cl_program_params(const clinfer_device_info *info) {
     static _Thread_local char options[256];
     clinfer_dev_options dev;
-    clinfer_dev_options_get(&dev);
+    dev_options_get(&dev);
     char lanes[32] = "";
     if (dev.f32_lanes) snprintf(lanes, sizeof lanes, " -DCLINFER_F32_LANES=%d", dev.f32_lanes);
     char path[sizeof info->kernel_path];

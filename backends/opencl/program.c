@@ -32,7 +32,7 @@ struct clinfer_cl_source {
     const char *name;
     const char *text;
 };
-extern const struct clinfer_cl_source clinfer_cl_sources[];
+extern const struct clinfer_cl_source cl_embedded_sources[];
 
 #define CACHE_MAGIC "CLINFBN1"
 enum { MAGIC_SIZE = 8, DIGEST_SIZE = 32, HEADER_SIZE = MAGIC_SIZE + 8 + DIGEST_SIZE };
@@ -46,14 +46,14 @@ static atomic_uint cache_hits, cache_misses, temp_counter;
 
 void cl_verbose(const char *fmt, ...) {
     clinfer_dev_options dev;
-    clinfer_dev_options_get(&dev);
-    if (!dev.verbose || !clinfer_log_enabled()) return;
+    dev_options_get(&dev);
+    if (!dev.verbose || !log_enabled()) return;
     char message[4096];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(message, sizeof message, fmt, ap);
     va_end(ap);
-    clinfer_log(CLINFER_LOG_DEBUG, "%s", message);
+    log_msg(CLINFER_LOG_DEBUG, "%s", message);
 }
 
 static double now_ms(void) {
@@ -97,7 +97,7 @@ static bool sha256(const void *data, size_t size, unsigned char digest[DIGEST_SI
 /* ---- the cache ----------------------------------------------------------------------------- */
 
 bool cl_cache_dir(const char *given, char *dir, size_t size) {
-    const char *env = given && *given ? given : clinfer_options_cache_dir();
+    const char *env = given && *given ? given : options_cache_dir();
     int n = -1;
     if (env)
         n = snprintf(dir, size, "%s", env);
@@ -115,17 +115,16 @@ static void warn_unwritable(const char *dir, int err) {
     pthread_mutex_lock(&lock);
     if (strcmp(warned, dir) != 0) {
         snprintf(warned, sizeof warned, "%s", dir);
-        clinfer_log(CLINFER_LOG_WARN,
-                    "kernel cache directory %s is not writable (%s); "
-                    "building kernels without a cache",
-                    dir, strerror(err));
+        log_msg(CLINFER_LOG_WARN,
+                "kernel cache directory %s is not writable (%s); "
+                "building kernels without a cache",
+                dir, strerror(err));
     }
     pthread_mutex_unlock(&lock);
 }
 
 static void discard_entry(const char *path, const char *why) {
-    clinfer_log(CLINFER_LOG_WARN, "kernel cache entry %s is damaged (%s); rebuilding it", path,
-                why);
+    log_msg(CLINFER_LOG_WARN, "kernel cache entry %s is damaged (%s); rebuilding it", path, why);
     unlink(path);
 }
 
@@ -182,8 +181,7 @@ static bool cache_load(const char *path, char **file, const unsigned char **payl
     if (err == ENOENT || err == ENOTDIR) /* a miss; an unusable directory warns on store */
         return false;
     if (err) {
-        clinfer_log(CLINFER_LOG_WARN, "cannot read kernel cache entry %s (%s)", path,
-                    strerror(err));
+        log_msg(CLINFER_LOG_WARN, "cannot read kernel cache entry %s (%s)", path, strerror(err));
         return false;
     }
     const unsigned char *bytes = (const unsigned char *)*file;
@@ -288,8 +286,8 @@ static clinfer_status build_failure(cl_program prog, cl_device_id dev, const cha
     cl_verbose("build log of %s:\n%s", name, log ? log : "(none)");
     clinfer_status st =
         /* The log first: the message has a fixed size and the first error matters most. */
-        clinfer_fail(CLINFER_ERR_BUILD, "building %s failed: %s; build log:\n%s\n(options: %s)",
-                     name, clinfer_status_str(err), log ? log : "(none)", options);
+        err_fail(CLINFER_ERR_BUILD, "building %s failed: %s; build log:\n%s\n(options: %s)", name,
+                 clinfer_status_str(err), log ? log : "(none)", options);
     free(log);
     return st;
 }
@@ -299,8 +297,8 @@ static clinfer_status build_from_text(cl_context ctx, cl_device_id dev, const ch
     cl_int err = CL_SUCCESS;
     cl_program prog = clCreateProgramWithSource(ctx, 1, &source, NULL, &err);
     if (err != CL_SUCCESS)
-        return clinfer_fail(err, "clCreateProgramWithSource(%s) failed: %s", name,
-                            clinfer_status_str(err));
+        return err_fail(err, "clCreateProgramWithSource(%s) failed: %s", name,
+                        clinfer_status_str(err));
     err = clBuildProgram(prog, 1, &dev, options, NULL, NULL);
     if (err != CL_SUCCESS) {
         clinfer_status st = build_failure(prog, dev, name, options, err);
@@ -332,12 +330,12 @@ static clinfer_status build_source(cl_context ctx, cl_device_id dev,
                                    const char *name, const char *source, const char *extra_options,
                                    const cl_compile_hook *hook, cl_program *out) {
     if (!ctx || !dev || !info || !name || !source || !out)
-        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "cl_program_build_source: NULL argument");
+        return err_fail(CLINFER_ERR_INVALID_ARGUMENT, "cl_program_build_source: NULL argument");
     *out = NULL;
     cl_int fault = cl_fault("build");
     if (fault != CL_SUCCESS)
-        return clinfer_fail(fault, "building %s: injected %s (CLINFER_FAULT)", name,
-                            clinfer_status_str(fault));
+        return err_fail(fault, "building %s: injected %s (CLINFER_FAULT)", name,
+                        clinfer_status_str(fault));
 
     clinfer_status st = CLINFER_OK;
     char *file = NULL;
@@ -348,7 +346,7 @@ static clinfer_status build_source(cl_context ctx, cl_device_id dev,
     size_t options_size = strlen(params) + strlen(extra) + 32;
     char *options = malloc(options_size);
     if (!options)
-        return clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "building %s: no memory for options", name);
+        return err_fail(CLINFER_ERR_OUT_OF_MEMORY, "building %s: no memory for options", name);
     /* -w on PoCL: its clang prints "N warnings generated." straight to stderr for -Wpsabi notes
      * (float16 arguments on hosts without AVX-512, its own builtins' included), which every user
      * would see on a first run; the notes change nothing here, and PoCL rejects -Wno-psabi. */
@@ -387,7 +385,7 @@ cleanup:
 static clinfer_status source_text(const char *name, const char **text, char **owned) {
     *owned = NULL;
     clinfer_dev_options dev;
-    clinfer_dev_options_get(&dev);
+    dev_options_get(&dev);
     const char *dir = dev.cl_dir;
     if (dir) {
         char path[PATH_MAX];
@@ -395,17 +393,17 @@ static clinfer_status source_text(const char *name, const char **text, char **ow
         snprintf(path, sizeof path, "%s/%s", dir, name);
         int err = read_file(path, MAX_SOURCE_SIZE, owned, &size);
         if (err)
-            return clinfer_fail(CLINFER_ERR_IO, "reading kernel source %s (CLINFER_CL_DIR): %s",
-                                path, strerror(err));
+            return err_fail(CLINFER_ERR_IO, "reading kernel source %s (CLINFER_CL_DIR): %s", path,
+                            strerror(err));
         *text = *owned;
         return CLINFER_OK;
     }
-    for (const struct clinfer_cl_source *s = clinfer_cl_sources; s->name; s++)
+    for (const struct clinfer_cl_source *s = cl_embedded_sources; s->name; s++)
         if (!strcmp(s->name, name)) {
             *text = s->text;
             return CLINFER_OK;
         }
-    return clinfer_fail(CLINFER_ERR_NOT_FOUND, "no OpenCL source named '%s' is embedded", name);
+    return err_fail(CLINFER_ERR_NOT_FOUND, "no OpenCL source named '%s' is embedded", name);
 }
 
 typedef struct {
@@ -452,7 +450,7 @@ static clinfer_status expand_includes(const char *name, const char *text, char *
         snprintf(header_name, sizeof header_name, "%.*s", (int)(quote - header), header);
         const char *header_text = NULL;
         if ((st = source_text(header_name, &header_text, &owned)) != CLINFER_OK) {
-            clinfer_error_prefix("building %s", name);
+            err_prefix("building %s", name);
             goto cleanup;
         }
         int n = snprintf(marker, sizeof marker, "#line 1 \"%s\"\n", header_name);
@@ -463,7 +461,7 @@ static clinfer_status expand_includes(const char *name, const char *text, char *
         owned = NULL;
         text += len;
     }
-    if (!ok) st = clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "expanding the includes of %s", name);
+    if (!ok) st = err_fail(CLINFER_ERR_OUT_OF_MEMORY, "expanding the includes of %s", name);
 cleanup:
     free(owned);
     if (st == CLINFER_OK)
@@ -492,7 +490,7 @@ clinfer_status cl_program_build_hooked(cl_context ctx, cl_device_id dev,
                                        const char *source_name, const char *extra_options,
                                        const cl_compile_hook *hook, cl_program *out) {
     if (!source_name)
-        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "cl_program_build: source_name is NULL");
+        return err_fail(CLINFER_ERR_INVALID_ARGUMENT, "cl_program_build: source_name is NULL");
     const char *text = NULL;
     char *owned = NULL, *expanded = NULL;
     clinfer_status st = source_text(source_name, &text, &owned);

@@ -25,7 +25,7 @@ typedef struct {
 /* Row-major: each block's quants, then its scale segments (f16 widened to f32), zero-padded. */
 static void split_rows(const repack_job *j) {
     const clinfer_block_split *l = j->l;
-    size_t step = clinfer_dtype_block_bytes(l->type), first = j->row0 * j->nb;
+    size_t step = dtype_block_bytes(l->type), first = j->row0 * j->nb;
     const uint8_t *src = j->src + j->row0 * j->row_bytes;
     uint8_t *q = j->q + first * l->q_len, *s = j->s + first * l->s_bytes;
     for (size_t i = first; i < j->row_end * j->nb; i++, src += step, q += l->q_len) {
@@ -41,7 +41,7 @@ static void split_rows(const repack_job *j) {
             for (size_t h = 0; h < seg->len / 2; h++, s += sizeof(float)) {
                 uint16_t bits;
                 memcpy(&bits, src + seg->off + 2 * h, sizeof bits);
-                float f = clinfer_f16_to_f32(bits);
+                float f = f16_to_f32(bits);
                 memcpy(s, &f, sizeof f);
             }
         }
@@ -58,7 +58,7 @@ static inline __attribute__((always_inline)) void interleave_rows_wh(const repac
                                                                      size_t h) {
     static const uint8_t zero[64]; /* more than any interleaved type's block */
     const clinfer_block_split *l = j->l;
-    size_t step = clinfer_dtype_block_bytes(l->type), q_off = l->q_off, s_off = l->s[0].off;
+    size_t step = dtype_block_bytes(l->type), q_off = l->q_off, s_off = l->s[0].off;
     uint8_t *q = j->q + j->row0 * j->nb * l->q_len, *s = j->s + j->row0 * j->nb * l->s[0].len;
     for (size_t g = j->row0; g < j->row_end; g += 16) {
         const uint8_t *blk[16];
@@ -108,12 +108,12 @@ void cl_repack(const clinfer_block_split *l, int il, const uint8_t *src, size_t 
     pthread_t threads[MAX_THREADS];
     bool started[MAX_THREADS] = {false};
     size_t unit = il ? 16 : 1, units = (rows + unit - 1) / unit;
-    size_t bytes = rows * nb * clinfer_dtype_block_bytes(l->type); /* read, about what is written */
+    size_t bytes = rows * nb * dtype_block_bytes(l->type); /* read, about what is written */
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     size_t n = cpus < 1 ? 1 : cpus > MAX_THREADS ? MAX_THREADS : (size_t)cpus;
     if (n > bytes / MIN_THREAD_BYTES) n = bytes / MIN_THREAD_BYTES ? bytes / MIN_THREAD_BYTES : 1;
     if (n > units) n = units;
-    repack_job job = {l, il, src, nb, nb * clinfer_dtype_block_bytes(l->type), rows, q, s, 0, 0};
+    repack_job job = {l, il, src, nb, nb * dtype_block_bytes(l->type), rows, q, s, 0, 0};
     for (size_t i = 0; i < n; i++) {
         jobs[i] = job;
         jobs[i].row0 = units * i / n * unit;

@@ -10,8 +10,8 @@
 #include "type_kernels_cl.h"
 
 const char *cl_type_defines(clinfer_dtype type, char *buf, size_t size) {
-    snprintf(buf, size, "-DWT_%s%s", clinfer_dtype_name(type),
-             clinfer_dtype_takes_q8_act(type) ? " -DWT_Q8_ACT" : "");
+    snprintf(buf, size, "-DWT_%s%s", dtype_name(type),
+             dtype_takes_q8_act(type) ? " -DWT_Q8_ACT" : "");
     return buf;
 }
 
@@ -66,10 +66,10 @@ clinfer_status cl_build_type(cl_backend_ctx *b, clinfer_dtype type) {
     if (st == CLINFER_OK) st = cl_error(err, "clCreateKernel(matvec.cl)");
     /* 1 while every type built so far that takes 8-bit x has integer dots (Q5_0 has none):
      * otherwise the roundings must also write d * q for the f32 kernels */
-    if (st == CLINFER_OK && clinfer_dtype_takes_q8_act(type))
+    if (st == CLINFER_OK && dtype_takes_q8_act(type))
         b->types->q8_dots = t->matvec_q8 != NULL && b->types->q8_dots != 0;
     if (st != CLINFER_OK) { /* leave nothing half-built: the next call tries again */
-        clinfer_error_prefix("building matvec.cl for %s", clinfer_dtype_name(type));
+        err_prefix("building matvec.cl for %s", dtype_name(type));
         release(t);
     }
     return st;
@@ -77,10 +77,10 @@ clinfer_status cl_build_type(cl_backend_ctx *b, clinfer_dtype type) {
 
 clinfer_status cl_types_init(cl_backend_ctx *b) {
     struct cl_types *s = calloc(1, sizeof *s);
-    if (!s) return clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "OpenCL: kernel state");
+    if (!s) return err_fail(CLINFER_ERR_OUT_OF_MEMORY, "OpenCL: kernel state");
     b->types = s;
     clinfer_dev_options dev;
-    clinfer_dev_options_get(&dev);
+    dev_options_get(&dev);
     s->interleave = cl_cpu_rows(b) ? dev.interleave : 0; /* 2: forced (weights_cl.c) */
     for (s->mv_wg = GPU_WG; s->mv_wg > 1 && s->mv_wg > b->info.max_work_group_size;)
         s->mv_wg /= 2;

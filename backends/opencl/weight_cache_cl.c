@@ -112,7 +112,7 @@ static uint64_t round_page(uint64_t v) {
 static bool make_key(cl_backend_ctx *b, const void *id, size_t id_size, struct cl_weight_cache *c) {
     char shape[160];
     clinfer_dev_options dev;
-    clinfer_dev_options_get(&dev);
+    dev_options_get(&dev);
     snprintf(shape, sizeof shape, "layout %u page %u align %zu limit %llu il %d arena %d",
              WCACHE_LAYOUT, WCACHE_PAGE, b->store->align, (unsigned long long)cl_alloc_limit(b),
              b->types->interleave, ARENA_BYTES);
@@ -137,7 +137,7 @@ static bool make_key(cl_backend_ctx *b, const void *id, size_t id_size, struct c
 }
 
 static void discard(const char *path, const char *why) {
-    clinfer_log(CLINFER_LOG_WARN, "weight cache file %s is damaged (%s); rewriting it", path, why);
+    log_msg(CLINFER_LOG_WARN, "weight cache file %s is damaged (%s); rewriting it", path, why);
     unlink(path);
 }
 
@@ -198,13 +198,13 @@ static clinfer_status map_arenas(cl_backend_ctx *b, int fd, const wc_header *h,
                                  const uint64_t *used, struct cl_weight_cache *c) {
     void *addr = mmap(NULL, h->file_size, PROT_READ, MAP_PRIVATE, fd, 0);
     if (addr == MAP_FAILED)
-        return clinfer_fail(CLINFER_ERR_IO, "mapping %s: %s", c->path, strerror(errno));
+        return err_fail(CLINFER_ERR_IO, "mapping %s: %s", c->path, strerror(errno));
     cl_mapping *map = calloc(1, sizeof *map);
     c->arenas = calloc(h->n_arenas, sizeof *c->arenas);
     if (!map || !c->arenas) {
         free(map);
         munmap(addr, h->file_size);
-        return clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "weight cache: %s", c->path);
+        return err_fail(CLINFER_ERR_OUT_OF_MEMORY, "weight cache: %s", c->path);
     }
     *map = (cl_mapping){addr, h->file_size, 1}; /* this function's, until the arenas hold it */
     clinfer_status st = CLINFER_OK;
@@ -212,7 +212,7 @@ static clinfer_status map_arenas(cl_backend_ctx *b, int fd, const wc_header *h,
     for (size_t i = 0; i < h->n_arenas && st == CLINFER_OK; at += round_page(used[i++])) {
         cl_arena *a = calloc(1, sizeof *a);
         if (!a) {
-            st = clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "weight cache: arena");
+            st = err_fail(CLINFER_ERR_OUT_OF_MEMORY, "weight cache: arena");
             break;
         }
         st = cl_create_buffer(b, CL_MEM_READ_ONLY | CL_MEM_USE_HOST_PTR, (size_t)used[i],
@@ -265,7 +265,7 @@ static void try_read(cl_backend_ctx *b, struct cl_weight_cache *c) {
 void cl_wcache_open(cl_backend_ctx *b, const void *id, size_t id_size) {
     struct cl_store *s = b->store;
     clinfer_dev_options dev;
-    clinfer_dev_options_get(&dev);
+    dev_options_get(&dev);
     cl_wcache_free(b); /* a second model on one backend starts afresh */
     if (!dev.weight_cache || !s->arenas || !s->host_unified || !id) return;
     struct cl_weight_cache *c = calloc(1, sizeof *c);
@@ -463,7 +463,7 @@ static void *write_run(void *arg) {
         cl_verbose("weight cache: %s would not fit (CLINFER_WEIGHT_CACHE_MAX, disk space)",
                    c->path);
     else if (err)
-        clinfer_log(CLINFER_LOG_WARN, "weight cache: cannot write %s (%s)", c->path, strerror(err));
+        log_msg(CLINFER_LOG_WARN, "weight cache: cannot write %s (%s)", c->path, strerror(err));
     else
         atomic_fetch_add(&wc_writes, 1);
     if (!err) cl_verbose("weight cache: wrote %s", c->path);
@@ -475,7 +475,7 @@ static void *write_run(void *arg) {
  * it. Where no thread starts, here. */
 static void start_writing(cl_backend_ctx *b, struct cl_weight_cache *c) {
     clinfer_dev_options dev;
-    clinfer_dev_options_get(&dev);
+    dev_options_get(&dev);
     c->max = dev.weight_cache_max;
     if (!(c->mapped = calloc(c->n_arenas, sizeof *c->mapped))) return;
     for (size_t i = 0; i < c->n_arenas; i++) {

@@ -17,11 +17,11 @@
 #include "options.h"
 
 static size_t blk_elems(const clinfer_block_split *l) {
-    return clinfer_dtype_block_elems(l->type);
+    return dtype_block_elems(l->type);
 }
 
 static size_t blk_bytes(const clinfer_block_split *l) {
-    return clinfer_dtype_block_bytes(l->type);
+    return dtype_block_bytes(l->type);
 }
 
 /* Bytes of the scales of one block as the weight stores them. */
@@ -36,7 +36,7 @@ size_t cl_stored_row_bytes(const clinfer_block_split *l, int il, int k) {
 
 clinfer_status cl_store_init(cl_backend_ctx *b) {
     struct cl_store *s = calloc(1, sizeof *s);
-    if (!s) return clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "OpenCL: weight store");
+    if (!s) return err_fail(CLINFER_ERR_OUT_OF_MEMORY, "OpenCL: weight store");
     b->store = s;
     cl_uint align_bits = 0;
     clinfer_status st = cl_error(clGetDeviceInfo(b->device, CL_DEVICE_MEM_BASE_ADDR_ALIGN,
@@ -95,7 +95,7 @@ static clinfer_status place_in_place(cl_backend_ctx *b, size_t bytes, const void
         if (size > left) size = left;
         if (size > cl_alloc_limit(b)) size = bytes; /* parts never exceed the limit */
         cl_arena *arena = calloc(1, sizeof *arena);
-        if (!arena) return clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "OpenCL matmul: window");
+        if (!arena) return err_fail(CLINFER_ERR_OUT_OF_MEMORY, "OpenCL matmul: window");
         clinfer_status st = cl_create_buffer(b, flags, size, ptr, &arena->mem);
         if (st != CLINFER_OK) {
             free(arena);
@@ -114,7 +114,7 @@ static clinfer_status place_in_place(cl_backend_ctx *b, size_t bytes, const void
 /* A new arena of size bytes to fill, in *slot. */
 static clinfer_status new_arena(cl_backend_ctx *b, uint64_t size, cl_arena **slot) {
     cl_arena *arena = calloc(1, sizeof *arena);
-    if (!arena) return clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "OpenCL matmul: arena");
+    if (!arena) return err_fail(CLINFER_ERR_OUT_OF_MEMORY, "OpenCL matmul: arena");
     clinfer_status st = cl_create_buffer(b, CL_MEM_READ_ONLY, (size_t)size, NULL, &arena->mem);
     if (st != CLINFER_OK) {
         free(arena);
@@ -215,9 +215,9 @@ static clinfer_status upload_part(cl_backend_ctx *b, const clinfer_block_split *
         CHECK(reserve(b, s_bytes, cl_wcache_slot(b), &p->s));
         CHECK(map_arrays(b, &p->q, q_bytes, &p->s, s_bytes, &q, &s));
     } else if (!(q = malloc(q_bytes)) || !(s = malloc(s_bytes))) {
-        CHECK(clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY,
-                           "OpenCL matmul: %zu + %zu bytes to re-lay out %d rows of %s", q_bytes,
-                           s_bytes, p->rows, clinfer_dtype_name(l->type)));
+        CHECK(err_fail(CLINFER_ERR_OUT_OF_MEMORY,
+                       "OpenCL matmul: %zu + %zu bytes to re-lay out %d rows of %s", q_bytes,
+                       s_bytes, p->rows, dtype_name(l->type)));
     }
     cl_repack(l, il, src, nb_row, (size_t)p->rows, q, s);
     if (!direct) {
@@ -260,11 +260,10 @@ static clinfer_status plan_weight(cl_backend_ctx *b, const clinfer_block_split *
              pl->rows_per_part >= 16;
     if (pl->il) pl->rows_per_part -= pl->rows_per_part % 16;
     if (pl->rows_per_part == 0)
-        return clinfer_fail(CLINFER_ERR_UNSUPPORTED,
-                            "OpenCL weight_create: one %s row of %d elements (%zu bytes) exceeds "
-                            "the allocation limit of %llu bytes",
-                            clinfer_dtype_name(l->type), k, widest,
-                            (unsigned long long)cl_alloc_limit(b));
+        return err_fail(CLINFER_ERR_UNSUPPORTED,
+                        "OpenCL weight_create: one %s row of %d elements (%zu bytes) exceeds "
+                        "the allocation limit of %llu bytes",
+                        dtype_name(l->type), k, widest, (unsigned long long)cl_alloc_limit(b));
     if (pl->rows_per_part > (uint64_t)m) pl->rows_per_part = (uint64_t)m;
     pl->n_parts = (int)(((uint64_t)m + pl->rows_per_part - 1) / pl->rows_per_part);
     return CLINFER_OK;
@@ -290,7 +289,7 @@ static const cl_cached_part *cached(cl_backend_ctx *b, const clinfer_block_split
 }
 
 bool cl_weight_cached(cl_backend_ctx *b, clinfer_dtype type, int m, int k) {
-    clinfer_block_split split = clinfer_dtype_split(type);
+    clinfer_block_split split = dtype_split(type);
     weight_plan pl = {0};
     if (!split.kblk || m <= 0 || k <= 0 || k % (int)blk_elems(&split) ||
         (uint64_t)m * (uint64_t)k > INT_MAX || plan_weight(b, &split, m, k, &pl) != CLINFER_OK)
@@ -303,24 +302,24 @@ clinfer_status cl_weight_create(cl_backend_ctx *b, clinfer_dtype type, int m, in
     clinfer_status st = CLINFER_OK;
     struct cl_weight *w = NULL;
     clinfer_buffer *buf = NULL;
-    clinfer_block_split split = clinfer_dtype_split(type);
+    clinfer_block_split split = dtype_split(type);
     const clinfer_block_split *l = &split;
     if (!out || !data || m <= 0 || k <= 0)
-        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
-                            "OpenCL weight_create: m %d, k %d, data %p, out %p", m, k, data,
-                            (void *)out);
+        return err_fail(CLINFER_ERR_INVALID_ARGUMENT,
+                        "OpenCL weight_create: m %d, k %d, data %p, out %p", m, k, data,
+                        (void *)out);
     *out = NULL;
     if (!l->kblk)
-        return clinfer_fail(CLINFER_ERR_UNSUPPORTED, "OpenCL weight_create: type %d", (int)type);
+        return err_fail(CLINFER_ERR_UNSUPPORTED, "OpenCL weight_create: type %d", (int)type);
     if (k % (int)blk_elems(l))
-        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
-                            "OpenCL weight_create: k %d is not a multiple of the %s block (%zu)", k,
-                            clinfer_dtype_name(type), blk_elems(l));
+        return err_fail(CLINFER_ERR_INVALID_ARGUMENT,
+                        "OpenCL weight_create: k %d is not a multiple of the %s block (%zu)", k,
+                        dtype_name(type), blk_elems(l));
     if ((uint64_t)m * (uint64_t)k > INT_MAX)
-        return clinfer_fail(CLINFER_ERR_UNSUPPORTED,
-                            "OpenCL weight_create: %d x %d elements exceed the kernels' int "
-                            "indexing",
-                            m, k);
+        return err_fail(CLINFER_ERR_UNSUPPORTED,
+                        "OpenCL weight_create: %d x %d elements exceed the kernels' int "
+                        "indexing",
+                        m, k);
     weight_plan pl = {0};
     CHECK(plan_weight(b, l, m, k, &pl));
     const cl_cached_part *rec = cached(b, l, m, k, &pl);
@@ -328,8 +327,7 @@ clinfer_status cl_weight_create(cl_backend_ctx *b, clinfer_dtype type, int m, in
     w = calloc(1, sizeof *w + (size_t)pl.n_parts * sizeof w->parts[0]);
     buf = calloc(1, sizeof *buf);
     if (!w || !buf)
-        CHECK(
-            clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "OpenCL weight_create: %d parts", pl.n_parts));
+        CHECK(err_fail(CLINFER_ERR_OUT_OF_MEMORY, "OpenCL weight_create: %d parts", pl.n_parts));
     w->layout = split;
     w->m = m;
     w->k = k;
@@ -365,7 +363,7 @@ clinfer_status cl_weight_create(cl_backend_ctx *b, clinfer_dtype type, int m, in
     *out = buf;
     return CLINFER_OK;
 cleanup:
-    clinfer_error_prefix("OpenCL weight_create(%s, %d x %d)", clinfer_dtype_name(type), m, k);
+    err_prefix("OpenCL weight_create(%s, %d x %d)", dtype_name(type), m, k);
     cl_weight_free(w);
     free(buf);
     return st;

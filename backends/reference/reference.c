@@ -1,5 +1,5 @@
 /* The reference backend object: host buffers, weights kept as raw GGUF rows, and op dispatch.
- * clinfer_op_check validates each op record first, so that reference_ops.c can stay plain
+ * op_check_operands validates each op record first, so that reference_ops.c can stay plain
  * arithmetic and a bad record yields CLINFER_ERR_INVALID_ARGUMENT instead of a crash. */
 #include <stdlib.h>
 #include <string.h>
@@ -15,7 +15,7 @@ typedef struct {
 static clinfer_status scratch_reserve(ref_ctx *c, size_t n) {
     if (n <= c->scratch_floats) return CLINFER_OK;
     float *p = realloc(c->scratch, n * sizeof *p);
-    if (!p) return clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "reference: scratch of %zu floats", n);
+    if (!p) return err_fail(CLINFER_ERR_OUT_OF_MEMORY, "reference: scratch of %zu floats", n);
     c->scratch = p;
     c->scratch_floats = n;
     return CLINFER_OK;
@@ -36,14 +36,14 @@ static const char *ref_describe(void *ctx) {
 static clinfer_status ref_buffer_alloc(void *ctx, size_t bytes, clinfer_buffer **out) {
     (void)ctx;
     if (!out || bytes == 0)
-        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
-                            "reference: buffer_alloc of %zu bytes (out %p)", bytes, (void *)out);
+        return err_fail(CLINFER_ERR_INVALID_ARGUMENT,
+                        "reference: buffer_alloc of %zu bytes (out %p)", bytes, (void *)out);
     clinfer_buffer *b = calloc(1, sizeof *b);
     void *data = calloc(1, bytes); /* zeroed: a fresh KV cache or output reads as 0 */
     if (!b || !data) {
         free(b);
         free(data);
-        return clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "reference: buffer of %zu bytes", bytes);
+        return err_fail(CLINFER_ERR_OUT_OF_MEMORY, "reference: buffer of %zu bytes", bytes);
     }
     b->data = data;
     b->head.bytes = bytes;
@@ -61,7 +61,7 @@ static void ref_buffer_free(void *ctx, clinfer_buffer *buf) {
 static clinfer_status ref_buffer_write(void *ctx, clinfer_buffer *buf, size_t offset, size_t bytes,
                                        const void *src) {
     (void)ctx;
-    clinfer_status st = clinfer_transfer_check("reference buffer_write", buf, offset, bytes, src);
+    clinfer_status st = op_check_transfer("reference buffer_write", buf, offset, bytes, src);
     if (st == CLINFER_OK && bytes) memcpy((char *)buf->data + offset, src, bytes);
     return st;
 }
@@ -69,7 +69,7 @@ static clinfer_status ref_buffer_write(void *ctx, clinfer_buffer *buf, size_t of
 static clinfer_status ref_buffer_read(void *ctx, clinfer_buffer *buf, size_t offset, size_t bytes,
                                       void *dst) {
     (void)ctx;
-    clinfer_status st = clinfer_transfer_check("reference buffer_read", buf, offset, bytes, dst);
+    clinfer_status st = op_check_transfer("reference buffer_read", buf, offset, bytes, dst);
     if (st == CLINFER_OK && bytes) memcpy(dst, (const char *)buf->data + offset, bytes);
     return st;
 }
@@ -78,7 +78,7 @@ static clinfer_status ref_buffer_copy(void *ctx, clinfer_buffer *src, size_t src
                                       clinfer_buffer *dst, size_t dst_offset, size_t bytes) {
     (void)ctx;
     clinfer_status st =
-        clinfer_copy_check("reference buffer_copy", src, src_offset, dst, dst_offset, bytes);
+        op_check_copy("reference buffer_copy", src, src_offset, dst, dst_offset, bytes);
     if (st == CLINFER_OK && bytes)
         memcpy((char *)dst->data + dst_offset, (const char *)src->data + src_offset, bytes);
     return st;
@@ -88,17 +88,16 @@ static clinfer_status ref_weight_create(void *ctx, clinfer_dtype type, int m, in
                                         const void *data, clinfer_buffer **out) {
     clinfer_status st = CLINFER_OK;
     clinfer_buffer *b = NULL;
-    if (!clinfer_dtype_is_weight(type) || m <= 0 || k <= 0 || !data || !out ||
-        (size_t)k % clinfer_dtype_block_elems(type) != 0)
-        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
-                            "reference: weight_create type %d (%s), %d x %d: need a weight type, "
-                            "positive sizes, k a multiple of %zu, data and out",
-                            (int)type, clinfer_dtype_name(type), m, k,
-                            clinfer_dtype_block_elems(type));
-    size_t row_bytes = clinfer_dtype_row_bytes(type, (size_t)k);
+    if (!dtype_is_weight(type) || m <= 0 || k <= 0 || !data || !out ||
+        (size_t)k % dtype_block_elems(type) != 0)
+        return err_fail(CLINFER_ERR_INVALID_ARGUMENT,
+                        "reference: weight_create type %d (%s), %d x %d: need a weight type, "
+                        "positive sizes, k a multiple of %zu, data and out",
+                        (int)type, dtype_name(type), m, k, dtype_block_elems(type));
+    size_t row_bytes = dtype_row_bytes(type, (size_t)k);
     if ((size_t)m > SIZE_MAX / row_bytes)
-        return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
-                            "reference: weight %d x %zu bytes overflows", m, row_bytes);
+        return err_fail(CLINFER_ERR_INVALID_ARGUMENT, "reference: weight %d x %zu bytes overflows",
+                        m, row_bytes);
     CHECK(ref_buffer_alloc(ctx, (size_t)m * row_bytes, &b));
     memcpy(b->data, data, b->head.bytes);
     b->head.weight = true;
@@ -113,7 +112,7 @@ cleanup:
     return st;
 }
 
-/* ---- ops: clinfer_op_check has validated each record before it gets here ------------------- */
+/* ---- ops: op_check_operands has validated each record before it gets here ------------------- */
 
 /* The host address of operand r (NULL where an optional operand is absent). */
 static void *at(clinfer_ref r, size_t elem) {
@@ -131,8 +130,7 @@ static clinfer_status op_matmul(ref_ctx *c, const clinfer_op *o) {
     clinfer_status st = scratch_reserve(c, (size_t)o->matmul.k + (o->matmul.x_q8 ? nx : 0));
     if (st != CLINFER_OK) return st;
     if (o->matmul.x_q8) {
-        ref_round_q8(x, c->scratch + o->matmul.k, nx,
-                     clinfer_dtype_q8_act_block(o->matmul.w->type));
+        ref_round_q8(x, c->scratch + o->matmul.k, nx, dtype_q8_act_block(o->matmul.w->type));
         x = c->scratch + o->matmul.k;
     }
     ref_matmul(o->matmul.w, o->matmul.row0, o->matmul.m, x, f32(o->matmul.y), f32(o->matmul.bias),
@@ -140,14 +138,14 @@ static clinfer_status op_matmul(ref_ctx *c, const clinfer_op *o) {
     return CLINFER_OK;
 }
 
-/* Ids are data, not part of the record: the one check clinfer_op_check cannot make. */
+/* Ids are data, not part of the record: the one check op_check_operands cannot make. */
 static clinfer_status op_embed(const clinfer_op *o) {
     const int32_t *ids = at(o->embed.ids, sizeof(int32_t));
     for (int i = 0; i < o->embed.n; i++)
         if (ids[i] < 0 || ids[i] >= o->embed.m)
-            return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT,
-                                "reference embed: ids[%d] = %d is outside 0 .. %d", i, (int)ids[i],
-                                o->embed.m - 1);
+            return err_fail(CLINFER_ERR_INVALID_ARGUMENT,
+                            "reference embed: ids[%d] = %d is outside 0 .. %d", i, (int)ids[i],
+                            o->embed.m - 1);
     ref_embed(o->embed.w, ids, f32(o->embed.y), o->embed.n, o->embed.scale);
     return CLINFER_OK;
 }
@@ -158,7 +156,7 @@ static void op_rope(const clinfer_op *o) {
              o->rope.freq_base, o->rope.freq_scale, o->rope.neox);
     if (!o->rope.k_dst.buf) return;
     /* a token's keys are the tail of its row of x; the values are one contiguous run */
-    size_t elem = clinfer_dtype_block_bytes(o->rope.kv_type);
+    size_t elem = dtype_block_bytes(o->rope.kv_type);
     size_t row = (size_t)o->rope.n_heads * (size_t)o->rope.head_dim;
     size_t kv_dim = (size_t)o->rope.kv_heads * (size_t)o->rope.head_dim;
     char *k = at(o->rope.k_dst, elem);
@@ -169,12 +167,12 @@ static void op_rope(const clinfer_op *o) {
 }
 
 static clinfer_status op_attention(ref_ctx *c, const clinfer_op *o) {
-    size_t elem = clinfer_dtype_block_bytes(o->attention.kv_type);
+    size_t elem = dtype_block_bytes(o->attention.kv_type);
     size_t n_pos = (size_t)o->attention.pos0 + (size_t)o->attention.n;
     clinfer_status st = scratch_reserve(c, n_pos + 2 * (size_t)o->attention.head_dim);
     if (st != CLINFER_OK) return st;
     if (o->attention.rope.n_rot) { /* the two ROPE ops it stands for: queries, then keys */
-        clinfer_op keys = clinfer_attention_keys_rope(o), queries = keys;
+        clinfer_op keys = attention_keys_rope(o), queries = keys;
         queries.rope.x = o->attention.q;
         queries.rope.n_heads = o->attention.n_head;
         queries.rope.k_dst = (clinfer_ref){0};
@@ -189,7 +187,7 @@ static clinfer_status op_attention(ref_ctx *c, const clinfer_op *o) {
 }
 
 static clinfer_status ref_op(void *ctx, const clinfer_op *o) {
-    clinfer_status st = clinfer_op_check(o);
+    clinfer_status st = op_check_operands(o);
     if (st != CLINFER_OK) return st;
     switch (o->kind) {
     case CLINFER_OP_MATMUL:
@@ -208,7 +206,7 @@ static clinfer_status ref_op(void *ctx, const clinfer_op *o) {
         op_rope(o);
         break;
     case CLINFER_OP_STORE:
-        ref_store(f32(o->store.src), at(o->store.dst, clinfer_dtype_block_bytes(o->store.dst_type)),
+        ref_store(f32(o->store.src), at(o->store.dst, dtype_block_bytes(o->store.dst_type)),
                   o->store.dst_type, o->store.count);
         break;
     case CLINFER_OP_ATTENTION:
@@ -236,7 +234,7 @@ static void ref_destroy(void *ctx) {
 /* Ops share nothing but the weights and buffers they name: another instance is a new backend. */
 static clinfer_status ref_instance(void *ctx, clinfer_backend **out) {
     (void)ctx;
-    return clinfer_backend_reference_create(out);
+    return ref_backend_create(out);
 }
 
 static const clinfer_backend_i reference_interface = {
@@ -255,14 +253,14 @@ static const clinfer_backend_i reference_interface = {
     .instance = ref_instance,
 };
 
-clinfer_status clinfer_backend_reference_create(clinfer_backend **out) {
-    if (!out) return clinfer_fail(CLINFER_ERR_INVALID_ARGUMENT, "reference: create: out is NULL");
+clinfer_status ref_backend_create(clinfer_backend **out) {
+    if (!out) return err_fail(CLINFER_ERR_INVALID_ARGUMENT, "reference: create: out is NULL");
     clinfer_backend *b = calloc(1, sizeof *b);
     ref_ctx *c = calloc(1, sizeof *c);
     if (!b || !c) {
         free(b);
         free(c);
-        return clinfer_fail(CLINFER_ERR_OUT_OF_MEMORY, "reference: create");
+        return err_fail(CLINFER_ERR_OUT_OF_MEMORY, "reference: create");
     }
     b->i = &reference_interface;
     b->ctx = c;

@@ -4,7 +4,7 @@
  *
  * The reference backend is the numeric oracle of the project: plain single-threaded C on the
  * host, written to be obviously correct first and reasonably quick second. The functions in
- * reference_ops.c trust their arguments: clinfer_op_check has validated every pointer and size. */
+ * reference_ops.c trust their arguments: op_check_operands has validated every pointer and size. */
 #ifndef CLINFER_REFERENCE_H
 #define CLINFER_REFERENCE_H
 

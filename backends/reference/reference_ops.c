@@ -24,7 +24,7 @@ float ref_dot(const float *a, const float *b, size_t n) {
 static const float *weight_row(const clinfer_buffer *w, int r, float *row) {
     const uint8_t *src = (const uint8_t *)w->data + (size_t)r * w->row_bytes;
     if (w->type == CLINFER_DT_F32) return (const float *)src;
-    clinfer_dequantize_row(w->type, src, row, (size_t)w->head.k);
+    dequantize_row(w->type, src, row, (size_t)w->head.k);
     return row;
 }
 
@@ -33,7 +33,7 @@ void ref_round_q8(const float *x, float *xq, size_t count, size_t block) {
     int8_t q[CLINFER_Q8_ACT_SUPER];
     float d;
     for (size_t b = 0; b < count; b += block) {
-        clinfer_quantize_q8_act(x + b, block, block, q, &d);
+        quant_q8_act(x + b, block, block, q, &d);
         for (size_t i = 0; i < block; i++)
             xq[b + i] = d * (float)q[i];
     }
@@ -57,7 +57,7 @@ void ref_embed(const clinfer_buffer *w, const int32_t *ids, float *y, int n, flo
     size_t k = (size_t)w->head.k;
     for (size_t i = 0; i < (size_t)n; i++) {
         const uint8_t *src = (const uint8_t *)w->data + (size_t)ids[i] * w->row_bytes;
-        clinfer_dequantize_row(w->type, src, y + i * k, k);
+        dequantize_row(w->type, src, y + i * k, k);
         if (scale != 0.0f)
             for (size_t e = 0; e < k; e++)
                 y[i * k + e] *= scale;
@@ -122,7 +122,7 @@ void ref_store(const float *src, void *dst, clinfer_dtype dst_type, size_t count
     }
     uint16_t *h = dst;
     for (size_t i = 0; i < count; i++)
-        h[i] = clinfer_f32_to_f16(src[i]);
+        h[i] = f32_to_f16(src[i]);
 }
 
 /* Cache row `index` (a head_dim vector) as f32: in place for f32 caches, converted into tmp for
@@ -132,7 +132,7 @@ static const float *cache_row(const void *cache, clinfer_dtype type, size_t inde
     if (type == CLINFER_DT_F32) return (const float *)cache + index * (size_t)head_dim;
     const uint16_t *h = (const uint16_t *)cache + index * (size_t)head_dim;
     for (int i = 0; i < head_dim; i++)
-        tmp[i] = clinfer_f16_to_f32(h[i]);
+        tmp[i] = f16_to_f32(h[i]);
     return tmp;
 }
 

@@ -60,7 +60,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
             exit(77);
         }
         gguf_file *f = NULL;
-        if (gguf_open(path, &f) != CLINFER_OK || clinfer_vocab_load(f, &vocabs[i]) != CLINFER_OK) {
+        if (gguf_open(path, &f) != CLINFER_OK || vocab_load(f, &vocabs[i]) != CLINFER_OK) {
             fprintf(stderr, "fuzz_tokenizer: cannot load %s: %s\n", path, clinfer_last_error());
             exit(1);
         }
@@ -84,7 +84,7 @@ static void check_round_trip(const clinfer_vocab *v, const int32_t *ids, size_t 
     for (size_t i = 0; i < n; i++) {
         size_t plen;
         /* a piece that does not fit cannot be the input's */
-        if (clinfer_vocab_piece(v, ids[i], text + len, size - len, &plen) != CLINFER_OK) abort();
+        if (vocab_piece(v, ids[i], text + len, size - len, &plen) != CLINFER_OK) abort();
         len += plen;
     }
     if (len != size || memcmp(text, data, size) != 0) abort();
@@ -120,14 +120,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             /* first the count (normalisation may lengthen the text), then the ids */
             size_t n = 0, n2 = 0;
             clinfer_status st =
-                clinfer_vocab_tokenize(v, (const char *)data, size, special, special, NULL, 0, &n);
+                vocab_tokenize(v, (const char *)data, size, special, special, NULL, 0, &n);
             if (st != (n ? CLINFER_ERR_BUFFER_TOO_SMALL : CLINFER_OK)) abort();
             int32_t *ids = malloc((n ? n : 1) * sizeof *ids);
             if (!ids) return 0;
-            st = clinfer_vocab_tokenize(v, (const char *)data, size, special, special, ids, n, &n2);
+            st = vocab_tokenize(v, (const char *)data, size, special, special, ids, n, &n2);
             if (st != CLINFER_OK || n2 != n) abort();
             for (size_t i = 0; i < n; i++)
-                if (ids[i] < 0 || (size_t)ids[i] >= clinfer_vocab_n_tokens(v)) abort();
+                if (ids[i] < 0 || (size_t)ids[i] >= vocab_n_tokens(v)) abort();
             fidelity fid = vocab_files[k].fidelity;
             bool marks = fid == LOSSLESS_MARK && has_space_mark(data, size);
             if (!special && fid != LOSSY && !marks) check_round_trip(v, ids, n, data, size);

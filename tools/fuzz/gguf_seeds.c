@@ -75,9 +75,9 @@ static void tensors(gguf_writer *w) {
         data[i] = (uint8_t)(i * 31 + 7);
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
         char name[32];
-        int64_t ne[2] = {(int64_t)clinfer_dtype_block_elems(types[i]), 2};
+        int64_t ne[2] = {(int64_t)dtype_block_elems(types[i]), 2};
         if (ne[0] == 1) ne[0] = 4;
-        snprintf(name, sizeof name, "blk.%zu.%s", i, clinfer_dtype_name(types[i]));
+        snprintf(name, sizeof name, "blk.%zu.%s", i, dtype_name(types[i]));
         gw_tensor(w, name, types[i], 2, ne, data);
     }
 }
