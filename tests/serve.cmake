@@ -1,8 +1,9 @@
 # clinfer serve (tools/serve*.c) on a tiny generated model over loopback: endpoints, streaming,
 # concurrency, bad requests, disconnects, signals (tests/test_serve.py, curl and the standard
-# library); HTTP framing and connection limits through raw sockets (tests/test_serve_http.py); the official openai client from PyPI in a venv (skipped, 77, without the registry);
-# a load test of 200 requests from 16 clients on 4 slots (seconds on the tiny model: quick);
-# the default model on OpenCL (label model).
+# library); HTTP framing and connection limits through raw sockets (tests/test_serve_http.py);
+# the official openai client from PyPI in a venv (skipped, 77, without the registry); a load
+# test of 200 requests from 16 clients on 4 slots (seconds on the tiny model: quick); the
+# default model on OpenCL (label model).
 find_package(Python3 REQUIRED COMPONENTS Interpreter)
 add_test(NAME test_serve COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/test_serve.py
   $<TARGET_FILE:clinfer_cli> $<TARGET_FILE:write_tiny_model>)

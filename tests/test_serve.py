@@ -2,9 +2,9 @@
 the standard library's HTTP client and through curl: every endpoint, streamed against whole
 answers, embeddings (their shape, length 1, a batch against single texts, token ids,
 base64), stop strings, seeds, 8 concurrent clients against the same requests one at a time,
-each bad request of the list with its status (strict JSON, NUL in text, unknown roles included),
-special tokens' text in chat content read as plain text, the API key, a full queue, a client that leaves
-mid-stream, a long prompt beside a stream (chunked prefill), the prompt cache, /health before
+each bad request of the list with its status (strict JSON, NUL in text, unknown roles
+included), special tokens' text in chat content read as plain text, the API key, a full queue,
+a client that leaves mid-stream, a long prompt beside a stream (chunked prefill), the prompt cache, /health before
 the model is loaded, SIGTERM during a stream and a second signal.
 Usage: test_serve.py CLINFER WRITE_TINY_MODEL"""
 import atexit

@@ -4,8 +4,9 @@ either order, an unknown Transfer-Encoding), an invalid Content-Length, Expect: 
 past --max-body (413 before any "100 Continue"), and connections that must not starve others:
 300 idle connections while clients get answers and /health answers within a second (with the
 slots and the queue full too), the header and body deadlines against idle and trickling
-clients, and --max-connections (the longest-idle connection makes room; when all are busy, 503
-with Retry-After). Every loop is bounded and every socket has a timeout.
+clients, --max-connections (the longest-idle connection makes room; when all are busy, 503
+with Retry-After) and --max-connections-per-ip. Every loop is bounded, every socket has a
+timeout.
 Usage: test_serve_http.py CLINFER WRITE_TINY_MODEL"""
 import atexit
 import json
@@ -268,6 +269,24 @@ def connection_limit():
     check(s.stop() == 0, "exit 0")
 
 
+def per_address_limit():
+    """--max-connections-per-ip 4: a fifth connection from 127.0.0.1 is closed at once, and
+    once one of the four leaves, a request is answered."""
+    s = Server(clinfer, model, *BASE, "--max-connections-per-ip", "4")
+    socks = hold(s.port, 4)
+    try:
+        fifth = socket.create_connection(("127.0.0.1", s.port), timeout=5)
+        check(closed_by_server(fifth, 1.0), "a fifth connection from one address stayed open")
+        fifth.close()
+        socks.pop().close()
+        time.sleep(0.2)
+        timed_health(s)
+    finally:
+        for k in socks:
+            k.close()
+    check(s.stop() == 0, "exit 0")
+
+
 s = Server(clinfer, model, *BASE, "--max-body", "65536")
 try:
     framing(s)
@@ -277,4 +296,5 @@ check(code == 0, f"SIGTERM: exit {code}")
 idle_crowd()
 deadlines()
 connection_limit()
+per_address_limit()
 finish("test_serve_http")

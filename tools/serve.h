@@ -42,6 +42,7 @@ typedef struct serve_server {
     const char *chat_template; /* NULL: the model's */
     size_t n_slots, queue_cap;
     size_t max_conns;          /* connections held at once; past them, idle ones close */
+    size_t max_conns_per_ip;   /* 0: no limit per client address */
     double header_ms, body_ms; /* deadlines for a request's headers and for its body */
     bool special_in_content;   /* chat content may hold special tokens' text */
     clinfer_context_params cp; /* n_ctx per slot, n_batch per step, activations */
