@@ -93,9 +93,9 @@ static void content_as_written(const char *c, bool trim, const char **at, size_t
 /* The placeholder of message i: bytes no template changes and no content holds in the place. */
 #define PLACEHOLDER "\x1e%zu\x1f"
 
-/* Cuts the placeholder rendering at its placeholders: piece i ends at cut[i]; the last piece
- * ends at the string's end. false when they are not all there, in order. */
-static bool cut_pieces(const char *shape, size_t n, const char **starts, size_t *ends) {
+/* Cuts the placeholders' rendering into the n + 1 pieces around them (piece i: lens[i] bytes
+ * from starts[i]). false when the placeholders are not all there, in order. */
+static bool cut_pieces(const char *shape, size_t n, const char **starts, size_t *lens) {
     const char *at = shape;
     for (size_t i = 0; i < n; i++) {
         char mark[32];
@@ -103,11 +103,11 @@ static bool cut_pieces(const char *shape, size_t n, const char **starts, size_t 
         const char *hit = strstr(at, mark);
         if (!hit) return false;
         starts[i] = at;
-        ends[i] = (size_t)(hit - at);
+        lens[i] = (size_t)(hit - at);
         at = hit + strlen(mark);
     }
     starts[n] = at;
-    ends[n] = strlen(at);
+    lens[n] = strlen(at);
     return true;
 }
 
