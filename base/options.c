@@ -6,21 +6,37 @@
 
 #include "error.h"
 
-static const char *const path_names[] = {"cpu-rows", "gpu-subgroup", "gpu-local-reduce"};
-#define N_PATHS (sizeof path_names / sizeof path_names[0])
+/* The kernel paths offered. gpu-subgroup (CLINFER_KERNEL_PATH_GPU_SUBGROUP) is not: it has no
+ * kernels of its own yet, and every GPU runs gpu-local-reduce's. */
+static const struct {
+    clinfer_kernel_path path;
+    const char *name;
+} paths[] = {{CLINFER_KERNEL_PATH_CPU_ROWS, "cpu-rows"},
+             {CLINFER_KERNEL_PATH_GPU_LOCAL_REDUCE, "gpu-local-reduce"}};
+#define N_PATHS (sizeof paths / sizeof paths[0])
 
 const char *kernel_path_name(clinfer_kernel_path path) {
-    return path > 0 && (size_t)path <= N_PATHS ? path_names[path - 1] : NULL;
+    for (size_t k = 0; k < N_PATHS; k++)
+        if (paths[k].path == path) return paths[k].name;
+    return NULL;
+}
+
+const char *kernel_path_at(size_t index) {
+    return index < N_PATHS ? paths[index].name : NULL;
 }
 
 clinfer_status clinfer_kernel_path_parse(const char *name, clinfer_kernel_path *out) {
     for (size_t k = 0; name && out && k < N_PATHS; k++)
-        if (strcmp(name, path_names[k]) == 0) {
-            *out = (clinfer_kernel_path)(k + 1);
+        if (strcmp(name, paths[k].name) == 0) {
+            *out = paths[k].path;
             return CLINFER_OK;
         }
+    if (name && strcmp(name, "gpu-subgroup") == 0)
+        return err_fail(CLINFER_ERR_UNSUPPORTED,
+                        "kernel path 'gpu-subgroup' is not offered: it has no kernels of its own "
+                        "yet (GPUs run gpu-local-reduce)");
     return err_fail(CLINFER_ERR_INVALID_ARGUMENT,
-                    "kernel path '%s' is not one of cpu-rows, gpu-subgroup, gpu-local-reduce",
+                    "kernel path '%s' is not one of cpu-rows, gpu-local-reduce",
                     name ? name : "(null)");
 }
 
@@ -56,11 +72,15 @@ clinfer_status options_resolve(const clinfer_backend_options *given, clinfer_bac
     if (!out->clblast) out->clblast = env_toggle("CLINFER_CLBLAST");
     if (!out->graph) out->graph = env_toggle("CLINFER_GRAPH");
     if (!out->profile) out->profile = env_toggle("CLINFER_PROFILE");
+    clinfer_status st;
     if (out->kernel_path == CLINFER_KERNEL_PATH_DEFAULT && env("CLINFER_KERNEL_PATH") &&
-        clinfer_kernel_path_parse(env("CLINFER_KERNEL_PATH"), &out->kernel_path) != CLINFER_OK) {
+        (st = clinfer_kernel_path_parse(env("CLINFER_KERNEL_PATH"), &out->kernel_path)) !=
+            CLINFER_OK) {
         err_prefix("CLINFER_KERNEL_PATH");
-        return CLINFER_ERR_INVALID_ARGUMENT;
+        return st;
     }
+    if (out->kernel_path == CLINFER_KERNEL_PATH_GPU_SUBGROUP)
+        return clinfer_kernel_path_parse("gpu-subgroup", &out->kernel_path);
     if (!kernel_path_name(out->kernel_path) && out->kernel_path != CLINFER_KERNEL_PATH_DEFAULT)
         return err_fail(CLINFER_ERR_INVALID_ARGUMENT, "options: kernel path %d is unknown",
                         (int)out->kernel_path);

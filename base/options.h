@@ -18,8 +18,10 @@ clinfer_status options_resolve(const clinfer_backend_options *given, clinfer_bac
 const char *options_device(void);
 const char *options_cache_dir(void);
 
-/* "cpu-rows", ...; NULL for CLINFER_KERNEL_PATH_DEFAULT or a value out of range. */
+/* "cpu-rows", ...; NULL for CLINFER_KERNEL_PATH_DEFAULT, a path not offered or a value out of
+ * range. kernel_path_at: the index-th path offered, NULL past the last. */
 const char *kernel_path_name(clinfer_kernel_path path);
+const char *kernel_path_at(size_t index);
 
 /* What a context (and its queue) made now profiles, given the profile option: the table (the
  * option, else CLINFER_PROFILE) and the Chrome trace (CLINFER_TRACE's file; NULL: none). */

@@ -173,10 +173,10 @@ typedef enum {
 } clinfer_backend_kind;
 
 typedef enum {
-    CLINFER_KERNEL_PATH_DEFAULT = 0, /* chosen from the device's capabilities */
-    CLINFER_KERNEL_PATH_CPU_ROWS,    /* one work-item per row: CPUs */
-    CLINFER_KERNEL_PATH_GPU_SUBGROUP,
-    CLINFER_KERNEL_PATH_GPU_LOCAL_REDUCE,
+    CLINFER_KERNEL_PATH_DEFAULT = 0,  /* chosen from the device's capabilities */
+    CLINFER_KERNEL_PATH_CPU_ROWS,     /* one work-item per row: CPUs */
+    CLINFER_KERNEL_PATH_GPU_SUBGROUP, /* reserved: not offered until it has kernels of its own */
+    CLINFER_KERNEL_PATH_GPU_LOCAL_REDUCE, /* work-groups reduce in local memory: GPUs */
 } clinfer_kernel_path;
 
 typedef enum { CLINFER_DEFAULT = 0, CLINFER_ON, CLINFER_OFF } clinfer_toggle;
@@ -193,7 +193,7 @@ typedef struct {
  * default given. */
 typedef struct {
     const char *device;              /* CLINFER_DEVICE; a spec as in clinfer_device_select */
-    clinfer_kernel_path kernel_path; /* CLINFER_KERNEL_PATH: "cpu-rows", "gpu-subgroup", ... */
+    clinfer_kernel_path kernel_path; /* CLINFER_KERNEL_PATH: "cpu-rows" or "gpu-local-reduce" */
     const char *cache_dir;           /* CLINFER_CACHE_DIR: compiled kernels; else
                                       * $XDG_CACHE_HOME/clinfer, else ~/.cache/clinfer */
     clinfer_toggle clblast;          /* CLINFER_CLBLAST (0/1): CLBlast for f32 GEMM; else on
@@ -546,7 +546,8 @@ CLINFER_API clinfer_status clinfer_verify(const char *model_path,
                                           size_t n_tokens, clinfer_verify_report **out);
 CLINFER_API void clinfer_verify_report_free(clinfer_verify_report *report);
 
-/* "cpu-rows", "gpu-subgroup" or "gpu-local-reduce" (as CLINFER_KERNEL_PATH takes) into *out. */
+/* "cpu-rows" or "gpu-local-reduce" (as CLINFER_KERNEL_PATH takes) into *out; "gpu-subgroup"
+ * gives CLINFER_ERR_UNSUPPORTED (not offered), any other name CLINFER_ERR_INVALID_ARGUMENT. */
 CLINFER_API clinfer_status clinfer_kernel_path_parse(const char *name, clinfer_kernel_path *out);
 
 /* ---- quantization ---------------------------------------------------------------------- */

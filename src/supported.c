@@ -1,7 +1,6 @@
 /* clinfer_supported: what this build supports. Each list is read from the table that defines it
  * (arch.c, quant.c, tokenizer.c, chat.c, options.c), so an entry added there appears here; the
  * messages that refuse a file list and match the same tables through base/names.h. */
-#include <stdint.h>
 
 #include "arch.h"
 #include "chat.h"
@@ -21,8 +20,7 @@ const char *clinfer_supported(clinfer_support_kind kind, size_t index) {
     case CLINFER_SUPPORT_CHAT_TEMPLATE:
         return chat_format_name_at(index);
     case CLINFER_SUPPORT_KERNEL_PATH:
-        return index < (size_t)INT32_MAX ? kernel_path_name((clinfer_kernel_path)(index + 1))
-                                         : NULL;
+        return kernel_path_at(index);
     }
     return NULL;
 }

@@ -16,9 +16,9 @@
  * type), the NMSE each op's row may reach (the op alone, fed the reference's state) and the whole
  * evaluation's logits (every op's difference carried on); a walk takes the loosest entry among
  * its matmuls. A broken kernel gives NMSE ~1 or NaN. Measured on PoCL (cpu-rows, gpu-local-reduce,
- * gpu-subgroup; the tiny test models of every type, SmolLM2-135M Q4_1 at 16 to 256 tokens):
- *   op rows    <= 1.5e-9 for every type and activation format: f32 sums in another order, and a
- *              rotated key rounding to the other f16 neighbour in the cache (measured 1e-9); bound
+ * and gpu-subgroup while it was offered; the tiny test models of every type, SmolLM2-135M Q4_1 at
+ * 16 to 256 tokens): op rows    <= 1.5e-9 for every type and activation format: f32 sums in another
+ * order, and a rotated key rounding to the other f16 neighbour in the cache (measured 1e-9); bound
  *              1e-6, and 1e-5 with 8-bit activations, where a device whose division rounds
  *              otherwise may move a value across a rounding boundary (~1e-6 a step, as
  *              tests/test_cl_ops.c allows)

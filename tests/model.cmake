@@ -18,7 +18,7 @@ clinfer_test(test_contexts SOURCES test_contexts.c tiny_model.c)
 # Batches of several sequences (clinfer_batch_eval) against each sequence alone, the sequence
 # operations, bad batches; reference and OpenCL, the latter on each kernel path.
 clinfer_test(test_batch SOURCES test_batch.c tiny_model.c)
-foreach(path gpu-local-reduce gpu-subgroup)
+foreach(path gpu-local-reduce)
   add_test(NAME test_batch_${path} COMMAND test_batch)
   set_tests_properties(test_batch_${path} PROPERTIES LABELS quick SKIP_RETURN_CODE 77
     ENVIRONMENT "CLINFER_CACHE_DIR=${CMAKE_CURRENT_BINARY_DIR}/cl-cache;CLINFER_KERNEL_PATH=${path}")

@@ -7,8 +7,7 @@
 # smaller grid (CLINFER_TEST_SMALL). The whole label takes about half an hour on 2 cores; a new
 # weight type alone: CLINFER_TEST_TYPES=Q5_K ctest -R oclgrind_cl_matmul (tests/weight_types.h).
 #
-# Kernel paths: gpu-local-reduce (the simulator's own) and cpu-rows (forced). gpu-subgroup is not
-# run: no op has a subgroup variant yet, so it builds exactly gpu-local-reduce's kernels.
+# Kernel paths: gpu-local-reduce (the simulator's own) and cpu-rows (forced).
 # --uninitialized is not used: Oclgrind 21.10 crashes on some of our kernels with it.
 set(CLINFER_OCLGRIND_RUN ${CMAKE_CURRENT_SOURCE_DIR}/oclgrind_run.sh)
 set(CLINFER_OCLGRIND_ENV "CLINFER_CACHE_DIR=${CMAKE_CURRENT_BINARY_DIR}/cl-cache-oclgrind")

@@ -2,7 +2,7 @@
 # GPU paths are forced on whatever device there is, so they are proven on PoCL too), and the
 # fault-injection checks of the backend's failure paths.
 clinfer_test(test_cl_ops SOURCES test_cl_ops.c ENV CLINFER_KERNEL_PATH=cpu-rows)
-foreach(path gpu-local-reduce gpu-subgroup)
+foreach(path gpu-local-reduce)
   add_test(NAME test_cl_ops_${path} COMMAND test_cl_ops)
   set_tests_properties(test_cl_ops_${path} PROPERTIES LABELS quick SKIP_RETURN_CODE 77
     ENVIRONMENT "CLINFER_CACHE_DIR=${CMAKE_CURRENT_BINARY_DIR}/cl-cache;CLINFER_KERNEL_PATH=${path}")

@@ -2,7 +2,7 @@
 # kernel path: the GPU paths are forced on whatever device there is, so PoCL proves them too
 # (with CLBlast off, which GPU paths would otherwise take for GEMM, so gemm_tiled runs).
 clinfer_test(test_cl_matmul SOURCES test_cl_matmul.c ENV CLINFER_KERNEL_PATH=cpu-rows)
-foreach(path gpu-local-reduce gpu-subgroup)
+foreach(path gpu-local-reduce)
   add_test(NAME test_cl_matmul_${path} COMMAND test_cl_matmul)
   set_tests_properties(test_cl_matmul_${path} PROPERTIES LABELS quick SKIP_RETURN_CODE 77
     ENVIRONMENT "CLINFER_CACHE_DIR=${CMAKE_CURRENT_BINARY_DIR}/cl-cache;CLINFER_KERNEL_PATH=${path};CLINFER_CLBLAST=0")

@@ -170,9 +170,14 @@ static void test_selection(size_t count, size_t cpu) {
     EXPECT(strcasestr(chosen.name, part) != NULL, "'%s' chose '%s'", part, chosen.name);
     unsetenv("CLINFER_DEVICE");
 
-    setenv("CLINFER_KERNEL_PATH", "gpu-subgroup", 1);
+    setenv("CLINFER_KERNEL_PATH", "gpu-local-reduce", 1);
     EXPECT_OK(clinfer_device_get_info(0, &chosen));
-    EXPECT(!strcmp(chosen.kernel_path, "gpu-subgroup"), "override -> %s", chosen.kernel_path);
+    EXPECT(!strcmp(chosen.kernel_path, "gpu-local-reduce"), "override -> %s", chosen.kernel_path);
+    /* no kernels of its own: not offered, and saying so */
+    setenv("CLINFER_KERNEL_PATH", "gpu-subgroup", 1);
+    EXPECT(clinfer_device_get_info(0, &chosen) == CLINFER_ERR_UNSUPPORTED &&
+               strstr(clinfer_last_error(), "not offered"),
+           "gpu-subgroup: %s", clinfer_last_error());
     setenv("CLINFER_KERNEL_PATH", "fastest", 1);
     EXPECT(clinfer_device_get_info(0, &chosen) == CLINFER_ERR_INVALID_ARGUMENT, "bad override");
     EXPECT(strstr(clinfer_last_error(), "fastest") != NULL, "%s", clinfer_last_error());

@@ -80,8 +80,7 @@ static const struct {
     clinfer_kernel_path path;
     const char *name;
 } paths[] = {{CLINFER_KERNEL_PATH_DEFAULT, "default"},
-             {CLINFER_KERNEL_PATH_GPU_LOCAL_REDUCE, "gpu-local-reduce"},
-             {CLINFER_KERNEL_PATH_GPU_SUBGROUP, "gpu-subgroup"}};
+             {CLINFER_KERNEL_PATH_GPU_LOCAL_REDUCE, "gpu-local-reduce"}};
 
 /* Every row within its bound on every kernel path. */
 static void test_paths(const char *arch, clinfer_dtype type, bool f32_act) {

@@ -26,7 +26,7 @@ static void usage(FILE *out) {
             "  -n, --n-tokens N     tokens to run (default 16)\n"
             "  -p, --prompt TEXT    the text whose tokens run, cycled to N (default: a fixed\n"
             "                       English sentence)\n"
-            "      --kernel-path P  force cpu-rows, gpu-subgroup or gpu-local-reduce kernels\n"
+            "      --kernel-path P  force cpu-rows or gpu-local-reduce kernels\n"
             "                       (default: $CLINFER_KERNEL_PATH, else the device's)\n"
             "      --kv-f32         KV cache in f32 instead of f16\n" CLI_ACT_HELP CLI_MODEL_HELP);
 }

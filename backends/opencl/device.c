@@ -124,7 +124,6 @@ static clinfer_device_type classify_type(cl_device_type type) {
 /* The kernel variant follows from what the device reports, never from its name. */
 static clinfer_kernel_path capability_kernel_path(const clinfer_device_info *info) {
     return info->type == CLINFER_DEVICE_CPU ? CLINFER_KERNEL_PATH_CPU_ROWS
-           : info->subgroups                ? CLINFER_KERNEL_PATH_GPU_SUBGROUP
                                             : CLINFER_KERNEL_PATH_GPU_LOCAL_REDUCE;
 }
 

@@ -289,7 +289,7 @@ clinfer_status cl_ops_init(cl_backend_ctx *b) {
     struct cl_ops_state *ops = calloc(1, sizeof *ops);
     if (!ops) return err_fail(CLINFER_ERR_OUT_OF_MEMORY, "OpenCL: op state");
     b->ops = ops;
-    /* the GPU paths: local memory (these ops have no sub-group variant) */
+    /* the GPU path: tree reductions in local memory */
     ops->work_group_per_row = !cl_cpu_rows(b);
     /* A power of two for the tree reductions: at most 256 on GPUs and 64 elsewhere (PoCL runs
      * the GPU paths only when they are forced, for tests). */

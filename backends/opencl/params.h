@@ -19,7 +19,7 @@ typedef struct cl_device_params {
 const cl_device_params *cl_device_params_for(const clinfer_device_info *info);
 
 /* The -D options every program for this device gets: the kernel path
- * (-DCLINFER_PATH_CPU_ROWS=1, -DCLINFER_PATH_GPU_SUBGROUP=1 or -DCLINFER_PATH_GPU_LOCAL_REDUCE=1),
+ * (-DCLINFER_PATH_CPU_ROWS=1 or -DCLINFER_PATH_GPU_LOCAL_REDUCE=1),
  * -DCLINFER_FP16=0/1 (cl_khr_fp16), -DROWS_PER_WI and -DLOCAL_SIZE, and -DCLINFER_VNNI=1 and
  * -DCLINFER_F32_LANES=8/16 where they apply. Valid until this thread's next call. */
 const char *cl_program_params(const clinfer_device_info *info);
