@@ -1,8 +1,9 @@
 /* The weight cache (backends/opencl/weight_cache_cl.c) on tiny models: the first load writes the
- * file, the second maps it, and both decode to logits bit-identical to a load without the cache;
- * a truncated, extended or byte-flipped header or table, a file of another model, and a model
- * file touched since are detected, and the load still gives those logits (the file rewritten);
- * no room (CLINFER_WEIGHT_CACHE_MAX=0) and an unwritable path load without one. The cache
+ * file, the second reads it, and both decode to logits bit-identical to a load without the cache;
+ * a truncated, extended or byte-flipped header or table, data zeroed or flipped, a file of
+ * another model, and a model file touched since are detected, and the load still gives those
+ * logits (the file rewritten); a file truncated while a loaded model holds its weights changes
+ * nothing; no room (CLINFER_WEIGHT_CACHE_MAX=0) and an unwritable path load without one. The cache
  * directory is a fresh one whose kernel binaries link to the test's kernel cache. Exits 77 where
  * the device does not lay weights out in arenas on host memory (no cache there). */
 #include <dirent.h>
@@ -93,8 +94,15 @@ static void expect_load(const char *what, const char *path, const float *ref, fl
            "%s: logits differ from those without the cache", what);
 }
 
+/* The header's data_start and the first arena's used bytes (wc_header: at 64 and right after
+ * its 120 bytes). */
+static bool data_range(int fd, uint64_t *start, uint64_t *used) {
+    return pread(fd, start, 8, 64) == 8 && pread(fd, used, 8, 120) == 8;
+}
+
 /* Damages the cache file: truncated to size (when >= 0), else byte at `at` flipped (at < 0:
- * from the end), or a page appended when at is 0 and size is -2. */
+ * from the end), a page appended when at is 0 and size is -2, the middle third of the first
+ * arena's data zeroed when size is -4, a byte in the middle of it flipped when size is -5. */
 static void damage(long at, long size) {
     char path[PATH_MAX];
     if (cache_file(path, sizeof path) != 1) {
@@ -112,11 +120,21 @@ static void damage(long at, long size) {
         if (fd >= 0) close(fd);
         return;
     }
-    if (size == -2) {
+    uint64_t start = 0, used = 0;
+    if ((size == -4 || size == -5) &&
+        (!data_range(fd, &start, &used) || used < 3 || start + used > (uint64_t)sb.st_size)) {
+        EXPECT(false, "%s: no data range (start %llu, %llu bytes)", path, (unsigned long long)start,
+               (unsigned long long)used);
+    } else if (size == -4) {
+        size_t n = (size_t)(used / 3);
+        char *zeros = calloc(1, n);
+        EXPECT(zeros && pwrite(fd, zeros, n, (off_t)(start + n)) == (ssize_t)n, "zeroing");
+        free(zeros);
+    } else if (size == -2) {
         static const char page[4096];
         EXPECT(pwrite(fd, page, sizeof page, sb.st_size) == (ssize_t)sizeof page, "extending");
     } else {
-        off_t where = at >= 0 ? at : sb.st_size + at;
+        off_t where = size == -5 ? (off_t)(start + used / 2) : at >= 0 ? at : sb.st_size + at;
         unsigned char c = 0;
         EXPECT(pread(fd, &c, 1, where) == 1, "reading byte %lld", (long long)where);
         c ^= 0x5a;
@@ -145,18 +163,20 @@ static void check_model(const char *name, const tiny_model_spec *spec) {
     EXPECT(cache_file(file, sizeof file) == 1, "%s: no cache file after the first load", name);
     expect_load("second load", path, ref, logits, 1, 0);
 
-    /* Damage the header's fields (magic, layout, key, counts, sizes, digest), the tables (the
-     * first arena's size, the first part record) and the file's length: each must be found,
-     * the file rewritten, and the next load map it again. */
+    /* Damage the header's fields (magic, layout, key, counts, sizes, data hash, digest), the
+     * tables (the first arena's size, the first part record), the data and the file's length:
+     * each must be found, the file rewritten, and the next load read it again. */
     const struct {
         const char *what;
         long at, size;
-    } cases[] = {{"truncated to nothing", 0, 0},  {"truncated into the header", 0, 50},
-                 {"truncated by a byte", 0, -3},  {"a page appended", 0, -2},
-                 {"magic flipped", 3, -1},        {"layout flipped", 8, -1},
-                 {"key flipped", 20, -1},         {"part count flipped", 56, -1},
-                 {"file size flipped", 72, -1},   {"digest flipped", 100, -1},
-                 {"arena size flipped", 113, -1}, {"part record flipped", 130, -1}};
+    } cases[] = {{"truncated to nothing", 0, 0},   {"truncated into the header", 0, 50},
+                 {"truncated by a byte", 0, -3},   {"a page appended", 0, -2},
+                 {"magic flipped", 3, -1},         {"layout flipped", 8, -1},
+                 {"key flipped", 20, -1},          {"part count flipped", 56, -1},
+                 {"file size flipped", 72, -1},    {"data hash flipped", 84, -1},
+                 {"digest flipped", 100, -1},      {"arena size flipped", 121, -1},
+                 {"part record flipped", 130, -1}, {"a third of the data zeroed", 0, -4},
+                 {"a data byte flipped", 0, -5}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char what[96];
         long size = cases[i].size;
@@ -170,6 +190,20 @@ static void check_model(const char *name, const tiny_model_spec *spec) {
         snprintf(what, sizeof what, "%s: after %s", name, cases[i].what);
         expect_load(what, path, ref, logits, 1, 0);
     }
+
+    /* The file truncated while a model made from it decodes: its weights are its own copy. */
+    clinfer_model *m = NULL;
+    unsigned h0, w0, h1, w1;
+    cl_weight_cache_stats(&h0, &w0);
+    EXPECT_OK(tiny_model_load(path, CLINFER_BACKEND_OPENCL, CLINFER_DEFAULT, &m));
+    cl_weight_cache_stats(&h1, &w1);
+    EXPECT(h1 == h0 + 1, "%s: the load before the truncation did not read the file", name);
+    EXPECT(truncate(file, 0) == 0, "truncating %s under the model", file);
+    if (m) EXPECT_OK(tiny_model_decode(m, NULL, N_PROMPT, N_DECODE, logits));
+    EXPECT(m && memcmp(logits, ref, n_logits * sizeof *logits) == 0,
+           "%s: logits changed by truncating the file under the model", name);
+    clinfer_model_free(m);
+    expect_load("after truncation under a model", path, ref, logits, 0, 1);
 
     /* The model file touched: another key, another file. */
     EXPECT(utimensat(AT_FDCWD, path, NULL, 0) == 0, "touching %s", path);

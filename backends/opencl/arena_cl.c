@@ -1,24 +1,16 @@
 /* Arenas: on CPU devices weights live in a few large buffers, each weight array a sub-buffer of
- * one (weights_cl.h), some of them on the mapping of a weight cache file; and the allocation
+ * one (weights_cl.h), some of them read from a weight cache file; and the allocation
  * limit that sizes every array. */
 #include <stdint.h>
 #include <stdlib.h>
-#include <sys/mman.h>
 
 #include "error.h"
 #include "options.h"
 #include "weights_cl.h"
 
-void cl_mapping_release(cl_mapping *map) {
-    if (--map->holders > 0) return;
-    munmap(map->addr, map->size);
-    free(map);
-}
-
 void cl_release_arena(cl_arena *arena) {
     if (--arena->holders > 0) return;
     clReleaseMemObject(arena->mem);
-    if (arena->mapping) cl_mapping_release(arena->mapping);
     free(arena);
 }
 

@@ -1,21 +1,21 @@
 /* The on-disk cache of re-laid-out weights (the backend's weight_cache_open .. _close): on CPU
  * devices that share host memory, the arenas that weight_create laid quantized weights out into
  * are written to a file beside the kernel binaries once, and later loads of the same model on
- * the same device map that file and make the arenas on the mapping (CL_MEM_USE_HOST_PTR), as
- * f32/f16 weights are made on the model file's: no re-layout, no copy, and pages only resident
- * once kernels read them.
+ * the same device read that file into their arenas: no re-layout.
  *
  * File <cache dir>/weights-<key>.clw, key = SHA-256 of the model's identity (device, inode, size,
  * mtime, header bytes: gguf_identity), the device, driver, clinfer version, WCACHE_LAYOUT and the
- * limits that shape the arenas. Contents: a header (magic, layout, key, counts, sizes, SHA-256 of
- * the header and tables), each arena's used bytes, one record per weight part (type, shape,
- * where its arrays lie), then the arenas, each at a page boundary. Written after the load by a
- * thread of its own (the arenas mapped for reading meanwhile) to a temp file and renamed;
- * a damaged, truncated or foreign file is reported, deleted and rewritten; a record
- * that does not match the weight asked for drops the file for the rest of the load. The array
- * bytes themselves are trusted as the model file's are (hashing them would read every page at
- * each load). No failure here fails a load; CLINFER_WEIGHT_CACHE=0 turns it off and
- * CLINFER_WEIGHT_CACHE_MAX caps the files' total (oldest used evicted first). */
+ * limits that shape the arenas. Contents: a header (magic, layout, key, counts, sizes, XXH3-64 of
+ * the arenas' bytes, SHA-256 of the header and tables), each arena's used bytes, one record per
+ * weight part (type, shape, where its arrays lie), then the arenas, each at a page boundary.
+ * Written after the load by a thread of its own (the arenas mapped for reading meanwhile) to a
+ * temp file and renamed; a damaged, truncated or foreign file is reported, deleted and
+ * rewritten, its data checked before any weight is made on it; a record that does not match the
+ * weight asked for drops the file for the rest of the load. The file is read (pread), not
+ * mapped: its checksum reads every byte at each load anyway, and a copy cannot be taken away by
+ * a truncation of the file later (a mapping would raise SIGBUS in whichever thread read it next).
+ * No failure here fails a load; CLINFER_WEIGHT_CACHE=0 turns it off and CLINFER_WEIGHT_CACHE_MAX
+ * caps the files' total (oldest used evicted first). */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -26,10 +26,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
+#include <xxhash.h>
 
 #include "error.h"
 #include "log.h"
@@ -40,13 +40,15 @@
 
 #define WCACHE_MAGIC "CLINFWC1"
 /* Bump when the arrays' layout (repack_cl.c, weights_cl.c) or the order in which the loader
- * (src/model.c, src/arch_*.c) creates weights changes: older files then no longer match. */
-#define WCACHE_LAYOUT 1u
+ * (src/model.c, src/arch_*.c) creates weights changes, or this file's format: older files then
+ * no longer match. */
+#define WCACHE_LAYOUT 2u
 #define WCACHE_PAGE 4096u
 #define MAX_ARENAS 65536u
 #define MAX_PARTS (1u << 24)
 #define FREE_MARGIN ((uint64_t)1 << 30) /* disk space a write leaves free, at least */
 #define MAX_FILES 64 /* files kept; a test suite's many small models would pile up otherwise */
+#define READ_CHUNK ((size_t)8 << 20) /* hashed while still in the CPU's caches */
 
 typedef struct {
     char magic[8];
@@ -54,6 +56,7 @@ typedef struct {
     unsigned char key[32];
     uint64_t n_arenas, n_parts;
     uint64_t data_start, file_size;
+    uint64_t data_hash;       /* XXH3-64 of the arenas' used bytes, in order */
     unsigned char digest[32]; /* of this header (digest zeroed), the used[] and part tables */
 } wc_header;
 
@@ -65,7 +68,7 @@ struct cl_weight_cache {
     unsigned char key[32];
     cl_cached_part *parts;
     size_t n_parts, cap_parts, next; /* next: the record the next weight must match (WC_READ) */
-    cl_arena **arenas;               /* WC_READ: on the mapping; WC_WRITE: filled, in order */
+    cl_arena **arenas;               /* WC_READ: read from the file; WC_WRITE: filled, in order */
     size_t n_arenas, cap_arenas;
     cl_arena *filling; /* WC_WRITE: the arena quantized weights are laid out into */
     /* After the load: the arenas mapped for reading, the thread writing them and its cap. */
@@ -193,41 +196,67 @@ static const char *check_file(int fd, uint64_t file_size, cl_backend_ctx *b,
     return NULL;
 }
 
-/* The arenas of a valid file, made on its mapping: into c->arenas. */
-static clinfer_status map_arenas(cl_backend_ctx *b, int fd, const wc_header *h,
-                                 const uint64_t *used, struct cl_weight_cache *c) {
-    void *addr = mmap(NULL, h->file_size, PROT_READ, MAP_PRIVATE, fd, 0);
-    if (addr == MAP_FAILED)
-        return err_fail(CLINFER_ERR_IO, "mapping %s: %s", c->path, strerror(errno));
-    cl_mapping *map = calloc(1, sizeof *map);
-    c->arenas = calloc(h->n_arenas, sizeof *c->arenas);
-    if (!map || !c->arenas) {
-        free(map);
-        munmap(addr, h->file_size);
-        return err_fail(CLINFER_ERR_OUT_OF_MEMORY, "weight cache: %s", c->path);
+/* Reads bytes at offset at of the file into dst, hashing them into xs; NULL or why not. */
+static const char *read_hashed(int fd, uint8_t *dst, uint64_t bytes, uint64_t at,
+                               XXH3_state_t *xs) {
+    while (bytes > 0) {
+        size_t want = bytes < READ_CHUNK ? (size_t)bytes : READ_CHUNK;
+        ssize_t n = pread(fd, dst, want, (off_t)at);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) return "cannot read its data";
+        if (n == 0) return "it shrank while it was read";
+        XXH3_64bits_update(xs, dst, (size_t)n);
+        dst += n;
+        at += (uint64_t)n;
+        bytes -= (uint64_t)n;
     }
-    *map = (cl_mapping){addr, h->file_size, 1}; /* this function's, until the arenas hold it */
-    clinfer_status st = CLINFER_OK;
+    return NULL;
+}
+
+/* The arenas of a file whose header and tables are valid, read into c->arenas (each a buffer
+ * of the device's, mapped to be written meanwhile) and checked against the header's hash of
+ * them. NULL when the data are intact (or the device failed, *st saying why), else why not. */
+static const char *read_arenas(cl_backend_ctx *b, int fd, const wc_header *h, const uint64_t *used,
+                               struct cl_weight_cache *c, clinfer_status *st) {
+    XXH3_state_t *xs = XXH3_createState();
+    c->arenas = calloc(h->n_arenas, sizeof *c->arenas);
+    if (!xs || !c->arenas || XXH3_64bits_reset(xs) != XXH_OK) {
+        XXH3_freeState(xs);
+        *st = err_fail(CLINFER_ERR_OUT_OF_MEMORY, "weight cache: %s", c->path);
+        return NULL;
+    }
+    const char *why = NULL;
     uint64_t at = h->data_start;
-    for (size_t i = 0; i < h->n_arenas && st == CLINFER_OK; at += round_page(used[i++])) {
+    for (size_t i = 0; i < h->n_arenas && !why && *st == CLINFER_OK; at += round_page(used[i++])) {
         cl_arena *a = calloc(1, sizeof *a);
         if (!a) {
-            st = err_fail(CLINFER_ERR_OUT_OF_MEMORY, "weight cache: arena");
+            *st = err_fail(CLINFER_ERR_OUT_OF_MEMORY, "weight cache: arena");
             break;
         }
-        st = cl_create_buffer(b, CL_MEM_READ_ONLY | CL_MEM_USE_HOST_PTR, (size_t)used[i],
-                              (uint8_t *)addr + at, &a->mem);
-        if (st != CLINFER_OK) {
+        *st = cl_create_buffer(b, CL_MEM_READ_ONLY, (size_t)used[i], NULL, &a->mem);
+        if (*st != CLINFER_OK) {
             free(a);
             break;
         }
-        *a = (cl_arena){.mem = a->mem, .size = used[i], .used = used[i], .holders = 1};
-        a->mapping = map;
-        map->holders++;
+        a->size = a->used = (size_t)used[i];
+        a->holders = 1;
         c->arenas[c->n_arenas++] = a;
+        cl_int err = CL_SUCCESS;
+        void *dst = clEnqueueMapBuffer(b->queue, a->mem, CL_TRUE, CL_MAP_WRITE_INVALIDATE_REGION, 0,
+                                       a->size, 0, NULL, NULL, &err);
+        if (err != CL_SUCCESS) {
+            *st = cl_error(err, "weight cache: mapping an arena to fill it");
+            break;
+        }
+        why = read_hashed(fd, dst, used[i], at, xs);
+        err = clEnqueueUnmapMemObject(b->queue, a->mem, dst, 0, NULL, NULL);
+        if (err == CL_SUCCESS) err = clFinish(b->queue);
+        if (err != CL_SUCCESS) *st = cl_error(err, "weight cache: unmapping a filled arena");
     }
-    cl_mapping_release(map);
-    return st;
+    if (!why && *st == CLINFER_OK && XXH3_64bits_digest(xs) != h->data_hash)
+        why = "data checksum mismatch";
+    XXH3_freeState(xs);
+    return why;
 }
 
 /* Reads the file into c (WC_READ) where a valid one exists. */
@@ -237,24 +266,28 @@ static void try_read(cl_backend_ctx *b, struct cl_weight_cache *c) {
     struct stat sb;
     wc_header h;
     uint64_t *used = NULL;
+    clinfer_status st = CLINFER_OK;
     const char *why = fstat(fd, &sb) != 0 ? "cannot stat it"
                                           : check_file(fd, (uint64_t)sb.st_size, b, c, &h, &used);
+    if (!why) why = read_arenas(b, fd, &h, used, c, &st);
     if (why) {
         discard(c->path, why);
-    } else if (map_arenas(b, fd, &h, used, c) != CLINFER_OK) {
+    } else if (st != CLINFER_OK) {
         cl_verbose("weight cache: %s not used: %s", c->path, clinfer_last_error());
-        for (size_t i = 0; i < c->n_arenas; i++)
-            cl_release_arena(c->arenas[i]);
-        c->n_arenas = 0;
     } else {
         c->n_parts = h.n_parts;
         c->mode = WC_READ;
         futimens(fd, NULL); /* used now: eviction goes by modification time */
         atomic_fetch_add(&wc_hits, 1);
-        cl_verbose("weight cache: mapped %s (%zu arenas, %zu parts)", c->path, c->n_arenas,
+        cl_verbose("weight cache: read %s (%zu arenas, %zu parts)", c->path, c->n_arenas,
                    c->n_parts);
     }
     if (c->mode != WC_READ) {
+        for (size_t i = 0; i < c->n_arenas; i++)
+            cl_release_arena(c->arenas[i]);
+        c->n_arenas = 0;
+        free(c->arenas);
+        c->arenas = NULL;
         free(c->parts);
         c->parts = NULL;
     }
@@ -413,7 +446,8 @@ static int write_all(int fd, const void *data, size_t bytes) {
 }
 
 /* Writes the recorded arenas (mapped for reading at c->mapped) and parts to c->path through a
- * temp file; 0 or an errno value. */
+ * temp file, the header last (its hash of the arenas is taken as they are written); 0 or an
+ * errno value. */
 static int write_file(const struct cl_weight_cache *c, uint64_t max) {
     static const uint8_t zeros[WCACHE_PAGE];
     wc_header h = {.layout = WCACHE_LAYOUT, .page = WCACHE_PAGE};
@@ -422,36 +456,39 @@ static int write_file(const struct cl_weight_cache *c, uint64_t max) {
     h.n_arenas = c->n_arenas;
     h.n_parts = c->n_parts;
     uint64_t *used = malloc(c->n_arenas * sizeof *used);
-    if (!used) return ENOMEM;
-    h.data_start =
-        round_page(sizeof h + c->n_arenas * sizeof *used + c->n_parts * sizeof *c->parts);
+    XXH3_state_t *xs = XXH3_createState();
+    int err = used && xs && XXH3_64bits_reset(xs) == XXH_OK ? 0 : ENOMEM;
+    uint64_t tables = c->n_arenas * sizeof *used + c->n_parts * sizeof *c->parts;
+    h.data_start = round_page(sizeof h + tables);
     h.file_size = h.data_start;
-    for (size_t i = 0; i < c->n_arenas; i++)
+    for (size_t i = 0; !err && i < c->n_arenas; i++)
         h.file_size += round_page(used[i] = c->arenas[i]->used);
-    int err = cl_make_dirs(c->dir);
+    if (!err) err = cl_make_dirs(c->dir);
     if (!err && !make_room(c->dir, h.file_size, max)) err = ENOSPC;
-    if (!err && !header_digest(&h, used, c->parts, h.digest)) err = EIO;
     char tmp[sizeof c->path + 48];
     snprintf(tmp, sizeof tmp, "%s.tmp.%ld.%u", c->path, (long)getpid(),
              atomic_fetch_add(&temp_counter, 1));
     int fd = err ? -1 : open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (!err && fd < 0) err = errno;
     if (fd >= 0) {
-        err = write_all(fd, &h, sizeof h);
+        err = write_all(fd, &h, sizeof h); /* a placeholder until the hash is known */
         if (!err) err = write_all(fd, used, c->n_arenas * sizeof *used);
         if (!err) err = write_all(fd, c->parts, c->n_parts * sizeof *c->parts);
-        if (!err)
-            err = write_all(fd, zeros,
-                            (size_t)(h.data_start - sizeof h - c->n_arenas * sizeof *used -
-                                     c->n_parts * sizeof *c->parts));
+        if (!err) err = write_all(fd, zeros, (size_t)(h.data_start - sizeof h - tables));
         for (size_t i = 0; !err && i < c->n_arenas; i++) {
+            XXH3_64bits_update(xs, c->mapped[i], used[i]);
             err = write_all(fd, c->mapped[i], used[i]);
             if (!err) err = write_all(fd, zeros, (size_t)(round_page(used[i]) - used[i]));
         }
+        h.data_hash = XXH3_64bits_digest(xs);
+        if (!err && !header_digest(&h, used, c->parts, h.digest)) err = EIO;
+        ssize_t n = err ? 0 : pwrite(fd, &h, sizeof h, 0);
+        if (!err && n != (ssize_t)sizeof h) err = n < 0 ? errno : EIO;
         if (close(fd) != 0 && !err) err = errno;
         if (!err && rename(tmp, c->path) != 0) err = errno;
         if (err) unlink(tmp);
     }
+    XXH3_freeState(xs);
     free(used);
     return err;
 }

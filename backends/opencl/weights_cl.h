@@ -14,18 +14,11 @@ enum { ARENA_BYTES = 256 << 20 }; /* weight arenas (CPU devices), unless a part 
  * one, so that one graph launch can name every weight of a model among its few buffer
  * arguments. An arena is filled in order and released when nothing holds it: neither an array
  * in it nor the state, while it is the one being filled. */
-typedef struct cl_mapping { /* a mapped weight cache file, unmapped with its last arena */
-    void *addr;
-    size_t size;
-    int holders;
-} cl_mapping;
-
 typedef struct cl_arena {
     cl_mem mem;
     const void *base; /* a window on host data (place_in_place): the host memory it is */
     size_t size, used;
     int holders;
-    cl_mapping *mapping; /* the weight cache file it lies on (weight_cache_cl.c), or NULL */
 } cl_arena;
 
 /* One array of a weight part: its own buffer, or a sub-buffer at offset bytes of an arena. */
@@ -63,10 +56,9 @@ struct cl_store {
 };
 
 /* arena_cl.c: the allocation limit for one array (the device's, or CLINFER_MAX_ALLOC when
- * smaller); an arena's and a mapping's holders. */
+ * smaller); an arena's holders. */
 uint64_t cl_alloc_limit(const cl_backend_ctx *b);
-void cl_release_arena(cl_arena *arena);   /* drops a holder; the last releases it */
-void cl_mapping_release(cl_mapping *map); /* drops a holder; the last unmaps it */
+void cl_release_arena(cl_arena *arena); /* drops a holder; the last releases it */
 /* Makes a a read-only sub-buffer of bytes at offset at of arena, holding it (what: for the
  * error message). */
 clinfer_status cl_arena_array(cl_arena *arena, size_t at, size_t bytes, const char *what,
