@@ -100,6 +100,12 @@ bool serve_conn_over_limit(serve_server *s, struct MHD_Connection *c);
 /* The thread that enforces the deadlines: 0, or -1 when it cannot start. */
 int serve_conns_start(serve_server *s);
 void serve_conns_stop(serve_server *s);
+/* Connections past s->max_conns that libmicrohttpd still accepts, so that they can be told 503
+ * (or take an idle connection's place) rather than wait unaccepted. */
+#define CONN_HEADROOM 32
+/* Raises the soft limit of open descriptors for the connections, as far as the hard limit
+ * allows; lowers s->max_conns to what fits (saying so). */
+void serve_conns_fit(serve_server *s);
 
 #define SERVE_WAIT_MS 50 /* how often a waiting connection looks at its socket */
 

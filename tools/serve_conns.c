@@ -11,6 +11,8 @@
 #define _GNU_SOURCE /* POLLRDHUP */
 #include <poll.h>
 #include <stdlib.h>
+#include <stdio.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 
@@ -144,4 +146,25 @@ void serve_conns_stop(serve_server *s) {
 bool serve_client_gone(int fd) {
     struct pollfd p = {.fd = fd, .events = POLLRDHUP};
     return fd >= 0 && poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR));
+}
+
+#define FDS_BESIDES 64 /* descriptors the process needs besides its connections */
+
+void serve_conns_fit(serve_server *s) {
+    struct rlimit lim;
+    if (getrlimit(RLIMIT_NOFILE, &lim)) return;
+    rlim_t want = (rlim_t)(s->max_conns + CONN_HEADROOM + FDS_BESIDES);
+    if (lim.rlim_cur < want) {
+        lim.rlim_cur = lim.rlim_max == RLIM_INFINITY || lim.rlim_max > want ? want : lim.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &lim);
+        getrlimit(RLIMIT_NOFILE, &lim);
+    }
+    if (lim.rlim_cur < want) {
+        size_t fit = lim.rlim_cur > CONN_HEADROOM + FDS_BESIDES + 1
+                         ? (size_t)lim.rlim_cur - CONN_HEADROOM - FDS_BESIDES
+                         : 1;
+        fprintf(stderr, "clinfer: %llu open files allowed: at most %zu connections, not %zu\n",
+                (unsigned long long)lim.rlim_cur, fit, s->max_conns);
+        s->max_conns = fit;
+    }
 }

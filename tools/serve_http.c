@@ -10,7 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -521,32 +520,6 @@ static void log_http(void *cls, const char *fmt, va_list ap) {
     vfprintf(stderr, fmt, ap);
 }
 
-/* Connections past s->max_conns that libmicrohttpd still accepts, so that they can be told 503
- * (or take an idle connection's place) rather than wait unaccepted. */
-#define CONN_HEADROOM 32
-#define FDS_BESIDES 64 /* descriptors the process needs besides its connections */
-
-/* Raises the soft limit of open descriptors for the connections, as far as the hard limit
- * allows; lowers s->max_conns to what fits (saying so). */
-static void fit_descriptors(serve_server *s) {
-    struct rlimit lim;
-    if (getrlimit(RLIMIT_NOFILE, &lim)) return;
-    rlim_t want = (rlim_t)(s->max_conns + CONN_HEADROOM + FDS_BESIDES);
-    if (lim.rlim_cur < want) {
-        lim.rlim_cur = lim.rlim_max == RLIM_INFINITY || lim.rlim_max > want ? want : lim.rlim_max;
-        setrlimit(RLIMIT_NOFILE, &lim);
-        getrlimit(RLIMIT_NOFILE, &lim);
-    }
-    if (lim.rlim_cur < want) {
-        size_t fit = lim.rlim_cur > CONN_HEADROOM + FDS_BESIDES + 1
-                         ? (size_t)lim.rlim_cur - CONN_HEADROOM - FDS_BESIDES
-                         : 1;
-        fprintf(stderr, "clinfer: %llu open files allowed: at most %zu connections, not %zu\n",
-                (unsigned long long)lim.rlim_cur, fit, s->max_conns);
-        s->max_conns = fit;
-    }
-}
-
 int serve_http_start(serve_server *s, char *err, size_t size) {
     struct addrinfo hints = {.ai_family = AF_UNSPEC,
                              .ai_socktype = SOCK_STREAM,
@@ -559,7 +532,7 @@ int serve_http_start(serve_server *s, char *err, size_t size) {
         snprintf(err, size, "cannot resolve --host '%s': %s", s->host, gai_strerror(rc));
         return -1;
     }
-    fit_descriptors(s);
+    serve_conns_fit(s);
     if (serve_conns_start(s)) {
         freeaddrinfo(ai);
         snprintf(err, size, "cannot start the connections' watchdog thread");
