@@ -12,20 +12,26 @@
 
 /* ---- hyperparameters --------------------------------------------------------------------- */
 
+/* Writes "<arch>.<suffix>" into key; false when the key is optional and the file lacks it, so
+ * that the caller's default stands. */
+static bool arch_key(const gguf_file *f, const char *arch, const char *suffix, bool required,
+                     char *key, size_t size) {
+    snprintf(key, size, "%s.%s", arch, suffix);
+    return required || gguf_find_kv(f, key);
+}
+
 clinfer_status arch_key_u32(const gguf_file *f, const char *arch, const char *suffix, bool required,
                             uint32_t *out) {
     char key[128];
-    snprintf(key, sizeof key, "%s.%s", arch, suffix);
-    if (!required && !gguf_find_kv(f, key)) return CLINFER_OK;
-    return gguf_get_u32(f, key, out);
+    return arch_key(f, arch, suffix, required, key, sizeof key) ? gguf_get_u32(f, key, out)
+                                                                : CLINFER_OK;
 }
 
 clinfer_status arch_key_f32(const gguf_file *f, const char *arch, const char *suffix, bool required,
                             float *out) {
     char key[128];
-    snprintf(key, sizeof key, "%s.%s", arch, suffix);
-    if (!required && !gguf_find_kv(f, key)) return CLINFER_OK;
-    return gguf_get_f32(f, key, out);
+    return arch_key(f, arch, suffix, required, key, sizeof key) ? gguf_get_f32(f, key, out)
+                                                                : CLINFER_OK;
 }
 
 /* Linear position interpolation is the scaling the rope op can do; YaRN and the like would
@@ -36,8 +42,8 @@ static clinfer_status read_rope_scaling(const gguf_file *f, const char *arch, fl
     gguf_str type = {"none", 4};
     float factor = 0.0f;
     *freq_scale = 1.0f;
-    snprintf(key, sizeof key, "%s.rope.scaling.type", arch);
-    if (gguf_find_kv(f, key)) CHECK(gguf_get_str(f, key, &type));
+    if (arch_key(f, arch, "rope.scaling.type", false, key, sizeof key))
+        CHECK(gguf_get_str(f, key, &type));
     if (gguf_str_eq(type, "none")) return CLINFER_OK;
     if (!gguf_str_eq(type, "linear"))
         return err_fail(CLINFER_ERR_UNSUPPORTED, "%s '%.*s' is not supported", key,
