@@ -169,35 +169,54 @@ static clinfer_status check_role(const char *role, chat_format f, size_t i) {
                     i, role);
 }
 
+/* ChatML and Llama-3 write every turn as open + role + sep + content + close, the generation
+ * prompt as open + "assistant" + sep. */
+typedef struct {
+    const char *open, *sep, *close;
+    bool trim; /* content|trim */
+} turn_markers;
+
+static const turn_markers chatml_turns = {"<|im_start|>", "\n", "<|im_end|>\n", false};
+static const turn_markers llama3_turns = {"<|start_header_id|>", "<|end_header_id|>\n\n",
+                                          "<|eot_id|>", true};
+
+static void turn_head(strbuf *b, const turn_markers *t, const char *role) {
+    sb_puts(b, t->open);
+    sb_puts(b, role);
+    sb_puts(b, t->sep);
+}
+
+static void render_turns(strbuf *b, const turn_markers *t, const clinfer_chat_message *m, size_t n,
+                         bool add_assistant) {
+    for (size_t i = 0; i < n; i++) {
+        turn_head(b, t, m[i].role);
+        if (t->trim)
+            sb_trimmed(b, m[i].content);
+        else
+            sb_puts(b, m[i].content);
+        sb_puts(b, t->close);
+    }
+    if (add_assistant) turn_head(b, t, "assistant");
+}
+
 static void render_chatml(strbuf *b, const char *tmpl, size_t tmpl_len,
                           const clinfer_chat_message *m, size_t n, bool add_assistant) {
     const char *sys;
     size_t sys_len;
     if ((n == 0 || strcmp(m[0].role, "system")) &&
         chatml_default_system(tmpl, tmpl_len, &sys, &sys_len)) {
-        sb_puts(b, "<|im_start|>system\n");
+        turn_head(b, &chatml_turns, "system");
         sb_append(b, sys, sys_len);
-        sb_puts(b, "<|im_end|>\n");
+        sb_puts(b, chatml_turns.close);
     }
-    for (size_t i = 0; i < n; i++) {
-        sb_puts(b, "<|im_start|>");
-        sb_puts(b, m[i].role);
-        sb_puts(b, "\n");
-        sb_puts(b, m[i].content);
-        sb_puts(b, "<|im_end|>\n");
-    }
-    if (add_assistant) sb_puts(b, "<|im_start|>assistant\n");
+    render_turns(b, &chatml_turns, m, n, add_assistant);
 }
 
-static void render_llama3(strbuf *b, const clinfer_chat_message *m, size_t n, bool add_assistant) {
-    for (size_t i = 0; i < n; i++) {
-        sb_puts(b, "<|start_header_id|>");
-        sb_puts(b, m[i].role);
-        sb_puts(b, "<|end_header_id|>\n\n");
-        sb_trimmed(b, m[i].content);
-        sb_puts(b, "<|eot_id|>");
-    }
-    if (add_assistant) sb_puts(b, "<|start_header_id|>assistant<|end_header_id|>\n\n");
+/* Llama-2 and Gemma fold the system prompt into the first user turn: only message 0 may be one. */
+static clinfer_status system_not_first(const char *format, size_t i) {
+    return err_fail(CLINFER_ERR_INVALID_ARGUMENT,
+                    "chat: %s template: the system message is message %zu; it must be the first",
+                    format, i);
 }
 
 /* Opens a Llama-2 [INST] turn, with the system prompt's <<SYS>> block when one is pending. */
@@ -218,11 +237,7 @@ static clinfer_status render_llama2(strbuf *b, const clinfer_chat_message *m, si
     bool first_turn = true;
     for (size_t i = 0; i < n; i++) {
         if (!strcmp(m[i].role, "system")) {
-            if (i != 0)
-                return err_fail(CLINFER_ERR_INVALID_ARGUMENT,
-                                "chat: llama2 template: the system message is message %zu; "
-                                "it must be the first",
-                                i);
+            if (i != 0) return system_not_first("llama2", i);
             system = m[i].content;
         } else if (!strcmp(m[i].role, "user")) {
             llama2_open_turn(b, first_turn, &system);
@@ -247,11 +262,7 @@ static clinfer_status render_gemma(strbuf *b, const clinfer_chat_message *m, siz
     const char *system = NULL;
     for (size_t i = 0; i < n; i++) {
         if (!strcmp(m[i].role, "system")) {
-            if (i != 0)
-                return err_fail(CLINFER_ERR_INVALID_ARGUMENT,
-                                "chat: gemma template: the system message is message %zu; "
-                                "it must be the first",
-                                i);
+            if (i != 0) return system_not_first("gemma", i);
             system = m[i].content;
             continue;
         }
@@ -298,7 +309,7 @@ clinfer_status chat_render(const char *tmpl, size_t tmpl_len, const char *name,
         render_chatml(&b, tmpl, tmpl_len, messages, n, add_assistant);
         break;
     case CHAT_FORMAT_LLAMA3:
-        render_llama3(&b, messages, n, add_assistant);
+        render_turns(&b, &llama3_turns, messages, n, add_assistant);
         break;
     case CHAT_FORMAT_LLAMA2:
         CHECK(render_llama2(&b, messages, n));
