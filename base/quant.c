@@ -215,52 +215,40 @@ typedef struct {
     clinfer_block_split split;
 } dtype_info;
 
+/* A quantized weight type: codecs dequant_<t> and quant_<t> on block_<t> (named once, so that
+ * they cannot pair with another type's block); its matmuls take 8-bit activations. */
+#define QUANT(name, qk, t) name, qk, sizeof(block_##t), dequant_##t, quant_##t, true, true
+
 /* clang-format off */
 static const dtype_info dtypes[CLINFER_DT_ID_LIMIT] = {
     [CLINFER_DT_F32] = {"F32", 1, sizeof(float), NULL, NULL, false, true, {16, 0, 4, {{0}}, 0}},
-    [CLINFER_DT_F16] = {"F16", 1, sizeof(uint16_t), NULL, NULL, false, true,
-                        {16, 0, 2, {{0}}, 0}},
+    [CLINFER_DT_F16] = {"F16", 1, sizeof(uint16_t), NULL, NULL, false, true, {16, 0, 2, {{0}}, 0}},
     /* split: f32 d */
-    [CLINFER_DT_Q4_0] = {"Q4_0", QK4_0, sizeof(block_q4_0), dequant_q4_0, quant_q4_0, true, true,
-                         {32, 2, 16, {{0, 2, 1}}, 4}},
+    [CLINFER_DT_Q4_0] = {QUANT("Q4_0", QK4_0, q4_0), {32, 2, 16, {{0, 2, 1}}, 4}},
     /* split: f32 d, m */
-    [CLINFER_DT_Q4_1] = {"Q4_1", QK4_1, sizeof(block_q4_1), dequant_q4_1, quant_q4_1, true, true,
-                         {32, 4, 16, {{0, 4, 1}}, 8}},
+    [CLINFER_DT_Q4_1] = {QUANT("Q4_1", QK4_1, q4_1), {32, 4, 16, {{0, 4, 1}}, 8}},
     /* split: qh and qs together (5 words); f32 d */
-    [CLINFER_DT_Q5_0] = {"Q5_0", QK5_0, sizeof(block_q5_0), dequant_q5_0, quant_q5_0, true, true,
-                         {32, 2, 20, {{0, 2, 1}}, 4}},
+    [CLINFER_DT_Q5_0] = {QUANT("Q5_0", QK5_0, q5_0), {32, 2, 20, {{0, 2, 1}}, 4}},
     /* split: qh and qs together (5 words); f32 d, m */
-    [CLINFER_DT_Q5_1] = {"Q5_1", QK5_1, sizeof(block_q5_1), dequant_q5_1, quant_q5_1, true, true,
-                         {32, 4, 20, {{0, 4, 1}}, 8}},
+    [CLINFER_DT_Q5_1] = {QUANT("Q5_1", QK5_1, q5_1), {32, 4, 20, {{0, 4, 1}}, 8}},
     /* split: f32 d */
-    [CLINFER_DT_Q8_0] = {"Q8_0", QK8_0, sizeof(block_q8_0), dequant_q8_0, quant_q8_0, true, true,
-                         {32, 2, 32, {{0, 2, 1}}, 4}},
+    [CLINFER_DT_Q8_0] = {QUANT("Q8_0", QK8_0, q8_0), {32, 2, 32, {{0, 2, 1}}, 4}},
     /* split: f32 d, dmin, then scales[16] */
-    [CLINFER_DT_Q2_K] = {"Q2_K", QK_K, sizeof(block_q2_K), dequant_q2_K,
-                         quant_q2_K, true, true,
-                         {128, 16, 64, {{80, 4, 1}, {0, 16, 0}}, 24}},
+    [CLINFER_DT_Q2_K] = {QUANT("Q2_K", QK_K, q2_K), {128, 16, 64, {{80, 4, 1}, {0, 16, 0}}, 24}},
     /* split: hmask and qs together; f32 d, then scales[12] */
-    [CLINFER_DT_Q3_K] = {"Q3_K", QK_K, sizeof(block_q3_K), dequant_q3_K,
-                         quant_q3_K, true, true,
-                         {128, 0, 96, {{108, 2, 1}, {96, 12, 0}}, 16}},
+    [CLINFER_DT_Q3_K] = {QUANT("Q3_K", QK_K, q3_K), {128, 0, 96, {{108, 2, 1}, {96, 12, 0}}, 16}},
     /* split: f32 d, dmin, then scales[12] */
-    [CLINFER_DT_Q4_K] = {"Q4_K", QK_K, sizeof(block_q4_K), dequant_q4_K,
-                         quant_q4_K, true, true,
-                         {64, 16, 128, {{0, 4, 1}, {4, 12, 0}}, 20}},
+    [CLINFER_DT_Q4_K] = {QUANT("Q4_K", QK_K, q4_K), {64, 16, 128, {{0, 4, 1}, {4, 12, 0}}, 20}},
     /* split: qh and qs together; Q4_K's header */
-    [CLINFER_DT_Q5_K] = {"Q5_K", QK_K, sizeof(block_q5_K), dequant_q5_K,
-                         quant_q5_K, true, true,
-                         {64, 16, 160, {{0, 4, 1}, {4, 12, 0}}, 20}},
+    [CLINFER_DT_Q5_K] = {QUANT("Q5_K", QK_K, q5_K), {64, 16, 160, {{0, 4, 1}, {4, 12, 0}}, 20}},
     /* split: ql and qh together; scales[16] then f32 d */
-    [CLINFER_DT_Q6_K] = {"Q6_K", QK_K, sizeof(block_q6_K), dequant_q6_K,
-                         quant_q6_K, true, true,
-                         {128, 0, 192, {{192, 16, 0}, {208, 2, 1}}, 20}},
+    [CLINFER_DT_Q6_K] = {QUANT("Q6_K", QK_K, q6_K), {128, 0, 192, {{192, 16, 0}, {208, 2, 1}}, 20}},
     /* split: f32 d */
-    [CLINFER_DT_IQ4_NL] = {"IQ4_NL", QK4_NL, sizeof(block_iq4_nl), dequant_iq4_nl, quant_iq4_nl,
-                           true, true, {32, 2, 16, {{0, 2, 1}}, 4}},
+    [CLINFER_DT_IQ4_NL] = {QUANT("IQ4_NL", QK4_NL, iq4_nl), {32, 2, 16, {{0, 2, 1}}, 4}},
     [CLINFER_DT_BF16] = {"BF16", 1, sizeof(uint16_t), NULL, NULL, false, false, {0}},
 };
 /* clang-format on */
+#undef QUANT
 
 /* The entry of a known type, NULL for any other id (the table's gaps have no name). */
 static const dtype_info *dtype_lookup(uint32_t type) {

@@ -1,11 +1,13 @@
 /* Program builds from the embedded cl/ sources with per-device options, and the on-disk cache
  * of built binaries that spares the compile at every start.
  *
- * Cache entry: <dir>/<sha256 of source, options, device, driver, platform, clinfer version>.clbin
- * holding an 8-byte magic, the payload length (u64), the payload's SHA-256, then the binary.
- * Entries are written to a temp file and renamed, so readers never see half an entry; a damaged
- * one is reported, deleted and rebuilt. The cache is an optimisation: no failure of it fails a
- * build. */
+ * Cache entry: <dir>/<key>.clbin, key = SHA-256 of source, options, device, driver, platform and
+ * clinfer version, holding an 8-byte magic, the payload length (u64), the key, the payload's
+ * SHA-256, then the binary. Entries are written to a temp file and renamed, so readers never see
+ * half an entry; a damaged one, one holding another program's binary (its key is not the one its
+ * name says: an entry copied over another) and one whose binary the driver rejects or whose
+ * kernels cannot be created are reported, deleted and rebuilt from source, whose failure is then
+ * the error. The cache is an optimisation: no failure of it fails a build. */
 #include "program.h"
 
 #include <errno.h>
@@ -34,8 +36,14 @@ struct clinfer_cl_source {
 };
 extern const struct clinfer_cl_source cl_embedded_sources[];
 
-#define CACHE_MAGIC "CLINFBN1"
-enum { MAGIC_SIZE = 8, DIGEST_SIZE = 32, HEADER_SIZE = MAGIC_SIZE + 8 + DIGEST_SIZE };
+#define CACHE_MAGIC "CLINFBN2"
+enum {
+    MAGIC_SIZE = 8,
+    DIGEST_SIZE = 32,
+    KEY_AT = MAGIC_SIZE + 8,
+    DIGEST_AT = KEY_AT + DIGEST_SIZE,
+    HEADER_SIZE = DIGEST_AT + DIGEST_SIZE
+};
 /* Far above any real program binary; a larger length field means a damaged header. */
 #define CACHE_MAX_PAYLOAD ((uint64_t)1 << 30)
 #define MAX_SOURCE_SIZE ((uint64_t)16 << 20)
@@ -144,9 +152,10 @@ int cl_make_dirs(const char *dir) {
     return S_ISDIR(s.st_mode) ? 0 : ENOTDIR;
 }
 
-/* The entry path for this build, or false when there is no cache directory to use. */
+/* The entry path for this build and its key, or false when there is no cache directory to use. */
 static bool cache_entry_path(const char *cache, const char *source, const char *options,
-                             const clinfer_device_info *info, char *dir, char *path) {
+                             const clinfer_device_info *info, char *dir, char *path,
+                             unsigned char key[DIGEST_SIZE]) {
     if (!cl_cache_dir(cache, dir, PATH_MAX)) return false;
     const char *parts[] = {source,
                            options,
@@ -162,7 +171,6 @@ static bool cache_entry_path(const char *cache, const char *source, const char *
     /* NUL separators keep ("ab", "c") and ("a", "bc") apart. */
     for (size_t i = 0, at = 0; i < sizeof parts / sizeof parts[0]; at += lens[i++] + 1)
         memcpy(keyed + at, parts[i], lens[i] + 1);
-    unsigned char key[DIGEST_SIZE];
     bool ok = sha256(keyed, n, key);
     free(keyed);
     if (!ok) return false;
@@ -173,9 +181,10 @@ static bool cache_entry_path(const char *cache, const char *source, const char *
     return len > 0 && len < PATH_MAX;
 }
 
-/* Reads a valid entry into *payload (offset HEADER_SIZE into *file); damaged ones are
- * discarded. Returns false on a miss. */
-static bool cache_load(const char *path, char **file, const unsigned char **payload, size_t *size) {
+/* Reads a valid entry of key into *payload (offset HEADER_SIZE into *file); damaged and foreign
+ * ones are discarded. Returns false on a miss. */
+static bool cache_load(const char *path, const unsigned char key[DIGEST_SIZE], char **file,
+                       const unsigned char **payload, size_t *size) {
     size_t len = 0;
     int err = read_file(path, HEADER_SIZE + CACHE_MAX_PAYLOAD, file, &len);
     if (err == ENOENT || err == ENOTDIR) /* a miss; an unusable directory warns on store */
@@ -194,8 +203,10 @@ static bool cache_load(const char *path, char **file, const unsigned char **payl
     else if (stored != len - HEADER_SIZE || stored > CACHE_MAX_PAYLOAD)
         why = "length does not match the file size";
     else if (!sha256(bytes + HEADER_SIZE, len - HEADER_SIZE, digest) ||
-             memcmp(digest, bytes + MAGIC_SIZE + 8, DIGEST_SIZE) != 0)
+             memcmp(digest, bytes + DIGEST_AT, DIGEST_SIZE) != 0)
         why = "checksum mismatch";
+    else if (memcmp(bytes + KEY_AT, key, DIGEST_SIZE) != 0)
+        why = "it holds another program's binary";
     if (why) {
         discard_entry(path, why);
         free(*file);
@@ -240,7 +251,8 @@ cleanup:
     return binary;
 }
 
-static void cache_store(const char *dir, const char *path, cl_program prog, cl_device_id dev) {
+static void cache_store(const char *dir, const char *path, const unsigned char key[DIGEST_SIZE],
+                        cl_program prog, cl_device_id dev) {
     size_t size = 0;
     unsigned char *binary = program_binary(prog, dev, &size);
     if (!binary) {
@@ -252,8 +264,9 @@ static void cache_store(const char *dir, const char *path, cl_program prog, cl_d
     uint64_t len = size;
     memcpy(header, CACHE_MAGIC, MAGIC_SIZE);
     memcpy(header + MAGIC_SIZE, &len, 8);
+    memcpy(header + KEY_AT, key, DIGEST_SIZE);
     int err = cl_make_dirs(dir);
-    if (!err && !sha256(binary, size, header + MAGIC_SIZE + 8)) err = EIO;
+    if (!err && !sha256(binary, size, header + DIGEST_AT)) err = EIO;
     snprintf(tmp, sizeof tmp, "%s.tmp.%ld.%u", path, (long)getpid(),
              atomic_fetch_add(&temp_counter, 1));
     FILE *f = err ? NULL : fopen(tmp, "wb");
@@ -309,16 +322,35 @@ static clinfer_status build_from_text(cl_context ctx, cl_device_id dev, const ch
     return CLINFER_OK;
 }
 
-/* A program from a cached binary, or NULL when the driver rejects it. */
+/* Whether every kernel of prog can be created: which of them its callers create is theirs to
+ * know, but a binary that fails here would fail them all. */
+static bool kernels_create(cl_program prog) {
+    cl_uint n = 0;
+    if (clCreateKernelsInProgram(prog, 0, NULL, &n) != CL_SUCCESS) return false;
+    cl_kernel *kernels = n ? calloc(n, sizeof *kernels) : NULL;
+    bool ok = n == 0 || (kernels && clCreateKernelsInProgram(prog, n, kernels, NULL) == CL_SUCCESS);
+    for (cl_uint i = 0; ok && i < n; i++)
+        clReleaseKernel(kernels[i]);
+    free(kernels);
+    return ok;
+}
+
+/* A program from a cached binary, or NULL (why: into *why) when the driver rejects it. */
 static cl_program build_from_binary(cl_context ctx, cl_device_id dev, const unsigned char *binary,
-                                    size_t size, const char *options) {
+                                    size_t size, const char *options, const char **why) {
     cl_int err = CL_SUCCESS, binary_status = CL_SUCCESS;
     cl_program prog = clCreateProgramWithBinary(ctx, 1, &dev, &size, &binary, &binary_status, &err);
+    *why = "the driver rejected the binary";
     if (err != CL_SUCCESS || binary_status != CL_SUCCESS) {
         if (prog) clReleaseProgram(prog);
         return NULL;
     }
     if (clBuildProgram(prog, 1, &dev, options, NULL, NULL) != CL_SUCCESS) {
+        clReleaseProgram(prog);
+        return NULL;
+    }
+    *why = "its kernels cannot be created";
+    if (!kernels_create(prog)) {
         clReleaseProgram(prog);
         return NULL;
     }
@@ -354,24 +386,26 @@ static clinfer_status build_source(cl_context ctx, cl_device_id dev,
              info->vendor == CLINFER_VENDOR_POCL ? " -w" : "");
 
     double start = now_ms();
-    bool cached = cache_entry_path(cache_dir, source, options, info, dir, path);
+    unsigned char key[DIGEST_SIZE];
+    bool cached = cache_entry_path(cache_dir, source, options, info, dir, path, key);
     const unsigned char *binary = NULL;
+    const char *why = NULL;
     size_t binary_size = 0;
-    if (cached && cache_load(path, &file, &binary, &binary_size)) {
-        prog = build_from_binary(ctx, dev, binary, binary_size, options);
+    if (cached && cache_load(path, key, &file, &binary, &binary_size)) {
+        prog = build_from_binary(ctx, dev, binary, binary_size, options, &why);
         if (prog) {
             atomic_fetch_add(&cache_hits, 1);
             cl_verbose("kernel cache hit: %s from %s in %.1f ms", name, path, now_ms() - start);
             goto cleanup;
         }
-        discard_entry(path, "the driver rejected the binary");
+        discard_entry(path, why);
     }
     atomic_fetch_add(&cache_misses, 1);
     if (hook && hook->compiling) hook->compiling(name, hook->user);
     CHECK(build_from_text(ctx, dev, name, source, options, &prog));
     cl_verbose("built %s for '%s' in %.1f ms (options '%s')", name, info->name, now_ms() - start,
                options);
-    if (cached) cache_store(dir, path, prog, dev);
+    if (cached) cache_store(dir, path, key, prog, dev);
 
 cleanup:
     if (st == CLINFER_OK) *out = prog;
