@@ -1,8 +1,9 @@
 /* The kernel binary cache and build failures (backends/opencl/program.c): a second build hits
- * the cache and is faster; corrupted, truncated and foreign entries are detected, reported and
- * rebuilt; an unwritable cache directory still builds (with one warning); the cache directory
- * follows CLINFER_CACHE_DIR, then XDG_CACHE_HOME; a syntax error returns CLINFER_ERR_BUILD with
- * the compiler's log, whether the source comes from a string or from CLINFER_CL_DIR. */
+ * the cache and is faster; corrupted, truncated and foreign entries (another program's entry
+ * copied over one) are detected, reported and rebuilt; an unwritable cache directory still builds
+ * (with one warning); the cache directory follows CLINFER_CACHE_DIR, then XDG_CACHE_HOME; a syntax
+ * error returns CLINFER_ERR_BUILD with the compiler's log, whether the source comes from a string
+ * or from CLINFER_CL_DIR. */
 #include <dirent.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -131,8 +132,27 @@ static void test_hit_and_damage(void) {
     EXPECT(build(NULL) == 1, "hit after the rebuilds");
     EXPECT(find_entry(dir, entry, sizeof entry) == 1, "no temp files or duplicates left");
 
-    /* Other options make another entry. */
+    /* A valid entry of a program with other kernels copied over selftest.cl's: without a check
+     * it loads, and every clCreateKernel of selftest.cl's fails (CL_INVALID_KERNEL_NAME). */
+    static const char other[] = "__kernel void other_kernel(__global float *x) { x[0] = 1.0f; }\n";
+    char saved[512], foreign[512];
+    snprintf(saved, sizeof saved, "%s", entry);
     cl_program prog = NULL;
+    EXPECT_OK(cl_program_build_source(ctx, device, &info, NULL, "other.cl", other, NULL, &prog));
+    if (prog) clReleaseProgram(prog);
+    EXPECT(find_entry(dir, foreign, sizeof foreign) == 2, "the other program's entry");
+    DIR *d = opendir(dir); /* the entry that is not selftest.cl's */
+    for (struct dirent *e; d && (e = readdir(d)) != NULL;)
+        if (strstr(e->d_name, ".clbin") && !strstr(saved, e->d_name))
+            snprintf(foreign, sizeof foreign, "%s/%s", dir, e->d_name);
+    if (d) closedir(d);
+    EXPECT(strcmp(foreign, saved) != 0 && rename(foreign, saved) == 0, "copying %s over %s",
+           foreign, saved);
+    EXPECT(count_in_stderr(rebuild_once, "miss", "another program's binary") == 1,
+           "a foreign entry is rebuilt");
+    EXPECT(build(NULL) == 1, "the rebuilt entry is valid");
+
+    /* Other options make another entry. */
     EXPECT_OK(cl_program_build(ctx, device, &info, NULL, "selftest.cl", "-DOTHER=1", &prog));
     if (prog) clReleaseProgram(prog);
     EXPECT(find_entry(dir, entry, sizeof entry) == 2, "options are part of the key");
