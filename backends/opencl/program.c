@@ -460,14 +460,15 @@ static bool append(text_buffer *b, const char *text, size_t len) {
 }
 
 /* Drivers cannot see the embedded cl/ headers, so a line `#include "common.clh"` is replaced here
- * by that header's text (one level: headers include nothing themselves), between #line markers
- * that keep the file names and lines of build logs right. The expansion is what is compiled and
- * what keys the binary cache. *out is malloc'd. */
-static clinfer_status expand_includes(const char *name, const char *text, char **out) {
+ * by that header's text, its own includes expanded (MAX_INCLUDE_DEPTH deep), between #line
+ * markers that keep the file names and lines of build logs right. The expansion is what is
+ * compiled and what keys the binary cache. *out is malloc'd. */
+#define MAX_INCLUDE_DEPTH 4
+static clinfer_status expand_includes(const char *name, const char *text, int depth, char **out) {
     static const char directive[] = "#include \"";
     clinfer_status st = CLINFER_OK;
     text_buffer b = {0};
-    char *owned = NULL, marker[320]; /* names are cut to 255 bytes */
+    char *owned = NULL, *inner = NULL, marker[320]; /* names are cut to 255 bytes */
     bool ok = append(&b, "", 0);
     for (unsigned line = 1; ok && *text; line++) {
         const char *end = strchr(text, '\n');
@@ -483,21 +484,28 @@ static clinfer_status expand_includes(const char *name, const char *text, char *
         char header_name[256];
         snprintf(header_name, sizeof header_name, "%.*s", (int)(quote - header), header);
         const char *header_text = NULL;
-        if ((st = source_text(header_name, &header_text, &owned)) != CLINFER_OK) {
+        if (depth == MAX_INCLUDE_DEPTH)
+            st = err_fail(CLINFER_ERR_INVALID_ARGUMENT, "%s: includes nested over %d deep",
+                          header_name, MAX_INCLUDE_DEPTH);
+        else if ((st = source_text(header_name, &header_text, &owned)) == CLINFER_OK)
+            st = expand_includes(header_name, header_text, depth + 1, &inner);
+        if (st != CLINFER_OK) {
             err_prefix("building %s", name);
             goto cleanup;
         }
         int n = snprintf(marker, sizeof marker, "#line 1 \"%s\"\n", header_name);
-        ok = append(&b, marker, (size_t)n) && append(&b, header_text, strlen(header_text));
+        ok = append(&b, marker, (size_t)n) && append(&b, inner, strlen(inner));
         n = snprintf(marker, sizeof marker, "\n#line %u \"%.255s\"\n", line + 1, name);
         ok = ok && append(&b, marker, (size_t)n);
         free(owned);
-        owned = NULL;
+        free(inner);
+        owned = inner = NULL;
         text += len;
     }
     if (!ok) st = err_fail(CLINFER_ERR_OUT_OF_MEMORY, "expanding the includes of %s", name);
 cleanup:
     free(owned);
+    free(inner);
     if (st == CLINFER_OK)
         *out = b.data;
     else
@@ -528,7 +536,7 @@ clinfer_status cl_program_build_hooked(cl_context ctx, cl_device_id dev,
     const char *text = NULL;
     char *owned = NULL, *expanded = NULL;
     clinfer_status st = source_text(source_name, &text, &owned);
-    if (st == CLINFER_OK) st = expand_includes(source_name, text, &expanded);
+    if (st == CLINFER_OK) st = expand_includes(source_name, text, 0, &expanded);
     if (st == CLINFER_OK)
         st = build_source(ctx, dev, info, cache_dir, source_name, expanded, extra_options, hook,
                           out);
