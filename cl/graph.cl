@@ -51,106 +51,67 @@ typedef __global uchar *slot_t;
 #ifdef GT_F32
 #define WT_F32
 #define GT_CODE GT_F32
-#include "graph_typed_open.clh"
-#include "weights.clh"
-#include "weights_q8.clh"
-#include "graph_typed_close.clh"
+#include "graph_typed.clh"
 #endif
 #ifdef GT_F16
 #define WT_F16
 #define GT_CODE GT_F16
-#include "graph_typed_open.clh"
-#include "weights.clh"
-#include "weights_q8.clh"
-#include "graph_typed_close.clh"
+#include "graph_typed.clh"
 #endif
 #ifdef GT_Q8_0
 #define WT_Q8_0
 #define GT_CODE GT_Q8_0
-#include "graph_typed_open.clh"
-#include "weights.clh"
-#include "weights_q8.clh"
-#include "graph_typed_close.clh"
+#include "graph_typed.clh"
 #endif
 #ifdef GT_Q4_0
 #define WT_Q4_0
 #define GT_CODE GT_Q4_0
-#include "graph_typed_open.clh"
-#include "weights.clh"
-#include "weights_q8.clh"
-#include "graph_typed_close.clh"
+#include "graph_typed.clh"
 #endif
 #ifdef GT_Q4_1
 #define WT_Q4_1
 #define GT_CODE GT_Q4_1
-#include "graph_typed_open.clh"
-#include "weights.clh"
-#include "weights_q8.clh"
-#include "graph_typed_close.clh"
+#include "graph_typed.clh"
 #endif
 #ifdef GT_Q5_0
 #define WT_Q5_0
 #define GT_CODE GT_Q5_0
-#include "graph_typed_open.clh"
-#include "weights.clh"
-#include "weights_q8.clh"
-#include "graph_typed_close.clh"
+#include "graph_typed.clh"
 #endif
 #ifdef GT_Q5_1
 #define WT_Q5_1
 #define GT_CODE GT_Q5_1
-#include "graph_typed_open.clh"
-#include "weights.clh"
-#include "weights_q8.clh"
-#include "graph_typed_close.clh"
+#include "graph_typed.clh"
 #endif
 #ifdef GT_IQ4_NL
 #define WT_IQ4_NL
 #define GT_CODE GT_IQ4_NL
-#include "graph_typed_open.clh"
-#include "weights.clh"
-#include "weights_q8.clh"
-#include "graph_typed_close.clh"
+#include "graph_typed.clh"
 #endif
 #ifdef GT_Q2_K
 #define WT_Q2_K
 #define GT_CODE GT_Q2_K
-#include "graph_typed_open.clh"
-#include "weights.clh"
-#include "weights_q8.clh"
-#include "graph_typed_close.clh"
+#include "graph_typed.clh"
 #endif
 #ifdef GT_Q3_K
 #define WT_Q3_K
 #define GT_CODE GT_Q3_K
-#include "graph_typed_open.clh"
-#include "weights.clh"
-#include "weights_q8.clh"
-#include "graph_typed_close.clh"
+#include "graph_typed.clh"
 #endif
 #ifdef GT_Q4_K
 #define WT_Q4_K
 #define GT_CODE GT_Q4_K
-#include "graph_typed_open.clh"
-#include "weights.clh"
-#include "weights_q8.clh"
-#include "graph_typed_close.clh"
+#include "graph_typed.clh"
 #endif
 #ifdef GT_Q5_K
 #define WT_Q5_K
 #define GT_CODE GT_Q5_K
-#include "graph_typed_open.clh"
-#include "weights.clh"
-#include "weights_q8.clh"
-#include "graph_typed_close.clh"
+#include "graph_typed.clh"
 #endif
 #ifdef GT_Q6_K
 #define WT_Q6_K
 #define GT_CODE GT_Q6_K
-#include "graph_typed_open.clh"
-#include "weights.clh"
-#include "weights_q8.clh"
-#include "graph_typed_close.clh"
+#include "graph_typed.clh"
 #endif
 #if GT_N != defined(GT_F32) + defined(GT_F16) + defined(GT_Q8_0) + defined(GT_Q4_0) +           \
                 defined(GT_Q4_1) + defined(GT_Q5_0) + defined(GT_Q5_1) + defined(GT_IQ4_NL) +      \

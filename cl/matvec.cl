@@ -20,7 +20,7 @@
  *   gemm_q8        matvec_q8 as a GEMM (prefill, batches): GQ_M rows x GQ_N columns per
  *                  work-item
  *   stage_kq, gemm_kq  the K-quants' prefill GEMM: rows staged 16 at a time as bytes,
- *                  then 16 rows x IL_COLS columns per work-item (weights_q8.clh's kq_rec)
+ *                  then 16 rows x IL_COLS columns per work-item (cpu_q8_k.clh's kq_rec)
  *   dequant_rows   out[i][0..k) = W[row(i)] for row(i) = ids[i] (embedding) or first + i;
  *                  rows outside this part are left alone, ids outside [0, m) give zeros
  * flags and il as in weights.clh. */
@@ -36,7 +36,7 @@
 #include "round_q8.clh"
 #include "transpose8.clh"
 #include "weights.clh"
-#include "weights_q8.clh"
+#include "cpu_weights.clh"
 
 __kernel void matvec_rows(wq_t wq, ws_t ws, int il, int k, int r0, int rows,
                           __global const float *x, int x_off, int ldx, __global float *y, int y_off,
