@@ -460,6 +460,26 @@ CLINFER_API clinfer_status clinfer_sampler_sample(clinfer_sampler *sampler, cons
 /* Records a token in the history the repetition penalty looks at. */
 CLINFER_API void clinfer_sampler_accept(clinfer_sampler *sampler, int32_t token);
 
+/* Constrains the draws to a GBNF grammar (llama.cpp's format; the output matches rule root):
+ * each clinfer_sampler_sample first drops the tokens that cannot continue a match (greedy and
+ * sampled alike), then advances the grammar past the token it returns (clinfer_sampler_accept
+ * does not: it also takes prompt tokens). An end-of-generation token is allowed only where the
+ * grammar may end, other control tokens never. Replaces an earlier grammar; gbnf NULL removes
+ * it. A bad grammar: CLINFER_ERR_INVALID_ARGUMENT, its message "grammar: line L, column C: ...".
+ * When no token can continue (a dead end, or a complete grammar and no end-of-generation token)
+ * clinfer_sampler_sample returns CLINFER_ERR_INVALID_ARGUMENT. */
+CLINFER_API clinfer_status clinfer_sampler_set_grammar(clinfer_sampler *sampler,
+                                                       const clinfer_model *model,
+                                                       const char *gbnf);
+/* GBNF for the JSON texts a JSON schema allows (OpenAI's strict structured outputs: object,
+ * array, string, number, integer, boolean, null, enum, const, anyOf, $ref into $defs,
+ * properties, required, additionalProperties, items, minItems, maxItems, minLength, maxLength);
+ * schema_json NULL: any JSON object (OpenAI's json_object). Properties come in the schema's
+ * order, without extra keys. A keyword it does not handle: CLINFER_ERR_UNSUPPORTED naming it.
+ * *gbnf_out is allocated; release it with clinfer_free. */
+CLINFER_API clinfer_status clinfer_json_schema_to_grammar(const char *schema_json,
+                                                          char **gbnf_out);
+
 /* ---- chat ---------------------------------------------------------------------------- */
 
 typedef struct {

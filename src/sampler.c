@@ -1,12 +1,14 @@
 /* Token sampling on the host: repetition, presence and frequency penalties, then greedy or top-k ->
  * top-p -> min-p -> temperature -> a draw from a seeded xoshiro256** generator (the order llama.cpp
  * uses, so the same settings mean the same thing). The filters look at the unscaled distribution;
- * the temperature only reshapes what survives them. */
+ * the temperature only reshapes what survives them. A grammar (src/grammar.h) first removes the
+ * tokens that cannot continue its match, and the drawn token advances it. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "error.h"
+#include "grammar.h"
 
 /* Upper bound on the penalty window: keeps the history allocation sane for any caller. */
 #define REPEAT_LAST_N_MAX (1 << 20)
@@ -25,6 +27,7 @@ struct clinfer_sampler {
     int32_t *seen;       /* scratch: the history sorted, so each token is penalised once */
     candidate *cand;     /* scratch: n_vocab candidates */
     size_t cand_cap;
+    gconstraint *grammar; /* NULL: unconstrained */
 };
 
 void clinfer_sampler_params_default(clinfer_sampler_params *params) {
@@ -128,8 +131,48 @@ void clinfer_sampler_free(clinfer_sampler *s) {
     free(s->history);
     free(s->seen);
     free(s->cand);
+    gconstraint_free(s->grammar);
     free(s);
 }
+
+clinfer_status clinfer_sampler_set_grammar(clinfer_sampler *s, const clinfer_model *model,
+                                           const char *gbnf) {
+    clinfer_status st = CLINFER_OK;
+    gvocab *v = NULL;
+    gconstraint *c = NULL;
+    if (!s) return err_fail(CLINFER_ERR_INVALID_ARGUMENT, "sampler_set_grammar: NULL sampler");
+    if (gbnf) {
+        CHECK(gvocab_from_model(model, &v));
+        st = gconstraint_create(gbnf, strlen(gbnf), v, &c); /* takes v */
+        v = NULL;
+        if (st != CLINFER_OK) goto cleanup;
+    }
+    gconstraint_free(s->grammar);
+    s->grammar = c;
+cleanup:
+    gvocab_free(v);
+    return st;
+}
+
+/* Keeps only the candidates the grammar allows, in order; their count. */
+static clinfer_status grammar_filter(gconstraint *g, candidate *c, size_t *n) {
+    const uint64_t *allowed;
+    clinfer_status st = gconstraint_mask(g, &allowed);
+    if (st != CLINFER_OK) return st;
+    size_t kept = 0;
+    for (size_t i = 0; i < *n; i++) {
+        int32_t t = c[i].id;
+        if (allowed[t / 64] >> (t % 64) & 1) c[kept++] = c[i];
+    }
+    *n = kept;
+    if (!kept)
+        return err_fail(CLINFER_ERR_INVALID_ARGUMENT,
+                        "sampler: no token can continue the grammar (a dead end, or it is "
+                        "complete and the model has no end-of-generation token)");
+    return CLINFER_OK;
+}
+
+static clinfer_status pick(clinfer_sampler *s, candidate *c, size_t n_cand, int32_t *token);
 
 void clinfer_sampler_accept(clinfer_sampler *s, int32_t token) {
     if (!s || s->params.repeat_last_n <= 0) return;
@@ -222,20 +265,34 @@ clinfer_status clinfer_sampler_sample(clinfer_sampler *s, const float *logits, s
     for (size_t i = 0; i < n_vocab; i++)
         c[i] = (candidate){logits[i], (int32_t)i};
     apply_penalties(s, c, n_vocab);
+    size_t n_cand = n_vocab;
+    if (s->grammar) {
+        /* Tokens past the grammar's vocabulary (a padded output layer) are never allowed. */
+        size_t n_known = gconstraint_n_tokens(s->grammar);
+        if (n_cand > n_known) n_cand = n_known;
+        clinfer_status st = grammar_filter(s->grammar, c, &n_cand);
+        if (st != CLINFER_OK) return st;
+    }
+    clinfer_status st = pick(s, c, n_cand, token);
+    if (st == CLINFER_OK && s->grammar) st = gconstraint_accept(s->grammar, *token);
+    return st;
+}
 
+/* Greedy or filtered and drawn among c[0 .. n_cand). */
+static clinfer_status pick(clinfer_sampler *s, candidate *c, size_t n_cand, int32_t *token) {
     const clinfer_sampler_params *p = &s->params;
     if (p->temperature <= 0.0f) {
         size_t best = 0;
-        for (size_t i = 1; i < n_vocab; i++)
+        for (size_t i = 1; i < n_cand; i++)
             if (c[i].logit > c[best].logit) best = i;
         *token = c[best].id;
         return CLINFER_OK;
     }
 
-    size_t n = n_vocab;
+    size_t n = n_cand;
     if (p->top_k > 0 && (size_t)p->top_k < n) {
         n = (size_t)p->top_k;
-        select_top_k(c, n_vocab, n);
+        select_top_k(c, n_cand, n);
     } else if (p->top_p < 1.0f) {
         qsort(c, n, sizeof *c, cmp_cand_desc); /* top-p needs the order; min-p does not */
     }
