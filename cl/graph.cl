@@ -18,7 +18,7 @@
  * for the next launch. Buffers reach the kernel as G_SLOTS arguments; a record names an operand
  * by slot and offset (graph_record.clh lays the records out for both sides). The program is
  * built for the weight types of the run (each record of a weight names its type, and each type
- * has its own readers, see graph_typed_open.clh) and one KV cache type (-DKV_F16 or not); every
+ * has its own readers, see graph_typed.clh) and one KV cache type (-DKV_F16 or not); every
  * op computes exactly what the per-op kernels do, through the same functions, so a graph gives
  * the same bits as the launches it replaces. */
 
@@ -41,83 +41,68 @@ typedef __global uchar *slot_t;
 #define WANT_F(r) ((r)[G_Q8 + 3])
 #define XO(r) ((__global int *)slots[(r)[G_Q8 + 4]])
 
-/* The readers and weight task of each weight type the program is built for (graph_cl.c passes
- * -DGT_<type>=<code> for each of GT_N types; the code is the records' G_WTYPE), side by side
- * under names suffixed with the code (graph_typed_open.clh). A type without a block here fails
- * the build: graph launches are then off for its models. */
+/* The readers and weight task of each weight type the program is built for: graph_cl.c passes
+ * -DGT_<i>=<code> for its i-th type (in weight_types.clh's order; the code is the records'
+ * G_WTYPE) and -DWT_<type>=(GT_CODE==<code>), which picks that type's readers, included here under
+ * names suffixed with the code (graph_typed.clh). A type without readers is refused by the host:
+ * graph launches are then off for its models. 13 slots: every type of weight_types.clh. */
 #define GT_CAT2(a, b) a##_##b
 #define GT_CAT(a, b) GT_CAT2(a, b)
 #define GT_NAME(name) GT_CAT(name, GT_CODE)
-#ifdef GT_F32
-#define WT_F32
-#define GT_CODE GT_F32
+#ifdef GT_0
+#define GT_CODE GT_0
 #include "graph_typed.clh"
 #endif
-#ifdef GT_F16
-#define WT_F16
-#define GT_CODE GT_F16
+#ifdef GT_1
+#define GT_CODE GT_1
 #include "graph_typed.clh"
 #endif
-#ifdef GT_Q8_0
-#define WT_Q8_0
-#define GT_CODE GT_Q8_0
+#ifdef GT_2
+#define GT_CODE GT_2
 #include "graph_typed.clh"
 #endif
-#ifdef GT_Q4_0
-#define WT_Q4_0
-#define GT_CODE GT_Q4_0
+#ifdef GT_3
+#define GT_CODE GT_3
 #include "graph_typed.clh"
 #endif
-#ifdef GT_Q4_1
-#define WT_Q4_1
-#define GT_CODE GT_Q4_1
+#ifdef GT_4
+#define GT_CODE GT_4
 #include "graph_typed.clh"
 #endif
-#ifdef GT_Q5_0
-#define WT_Q5_0
-#define GT_CODE GT_Q5_0
+#ifdef GT_5
+#define GT_CODE GT_5
 #include "graph_typed.clh"
 #endif
-#ifdef GT_Q5_1
-#define WT_Q5_1
-#define GT_CODE GT_Q5_1
+#ifdef GT_6
+#define GT_CODE GT_6
 #include "graph_typed.clh"
 #endif
-#ifdef GT_IQ4_NL
-#define WT_IQ4_NL
-#define GT_CODE GT_IQ4_NL
+#ifdef GT_7
+#define GT_CODE GT_7
 #include "graph_typed.clh"
 #endif
-#ifdef GT_Q2_K
-#define WT_Q2_K
-#define GT_CODE GT_Q2_K
+#ifdef GT_8
+#define GT_CODE GT_8
 #include "graph_typed.clh"
 #endif
-#ifdef GT_Q3_K
-#define WT_Q3_K
-#define GT_CODE GT_Q3_K
+#ifdef GT_9
+#define GT_CODE GT_9
 #include "graph_typed.clh"
 #endif
-#ifdef GT_Q4_K
-#define WT_Q4_K
-#define GT_CODE GT_Q4_K
+#ifdef GT_10
+#define GT_CODE GT_10
 #include "graph_typed.clh"
 #endif
-#ifdef GT_Q5_K
-#define WT_Q5_K
-#define GT_CODE GT_Q5_K
+#ifdef GT_11
+#define GT_CODE GT_11
 #include "graph_typed.clh"
 #endif
-#ifdef GT_Q6_K
-#define WT_Q6_K
-#define GT_CODE GT_Q6_K
+#ifdef GT_12
+#define GT_CODE GT_12
 #include "graph_typed.clh"
 #endif
-#if GT_N != defined(GT_F32) + defined(GT_F16) + defined(GT_Q8_0) + defined(GT_Q4_0) +           \
-                defined(GT_Q4_1) + defined(GT_Q5_0) + defined(GT_Q5_1) + defined(GT_IQ4_NL) +      \
-                defined(GT_Q2_K) + defined(GT_Q3_K) + defined(GT_Q4_K) + defined(GT_Q5_K) +        \
-                defined(GT_Q6_K)
-#error "graph.cl has no readers for one of the weight types it is built for (GT_N of them)"
+#ifdef GT_13
+#error "graph.cl has slots for 13 weight types"
 #endif
 
 #define WEIGHT_CASE(code)                                                                          \
@@ -128,44 +113,44 @@ typedef __global uchar *slot_t;
 /* An EMBED or MATMUL task, by the weight's type. */
 static void weight_task(__global const int *r, int task, const slot_t *slots) {
     switch (r[G_WTYPE]) {
-#ifdef GT_F32
-        WEIGHT_CASE(GT_F32)
+#ifdef GT_0
+        WEIGHT_CASE(GT_0)
 #endif
-#ifdef GT_F16
-        WEIGHT_CASE(GT_F16)
+#ifdef GT_1
+        WEIGHT_CASE(GT_1)
 #endif
-#ifdef GT_Q8_0
-        WEIGHT_CASE(GT_Q8_0)
+#ifdef GT_2
+        WEIGHT_CASE(GT_2)
 #endif
-#ifdef GT_Q4_0
-        WEIGHT_CASE(GT_Q4_0)
+#ifdef GT_3
+        WEIGHT_CASE(GT_3)
 #endif
-#ifdef GT_Q4_1
-        WEIGHT_CASE(GT_Q4_1)
+#ifdef GT_4
+        WEIGHT_CASE(GT_4)
 #endif
-#ifdef GT_Q5_0
-        WEIGHT_CASE(GT_Q5_0)
+#ifdef GT_5
+        WEIGHT_CASE(GT_5)
 #endif
-#ifdef GT_Q5_1
-        WEIGHT_CASE(GT_Q5_1)
+#ifdef GT_6
+        WEIGHT_CASE(GT_6)
 #endif
-#ifdef GT_IQ4_NL
-        WEIGHT_CASE(GT_IQ4_NL)
+#ifdef GT_7
+        WEIGHT_CASE(GT_7)
 #endif
-#ifdef GT_Q2_K
-        WEIGHT_CASE(GT_Q2_K)
+#ifdef GT_8
+        WEIGHT_CASE(GT_8)
 #endif
-#ifdef GT_Q3_K
-        WEIGHT_CASE(GT_Q3_K)
+#ifdef GT_9
+        WEIGHT_CASE(GT_9)
 #endif
-#ifdef GT_Q4_K
-        WEIGHT_CASE(GT_Q4_K)
+#ifdef GT_10
+        WEIGHT_CASE(GT_10)
 #endif
-#ifdef GT_Q5_K
-        WEIGHT_CASE(GT_Q5_K)
+#ifdef GT_11
+        WEIGHT_CASE(GT_11)
 #endif
-#ifdef GT_Q6_K
-        WEIGHT_CASE(GT_Q6_K)
+#ifdef GT_12
+        WEIGHT_CASE(GT_12)
 #endif
     }
 }

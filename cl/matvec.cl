@@ -92,7 +92,7 @@ __kernel void matvec_rows_n(wq_t wq, ws_t ws, int il, int k, int r0, int rows,
     }
 }
 
-#if defined(WT_Q8_0) || defined(WT_Q4_0) || defined(WT_Q4_1)
+#if WT_Q8_0 || WT_Q4_0 || WT_Q4_1
 /* Work-item (g, t) takes the rows of group 16g of the part that lie in [r0, r0 + rows) and
  * columns ILF_COLS t onwards (up to n). Global size (the groups that hold some of the rows,
  * column tiles). */
@@ -110,7 +110,7 @@ __kernel void matvec_il_n(wq_t wq, ws_t ws, int k, int r0, int rows, __global co
 #error "MV_WG must be a power of two: matvec_wg's reduction halves it"
 #endif
 
-#if defined(WT_Q8_0) || defined(WT_Q4_0) || defined(WT_Q4_1)
+#if WT_Q8_0 || WT_Q4_0 || WT_Q4_1
 /* Element e of row r's block b, dequantized, for matvec_wg over the 32-element types: there a
  * work-item takes one element at a time, so neighbouring items read neighbouring floats of x and
  * bytes of the block. With a whole block per item (blk_dot), the items of a warp read x 128
@@ -118,13 +118,13 @@ __kernel void matvec_il_n(wq_t wq, ws_t ws, int k, int r0, int rows, __global co
  * element, whatever its bytes (Q4_0 146 GB/s, F16 640: docs/PERFORMANCE.md). */
 INLINE float lane_value(wq_t wq, ws_t ws, int il, int r, int nb, int b, int e) {
     __global const uint *p = (__global const uint *)wq;
-#ifdef WT_Q8_0 /* byte e % 4 of word e / 4, signed */
+#if WT_Q8_0 /* byte e % 4 of word e / 4, signed */
     uint w = p[word_at(il, r, nb, b, 8, e / 4)];
     return (float)(as_int(w << (24 - 8 * (e % 4))) >> 24) * scale_at(ws, il, r, nb, b, 1, 0);
 #else /* byte e % 16 (word e % 16 / 4): its low nibble below element 16, its high one from it */
     uint w = p[word_at(il, r, nb, b, 4, e % 16 / 4)];
     int q = (int)(w >> (8 * (e % 4) + 4 * (e / 16))) & 15;
-#ifdef WT_Q4_0
+#if WT_Q4_0
     return (float)(q - 8) * scale_at(ws, il, r, nb, b, 1, 0);
 #else
     return fma((float)q, scale_at(ws, il, r, nb, b, 2, 0), scale_at(ws, il, r, nb, b, 2, 1));

@@ -29,6 +29,7 @@
 #include "graph_encode_cl.h"
 #include "ops_cl.h"
 #include "program.h"
+#include "weight_types.clh"
 
 enum {
     MIN_RUN = 3,      /* fewer ops gain little over their own launches (and a matmul and its
@@ -57,6 +58,11 @@ struct cl_graph_state {
 
 /* ---- programs and launch --------------------------------------------------------------- */
 
+/* The weight types graph.cl reads, in the order of its slots (cl/weight_types.clh). */
+#define GRAPH_TYPE(type, q8) CLINFER_DT_##type,
+static const clinfer_dtype graph_types[] = {WEIGHT_TYPES(GRAPH_TYPE)};
+#undef GRAPH_TYPE
+
 /* The kernel for a run with weights of `types` and the KV cache type: that of a program built for
  * a set holding them all (any program, for a run without weights: a batch's attentions, one per
  * sequence), or of one built now; NULL where the program does not build on this
@@ -70,25 +76,30 @@ static cl_kernel graph_kernel(cl_backend_ctx *b, uint32_t types, bool kv_f16) {
             return p->kernel;
     }
     if (g->n_programs == MAX_PROGRAMS) return NULL;
-    char options[640], names[160] = "";
+    /* slot i of graph.cl: the i-th of the types in the order of its table (13 at most: the
+     * buffers hold them all), and the expression that picks that type's readers */
+    char options[1024], names[160] = "";
     int len = snprintf(options, sizeof options,
                        "%s-DMAX_HEAD_DIM=256 -DIL_COLS=%d -DILF_COLS=%d -DGQ_M=%d -DGQ_N=%d "
                        "-cl-fp32-correctly-rounded-divide-sqrt",
                        kv_f16 ? "-DKV_F16 " : "", IL_COLS, IL_F32_COLS, GEMM_Q8_M, GEMM_Q8_N),
-        names_len = 0, n_types = 0;
-    for (int t = 0; t < 32; t++) /* 13 types at most: the buffers hold them all */
-        if (types >> t & 1) {
-            const char *name = dtype_name((clinfer_dtype)t);
-            n_types++;
-            len += snprintf(options + len, sizeof options - (size_t)len, " -DGT_%s=%d", name,
-                            cl_graph_type_code((clinfer_dtype)t));
+        names_len = 0, slot = 0;
+    uint32_t read = 0;
+    for (size_t i = 0; i < sizeof graph_types / sizeof graph_types[0]; i++)
+        if (types >> graph_types[i] & 1) {
+            const char *name = dtype_name(graph_types[i]);
+            int code = cl_graph_type_code(graph_types[i]);
+            read |= 1u << graph_types[i];
+            len += snprintf(options + len, sizeof options - (size_t)len,
+                            " -DGT_%d=%d -DWT_%s=(GT_CODE==%d)", slot++, code, name, code);
             names_len += snprintf(names + names_len, sizeof names - (size_t)names_len, " %s", name);
         }
-    snprintf(options + len, sizeof options - (size_t)len, " -DGT_N=%d", n_types);
     graph_program *p = &g->programs[g->n_programs++];
     *p = (graph_program){.types = types, .kv_f16 = kv_f16};
     cl_int err = CL_SUCCESS;
-    clinfer_status st = cl_build(b, "graph.cl", options, &p->program);
+    clinfer_status st = read == types ? cl_build(b, "graph.cl", options, &p->program)
+                                      : err_fail(CLINFER_ERR_UNSUPPORTED,
+                                                 "graph.cl has no readers for a weight type");
     if (st == CLINFER_OK) p->kernel = clCreateKernel(p->program, "run_graph", &err);
     if (st == CLINFER_OK && err != CL_SUCCESS)
         err_fail(err, "clCreateKernel(run_graph) failed: %s", clinfer_status_str(err));
