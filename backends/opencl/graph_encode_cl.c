@@ -5,6 +5,15 @@
 #include "graph_encode_cl.h"
 #include "ops_cl.h"
 
+/* What cl/graph.cl assumes of graph_record.clh's layout, which the enum alone does not hold. */
+_Static_assert(G_SLOTS == 64, "run_graph takes 64 slot arguments (graph.cl's SLOTS_64)");
+_Static_assert(G_Q8 + 5 <= G_INTS, "graph.cl reads xq, xd, xf, want_f and xo at G_Q8 .. G_Q8 + 4");
+_Static_assert(G_AFTER + 2 <= G_WTYPE && G_WTYPE < G_Q8, "G_AFTER's two ints, G_WTYPE, G_Q8");
+_Static_assert(EMBED_SCALE < G_AFTER && RMSNORM_WANT_Q < G_AFTER && QUANTIZE_SPAN < G_AFTER &&
+                   MATMUL_N < G_AFTER && ATT_WINDOW < G_AFTER && ELT_B_COUNT < G_AFTER &&
+                   LAYERNORM_WANT_Q < G_AFTER && STORE_PER_TASK < G_AFTER,
+               "every kind's fields lie below the fields every record has");
+
 /* ---- buffers and records --------------------------------------------------------------- */
 
 /* The slot of mem, added when there is room; -1 when the launch's arguments are used up, or
