@@ -199,7 +199,7 @@ static int cmp_u32(const void *a, const void *b) {
 
 /* The set of m->tops (sorted, deduplicated here) as an id. */
 static bool intern_tops(gmatch *m, uint32_t *set) {
-    qsort(m->tops, m->n_tops, sizeof *m->tops, cmp_u32);
+    if (m->n_tops > 1) qsort(m->tops, m->n_tops, sizeof *m->tops, cmp_u32);
     size_t n = 0;
     for (size_t i = 0; i < m->n_tops; i++)
         if (!n || m->tops[i] != m->tops[n - 1]) m->tops[n++] = m->tops[i];
@@ -225,7 +225,7 @@ static bool intern_tops(gmatch *m, uint32_t *set) {
     for (; m->set_index[j]; j = (j + 1) & (m->set_index_cap - 1)) {
         uint32_t s = m->set_index[j] - 1;
         if (m->set_hash[s] == h && m->set_len[s] == n &&
-            !memcmp(m->set_data + m->set_off[s], m->tops, n * sizeof *m->tops)) {
+            (!n || !memcmp(m->set_data + m->set_off[s], m->tops, n * sizeof *m->tops))) {
             *set = s;
             return true;
         }
@@ -241,7 +241,7 @@ static bool intern_tops(gmatch *m, uint32_t *set) {
         if (!len) return fail(m, CLINFER_ERR_OUT_OF_MEMORY, "out of memory");
         m->set_len = len;
     }
-    memcpy(m->set_data + m->set_data_n, m->tops, n * sizeof *m->tops);
+    if (n) memcpy(m->set_data + m->set_data_n, m->tops, n * sizeof *m->tops);
     m->set_off[m->n_sets] = (uint32_t)m->set_data_n;
     m->set_len[m->n_sets] = (uint32_t)n;
     m->set_hash[m->n_sets] = h;
