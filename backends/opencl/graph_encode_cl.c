@@ -157,7 +157,7 @@ static size_t split(const encoder *e, size_t work, size_t unit_bytes, size_t *pe
 
 /* ---- ops ------------------------------------------------------------------------------- */
 
-/* The code of a weight type in records and program options (cl/graph_typed_open.clh): 2 * type,
+/* The code of a weight type in records and program options (cl/graph_typed.clh): 2 * type,
  * plus 1 where its matmuls take 8-bit x. */
 int32_t cl_graph_type_code(clinfer_dtype type) {
     return 2 * (int32_t)type + (dtype_takes_q8_act(type) ? 1 : 0);
