@@ -33,6 +33,7 @@ struct gguf_file {
     const uint8_t *base;
     size_t size;
     void *map;        /* non-NULL when gguf_open mapped the file */
+    int fd;           /* the mapped file's, to tell its size now (gguf_claim); else -1 */
     uint64_t stat[4]; /* mapped files: device, inode, size, mtime in ns (gguf_identity) */
     uint32_t version;
     uint64_t alignment;
@@ -308,18 +309,24 @@ cleanup:
     return st;
 }
 
-/* Takes ownership of map (unmapped on failure too). */
-static clinfer_status open_buffer(const void *data, size_t size, void *map, gguf_file **out) {
+/* Takes ownership of map and fd (unmapped and closed on failure too). */
+static clinfer_status open_buffer(const void *data, size_t size, void *map, int fd,
+                                  gguf_file **out) {
     clinfer_status st;
     gguf_file *f = calloc(1, sizeof *f);
     if (!f) {
         if (map) munmap(map, size);
+        if (fd >= 0) close(fd);
         return err_fail(CLINFER_ERR_OUT_OF_MEMORY, "no memory for the file handle");
     }
     f->base = data;
     f->size = size;
     f->map = map;
+    f->fd = fd;
     CHECK(parse(f));
+    /* The header is read for as long as the file is open (vocabulary, metadata strings point
+     * into it): the process's own copy from here on. */
+    if (map) CHECK(gguf_claim(f, map, (size_t)f->data_start));
     *out = f;
 cleanup:
     if (st != CLINFER_OK) gguf_close(f);
@@ -331,7 +338,7 @@ clinfer_status gguf_open_memory(const void *data, size_t size, gguf_file **out) 
         return err_fail(CLINFER_ERR_INVALID_ARGUMENT, "gguf_open_memory: NULL argument");
     *out = NULL;
     /* An empty buffer fails the magic check like an empty file. */
-    clinfer_status st = open_buffer(data ? data : "", size, NULL, out);
+    clinfer_status st = open_buffer(data ? data : "", size, NULL, -1, out);
     if (st != CLINFER_OK) err_prefix("gguf");
     return st;
 }
@@ -367,7 +374,8 @@ clinfer_status gguf_open(const char *path, gguf_file **out) {
             goto cleanup;
         }
     }
-    st = open_buffer(map ? map : "", size, map, out);
+    st = open_buffer(map ? map : "", size, map, map ? fd : -1, out);
+    if (map) fd = -1; /* the file handle's now, closed or not */
     if (st != CLINFER_OK) err_prefix("gguf: %s", path);
     if (st == CLINFER_OK) {
         uint64_t *id = (*out)->stat;
@@ -377,21 +385,56 @@ clinfer_status gguf_open(const char *path, gguf_file **out) {
         id[3] = (uint64_t)sb.st_mtim.tv_sec * 1000000000u + (uint64_t)sb.st_mtim.tv_nsec;
     }
 cleanup:
-    close(fd);
+    if (fd >= 0) close(fd);
     return st;
 }
 
-void gguf_release(const gguf_file *f, const void *ptr, size_t len) {
-    if (!f || !f->map || len == 0) return;
+/* Whether [ptr, ptr + len) lies in the file's mapping. */
+static bool in_mapping(const gguf_file *f, const void *ptr, size_t len) {
     uintptr_t map = (uintptr_t)f->map;
-    if ((uintptr_t)ptr < map || (uintptr_t)ptr - map > f->size ||
-        len > f->size - ((uintptr_t)ptr - map))
-        return; /* not the file's pages (a copy staged on the heap): nothing to drop */
-    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    return f->map && len > 0 && (uintptr_t)ptr >= map && (uintptr_t)ptr - map <= f->size &&
+           len <= f->size - ((uintptr_t)ptr - map);
+}
+
+clinfer_status gguf_claim(const gguf_file *f, const void *ptr, size_t len) {
+    if (!f || !in_mapping(f, ptr, len)) return CLINFER_OK;
+    uintptr_t map = (uintptr_t)f->map, page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    uintptr_t lo = (uintptr_t)ptr / page * page,
+              hi = ((uintptr_t)ptr + len + page - 1) / page * page;
+    /* Anonymous pages in place of the file's, read into: a truncation drops a file mapping's
+     * pages, even those copied on write, but cannot reach these. */
+    if (mmap((void *)lo, hi - lo, PROT_READ | PROT_WRITE, MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS,
+             -1, 0) == MAP_FAILED)
+        return err_fail(CLINFER_ERR_OUT_OF_MEMORY, "gguf: %zu bytes to copy the mapped file into",
+                        (size_t)(hi - lo));
+    size_t want = (hi < map + f->size ? hi : map + f->size) - lo, done = 0;
+    while (done < want) {
+        ssize_t n = pread(f->fd, (void *)(lo + done), want - done, (off_t)(lo - map + done));
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) {
+            struct stat sb;
+            long long now = fstat(f->fd, &sb) == 0 ? (long long)sb.st_size : -1;
+            return err_fail(CLINFER_ERR_IO,
+                            "gguf: reading bytes %zu to %zu of the file: %s (%lld bytes now, "
+                            "%zu when opened)",
+                            (size_t)(lo - map + done), (size_t)(lo - map + want),
+                            n < 0 ? strerror(errno) : "it shrank", now, f->size);
+        }
+        done += (size_t)n;
+    }
+    mprotect((void *)lo, hi - lo, PROT_READ); /* read-only as the file's pages were */
+    return CLINFER_OK;
+}
+
+void gguf_release(const gguf_file *f, const void *ptr, size_t len) {
+    if (!f || !in_mapping(f, ptr, len)) return; /* a copy staged on the heap: nothing to drop */
+    uintptr_t map = (uintptr_t)f->map, page = (uintptr_t)sysconf(_SC_PAGESIZE);
     uintptr_t lo = ((uintptr_t)ptr + page - 1) / page * page,
               hi = ((uintptr_t)ptr + len) / page * page;
-    /* A read-only private file mapping: dropped pages refault from the file if read again. */
-    if (lo < hi) madvise((void *)lo, hi - lo, MADV_DONTNEED);
+    /* The file mapped again over them: a claimed copy is freed, a file page dropped, and either
+     * refaults from the file if read again. */
+    if (lo < hi)
+        mmap((void *)lo, hi - lo, PROT_READ, MAP_FIXED | MAP_PRIVATE, f->fd, (off_t)(lo - map));
 }
 
 bool gguf_mapping(const gguf_file *f, const void **base, size_t *size) {
@@ -418,6 +461,7 @@ void gguf_close(gguf_file *f) {
     free(f->tensors);
     free(f->tensor_index);
     if (f->map) munmap(f->map, f->size);
+    if (f->fd >= 0) close(f->fd);
     free(f);
 }
 

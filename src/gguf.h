@@ -58,9 +58,17 @@ clinfer_status gguf_open(const char *path, gguf_file **out);
 /* Validates a buffer the caller keeps alive (fuzzing, tests). */
 clinfer_status gguf_open_memory(const void *data, size_t size, gguf_file **out);
 void gguf_close(gguf_file *f);
+/* Makes [ptr, ptr + len) of a mapped file the process's own copy (read from the file into
+ * anonymous pages at the same addresses), so that a truncation of the file cannot take it away
+ * later (SIGBUS at the next read) and one before is CLINFER_ERR_IO here, naming the sizes.
+ * gguf_open claims the header; readers of tensor data claim them before reading. On failure the
+ * range reads as zeros past what was read: the caller gives up the file. No effect on files
+ * opened from memory or on pointers outside the mapping. */
+clinfer_status gguf_claim(const gguf_file *f, const void *ptr, size_t len);
 /* Tells the kernel that the whole pages of a mapped file inside [ptr, ptr + len) are no longer
  * needed (weights already copied to a backend), so they stop counting in resident memory; they
- * stay readable. No effect on files opened from memory or on pointers outside the mapping. */
+ * stay readable (from the file again, claimed or not). No effect on files opened from memory or on
+ * pointers outside the mapping. */
 void gguf_release(const gguf_file *f, const void *ptr, size_t len);
 
 /* The file's mapping (gguf_open), which lives until gguf_close; false for files opened from

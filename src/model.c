@@ -118,6 +118,26 @@ static clinfer_status told(const clinfer_loader *ld, uint32_t parts) {
                           "model: the progress callback stopped the load at %.0f%%", 100 * f);
 }
 
+/* Before the upload pass reads the tensors of layer il (or, il < 0, those of no layer): each
+ * made the process's own copy (gguf_claim), so that a model file truncated under the load is an
+ * error, not SIGBUS, and the weights used in place stay after it. A part at a time: what the
+ * backend copies is released as it goes, as without the claim. */
+static clinfer_status claim_part(const clinfer_loader *ld, int il) {
+    char prefix[24] = "blk.";
+    int n = il < 0 ? 4 : snprintf(prefix, sizeof prefix, "blk.%d.", il);
+    for (size_t i = 0; ld->upload && i < gguf_tensor_count(ld->m->gguf); i++) {
+        const gguf_tensor *t = gguf_tensor_at(ld->m->gguf, i);
+        bool in_part = t->name.len >= (uint64_t)n && !memcmp(t->name.ptr, prefix, (size_t)n);
+        if (in_part == (il < 0)) continue;
+        clinfer_status st = gguf_claim(ld->m->gguf, t->data, (size_t)t->size);
+        if (st != CLINFER_OK) {
+            err_prefix("model: tensor '%.*s'", (int)t->name.len, t->name.ptr);
+            return st;
+        }
+    }
+    return CLINFER_OK;
+}
+
 /* One pass over every tensor of the model (see clinfer_loader). */
 static clinfer_status load_all(clinfer_loader *ld) {
     clinfer_status st = CLINFER_OK;
@@ -126,10 +146,12 @@ static clinfer_status load_all(clinfer_loader *ld) {
     uint32_t E = hp->n_embd;
 
     CHECK(told(ld, 0));
+    CHECK(claim_part(ld, -1));
     CHECK(model_load_matrix(ld, "token_embd.weight", E, hp->n_vocab, true, &m->tok_embd));
     if (hp->arch->load_globals) CHECK(hp->arch->load_globals(ld));
     CHECK(told(ld, 1));
     for (uint32_t il = 0; il < hp->n_layer; il++) {
+        CHECK(claim_part(ld, (int)il));
         CHECK(load_layer(ld, il));
         CHECK(told(ld, il + 2));
     }

@@ -4,9 +4,12 @@
  * model; each returns a non-OK status with a message and frees everything (the ASan build
  * checks the leaks), and a fresh load afterwards works. A device lost during eval (-5, -36)
  * makes later calls on that model return CLINFER_ERR_DEVICE_LOST. Weights split by a small
- * CLINFER_MAX_ALLOC give the reference backend's logits. Exits 77 without an OpenCL device. */
+ * CLINFER_MAX_ALLOC give the reference backend's logits. A model file truncated during its load
+ * fails the load with CLINFER_ERR_IO; truncated after it, the model generates as before (no
+ * SIGBUS: what it reads is its own copy). Exits 77 without an OpenCL device. */
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -166,6 +169,57 @@ done:
     free(split);
 }
 
+/* The progress callback that truncates the file (user) to half once the embeddings are loaded,
+ * before the first layer is read. */
+static bool truncate_in_load(float fraction, void *user) {
+    struct stat sb;
+    if (fraction > 0 && stat(user, &sb) == 0 && sb.st_size > 1)
+        EXPECT(truncate(user, sb.st_size / 2) == 0, "truncating %s", (char *)user);
+    return true;
+}
+
+/* A model file of type truncated during its load, then after it, for both backends. */
+static void test_truncated_file(clinfer_dtype type) {
+    char file[80];
+    snprintf(file, sizeof file, "model_faults_%d_truncated.gguf", (int)getpid());
+    tiny_model_spec spec;
+    tiny_model_default(&spec, "llama", type);
+    uint32_t n_vocab = tiny_model_n_vocab();
+    float *ref = calloc(n_vocab, sizeof *ref), *after = calloc(n_vocab, sizeof *after);
+    for (int kind = 0; ref && after && kind < 2; kind++) {
+        clinfer_model_params p;
+        clinfer_model_params_default(&p);
+        p.backend = kind ? CLINFER_BACKEND_OPENCL : CLINFER_BACKEND_REFERENCE;
+        const char *what = kind ? "OpenCL" : "reference";
+        clinfer_model *m = NULL;
+
+        EXPECT(tiny_model_write(&spec, file) == 0, "writing %s", file);
+        p.progress = truncate_in_load;
+        p.progress_user = file;
+        clinfer_status st = clinfer_model_load(file, &p, &m);
+        EXPECT(st == CLINFER_ERR_IO && !m && strstr(clinfer_last_error(), "shrank"),
+               "%s %s: truncated during the load: %s, '%s'", what, dtype_name(type),
+               clinfer_status_str(st), clinfer_last_error());
+        clinfer_model_free(m);
+        m = NULL;
+
+        EXPECT(tiny_model_write(&spec, file) == 0, "writing %s", file);
+        p.progress = NULL;
+        EXPECT_OK(clinfer_model_load(file, &p, &m));
+        if (!m) continue;
+        EXPECT_OK(generate(m, ref));
+        EXPECT(truncate(file, 0) == 0, "truncating %s under the model", file);
+        EXPECT_OK(generate(m, after));
+        EXPECT(memcmp(ref, after, n_vocab * sizeof *ref) == 0,
+               "%s %s: logits changed by truncating the file after the load", what,
+               dtype_name(type));
+        clinfer_model_free(m);
+    }
+    remove(file);
+    free(ref);
+    free(after);
+}
+
 int main(void) {
     snprintf(path, sizeof path, "model_faults_%d.gguf", (int)getpid());
     tiny_model_spec spec;
@@ -185,6 +239,8 @@ int main(void) {
     test_device_lost(CL_OUT_OF_RESOURCES);
     test_device_lost(CL_INVALID_COMMAND_QUEUE);
     test_max_alloc();
+    test_truncated_file(CLINFER_DT_Q8_0); /* copied to the device */
+    test_truncated_file(CLINFER_DT_F16);  /* used where it lies on CPU devices */
     remove(path);
     return finish("test_model_faults");
 }
