@@ -206,6 +206,15 @@ typedef struct {
     uint32_t launches; /* kernels it enqueued (0: none, e.g. an empty op) */
 } clinfer_op_timing;
 
+/* Told around each run of ops that a walk launches together (plan_run's, for the profiler):
+ * begin before the run that starts at op first, end after it with the ops it took; a status
+ * other than CLINFER_OK from end stops the walk with it. */
+typedef struct {
+    void (*begin)(void *user, size_t first);
+    clinfer_status (*end)(void *user, size_t first, size_t taken);
+    void *user;
+} clinfer_run_hooks;
+
 typedef struct clinfer_backend_i {
     int api_version; /* CLINFER_BACKEND_API */
     const char *(*name)(void *ctx);
@@ -257,12 +266,25 @@ typedef struct clinfer_backend_i {
      * weight_create may use data inside it in place instead of copying it; such weights have
      * head.in_place set, and the caller must keep those pages (no madvise DONTNEED). */
     void (*host_data)(void *ctx, const void *base, size_t size);
-    /* Optional (NULL: no choice): where op_run has two routes for single-token steps with the
-     * same results (OpenCL on CPU devices: a whole step in one graph launch, or a launch per
-     * op), turns the graph launches on or off for the op_run calls after it and returns true;
-     * false, changing nothing, where there is no choice (no graph launches here, or the graph
-     * option forces them on). src/route.h chooses. */
-    bool (*graph_route)(void *ctx, bool on);
+    /* Optional (NULL: the executor runs each walk through op_run and op): a walk that runs again
+     * and again with the same ops (a plan's; only their positions change) as a plan of the
+     * backend's own. plan_create takes the walk's ops once, so that the backend can prepare what
+     * they need now (programs built before the first run, not during it); decode says each run
+     * is one token's step whose logits are read right after it, which a backend with two ways to
+     * run such steps may time to choose between them. plan_run runs the walk once (ops: the
+     * plan's n ops bound to this run's positions, each checked as op checks it) and may wait for
+     * the device; with hooks (NULL: none) it tells them of each run of ops it launches, and
+     * times nothing of its own. plan_free drops the plan. */
+    clinfer_status (*plan_create)(void *ctx, const clinfer_op *ops, size_t n, bool decode,
+                                  void **plan);
+    clinfer_status (*plan_run)(void *ctx, void *plan, const clinfer_op *ops, size_t n,
+                               const clinfer_run_hooks *hooks);
+    void (*plan_free)(void *ctx, void *plan);
+    /* Optional (NULL: every well-formed op): CLINFER_OK where this backend can run op (well
+     * formed: op_check_operands), else CLINFER_ERR_UNSUPPORTED with a message naming the limit.
+     * The executor asks it of every op of a walk before the walk's first run, so that a model the
+     * device cannot run is refused with that message rather than failing part way. */
+    clinfer_status (*supports_op)(void *ctx, const clinfer_op *op);
     /* Optional (NULL: weights are laid out at every load), for a backend that re-lays weights
      * out at weight_create: weight_cache_open names the model whose weight_create calls follow
      * by id (bytes that identify the model file's contents), so that the backend may keep the
@@ -282,7 +304,7 @@ typedef struct clinfer_backend_i {
     bool (*int8_dots)(void *ctx);
 } clinfer_backend_i;
 
-#define CLINFER_BACKEND_API 2
+#define CLINFER_BACKEND_API 3
 
 struct clinfer_backend {
     const clinfer_backend_i *i;

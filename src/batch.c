@@ -146,7 +146,7 @@ static clinfer_status run_batch(clinfer_context *c, const clinfer_batch_entry *e
         ids[i] = e[i].token;
     CHECK(be->i->buffer_write(be->ctx, c->state.buf[EXEC_IDS], 0, n * sizeof *ids, ids));
     CHECK(exec_plan_build_layout(c->model, &c->state, (int)n, layout, &plan));
-    CHECK(exec_plan_run(be, plan, 0, layout->n_out > 0 || embd, c->profile, &c->route));
+    CHECK(exec_plan_run(be, plan, 0, layout->n_out > 0 || embd, c->profile));
     if (embd)
         CHECK(be->i->buffer_read(be->ctx, c->state.buf[EXEC_XN], 0,
                                  n * c->model->hp.n_embd * sizeof(float), embd));

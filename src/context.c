@@ -190,6 +190,8 @@ cleanup:
     return st;
 }
 
+static clinfer_status plan_for(clinfer_context *c, size_t n, exec_plan **out);
+
 clinfer_status clinfer_context_create(clinfer_model *model, const clinfer_context_params *params,
                                       clinfer_context **out) {
     clinfer_status st = CLINFER_OK;
@@ -234,9 +236,13 @@ clinfer_status clinfer_context_create(clinfer_model *model, const clinfer_contex
         goto cleanup;
     }
     CHECK(model->backend->i->instance(model->backend->ctx, &c->backend));
-    exec_route_init(&c->route);
     CHECK(create_buffers(c, params->kv_f32));
     CHECK(exec_profile_create(model->profile, &c->profile));
+    /* A decode step's plan now, prepared by the backend: what its walk needs (a graph program)
+     * compiles here rather than while the first answer streams. */
+    exec_plan *decode;
+    CHECK(plan_for(c, 1, &decode));
+    CHECK(exec_plan_prepare(c->backend, decode, true));
     if (model->verbose)
         log_msg(CLINFER_LOG_INFO,
                 "context n_ctx %u, n_batch %u: KV cache (%s) %.1f MiB, "
@@ -264,13 +270,13 @@ void clinfer_context_free(clinfer_context *c) {
         if (s->buf[i]) be->i->buffer_free(be->ctx, s->buf[i]);
     for (uint32_t i = 0; be && c->kv_bufs && i < 2 * c->n_kv_bufs; i++)
         if (c->kv_bufs[i]) be->i->buffer_free(be->ctx, c->kv_bufs[i]);
+    for (uint32_t n = 0; c->plans && n <= c->n_batch; n++)
+        exec_plan_free(c->plans[n]); /* before the backend: they may hold plans of its own */
+    free(c->plans);
     backend_free(c->backend);
     free(c->kv_bufs);
     free(s->k_cache);
     free(s->v_cache);
-    for (uint32_t n = 0; c->plans && n <= c->n_batch; n++)
-        exec_plan_free(c->plans[n]);
-    free(c->plans);
     free(c->logits);
     free(c->embd);
     free(c->seq_len);

@@ -33,7 +33,6 @@ struct clinfer_context {
                   * embd_cap rows allocated */
     size_t embd_cap;
     exec_profile *profile;              /* when profiling is on or CLINFER_TRACE is set */
-    exec_route route;                   /* graph or per-op decode steps (src/route.h) */
     clinfer_abort_callback should_stop; /* asked before each chunk (NULL: never) */
     void *should_stop_user;
 };

@@ -438,6 +438,8 @@ clinfer_status exec_plan_build_layout(const clinfer_model *m, const exec_state *
 
 void exec_plan_free(exec_plan *plan) {
     if (plan) {
+        for (int i = 0; i < 2; i++)
+            if (plan->native[i]) plan->be->i->plan_free(plan->be->ctx, plan->native[i]);
         free(plan->walk);
         free(plan->w_type);
     }

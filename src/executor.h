@@ -12,7 +12,6 @@
 
 #include "model.h"
 #include "profile.h"
-#include "route.h"
 
 /* Activation buffers of one context, sized for n_batch tokens, and the sequence's ids. */
 typedef enum {
@@ -78,12 +77,15 @@ clinfer_status exec_plan_build_layout(const clinfer_model *model, const exec_sta
 
 /* Enqueues the plan on be (the context's backend, holding the state's buffers) for a batch whose
  * first token sits at position pos0; with_logits adds the output norm and LM head (the last
- * chunk of an eval). Does not wait for the device unless profile is given (NULL: no profiling;
- * see profile.h), or route is and the walk is a decode step (one token, with logits) on a
- * backend with two routes for it: route (the context's) picks the step's route and times the
- * step to its end (src/route.h; a profiled step is not timed). */
+ * chunk of an eval). Before a walk's first run its ops are checked against the backend's
+ * supports_op, and a backend with plan_run makes its plan of the walk (a walk of one token with
+ * its logits is a decode step to it), which then runs it. Waits for the device where profile is
+ * given (NULL: no profiling; see profile.h; a profiled walk runs op by op, through op_run) or
+ * where the backend's plan_run does. */
 clinfer_status exec_plan_run(const clinfer_backend *be, exec_plan *plan, int pos0, bool with_logits,
-                             exec_profile *profile, exec_route *route);
+                             exec_profile *profile);
+/* What exec_plan_run does before a walk's first run, done now (at position 0), running nothing. */
+clinfer_status exec_plan_prepare(const clinfer_backend *be, exec_plan *plan, bool with_logits);
 
 /* Verification (src/verify.c) walks a plan op by op instead, on two backends in step. */
 

@@ -20,6 +20,11 @@ struct exec_plan {
     size_t n_steps;        /* plus output norm and LM head */
     clinfer_op *walk;      /* n_steps: the ops of the walk under way, at its position */
     clinfer_dtype *w_type; /* n_steps: MATMUL and EMBED's weight type, for the profile */
+    /* The walks without and with the head, as they were first run: checked against the
+     * backend's supports_op, and made its own plan where it has plan_run (be made them). */
+    bool checked[2];
+    const clinfer_backend *be;
+    void *native[2];
     plan_step steps[];
 };
 

@@ -1,10 +1,9 @@
-/* Running a plan (executor.h): binding each step to the walk's position, handing runs of ops
- * to the backend, the decode route's choice (route.h) and the profile's timings. */
+/* Running a plan (executor.h): binding each step to the walk's position, then handing the walk
+ * to the backend's own plan of it (plan_run) or its ops one run at a time, timed for the
+ * profile. */
 #include <stdio.h>
 
 #include "error.h"
-#include "log.h"
-#include "options.h"
 #include "plan.h"
 #include "profile.h"
 
@@ -63,64 +62,105 @@ static void op_failed(const exec_plan *p, const clinfer_op *op, size_t i, size_t
                pos0);
 }
 
-/* Whether a decode step's route was switched on be for route's pick (false: no choice here). */
-static bool route_step(const clinfer_backend *be, const exec_route *route, int *pick) {
-    *pick = exec_route_pick(route);
-    return be->i->graph_route && be->i->graph_route(be->ctx, *pick == ROUTE_GRAPH);
-}
-
-/* Times a decode step of route pick from t0 to its end (the caller reads its logits next, so the
- * wait costs nothing) and logs a switch of route (CLINFER_VERBOSE). */
-static clinfer_status route_done(const clinfer_backend *be, exec_route *route, int pick,
-                                 double t0) {
-    clinfer_status st = be->i->sync(be->ctx);
-    if (st != CLINFER_OK || !exec_route_record(route, pick, exec_now_ms() - t0)) return st;
-    clinfer_dev_options dev;
-    dev_options_get(&dev);
-    if (dev.verbose)
-        log_msg(CLINFER_LOG_DEBUG,
-                "decode steps now in %s: a step took %.2f ms there, %.2f ms in %s (median)",
-                pick == ROUTE_GRAPH ? "one graph launch" : "per-op launches",
-                exec_route_median(route, pick), exec_route_median(route, !pick),
-                pick == ROUTE_GRAPH ? "per-op launches" : "graph launches");
+/* Before a walk's first run: every op is one the backend can run (supports_op), and where the
+ * backend runs walks itself, its plan of the walk. */
+static clinfer_status first_run(const clinfer_backend *be, exec_plan *p, bool with_logits,
+                                size_t end, int pos0) {
+    clinfer_status st = CLINFER_OK;
+    for (size_t i = 0; be->i->supports_op && !p->checked[with_logits] && i < end; i++)
+        if ((st = op_check_operands(&p->walk[i])) != CLINFER_OK ||
+            (st = be->i->supports_op(be->ctx, &p->walk[i])) != CLINFER_OK) {
+            op_failed(p, &p->walk[i], i, end, pos0);
+            return st;
+        }
+    p->checked[with_logits] = true;
+    if (!be->i->plan_run || p->native[with_logits]) return CLINFER_OK;
+    p->be = be;
+    st = be->i->plan_create(be->ctx, p->walk, end, p->n == 1 && with_logits,
+                            &p->native[with_logits]);
+    if (st != CLINFER_OK) err_prefix("executor: a plan of %zu ops (n %d)", end, p->n);
     return st;
 }
 
-clinfer_status exec_plan_run(const clinfer_backend *be, exec_plan *p, int pos0, bool with_logits,
-                             exec_profile *profile, exec_route *route) {
-    size_t end = exec_plan_len(p, with_logits);
+/* A walk being profiled: each run of ops is marked for the device's timing where the backend
+ * times its kernels, else waited for and timed here. */
+typedef struct {
+    const clinfer_backend *be;
+    exec_plan *p;
+    exec_profile *profile;
+    bool timed;
+    double t0;
+} profiled;
+
+static void run_begin(void *user, size_t first) {
+    profiled *w = user;
+    if (w->timed) w->be->i->timing_mark(w->be->ctx, first);
+    w->t0 = exec_now_ms();
+}
+
+static clinfer_status run_end(void *user, size_t first, size_t taken) {
+    profiled *w = user;
     clinfer_status st = CLINFER_OK;
-    int pick = ROUTE_GRAPH; /* a profiled step takes the route, untimed */
-    bool chosen = route && p->n == 1 && with_logits && route_step(be, route, &pick) && !profile;
-    double t0 = chosen ? exec_now_ms() : 0;
-    for (size_t i = 0; i < end; i++)
-        p->walk[i] = step_op(p, i, pos0);
-    /* A backend that times its kernels runs the walk as unprofiled; else each run of ops is
-     * waited for. */
-    bool timed = false;
-    if (profile) {
-        st = exec_profile_walk(profile, p->n, end);
-        timed = st == CLINFER_OK && be->i->timing_mark && be->i->timing_mark(be->ctx, 0);
-    }
+    w->profile->runs[first] = taken;
+    if (!w->timed && (st = w->be->i->sync(w->be->ctx)) == CLINFER_OK)
+        exec_profile_ops(w->profile, w->p->walk + first, taken, w->p->w_type + first, w->t0,
+                         exec_now_ms());
+    return st;
+}
+
+/* The walk's ops one run at a time: those the backend takes at once (op_run), else one op. */
+static clinfer_status run_ops(const clinfer_backend *be, exec_plan *p, size_t end, int pos0,
+                              const clinfer_run_hooks *hooks) {
+    clinfer_status st = CLINFER_OK;
     size_t taken = 1;
     for (size_t i = 0; i < end && st == CLINFER_OK; i += taken) {
-        if (timed) be->i->timing_mark(be->ctx, i);
-        double t0 = profile ? exec_now_ms() : 0;
-        /* a run of ops in fewer launches where the backend can; its time counts as one */
+        if (hooks) hooks->begin(hooks->user, i);
         taken = 0;
         if (be->i->op_run) st = be->i->op_run(be->ctx, p->walk + i, end - i, &taken);
         if (st == CLINFER_OK && taken == 0) {
             st = be->i->op(be->ctx, &p->walk[i]);
             taken = 1;
         }
-        if (profile) profile->runs[i] = taken;
-        if (st == CLINFER_OK && profile && !timed && (st = be->i->sync(be->ctx)) == CLINFER_OK)
-            exec_profile_ops(profile, p->walk + i, taken, p->w_type + i, t0, exec_now_ms());
+        if (st == CLINFER_OK && hooks) st = hooks->end(hooks->user, i, taken);
         if (st != CLINFER_OK) op_failed(p, &p->walk[i], i, end, pos0);
     }
-    if (timed) return collect_timings(be, p, end, profile, st);
-    if (profile && st == CLINFER_OK) exec_profile_walk_end(profile, false);
-    if (chosen && st == CLINFER_OK) st = route_done(be, route, pick, t0);
+    return st;
+}
+
+/* The walk through the backend's own plan of it where it has one, else run_ops. */
+static clinfer_status run_walk(const clinfer_backend *be, exec_plan *p, bool with_logits, int pos0,
+                               const clinfer_run_hooks *hooks) {
+    size_t end = exec_plan_len(p, with_logits);
+    if (!p->native[with_logits]) return run_ops(be, p, end, pos0, hooks);
+    clinfer_status st = be->i->plan_run(be->ctx, p->native[with_logits], p->walk, end, hooks);
+    if (st != CLINFER_OK)
+        err_prefix("executor: a walk of %zu ops (n %d, pos0 %d)", end, p->n, pos0);
+    return st;
+}
+
+clinfer_status exec_plan_prepare(const clinfer_backend *be, exec_plan *p, bool with_logits) {
+    size_t end = exec_plan_len(p, with_logits);
+    for (size_t i = 0; i < end; i++)
+        p->walk[i] = step_op(p, i, 0);
+    return first_run(be, p, with_logits, end, 0);
+}
+
+clinfer_status exec_plan_run(const clinfer_backend *be, exec_plan *p, int pos0, bool with_logits,
+                             exec_profile *profile) {
+    size_t end = exec_plan_len(p, with_logits);
+    for (size_t i = 0; i < end; i++)
+        p->walk[i] = step_op(p, i, pos0);
+    clinfer_status st = first_run(be, p, with_logits, end, pos0);
+    if (st != CLINFER_OK) return st;
+    if (!profile) return run_walk(be, p, with_logits, pos0, NULL);
+    /* A backend that times its kernels runs the walk as unprofiled; else each run of ops is
+     * waited for. */
+    if ((st = exec_profile_walk(profile, p->n, end)) != CLINFER_OK) return st;
+    profiled w = {be, p, profile, be->i->timing_mark && be->i->timing_mark(be->ctx, 0), 0};
+    clinfer_run_hooks hooks = {run_begin, run_end, &w};
+    st = run_walk(be, p, with_logits, pos0, &hooks);
+    if (w.timed) return collect_timings(be, p, end, profile, st);
+    if (st == CLINFER_OK) exec_profile_walk_end(profile, false);
     return st;
 }
 

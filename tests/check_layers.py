@@ -32,6 +32,7 @@ LAYERS = [
     # and the interface.
     ("opencl: devices, programs, faults", ["backends/opencl/fault.*", "backends/opencl/device.*",
                                             "backends/opencl/params.*", "backends/opencl/program.*",
+                                            "backends/opencl/route_cl.*",
                                             "cl/*"]),
     ("opencl: core", ["backends/opencl/cl_backend.h", "backends/opencl/launch_cl.c",
                       "backends/opencl/build_cl.c"]),

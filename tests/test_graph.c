@@ -30,6 +30,7 @@
 #include "backend.h"
 #include "check.h"
 #include "context.h"
+#include "opencl/cl_backend.h"
 #include "opencl/program.h"
 #include "weight_types.h"
 #include "random.h"
@@ -228,8 +229,8 @@ static void test_build_failure(void) {
     remove(trace);
 }
 
-/* Decode steps alternating between the routes (src/route.h: the context's choice, set here for
- * each step: the graph route for three steps, then the per-op one for three) give the logits of
+/* Decode steps alternating between the routes (backends/opencl/route_cl.h: the choice of the
+ * context's backend instance, set here for each step: the graph route for three steps, then the per-op one for three) give the logits of
  * per-op launches, through clinfer_eval and through single-token batches; the trace shows graph
  * launches, fewer than where every step takes them. */
 static int alternate_route(int step) {
@@ -251,9 +252,10 @@ static void decode_alternating(clinfer_model *m, bool batches, float *out) {
         EXPECT_OK(clinfer_get_logits_ith(c, -1, &logits, &n_vocab));
         if (logits) memcpy(out + (size_t)i * n_vocab, logits, n_vocab * sizeof *out);
         if (i == N_DECODE) break;
-        c->route.use = alternate_route(i); /* the route of this step: no probe before it */
-        c->route.since_probe = 0;
-        c->route.interval = 1 << 30;
+        cl_route *route = &((cl_backend_ctx *)c->backend->ctx)->route;
+        route->use = alternate_route(i); /* the route of this step: no probe before it */
+        route->since_probe = 0;
+        route->interval = 1 << 30;
         clinfer_batch_entry e = {.token = ids[N_PROMPT + i], .pos = N_PROMPT + i, .logits = true};
         st = batches ? clinfer_batch_eval(c, &e, 1) : clinfer_eval(c, &e.token, 1);
         EXPECT_OK(st);

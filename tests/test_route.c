@@ -1,4 +1,5 @@
-/* The choice between graph and per-op decode steps (src/route.h), fed synthetic step times:
+/* The choice between graph and per-op decode steps (backends/opencl/route_cl.h), fed synthetic
+ * step times:
  *   - quiet: graph steps 10 ms, per-op 13 ms: graph stays, its probes of per-op grow rare;
  *   - contention from the start: graph 40 ms, per-op 12 ms: per-op after the first timed probe;
  *   - contention that comes and goes: each change is followed within a bounded number of steps;
@@ -10,35 +11,34 @@
 #include <stdio.h>
 
 #include "check.h"
-#include "route.h"
+#include "opencl/route_cl.h"
 
 /* Runs n steps where route r takes ms[r]; returns how many ran on each route and counts
  * switches. */
-static void run(exec_route *r, int n, const double ms[ROUTE_COUNT], int ran[ROUTE_COUNT],
+static void run(cl_route *r, int n, const double ms[ROUTE_COUNT], int ran[ROUTE_COUNT],
                 int *switches) {
     for (int i = 0; i < n; i++) {
-        int pick = exec_route_pick(r);
+        int pick = cl_route_pick(r);
         ran[pick]++;
-        if (exec_route_record(r, pick, ms[pick])) ++*switches;
+        if (cl_route_record(r, pick, ms[pick])) ++*switches;
     }
 }
 
 static void test_quiet(void) {
-    exec_route r;
-    exec_route_init(&r);
-    EXPECT(exec_route_pick(&r) == ROUTE_GRAPH, "starts on graph launches");
+    cl_route r;
+    cl_route_init(&r);
+    EXPECT(cl_route_pick(&r) == ROUTE_GRAPH, "starts on graph launches");
     int ran[ROUTE_COUNT] = {0}, switches = 0;
     run(&r, 1000, (double[]){13, 10}, ran, &switches);
     EXPECT(switches == 0 && r.use == ROUTE_GRAPH, "quiet: %d switches", switches);
     /* probes back off to one per 64 steps: about 15 of 1000, a few more while backing off */
     EXPECT(ran[ROUTE_OPS] >= 10 && ran[ROUTE_OPS] <= 25, "quiet: %d per-op probes", ran[ROUTE_OPS]);
-    EXPECT(exec_route_median(&r, ROUTE_GRAPH) == 10, "median %g",
-           exec_route_median(&r, ROUTE_GRAPH));
+    EXPECT(cl_route_median(&r, ROUTE_GRAPH) == 10, "median %g", cl_route_median(&r, ROUTE_GRAPH));
 }
 
 static void test_contention(void) {
-    exec_route r;
-    exec_route_init(&r);
+    cl_route r;
+    cl_route_init(&r);
     int ran[ROUTE_COUNT] = {0}, switches = 0;
     /* 1 untimed + 4 timed graph steps, the untimed first per-op step, one probe */
     run(&r, 7, (double[]){12, 40}, ran, &switches);
@@ -49,8 +49,8 @@ static void test_contention(void) {
 }
 
 static void test_changing(void) {
-    exec_route r;
-    exec_route_init(&r);
+    cl_route r;
+    cl_route_init(&r);
     int ran[ROUTE_COUNT] = {0}, switches = 0;
     run(&r, 300, (double[]){13, 10}, ran, &switches); /* quiet: probes at their rarest */
     EXPECT(r.use == ROUTE_GRAPH && switches == 0, "changing: quiet start");
@@ -77,8 +77,8 @@ static void test_changing(void) {
 /* Graph steps 15x slower (a busy machine): the probes of graph launches cost within 3 % of the
  * time of per-op steps alone, though each costs 14 steps. */
 static void test_heavy(void) {
-    exec_route r;
-    exec_route_init(&r);
+    cl_route r;
+    cl_route_init(&r);
     int ran[ROUTE_COUNT] = {0}, switches = 0;
     run(&r, 7, (double[]){100, 1500}, ran, &switches);
     EXPECT(r.use == ROUTE_OPS, "heavy: per-op after 7 steps");
@@ -90,8 +90,8 @@ static void test_heavy(void) {
 }
 
 static void test_close(void) {
-    exec_route r;
-    exec_route_init(&r);
+    cl_route r;
+    cl_route_init(&r);
     int ran[ROUTE_COUNT] = {0}, switches = 0;
     run(&r, 500, (double[]){10.2, 10.0}, ran, &switches); /* per-op 2 % slower: stay */
     EXPECT(switches == 0 && r.use == ROUTE_GRAPH, "close: %d switches", switches);
@@ -106,27 +106,27 @@ static void test_close(void) {
 }
 
 static void test_outlier(void) {
-    exec_route r;
-    exec_route_init(&r);
+    cl_route r;
+    cl_route_init(&r);
     int ran[ROUTE_COUNT] = {0}, switches = 0;
     run(&r, 100, (double[]){13, 10}, ran, &switches);
     /* run up to the next probe, give it a lucky 8.5 ms (not a clear win), then back to normal */
-    while (exec_route_pick(&r) == ROUTE_GRAPH)
+    while (cl_route_pick(&r) == ROUTE_GRAPH)
         run(&r, 1, (double[]){13, 10}, ran, &switches);
-    EXPECT(!exec_route_record(&r, ROUTE_OPS, 8.5), "one lucky probe switched");
+    EXPECT(!cl_route_record(&r, ROUTE_OPS, 8.5), "one lucky probe switched");
     run(&r, 200, (double[]){13, 10}, ran, &switches);
     EXPECT(switches == 0 && r.use == ROUTE_GRAPH, "outlier: %d switches", switches);
 }
 
 static void test_untimed(void) {
-    exec_route r;
-    exec_route_init(&r);
-    EXPECT(!exec_route_record(&r, ROUTE_GRAPH, 5000), "first graph step");
-    EXPECT(exec_route_median(&r, ROUTE_GRAPH) == 0, "the first step was timed");
-    EXPECT(!exec_route_record(&r, ROUTE_GRAPH, -1) && !exec_route_record(&r, 7, 1),
+    cl_route r;
+    cl_route_init(&r);
+    EXPECT(!cl_route_record(&r, ROUTE_GRAPH, 5000), "first graph step");
+    EXPECT(cl_route_median(&r, ROUTE_GRAPH) == 0, "the first step was timed");
+    EXPECT(!cl_route_record(&r, ROUTE_GRAPH, -1) && !cl_route_record(&r, 7, 1),
            "a bad time or route");
-    EXPECT(!exec_route_record(&r, ROUTE_OPS, 1), "first per-op step");
-    EXPECT(!exec_route_record(&r, ROUTE_OPS, 1), "a probe with nothing to compare with");
+    EXPECT(!cl_route_record(&r, ROUTE_OPS, 1), "first per-op step");
+    EXPECT(!cl_route_record(&r, ROUTE_OPS, 1), "a probe with nothing to compare with");
     EXPECT(r.use == ROUTE_GRAPH, "switched with nothing to compare with");
 }
 

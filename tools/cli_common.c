@@ -153,17 +153,6 @@ void cli_note_seed(cli_generator *g) {
     g->drawn_seed = 0;
 }
 
-/* One throwaway decode step, forgotten at once, as llama.cpp's tools warm up: the programs a
- * decode step needs (graph launches' among them) compile now, before the first token, rather
- * than in the middle of the streamed answer. */
-static clinfer_status warm_up(clinfer_context *ctx, const clinfer_model *model) {
-    int32_t token = clinfer_token_bos(model);
-    if (token < 0) token = 0;
-    clinfer_status st = clinfer_eval(ctx, &token, 1);
-    clinfer_status cleared = clinfer_seq_clear(ctx, 0);
-    return st != CLINFER_OK ? st : cleared;
-}
-
 int cli_generator_open(const char *command, const cli_gen_opts *o, cli_generator *g) {
     *g = (cli_generator){0};
     clinfer_sampler_params sampling = o->sampling;
@@ -181,9 +170,6 @@ int cli_generator_open(const char *command, const cli_gen_opts *o, cli_generator
     clinfer_status st = clinfer_context_create(g->model, &cp, &g->ctx);
     if (st != CLINFER_OK)
         return cli_error("%s: cannot create a context: %s (%s)", command, clinfer_last_error(),
-                         clinfer_status_str(st));
-    if ((st = warm_up(g->ctx, g->model)) != CLINFER_OK)
-        return cli_error("%s: the warm-up step failed: %s (%s)", command, clinfer_last_error(),
                          clinfer_status_str(st));
     clinfer_model_info info;
     if (clinfer_model_get_info(g->model, &info) == CLINFER_OK &&

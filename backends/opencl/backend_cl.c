@@ -18,6 +18,7 @@
 #include "opencl/graph_cl.h"
 #include "opencl/matmul_cl.h"
 #include "opencl/ops_cl.h"
+#include "opencl/program.h"
 #include "options.h"
 
 /* options.threads of a CPU device: a sub-device of that many compute units, which the backend
@@ -223,6 +224,76 @@ static clinfer_status cl_op_run(void *ctx, const clinfer_op *ops, size_t n, size
     return st;
 }
 
+/* ---- plans (backend.h's plan_create .. plan_free) ------------------------------------------ */
+
+typedef struct {
+    bool decode; /* one token's step with its logits: route picks graph or per-op launches */
+} cl_plan;
+
+static clinfer_status cl_plan_create(void *ctx, const clinfer_op *ops, size_t n, bool decode,
+                                     void **out) {
+    cl_backend_ctx *b = ctx;
+    clinfer_status st = cl_check_alive(b);
+    if (st != CLINFER_OK) return st;
+    cl_plan *p = calloc(1, sizeof *p);
+    if (!p) return err_fail(CLINFER_ERR_OUT_OF_MEMORY, "OpenCL: plan");
+    p->decode = decode;
+    /* A decode step's graph programs now, so that none compiles while the first answer streams.
+     * Where a run ends, the next op may start one: as plan_run tries it, or a program whose
+     * weight types cover it. */
+    for (size_t i = 0; decode && i < n;) {
+        size_t len = cl_graph_prepare(b, ops + i, n - i);
+        i += len ? len : 1;
+    }
+    *out = p;
+    return CLINFER_OK;
+}
+
+/* A decode step of route pick took from t0 to now (the caller reads its logits next, so the wait
+ * costs nothing); a switch of route is logged (CLINFER_VERBOSE). */
+static clinfer_status route_done(cl_backend_ctx *b, int pick, double t0) {
+    clinfer_status st = cl_sync(b);
+    if (st != CLINFER_OK || !cl_route_record(&b->route, pick, cl_route_now_ms() - t0)) return st;
+    cl_verbose("decode steps now in %s: a step took %.2f ms there, %.2f ms in %s (median)",
+               pick == ROUTE_GRAPH ? "one graph launch" : "per-op launches",
+               cl_route_median(&b->route, pick), cl_route_median(&b->route, !pick),
+               pick == ROUTE_GRAPH ? "per-op launches" : "graph launches");
+    return st;
+}
+
+/* A decode step takes the route's pick; a profiled one (hooks) is not timed for it. */
+static clinfer_status cl_plan_run(void *ctx, void *plan, const clinfer_op *ops, size_t n,
+                                  const clinfer_run_hooks *hooks) {
+    cl_backend_ctx *b = ctx;
+    const cl_plan *p = plan;
+    int pick = cl_route_pick(&b->route);
+    bool chosen = p->decode && cl_graph_route(b, pick == ROUTE_GRAPH) && !hooks;
+    double t0 = chosen ? cl_route_now_ms() : 0;
+    clinfer_status st = CLINFER_OK;
+    for (size_t i = 0, taken = 0; i < n && st == CLINFER_OK; i += taken) {
+        if (hooks) hooks->begin(hooks->user, i);
+        st = cl_op_run(b, ops + i, n - i, &taken);
+        if (st == CLINFER_OK && taken == 0) {
+            st = cl_op(b, &ops[i]);
+            taken = 1;
+        }
+        if (st == CLINFER_OK && hooks) st = hooks->end(hooks->user, i, taken);
+        if (st != CLINFER_OK) err_prefix("op %zu (%s)", i, op_kind_name(ops[i].kind));
+    }
+    if (chosen && st == CLINFER_OK) st = route_done(b, pick, t0);
+    return st;
+}
+
+static void cl_plan_free(void *ctx, void *plan) {
+    (void)ctx;
+    free(plan);
+}
+
+static clinfer_status cl_supports_op(void *ctx, const clinfer_op *op) {
+    (void)ctx;
+    return op->kind == CLINFER_OP_ATTENTION ? cl_attention_limits(op) : cl_matmul_limits(op);
+}
+
 static const char *cl_name(void *ctx) {
     (void)ctx;
     return "opencl";
@@ -286,7 +357,10 @@ static const clinfer_backend_i cl_interface = {
     .instance = cl_instance,
     .memory = cl_memory,
     .host_data = cl_host_data_i,
-    .graph_route = cl_graph_route,
+    .plan_create = cl_plan_create,
+    .plan_run = cl_plan_run,
+    .plan_free = cl_plan_free,
+    .supports_op = cl_supports_op,
     .weight_cache_open = cl_weight_cache_open_i,
     .weight_cached = cl_weight_cached_i,
     .weight_cache_close = cl_weight_cache_close_i,
@@ -308,6 +382,7 @@ static clinfer_status open_queue(cl_backend_ctx *b, clinfer_backend **out) {
     b->queue = clCreateCommandQueue(b->context, b->device,
                                     b->timing.enabled ? CL_QUEUE_PROFILING_ENABLE : 0, &err);
     CHECK(cl_check(b, err, "clCreateCommandQueue(%s)", b->info.name));
+    cl_route_init(&b->route);
     CHECK(cl_ops_init(b));
     CHECK(cl_types_init(b));
     CHECK(cl_store_init(b));

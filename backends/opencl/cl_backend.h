@@ -25,6 +25,7 @@
 
 #include "backend.h"
 #include "graph_record.clh"
+#include "route_cl.h"
 
 /* Each op family's state, owned by its files (the header named). */
 struct cl_types;        /* type_kernels_cl.h */
@@ -82,6 +83,7 @@ typedef struct cl_backend_ctx {
     cl_shared *shared;
     bool owns_shared; /* made by cl_backend_create, not as an instance */
     cl_timing timing;
+    cl_route route; /* graph or per-op launches for decode steps (plan_run) */
 } cl_backend_ctx;
 
 struct clinfer_buffer {

@@ -131,17 +131,30 @@ static clinfer_status enqueue_run(cl_backend_ctx *b, cl_kernel kernel, const enc
     return st;
 }
 
+/* The run at the head of ops[0 .. n) into e: how many ops it takes (fewer than MIN_RUN: no run). */
+static size_t encode_run(cl_backend_ctx *b, const clinfer_op *ops, size_t n, encoder *e) {
+    *e = (encoder){.b = b, .kv_f16 = -1, .n_slots = FIRST_FREE_SLOT, .recs = b->graph->recs};
+    e->want_f = cl_act_q8_want_f(b);
+    size_t end = 0;
+    while (end < n && cl_graph_encode(e, &ops[end]))
+        end++;
+    cl_graph_put_merges(e);
+    return end;
+}
+
+size_t cl_graph_prepare(cl_backend_ctx *b, const clinfer_op *ops, size_t n) {
+    encoder e;
+    size_t end = b->graph ? encode_run(b, ops, n, &e) : 0;
+    return end >= MIN_RUN && graph_kernel(b, e.types, e.kv_f16 != 0) ? end : 0;
+}
+
 clinfer_status cl_graph_run(cl_backend_ctx *b, const clinfer_op *ops, size_t n, size_t *taken) {
     struct cl_graph_state *g = b->graph;
     clinfer_status st = CLINFER_OK;
     *taken = 0;
     if (!g || g->off) return CLINFER_OK;
-    encoder e = {.b = b, .kv_f16 = -1, .n_slots = FIRST_FREE_SLOT, .recs = g->recs};
-    e.want_f = cl_act_q8_want_f(b);
-    size_t end = 0;
-    while (end < n && cl_graph_encode(&e, &ops[end]))
-        end++;
-    cl_graph_put_merges(&e);
+    encoder e;
+    size_t end = encode_run(b, ops, n, &e);
     if (end < MIN_RUN) return CLINFER_OK;
     /* The reserved slots: records name them by index, so their buffers can be made now that the
      * run's needs are known (unused ones name any buffer). */
@@ -169,8 +182,7 @@ cleanup:
     return st;
 }
 
-bool cl_graph_route(void *ctx, bool on) {
-    cl_backend_ctx *b = ctx;
+bool cl_graph_route(cl_backend_ctx *b, bool on) {
     if (!b->graph || b->options.graph == CLINFER_ON) return false;
     b->graph->off = !on;
     return true;

@@ -9,8 +9,12 @@
 clinfer_status cl_graph_init(cl_backend_ctx *b);
 void cl_graph_free(cl_backend_ctx *b);
 clinfer_status cl_graph_run(cl_backend_ctx *b, const clinfer_op *ops, size_t n, size_t *taken);
-/* The backend interface's graph_route (backend.h): false where CLINFER_GRAPH=1 forces graph
- * launches or they are off (=0, not a CPU device). */
-bool cl_graph_route(void *ctx, bool on);
+/* Builds the program of the run cl_graph_run would take at the head of ops[0 .. n) (even while
+ * graph launches are off), and returns its length; 0: no run there. */
+size_t cl_graph_prepare(cl_backend_ctx *b, const clinfer_op *ops, size_t n);
+/* Turns graph launches on or off for the cl_graph_run calls after it (a decode step's route) and
+ * returns true; false, changing nothing, where there is no choice: CLINFER_GRAPH=1 forces them,
+ * or there are none (=0, not a CPU device). */
+bool cl_graph_route(cl_backend_ctx *b, bool on);
 
 #endif

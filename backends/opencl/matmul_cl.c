@@ -561,6 +561,12 @@ cleanup:
     return st;
 }
 
+clinfer_status cl_matmul_limits(const clinfer_op *op) {
+    return op->kind == CLINFER_OP_MATMUL  ? matmul_limits(op)
+           : op->kind == CLINFER_OP_EMBED ? embed_limits(op)
+                                          : CLINFER_OK;
+}
+
 clinfer_status cl_embed(cl_backend_ctx *b, const clinfer_op *op) {
     clinfer_status st = CLINFER_OK;
     int n = op->embed.n;

@@ -59,6 +59,9 @@ clinfer_status cl_matmul(cl_backend_ctx *b, const clinfer_op *op);
 clinfer_status cl_matmul_norm(cl_backend_ctx *b, const clinfer_op *op, const clinfer_op *norm,
                               bool *fused);
 clinfer_status cl_embed(cl_backend_ctx *b, const clinfer_op *op);
+/* This backend's limits on a valid MATMUL or EMBED op (the kernels index operands with ints):
+ * CLINFER_ERR_UNSUPPORTED beyond them; CLINFER_OK for other ops. */
+clinfer_status cl_matmul_limits(const clinfer_op *op);
 /* What graph_cl.c needs to know of a MATMUL or EMBED op's weight, after checking the op as the
  * per-op path does: its type and first part's arrays (their arena, where it has one; s is q for
  * f32/f16), whether its rows are interleaved, the bytes a row takes as stored, and the matvec

@@ -1,7 +1,8 @@
-/* The choice between graph and per-op decode steps; see route.h. */
-#include "route.h"
+/* The choice between graph and per-op decode steps; see route_cl.h. */
+#include "route_cl.h"
 
 #include <string.h>
+#include <time.h>
 
 enum {
     INTERVAL_MIN = 4,      /* steps between probes while the routes are close or just switched */
@@ -18,21 +19,21 @@ enum {
 #define LOSE 1.10
 #define BUDGET 0.02
 
-void exec_route_init(exec_route *r) {
+void cl_route_init(cl_route *r) {
     memset(r, 0, sizeof *r);
     r->use = ROUTE_GRAPH;
     r->interval = INTERVAL_MIN;
 }
 
-static bool probe_due(const exec_route *r) {
+static bool probe_due(const cl_route *r) {
     return r->n_times[r->use] >= MIN_TIMES && r->since_probe >= r->interval;
 }
 
-int exec_route_pick(const exec_route *r) {
+int cl_route_pick(const cl_route *r) {
     return probe_due(r) ? !r->use : r->use;
 }
 
-double exec_route_median(const exec_route *r, int route) {
+double cl_route_median(const cl_route *r, int route) {
     int n = r->n_times[route] < ROUTE_WINDOW ? r->n_times[route] : ROUTE_WINDOW;
     double v[ROUTE_WINDOW];
     for (int i = 0; i < n; i++) { /* insertion sort: five values at most */
@@ -45,11 +46,11 @@ double exec_route_median(const exec_route *r, int route) {
     return n == 0 ? 0 : n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-static void push(exec_route *r, int route, double ms) {
+static void push(cl_route *r, int route, double ms) {
     r->times[route][r->n_times[route]++ % ROUTE_WINDOW] = ms;
 }
 
-bool exec_route_record(exec_route *r, int route, double ms) {
+bool cl_route_record(cl_route *r, int route, double ms) {
     if (route < 0 || route >= ROUTE_COUNT || !(ms >= 0)) return false;
     if (!r->warm[route]) { /* not timed: may have built or loaded kernels */
         r->warm[route] = true;
@@ -60,7 +61,7 @@ bool exec_route_record(exec_route *r, int route, double ms) {
         r->since_probe++;
         return false;
     }
-    double base = exec_route_median(r, r->use);
+    double base = cl_route_median(r, r->use);
     if (!(base > 0)) return false; /* nothing to compare with: not a probe */
     double ratio = ms / base;
     push(r, route, ms);
@@ -81,4 +82,10 @@ bool exec_route_record(exec_route *r, int route, double ms) {
                   : interval > INTERVAL_MAX ? INTERVAL_MAX
                                             : (int)interval;
     return switching;
+}
+
+double cl_route_now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }

@@ -1,20 +1,20 @@
-/* Which of a backend's two routes for single-token steps runs the next decode step: one graph
- * launch for the whole step, or a launch per op (backend.h's graph_route; the two give the same
- * bits, so any step may take either).
+/* Which of the OpenCL backend's two routes for single-token steps runs the next decode step: one
+ * graph launch for the whole step, or a launch per op (the two give the same bits, so any step
+ * may take either). The backend's plan_run asks it for every decode step (backend_cl.c).
  *
  * Why choose at all: the graph launch's work-groups spin while they wait for each other, so on
  * a quiet CPU it beats per-op launches (1.2-1.5x), but when other processes take cores away a
- * descheduled work-group stalls all the others and it loses by 1.5-8x. So each context times
- * its decode steps (wall time, enqueue to done) and, every so often, runs one step of the other
- * route (a probe), comparing it with the median of the route in use's last steps: a ratio close
- * in time and position, whatever the load or context length did meanwhile. It switches after
- * one probe that wins clearly or two in a row that win at all; probes of a route that keeps
+ * descheduled work-group stalls all the others and it loses by 1.5-8x. So each context's backend
+ * instance times its decode steps (wall time, enqueue to done) and, every so often, runs one step
+ * of the other route (a probe), comparing it with the median of the route in use's last steps: a
+ * ratio close in time and position, whatever the load or context length did meanwhile. It switches
+ * after one probe that wins clearly or two in a row that win at all; probes of a route that keeps
  * losing grow rarer, the more so the more a probe costs (a few % of the time at most), and a
  * probe that comes close brings them back.
  *
  * Pure logic fed step times, so tests drive it with synthetic times (tests/test_route.c). */
-#ifndef CLINFER_ROUTE_H
-#define CLINFER_ROUTE_H
+#ifndef CLINFER_CL_ROUTE_H
+#define CLINFER_CL_ROUTE_H
 
 #include <stdbool.h>
 
@@ -29,18 +29,21 @@ typedef struct {
     double times[ROUTE_COUNT][ROUTE_WINDOW]; /* the last step times per route, ring */
     int n_times[ROUTE_COUNT];                /* pushed so far */
     int wins;                                /* probes in a row that beat the route in use */
-} exec_route;
+} cl_route;
 
 /* Starts on graph launches, the faster route on a quiet CPU. */
-void exec_route_init(exec_route *r);
+void cl_route_init(cl_route *r);
 
 /* The route of the next step: the route in use, or the other one for a probe. */
-int exec_route_pick(const exec_route *r);
+int cl_route_pick(const cl_route *r);
 
 /* Records a step of route taking ms; returns true where the route in use switched. */
-bool exec_route_record(exec_route *r, int route, double ms);
+bool cl_route_record(cl_route *r, int route, double ms);
 
 /* The median of the route's recent steps (0: none yet), for the log line of a switch. */
-double exec_route_median(const exec_route *r, int route);
+double cl_route_median(const cl_route *r, int route);
+
+/* A monotonic clock in milliseconds, for the steps' times. */
+double cl_route_now_ms(void);
 
 #endif
