@@ -5,7 +5,8 @@ base64), stop strings, seeds, 8 concurrent clients against the same requests one
 each bad request of the list with its status (strict JSON, NUL in text, unknown roles
 included), special tokens' text in chat content read as plain text, the API key, a full queue,
 a client that leaves mid-stream, a long prompt beside a stream (chunked prefill), the prompt cache, /health before
-the model is loaded, SIGTERM during a stream and a second signal.
+the model is loaded, SIGTERM during a stream, a second signal, and streams (running and
+queued) cut by --drain-timeout after SIGTERM.
 Usage: test_serve.py CLINFER WRITE_TINY_MODEL"""
 import atexit
 import json
@@ -517,6 +518,32 @@ def second_signal():
     check(code == -signal.SIGINT, f"a second SIGINT: exit {code}")
 
 
+def drain_timeout():
+    """SIGTERM with streams that outlast --drain-timeout 1 (two running, one queued): after the
+    second, each ends with an error event saying the server is stopping, then [DONE], and the
+    server exits 0."""
+    s = Server(clinfer, model, *BASE, "-np", "2", "-c", "16384", "--drain-timeout", "1")
+    body = json.dumps({**LONG, "max_tokens": 16000, "stream": True})  # some 10 s or more
+    conns = [s.connect() for _ in range(3)]
+    for c in conns:
+        c.request("POST", COMPL, body=body)
+    resps = [c.getresponse() for c in conns]
+    check(all(r.status == 200 for r in resps), "the three streams started")
+    check(all(r.readline().startswith(b"data: ") for r in resps[:2]), "two streams run")
+    start = time.monotonic()
+    s.proc.send_signal(signal.SIGTERM)
+    rests = [r.read().decode("utf-8", errors="replace") for r in resps]
+    code = s.stop(None, 30)
+    took = time.monotonic() - start
+    for i, rest in enumerate(rests):
+        lines = [ln for ln in rest.split("\n") if ln.startswith("data: ")]
+        last = json.loads(lines[-2][6:]) if len(lines) >= 2 else {}
+        check(lines and lines[-1] == "data: [DONE]" and
+              "server is stopping" in last.get("error", {}).get("message", ""),
+              f"stream {i} ends saying the server is stopping: {lines[-2:]}")
+    check(code == 0 and took < 15, f"exit {code} {took:.1f} s after SIGTERM")
+
+
 s = Server(clinfer, model, *BASE, "-np", "8", "--alias", "tiny", "--max-body", "65536")
 try:
     endpoints(s)
@@ -536,4 +563,5 @@ prompt_cache()
 health_before_load()
 sigterm_mid_stream()
 second_signal()
+drain_timeout()
 finish("test_serve")

@@ -23,6 +23,7 @@ enum {
     OPT_MAX_CONNS_PER_IP,
     OPT_HEADER_TIMEOUT,
     OPT_BODY_TIMEOUT,
+    OPT_DRAIN_TIMEOUT,
     OPT_SPECIAL_IN_CONTENT
 };
 
@@ -35,7 +36,7 @@ static void usage(FILE *out) {
         "/v1/completions (stream: true for server-sent events), POST /v1/embeddings\n"
         "(mean-pooled hidden states of length 1), GET /v1/models, /health (503 until the\n"
         "model is loaded) and /metrics (Prometheus). Runs until SIGINT or SIGTERM, then\n"
-        "answers the requests in flight and exits.\n\n"
+        "answers the requests in flight (for --drain-timeout seconds) and exits 0.\n\n"
         "      --host ADDR      address to listen on (default 127.0.0.1: this machine only)\n"
         "      --port N         port; 0 picks a free one (default 8080)\n"
         "  -np, --parallel N    slots: requests generated at once (default 1), each a\n"
@@ -61,6 +62,9 @@ static void usage(FILE *out) {
         "      --header-timeout S   seconds to send a request's headers, from the connection's\n"
         "                       start or the previous response; then it closes (default 10)\n"
         "      --body-timeout S     seconds to send a request's body (default 30)\n"
+        "      --drain-timeout S    after SIGINT or SIGTERM, seconds the requests in flight\n"
+        "                       have to finish; then each open stream ends with an error\n"
+        "                       event saying the server is stopping (default 30)\n"
         "      --special-in-content  read special tokens' text (\"<|im_start|>\") in chat\n"
         "                       messages as those tokens; by default it is plain text and\n"
         "                       only the chat template's own markers are special\n"
@@ -72,7 +76,8 @@ static void usage(FILE *out) {
 typedef struct {
     cli_model_opts model;
     serve_server s;
-    long port, parallel, queue, n_ctx, n_batch, max_body, max_conns, per_ip, header_s, body_s;
+    long port, parallel, queue, n_ctx, n_batch, max_body, max_conns, per_ip, header_s, body_s,
+        drain_s;
     clinfer_activations act;
 } serve_opts;
 
@@ -115,6 +120,8 @@ static int serve_option(int opt, const char *arg, void *user) {
         return cli_parse_long("--header-timeout", arg, 1, 3600, &o->header_s) ? 1 : -1;
     case OPT_BODY_TIMEOUT:
         return cli_parse_long("--body-timeout", arg, 1, 3600, &o->body_s) ? 1 : -1;
+    case OPT_DRAIN_TIMEOUT:
+        return cli_parse_long("--drain-timeout", arg, 0, 86400, &o->drain_s) ? 1 : -1;
     case OPT_SPECIAL_IN_CONTENT:
         o->s.special_in_content = true;
         return 1;
@@ -146,6 +153,7 @@ static int parse(int argc, char **argv, serve_opts *o) {
         {"max-connections-per-ip", required_argument, NULL, OPT_MAX_CONNS_PER_IP},
         {"header-timeout", required_argument, NULL, OPT_HEADER_TIMEOUT},
         {"body-timeout", required_argument, NULL, OPT_BODY_TIMEOUT},
+        {"drain-timeout", required_argument, NULL, OPT_DRAIN_TIMEOUT},
         {"special-in-content", no_argument, NULL, OPT_SPECIAL_IN_CONTENT},
         CLI_ACT_OPTIONS,
         {NULL, 0, NULL, 0}};
@@ -188,7 +196,8 @@ int cmd_serve(int argc, char **argv) {
                     .max_body = 4L << 20,
                     .max_conns = 512,
                     .header_s = 10,
-                    .body_s = 30};
+                    .body_s = 30,
+                    .drain_s = 30};
     cli_model_opts_init(&o.model);
     o.s.host = "127.0.0.1";
     int rc = parse(argc, argv, &o);
@@ -202,6 +211,7 @@ int cmd_serve(int argc, char **argv) {
     s->max_conns_per_ip = (size_t)o.per_ip;
     s->header_ms = 1e3 * (double)o.header_s;
     s->body_ms = 1e3 * (double)o.body_s;
+    s->drain_ms = 1e3 * (double)o.drain_s;
     clinfer_context_params_default(&s->cp);
     s->cp.n_ctx = (uint32_t)o.n_ctx;
     if (o.n_batch) s->cp.n_batch = (uint32_t)o.n_batch;
@@ -248,9 +258,9 @@ int cmd_serve(int argc, char **argv) {
     int sig = 0;
     sigwait(&signals, &sig);
     fprintf(stderr,
-            "clinfer: %s: answering the requests in flight, then exiting (a second signal "
-            "exits at once)\n",
-            sig == SIGINT ? "SIGINT" : "SIGTERM");
+            "clinfer: %s: answering the requests in flight for up to %ld s, then exiting (a "
+            "second signal exits at once)\n",
+            sig == SIGINT ? "SIGINT" : "SIGTERM", o.drain_s);
     pthread_sigmask(SIG_UNBLOCK, &signals, NULL); /* their default action: terminate */
     rc = 0;
 done:

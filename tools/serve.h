@@ -44,6 +44,7 @@ typedef struct serve_server {
     size_t max_conns;          /* connections held at once; past them, idle ones close */
     size_t max_conns_per_ip;   /* 0: no limit per client address */
     double header_ms, body_ms; /* deadlines for a request's headers and for its body */
+    double drain_ms;           /* after a signal: how long the requests in flight may take */
     bool special_in_content;   /* chat content may hold special tokens' text */
     clinfer_context_params cp; /* n_ctx per slot, n_batch per step, activations */
 
@@ -77,7 +78,8 @@ typedef struct serve_server {
 /* Starts listening on s->host:s->port (s->port receives the port bound). 0 on success; else -1
  * with the reason in err. */
 int serve_http_start(serve_server *s, char *err, size_t size);
-/* Stops accepting connections, waits for the requests in flight to be answered, then closes. */
+/* Stops accepting connections, waits for the requests in flight to be answered (for up to
+ * s->drain_ms; then the pool's jobs are ended, each stream with an error event), then closes. */
 void serve_http_stop(serve_server *s);
 
 /* ---- connections (serve_conns.c) ------------------------------------------------------- */

@@ -4,6 +4,7 @@
  * watches its socket, so that a client that leaves cancels its generation at once. How a
  * request is framed is checked before its body is read (libmicrohttpd takes the first of
  * several Content-Length headers, and Transfer-Encoding over Content-Length, silently). */
+#include <errno.h>
 #include <netdb.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -560,15 +561,34 @@ int serve_http_start(serve_server *s, char *err, size_t size) {
     return 0;
 }
 
+/* Waits up to ms (< 0: no limit) for the requests in flight to end; whether they did. */
+static bool wait_idle(serve_server *s, double ms) {
+    struct timespec until; /* s->idle waits on CLOCK_REALTIME, its default */
+    clock_gettime(CLOCK_REALTIME, &until);
+    long long ns = until.tv_nsec + (long long)(ms * 1e6);
+    until.tv_sec += (time_t)(ns / 1000000000);
+    until.tv_nsec = (long)(ns % 1000000000);
+    int err = 0;
+    pthread_mutex_lock(&s->lock);
+    while (s->in_flight > 0 && err != ETIMEDOUT)
+        err = ms < 0 ? pthread_cond_wait(&s->idle, &s->lock)
+                     : pthread_cond_timedwait(&s->idle, &s->lock, &until);
+    bool done = s->in_flight == 0;
+    pthread_mutex_unlock(&s->lock);
+    return done;
+}
+
 void serve_http_stop(serve_server *s) {
     if (!s->daemon) return;
     /* no new connections: the listening socket is ours to close once quiesced */
     MHD_socket listener = MHD_quiesce_daemon(s->daemon);
     if (listener != MHD_INVALID_SOCKET) close(listener);
-    pthread_mutex_lock(&s->lock);
-    while (s->in_flight > 0)
-        pthread_cond_wait(&s->idle, &s->lock);
-    pthread_mutex_unlock(&s->lock);
+    if (!wait_idle(s, s->drain_ms)) {
+        fprintf(stderr, "clinfer: --drain-timeout of %.0f s passed: ending the open streams\n",
+                s->drain_ms / 1e3);
+        serve_pool_stop_jobs(s->pool, "the server is stopping (--drain-timeout passed)");
+        wait_idle(s, -1);
+    }
     MHD_stop_daemon(s->daemon);
     s->daemon = NULL;
     serve_conns_stop(s);

@@ -474,6 +474,28 @@ void serve_pool_free(serve_pool *p) {
     free(p);
 }
 
+/* Under the lock: a job not done yet ends before the scheduler's next step, failed with why. */
+static void stop_locked(serve_job *job, const char *why) {
+    if (!job || job->done) return;
+    if (job->status == CLINFER_OK) {
+        job->status = CLINFER_ERR_ABORTED;
+        snprintf(job->error, sizeof job->error, "%s", why);
+    }
+    job->cancelled = true; /* a queued one is taken into a slot, then ended there at once */
+}
+
+void serve_pool_stop_jobs(serve_pool *p, const char *why) {
+    if (!p) return; /* the model never loaded: no jobs */
+    pthread_mutex_lock(&p->lock);
+    for (serve_job *job = p->head; job; job = job->next)
+        stop_locked(job, why);
+    for (size_t i = 0; i < p->n_slots; i++)
+        stop_locked(p->slots[i].job, why);
+    stop_locked(p->embed_job, why);
+    pthread_cond_broadcast(&p->work);
+    pthread_mutex_unlock(&p->lock);
+}
+
 uint32_t serve_pool_n_ctx(const serve_pool *p) {
     return p->n_ctx;
 }

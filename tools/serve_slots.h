@@ -72,6 +72,9 @@ clinfer_status serve_pool_create(clinfer_model *model, size_t n_slots,
                                  serve_pool **out);
 /* Finishes the queued and running jobs, stops the scheduler, frees the contexts. */
 void serve_pool_free(serve_pool *pool);
+/* Ends every queued and running job before the next step, as failed with why (the server is
+ * stopping): each stream then ends with an error event saying so. */
+void serve_pool_stop_jobs(serve_pool *pool, const char *why);
 uint32_t serve_pool_n_ctx(const serve_pool *pool);   /* tokens per slot */
 uint32_t serve_pool_n_batch(const serve_pool *pool); /* tokens per step */
 
