@@ -60,6 +60,7 @@ struct clinfer_loader {
     size_t used;       /* vector elements so far */
     uint8_t *stack;    /* upload pass: where model_load_stacked copies tensors that do not */
     size_t stack_size; /* follow one another, kept so that its pages fault once, not per layer */
+    bool cached;       /* upload pass: the backend's weight cache lays out quantized matrices */
     clinfer_progress_callback progress; /* upload pass: told after each layer (may be NULL) */
     void *progress_user;
 };

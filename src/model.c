@@ -121,14 +121,16 @@ static clinfer_status told(const clinfer_loader *ld, uint32_t parts) {
 /* Before the upload pass reads the tensors of layer il (or, il < 0, those of no layer): each
  * made the process's own copy (gguf_claim), so that a model file truncated under the load is an
  * error, not SIGBUS, and the weights used in place stay after it. A part at a time: what the
- * backend copies is released as it goes, as without the claim. */
+ * backend copies is released as it goes, as without the claim. Quantized matrices that the
+ * backend's weight cache supplies are not read, and not claimed. */
 static clinfer_status claim_part(const clinfer_loader *ld, int il) {
     char prefix[24] = "blk.";
     int n = il < 0 ? 4 : snprintf(prefix, sizeof prefix, "blk.%d.", il);
     for (size_t i = 0; ld->upload && i < gguf_tensor_count(ld->m->gguf); i++) {
         const gguf_tensor *t = gguf_tensor_at(ld->m->gguf, i);
         bool in_part = t->name.len >= (uint64_t)n && !memcmp(t->name.ptr, prefix, (size_t)n);
-        if (in_part == (il < 0)) continue;
+        bool laid_out = t->type != CLINFER_DT_F32 && t->type != CLINFER_DT_F16 && t->ne[1] > 1;
+        if (in_part == (il < 0) || (ld->cached && laid_out)) continue;
         clinfer_status st = gguf_claim(ld->m->gguf, t->data, (size_t)t->size);
         if (st != CLINFER_OK) {
             err_prefix("model: tensor '%.*s'", (int)t->name.len, t->name.ptr);
@@ -189,12 +191,13 @@ static clinfer_status check_tensors(clinfer_model *m, size_t *n_vectors) {
     return st;
 }
 
-static clinfer_status upload_tensors(clinfer_model *m, size_t n_vectors,
+static clinfer_status upload_tensors(clinfer_model *m, size_t n_vectors, bool cached,
                                      const clinfer_model_params *p) {
     clinfer_status st = CLINFER_OK;
     const clinfer_backend_i *bi = m->backend->i;
     clinfer_loader ld = {.m = m,
                          .upload = true,
+                         .cached = cached,
                          .host = malloc(n_vectors * sizeof(float)),
                          .progress = p->progress,
                          .progress_user = p->progress_user};
@@ -219,18 +222,20 @@ cleanup:
 
 /* Names the model to the backend's weight cache (backend.h) by its file's identity: device,
  * inode, size, modification time and the bytes before the tensor data. */
-static void open_weight_cache(clinfer_model *m) {
+static bool open_weight_cache(clinfer_model *m) {
     const clinfer_backend *be = m->backend;
     uint64_t stat[4];
     const void *header = NULL;
     size_t header_size = 0;
-    if (!be->i->weight_cache_open || !gguf_identity(m->gguf, stat, &header, &header_size)) return;
+    if (!be->i->weight_cache_open || !gguf_identity(m->gguf, stat, &header, &header_size))
+        return false;
     uint8_t *id = malloc(sizeof stat + header_size);
-    if (!id) return; /* no cache: the load goes on */
+    if (!id) return false; /* no cache: the load goes on */
     memcpy(id, stat, sizeof stat);
     memcpy(id + sizeof stat, header, header_size);
-    be->i->weight_cache_open(be->ctx, id, sizeof stat + header_size);
+    bool found = be->i->weight_cache_open(be->ctx, id, sizeof stat + header_size);
     free(id);
+    return found;
 }
 
 /* ---- load / free ------------------------------------------------------------------------- */
@@ -300,8 +305,7 @@ clinfer_status clinfer_model_load(const char *path, const clinfer_model_params *
     size_t map_size = 0;
     if (m->backend->i->host_data && gguf_mapping(m->gguf, &map, &map_size))
         m->backend->i->host_data(m->backend->ctx, map, map_size);
-    open_weight_cache(m);
-    CHECK(upload_tensors(m, n_vectors, params));
+    CHECK(upload_tensors(m, n_vectors, open_weight_cache(m), params));
     if (m->backend->i->weight_cache_close) m->backend->i->weight_cache_close(m->backend->ctx);
     if (m->verbose) {
         const clinfer_hparams *hp = &m->hp;

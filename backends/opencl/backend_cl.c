@@ -128,8 +128,8 @@ static void cl_host_data_i(void *ctx, const void *base, size_t size) {
     cl_weight_host_data(ctx, base, size);
 }
 
-static void cl_weight_cache_open_i(void *ctx, const void *id, size_t id_size) {
-    cl_wcache_open(ctx, id, id_size);
+static bool cl_weight_cache_open_i(void *ctx, const void *id, size_t id_size) {
+    return cl_wcache_open(ctx, id, id_size);
 }
 
 static bool cl_weight_cached_i(void *ctx, clinfer_dtype type, int m, int k) {

@@ -295,18 +295,19 @@ static void try_read(cl_backend_ctx *b, struct cl_weight_cache *c) {
     close(fd);
 }
 
-void cl_wcache_open(cl_backend_ctx *b, const void *id, size_t id_size) {
+bool cl_wcache_open(cl_backend_ctx *b, const void *id, size_t id_size) {
     struct cl_store *s = b->store;
     clinfer_dev_options dev;
     dev_options_get(&dev);
     cl_wcache_free(b); /* a second model on one backend starts afresh */
-    if (!dev.weight_cache || !s->arenas || !s->host_unified || !id) return;
+    if (!dev.weight_cache || !s->arenas || !s->host_unified || !id) return false;
     struct cl_weight_cache *c = calloc(1, sizeof *c);
-    if (!c) return;
+    if (!c) return false;
     s->wcache = c;
-    if (!make_key(b, id, id_size, c)) return; /* WC_OFF */
+    if (!make_key(b, id, id_size, c)) return false; /* WC_OFF */
     c->mode = WC_WRITE;
     try_read(b, c);
+    return c->mode == WC_READ;
 }
 
 cl_arena **cl_wcache_slot(cl_backend_ctx *b) {

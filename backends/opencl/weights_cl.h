@@ -78,7 +78,7 @@ typedef struct {
     uint64_t q_off, q_bytes, s_off, s_bytes;
 } cl_cached_part;
 /* The backend's weight_cache_open and _close (backend.h); _free drops it, unwritten. */
-void cl_wcache_open(cl_backend_ctx *b, const void *id, size_t id_size);
+bool cl_wcache_open(cl_backend_ctx *b, const void *id, size_t id_size);
 void cl_wcache_close(cl_backend_ctx *b);
 void cl_wcache_free(cl_backend_ctx *b);
 /* Where quantized weights' arrays are reserved: the cache's arena while it writes one, else
