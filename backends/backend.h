@@ -291,11 +291,10 @@ typedef struct clinfer_backend_i {
      * weights as it laid them out in a cache file keyed by id and its device, and on a later
      * load use that file instead (it returns whether it found one: then weight_create of the
      * types it re-lays out reads no data, as long as the file matches); weight_cached says
-     * whether the next weight_create, of type
-     * and m x k, will come from the cache without reading its data (the caller may then pass
-     * any pointer inside the host data instead of staging a copy); weight_cache_close ends the
-     * sequence (the backend writes the file where it had none). No failure of the cache fails
-     * a load. */
+     * whether the next weight_create, of type and m x k, will come from the cache without
+     * reading its data (the caller may then pass any pointer inside the host data instead of
+     * staging a copy); weight_cache_close ends the sequence (the backend writes the file where
+     * it had none). No failure of the cache fails a load. */
     bool (*weight_cache_open)(void *ctx, const void *id, size_t id_size);
     bool (*weight_cached)(void *ctx, clinfer_dtype type, int m, int k);
     void (*weight_cache_close)(void *ctx);
