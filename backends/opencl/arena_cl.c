@@ -3,6 +3,7 @@
  * limit that sizes every array. */
 #include <stdint.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 
 #include "error.h"
 #include "options.h"
@@ -10,7 +11,8 @@
 
 void cl_release_arena(cl_arena *arena) {
     if (--arena->holders > 0) return;
-    clReleaseMemObject(arena->mem);
+    if (arena->mem) clReleaseMemObject(arena->mem); /* NULL: its memory was never filled */
+    if (arena->host) munmap(arena->host, arena->size);
     free(arena);
 }
 

@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
@@ -233,25 +234,23 @@ static const char *read_arenas(cl_backend_ctx *b, int fd, const wc_header *h, co
             *st = err_fail(CLINFER_ERR_OUT_OF_MEMORY, "weight cache: arena");
             break;
         }
-        *st = cl_create_buffer(b, CL_MEM_READ_ONLY, (size_t)used[i], NULL, &a->mem);
-        if (*st != CLINFER_OK) {
-            free(a);
-            break;
-        }
         a->size = a->used = (size_t)used[i];
         a->holders = 1;
-        c->arenas[c->n_arenas++] = a;
-        cl_int err = CL_SUCCESS;
-        void *dst = clEnqueueMapBuffer(b->queue, a->mem, CL_TRUE, CL_MAP_WRITE_INVALIDATE_REGION, 0,
-                                       a->size, 0, NULL, NULL, &err);
-        if (err != CL_SUCCESS) {
-            *st = cl_error(err, "weight cache: mapping an arena to fill it");
+        /* Memory of its own, in huge pages where the kernel has them: a buffer the driver
+         * allocates would fault in 4 KiB at a time as the file is read into it. */
+        a->host = mmap(NULL, a->size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (a->host == MAP_FAILED) {
+            free(a);
+            *st = err_fail(CLINFER_ERR_OUT_OF_MEMORY, "weight cache: %zu bytes for an arena",
+                           (size_t)used[i]);
             break;
         }
-        why = read_hashed(fd, dst, used[i], at, xs);
-        err = clEnqueueUnmapMemObject(b->queue, a->mem, dst, 0, NULL, NULL);
-        if (err == CL_SUCCESS) err = clFinish(b->queue);
-        if (err != CL_SUCCESS) *st = cl_error(err, "weight cache: unmapping a filled arena");
+        madvise(a->host, a->size, MADV_HUGEPAGE);
+        c->arenas[c->n_arenas++] = a;
+        why = read_hashed(fd, a->host, used[i], at, xs);
+        if (!why)
+            *st = cl_create_buffer(b, CL_MEM_READ_ONLY | CL_MEM_USE_HOST_PTR, a->size, a->host,
+                                   &a->mem);
     }
     if (!why && *st == CLINFER_OK && XXH3_64bits_digest(xs) != h->data_hash)
         why = "data checksum mismatch";

@@ -19,6 +19,7 @@ typedef struct cl_arena {
     const void *base; /* a window on host data (place_in_place): the host memory it is */
     size_t size, used;
     int holders;
+    void *host; /* the memory it lies on, when it is its own (weight_cache_cl.c), or NULL */
 } cl_arena;
 
 /* One array of a weight part: its own buffer, or a sub-buffer at offset bytes of an arena. */
