@@ -11,6 +11,7 @@ Usage: test_serve.py CLINFER WRITE_TINY_MODEL"""
 import atexit
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -544,6 +545,101 @@ def drain_timeout():
     check(code == 0 and took < 15, f"exit {code} {took:.1f} s after SIGTERM")
 
 
+# Structured output: a schema of every kind the checks below look at, bounded so that the tiny
+# model's near-random draws end well inside max_tokens.
+SCHEMA = {"type": "object", "additionalProperties": False,
+          "required": ["name", "n", "ok", "color", "tags"],
+          "properties": {"name": {"type": "string", "maxLength": 6}, "n": {"type": "integer"},
+                         "ok": {"type": "boolean"}, "color": {"enum": ["red", "green", "blue"]},
+                         "tags": {"type": "array", "items": {"type": "string", "maxLength": 3},
+                                  "maxItems": 2}}}
+
+
+def schema_errors(v):
+    """What in v breaks SCHEMA, by hand: keys, types, enum, lengths."""
+    if not isinstance(v, dict):
+        return [f"not an object: {v!r}"]
+    errs = [] if sorted(v) == sorted(SCHEMA["required"]) else [f"keys {sorted(v)}"]
+    want = {"name": lambda x: isinstance(x, str) and len(x) <= 6,
+            "n": lambda x: isinstance(x, int) and not isinstance(x, bool),
+            "ok": lambda x: isinstance(x, bool), "color": lambda x: x in ("red", "green", "blue"),
+            "tags": lambda x: isinstance(x, list) and len(x) <= 2 and
+            all(isinstance(t, str) and len(t) <= 3 for t in x)}
+    return errs + [f"{k}: {v[k]!r}" for k, ok in want.items() if k in v and not ok(v[k])]
+
+
+def structured_output():
+    """response_format json_object and json_schema, json_schema, grammar: 10 sampled answers of
+    each parse and match, streamed as whole; max_tokens cuts with "length"; refusals name why."""
+    s = Server(clinfer, model, *BASE, "-np", "4", "-c", "1024")
+    rf_schema = {"type": "json_schema",
+                 "json_schema": {"name": "thing", "strict": True, "schema": SCHEMA}}
+    cases = [("json_object", {"response_format": {"type": "json_object"}}, CHAT),
+             ("json_schema", {"response_format": rf_schema}, CHAT),
+             ("completions json_schema", {"json_schema": SCHEMA}, COMPL)]
+    for name, extra, path in cases:
+        def run(i):
+            body = {"messages": msgs("a thing"), "prompt": "a thing", "max_tokens": 700,
+                    "temperature": 0.9, "seed": 100 + i, **extra}
+            return s.request("POST", path, body), s.stream(path, {**body, "stream": True})
+        for i in range(10):
+            (st, whole), (sst, events, done) = run(i)
+            if not check(st == 200 and sst == 200, f"{name} {i}: {st} {whole}"):
+                break
+            chat = path == CHAT
+            ch = whole["choices"][0]
+            text = ch["message"]["content"] if chat else ch["text"]
+            try:
+                v = json.loads(text)
+                errs = schema_errors(v) if "schema" in name else \
+                    ([] if isinstance(v, dict) else [f"not an object: {v!r}"])
+            except ValueError as e:
+                errs = [f"does not parse ({e})"]
+            check(not errs and ch["finish_reason"] == "stop", f"{name} {i} {text!r}: {errs}, "
+                  f"finish {ch['finish_reason']}")
+            check(done and streamed_text(events, chat) == text,
+                  f"{name} {i}: streamed {streamed_text(events, chat)!r} != {text!r}")
+    cut = s.request("POST", CHAT, {"messages": msgs("x"), "max_tokens": 5, "temperature": 0,
+                                   "response_format": rf_schema})[1]
+    check(cut["choices"][0]["finish_reason"] == "length" and
+          cut["usage"]["completion_tokens"] == 5, f"json_schema at max_tokens: {cut}")
+
+    # GBNF: answers match the regex of the same language
+    gbnf = 'root ::= ("yes" | "no") " " num\nnum ::= [1-9] [0-9]{0,2}\n'
+    for i, path in enumerate([CHAT, COMPL] * 5):
+        st, r = s.request("POST", path, {"messages": msgs("x"), "prompt": "x", "grammar": gbnf,
+                                         "max_tokens": 20, "temperature": 1, "seed": i})
+        ch = r["choices"][0] if st == 200 else {}
+        text = ch.get("message", {}).get("content") if path == CHAT else ch.get("text")
+        check(st == 200 and re.fullmatch(r"(yes|no) [1-9][0-9]{0,2}", text or "") and
+              ch["finish_reason"] == "stop", f"grammar {path} {i}: {st} {r}")
+
+    def refused(body, why, path=CHAT):
+        st, r = s.request("POST", path, {"messages": msgs("x"), "prompt": "x", **body})
+        check(st == 400 and why in r["error"]["message"], f"{body}: want 400 naming {why!r}, "
+              f"got {st} {r}")
+    refused({"response_format": {"type": "json_schema", "json_schema": {
+        "name": "x", "schema": {"type": "string", "pattern": "a+"}}}}, "'pattern'")
+    refused({"json_schema": {"type": "object", "oneOf": []}}, "'oneOf'", COMPL)
+    refused({"grammar": "root ::= foo"}, "line 1, column")
+    refused({"grammar": 'root ::= "a'}, "line 1, column", COMPL)
+    refused({"grammar": 5}, "'grammar' must be a string")
+    refused({"grammar": 'root ::= "a"', "response_format": {"type": "json_object"}},
+            "'grammar' and 'response_format'")
+    refused({"json_schema": SCHEMA, "response_format": rf_schema}, "both constrain")
+    refused({"response_format": {"type": "xml"}}, "response_format.type")
+    refused({"response_format": "json"}, "'response_format' must be an object")
+    refused({"response_format": {"type": "json_schema"}}, "needs 'json_schema'")
+    refused({"response_format": {"type": "json_schema", "json_schema": {"schema": 3}}},
+            "'response_format.json_schema.schema' must be an object")
+    refused({"response_format": {"type": "json_schema", "json_schema": {"strict": "yes"}}},
+            "strict")
+    st, r = s.request("POST", CHAT, {"messages": msgs("x"), "max_tokens": 4, "grammar": "",
+                                     "response_format": {"type": "text"}})
+    check(st == 200, f"an empty grammar and a text response_format are free text: {st} {r}")
+    check(s.stop() == 0, "the structured output server exits 0")
+
+
 s = Server(clinfer, model, *BASE, "-np", "8", "--alias", "tiny", "--max-body", "65536")
 try:
     endpoints(s)
@@ -554,6 +650,7 @@ try:
 finally:
     code = s.stop()
 check(code == 0, f"SIGTERM: exit {code}")
+structured_output()
 special_tokens()
 api_key()
 full_queue()

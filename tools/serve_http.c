@@ -282,10 +282,9 @@ static enum MHD_Result answer_generate(request *r, struct MHD_Connection *c, ser
         pthread_mutex_unlock(&s->lock);
         /* a seed per request when none is given: the serial mixed with the start time */
         uint64_t seed = serial * 0x9E3779B97F4A7C15ull ^ (uint64_t)s->start_time;
-        r->job = serve_job_create(s->pool, tokens, n, &req, seed);
-        if (!r->job)
-            serve_error_set(&e, 500, "server_error", "out of memory");
-        else if (!serve_pool_submit(s->pool, r->job))
+        if (serve_job_create(s->pool, tokens, n, &req, seed, &r->job, &e)) {
+            /* error already set */
+        } else if (!serve_pool_submit(s->pool, r->job))
             serve_error_set(&e, 503, "unavailable_error",
                             "the server is busy: all %zu slots run and %zu requests wait; retry "
                             "later",

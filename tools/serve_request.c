@@ -338,6 +338,84 @@ static int unsupported(const cJSON *root, serve_error *err) {
     return 0;
 }
 
+/* ---- structured output ---------------------------------------------------------------------
+ * At most one field constrains the output: llama-server's 'grammar' (GBNF) and 'json_schema',
+ * OpenAI's 'response_format'. A schema becomes GBNF here, so that a keyword the translator lacks
+ * is a 400 naming it before anything runs. */
+
+/* Takes gbnf (malloc'ed) as the request's grammar, from field; a second one is an error. */
+static int set_grammar(serve_request *req, char *gbnf, const char *field_name, serve_error *err) {
+    if (req->grammar) {
+        free(gbnf);
+        return BAD("'%s' and '%s' both constrain the output; give one of them", req->grammar_field,
+                   field_name);
+    }
+    req->grammar = gbnf;
+    req->grammar_field = field_name;
+    return 0;
+}
+
+/* The grammar of schema (NULL: any JSON object), from field. */
+static int schema_grammar(const cJSON *schema, const char *field_name, serve_request *req,
+                          serve_error *err) {
+    char *json = NULL, *gbnf = NULL;
+    if (schema && !cJSON_IsObject(schema)) return BAD("'%s' must be an object", field_name);
+    if (schema && !(json = cJSON_PrintUnformatted(schema))) return NO_MEMORY();
+    clinfer_status st = clinfer_json_schema_to_grammar(json, &gbnf);
+    cJSON_free(json);
+    if (st == CLINFER_ERR_OUT_OF_MEMORY) return NO_MEMORY();
+    if (st != CLINFER_OK) return BAD("'%s': %s", field_name, clinfer_last_error());
+    char *copy = dup_string(gbnf); /* the request's strings are all freed with free */
+    clinfer_free(gbnf);
+    return copy ? set_grammar(req, copy, field_name, err) : NO_MEMORY();
+}
+
+/* OpenAI's {"type": "text" | "json_object" | "json_schema", "json_schema": {"name", "schema",
+ * "strict"}}; llama-server's "schema" beside "type" too. strict false constrains all the same. */
+static int parse_response_format(const cJSON *rf, serve_request *req, serve_error *err) {
+    if (!cJSON_IsObject(rf)) return BAD("'response_format' must be an object");
+    const cJSON *type = field(rf, "type"), *schema = field(rf, "schema");
+    if (!cJSON_IsString(type))
+        return BAD("'response_format.type' must be \"text\", \"json_object\" or "
+                   "\"json_schema\"");
+    if (!strcmp(type->valuestring, "text")) return 0;
+    if (!strcmp(type->valuestring, "json_object"))
+        return schema_grammar(schema, schema ? "response_format.schema" : "response_format", req,
+                              err);
+    if (strcmp(type->valuestring, "json_schema"))
+        return BAD("'response_format.type' \"%.64s\" is not \"text\", \"json_object\" or "
+                   "\"json_schema\"",
+                   type->valuestring);
+    const cJSON *js = field(rf, "json_schema");
+    if (!js) {
+        if (!schema) return BAD("'response_format' of type json_schema needs 'json_schema'");
+        return schema_grammar(schema, "response_format.schema", req, err);
+    }
+    if (!cJSON_IsObject(js))
+        return BAD("'response_format.json_schema' must be an object (name, schema, strict)");
+    const cJSON *name = field(js, "name");
+    if (name && !cJSON_IsString(name))
+        return BAD("'response_format.json_schema.name' must be a string");
+    const cJSON *strict = field(js, "strict");
+    if (strict && !cJSON_IsBool(strict))
+        return BAD("'response_format.json_schema.strict' must be true or false");
+    return schema_grammar(field(js, "schema"), "response_format.json_schema.schema", req, err);
+}
+
+static int parse_constraint(const cJSON *root, serve_request *req, serve_error *err) {
+    const cJSON *g = field(root, "grammar");
+    if (g && !cJSON_IsString(g)) return BAD("'grammar' must be a string (GBNF)");
+    if (g && g->valuestring[0]) { /* "" is llama-server's "no grammar" */
+        char *gbnf = dup_string(g->valuestring);
+        if (!gbnf) return NO_MEMORY();
+        if (set_grammar(req, gbnf, "grammar", err)) return -1;
+    }
+    const cJSON *js = field(root, "json_schema");
+    if (js && schema_grammar(js, "json_schema", req, err)) return -1;
+    const cJSON *rf = field(root, "response_format");
+    return rf ? parse_response_format(rf, req, err) : 0;
+}
+
 static int parse_sampling(const cJSON *root, serve_request *req, serve_error *err) {
     clinfer_sampler_params *p = &req->sampling;
     double v;
@@ -385,7 +463,7 @@ int serve_request_parse(const char *body, size_t len, serve_kind kind, serve_req
         goto done;
     }
     if (unsupported(root, err) || parse_sampling(root, req, err) || parse_stop(root, req, err) ||
-        boolean(root, "stream", &req->stream, err) < 0)
+        parse_constraint(root, req, err) || boolean(root, "stream", &req->stream, err) < 0)
         goto done;
     const cJSON *so = field(root, "stream_options");
     if (so && !cJSON_IsObject(so)) {
@@ -411,6 +489,7 @@ void serve_request_free(serve_request *req) {
     free(req->prompt);
     for (size_t i = 0; i < req->n_stop; i++)
         free(req->stop[i]);
+    free(req->grammar);
     *req = (serve_request){0};
 }
 

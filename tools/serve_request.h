@@ -26,6 +26,11 @@ typedef struct {
     char *stop[SERVE_MAX_STOP];
     size_t n_stop;
     bool stream, include_usage; /* include_usage: stream_options.include_usage */
+    /* GBNF the output must match (NULL: free text), and the field it came from: 'grammar'
+     * as given (parsed only against the model, when the job is made), or a JSON schema's
+     * ('response_format', 'json_schema') translated here */
+    char *grammar;
+    const char *grammar_field;
 } serve_request;
 
 /* An error for the client: the HTTP status and an OpenAI-style type and message. */
@@ -41,7 +46,8 @@ int serve_error_set(serve_error *e, int status, const char *type, const char *fm
 
 /* Parses body (len bytes, need not be NUL-terminated) as a request of kind. Unknown fields are
  * ignored, as OpenAI's clients send many; known fields of the wrong type or range, and features
- * not offered (n > 1, logprobs, tools), are errors. 0 on success (free *req with
+ * not offered (n > 1, logprobs, tools), are errors, and so is a JSON schema the translator does
+ * not handle (its message names the keyword). 0 on success (free *req with
  * serve_request_free), -1 with *err set (status 400). */
 int serve_request_parse(const char *body, size_t len, serve_kind kind, serve_request *req,
                         serve_error *err);

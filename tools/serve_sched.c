@@ -182,13 +182,8 @@ static void slot_start_locked(serve_pool *p, size_t i, serve_job *job) {
                       .start_ms = cli_now_ms(),
                       .job = job};
     p->active++;
-    clinfer_status st = clinfer_sampler_create(&job->sampling, &s->sampler);
-    if (st != CLINFER_OK) {
-        s->job = NULL;
-        p->active--;
-        job_done_locked(p, job, st, clinfer_last_error(), false);
-        return;
-    }
+    s->sampler = job->sampler; /* the slot's from now on */
+    job->sampler = NULL;
     for (size_t t = 0; t < job->n_tokens; t++) /* the penalties' window takes in the prompt */
         clinfer_sampler_accept(s->sampler, job->tokens[t]);
 }

@@ -24,14 +24,15 @@ static void job_free(serve_job *job) {
     for (size_t i = 0; i < job->n_stop; i++)
         free(job->stop[i]);
     free(job->text);
+    clinfer_sampler_free(job->sampler);
     pthread_cond_destroy(&job->changed);
     free(job);
 }
 
-serve_job *serve_job_create(serve_pool *pool, const int32_t *tokens, size_t n_tokens,
-                            const serve_request *req, uint64_t seed) {
+int serve_job_create(serve_pool *pool, const int32_t *tokens, size_t n_tokens,
+                     const serve_request *req, uint64_t seed, serve_job **out, serve_error *err) {
     serve_job *job = calloc(1, sizeof *job);
-    if (!job) return NULL;
+    if (!job) return serve_error_set(err, 500, "server_error", "out of memory");
     pthread_cond_init(&job->changed, NULL);
     job->pool = pool;
     job->refs = 1;
@@ -47,9 +48,24 @@ serve_job *serve_job_create(serve_pool *pool, const int32_t *tokens, size_t n_to
     job->submitted_ms = cli_now_ms();
     if (!ok) {
         job_free(job);
-        return NULL;
+        return serve_error_set(err, 500, "server_error", "out of memory");
     }
-    return job;
+    clinfer_status st = clinfer_sampler_create(&job->sampling, &job->sampler);
+    if (st == CLINFER_OK && req->grammar)
+        st = clinfer_sampler_set_grammar(job->sampler, pool->model, req->grammar);
+    if (st != CLINFER_OK) {
+        if (st == CLINFER_ERR_OUT_OF_MEMORY)
+            serve_error_set(err, 500, "server_error", "%s", clinfer_last_error());
+        else if (job->sampler) /* the grammar */
+            serve_error_set(err, 400, "invalid_request_error", "'%s': %s", req->grammar_field,
+                            clinfer_last_error());
+        else
+            serve_error_set(err, 400, "invalid_request_error", "%s", clinfer_last_error());
+        job_free(job);
+        return -1;
+    }
+    *out = job;
+    return 0;
 }
 
 serve_job *serve_job_create_embed(serve_pool *pool, const int32_t *tokens, const size_t *ends,

@@ -24,6 +24,7 @@ typedef struct serve_job {
     size_t n_tokens;
     int32_t n_predict; /* -1: until end of generation or of the context */
     clinfer_sampler_params sampling;
+    clinfer_sampler *sampler; /* made with the job, its grammar set; the slot takes it */
     char *stop[SERVE_MAX_STOP];
     size_t n_stop;
     /* an embeddings job (n_inputs > 0): input i's tokens end at ends[i]; each is evaluated alone
@@ -78,10 +79,12 @@ void serve_pool_stop_jobs(serve_pool *pool, const char *why);
 uint32_t serve_pool_n_ctx(const serve_pool *pool);   /* tokens per slot */
 uint32_t serve_pool_n_batch(const serve_pool *pool); /* tokens per step */
 
-/* A job holding tokens (copied) and the request's sampling and stop strings (copied). NULL on
- * out of memory. The caller holds one reference. */
-serve_job *serve_job_create(serve_pool *pool, const int32_t *tokens, size_t n_tokens,
-                            const serve_request *req, uint64_t seed);
+/* A job holding tokens (copied), the request's stop strings (copied) and its sampler, made here
+ * so that a grammar that does not parse is refused (400) before the job queues, and its
+ * vocabulary trie is built on the caller's thread, not the scheduler's. 0 with *out (the caller
+ * holds one reference), or -1 with *err set. */
+int serve_job_create(serve_pool *pool, const int32_t *tokens, size_t n_tokens,
+                     const serve_request *req, uint64_t seed, serve_job **out, serve_error *err);
 /* An embeddings job of n_inputs inputs whose tokens lie one after another in tokens (copied),
  * input i's ending at ends[i]; n_embd: the model's. NULL on out of memory. */
 serve_job *serve_job_create_embed(serve_pool *pool, const int32_t *tokens, const size_t *ends,
