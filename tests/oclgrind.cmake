@@ -107,7 +107,7 @@ function(oclgrind_graph_model name)
     FAIL_REGULAR_EXPRESSION "oclgrind_run:")
 endfunction()
 # A model mixing weight types (Q4_K_M's Q4_K and Q6_K, with Q8_0 and F16): one program holding
-# each type's readers under its own names (cl/graph_typed_open.clh).
+# each type's readers under its own names (cl/graph_typed.clh).
 oclgrind_graph_model(mix llama Q4_K+Q6_K+Q8_0+F16)
 # A tiny gpt2: its layer norms (rounding their output for the 8-bit matmul after them), biases,
 # KV cache stores, the ADD of the position rows and GELU, in the graph.

@@ -259,7 +259,7 @@ static void test_selftest_kernel(size_t index) {
     clReleaseContext(ctx);
 }
 
-/* The inline assembly of cl/weights_q8.clh (CLINFER_VNNI) only for PoCL 3's CPU device, on a
+/* The inline assembly of cl/cpu_vec.clh (CLINFER_VNNI) only for PoCL 3's CPU device, on a
  * host with AVX512-VNNI: PoCL 5.0 aborts the process on inline assembly. */
 static void test_pocl_vnni(void) {
     static const struct {

@@ -21,7 +21,7 @@ enum {
      * column (Gemma 3 270M Q4_K_M, 8 sequences' decode: 92-105 -> 129-135 tok/s; 2 even) */
     GEMM_Q8_MIN_N = 2,
     /* 8-bit x over Q4_K, Q5_K, Q6_K from this many columns: rows staged by stage_kq, then gemm_kq
-     * (cl/weights_q8.clh), in chunks of at most KQ_STAGE_BYTES of records */
+     * (cl/cpu_q8_k.clh), in chunks of at most KQ_STAGE_BYTES of records */
     GEMM_KQ_MIN_N = 32,
     KQ_STAGE_BYTES = 4 << 20,
     NORM_ROWS = 8, /* rows per work-item of matvec_rows_norm */

@@ -39,7 +39,7 @@ const cl_device_params *cl_device_params_for(const clinfer_device_info *info) {
     return best;
 }
 
-/* Whether kernels may use AVX512-VNNI through inline assembly (CLINFER_VNNI, cl/weights_q8.clh):
+/* Whether kernels may use AVX512-VNNI through inline assembly (CLINFER_VNNI, cl/cpu_vec.clh):
  * PoCL's CPU device runs on this host, so the host's CPU is asked, not PoCL's LLVM, which may
  * know the CPU only by an older name without VNNI (skylake-avx512 for a Sapphire Rapids class
  * Xeon) and then never emits it. Only on PoCL 3, where it was checked: PoCL 5.0 (Ubuntu 24.04,
