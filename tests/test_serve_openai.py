@@ -1,15 +1,18 @@
 """`clinfer serve` through the official `openai` Python client from PyPI, installed into a venv
 in the build tree (kept for later runs); skipped (77) when the registry cannot be reached.
 Chat, streaming (the streamed text equals the whole answer at temperature 0), completions,
-embeddings (base64, as the client asks by default, and float), models, an API key, and an
-error status raised as the client's exception.
+embeddings (base64, as the client asks by default, and float), models, an API key, an error
+status raised as the client's exception, and structured output (parse() with a Pydantic model,
+json_object, a schema refused).
 Usage: test_serve_openai.py CLINFER WRITE_TINY_MODEL VENV_DIR"""
 import atexit
+import json
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
+from typing import Literal
 
 clinfer, writer, venv = sys.argv[1:4]
 here = os.path.dirname(os.path.abspath(__file__))
@@ -38,7 +41,7 @@ atexit.register(shutil.rmtree, tmp, True)
 model = os.path.join(tmp, "tiny.gguf")
 subprocess.run([writer, model, "llama"], check=True)
 s = Server(clinfer, model, "--reference", "--chat-template", "llama2", "-q", "-np", "2",
-           "--api-key", "k-123")
+           "-c", "1024", "--api-key", "k-123")
 try:
     client = openai.OpenAI(base_url=f"http://127.0.0.1:{s.port}/v1", api_key="k-123",
                            max_retries=0)
@@ -84,6 +87,29 @@ try:
           e.usage.prompt_tokens > 0, f"embeddings: {len(e.data)} vectors of {len(v)}, {e.usage}")
     check(max(abs(a - b) for a, b in zip(v, f)) < 1e-6 and abs(sum(x * x for x in v) - 1) < 1e-5,
           "base64 and float embeddings agree and have length 1")
+    # structured output: parse() sends a Pydantic model's JSON schema (strict) and validates
+    import pydantic  # the client's own dependency
+
+    class Thing(pydantic.BaseModel):
+        model_config = pydantic.ConfigDict(extra="forbid")
+        ok: bool
+        n: int
+        color: Literal["red", "green", "blue"]
+
+    for seed in range(10):
+        p = client.chat.completions.parse(model="tiny.gguf", messages=messages, max_tokens=500,
+                                          temperature=0.9, seed=seed, response_format=Thing)
+        check(isinstance(p.choices[0].message.parsed, Thing), f"parse {seed}: {p}")
+    j = client.chat.completions.create(model="tiny.gguf", messages=messages, max_tokens=500,
+                                       temperature=0.9, seed=3,
+                                       response_format={"type": "json_object"})
+    check(isinstance(json.loads(j.choices[0].message.content), dict), f"json_object: {j}")
+    try:
+        client.chat.completions.create(model="tiny.gguf", messages=messages, response_format={
+            "type": "json_schema", "json_schema": {"name": "x", "schema": {"format": "date"}}})
+        check(False, "a schema with 'format' was accepted")
+    except openai.BadRequestError as e:
+        check(e.status_code == 400 and "'format'" in str(e), f"400: {e}")
     try:
         client.embeddings.create(model="tiny.gguf", input="")
         check(False, "an empty input was accepted")
