@@ -459,13 +459,17 @@ clinfer_status cl_matmul_norm(cl_backend_ctx *b, const clinfer_op *op, const cli
     return *fused ? matmul(b, op, norm) : CLINFER_OK;
 }
 
-/* A valid matmul (op_check_operands) against this backend's limits. */
-static clinfer_status matmul_limits(const clinfer_op *op) {
+clinfer_status cl_matmul_limits(const clinfer_op *op) {
     clinfer_status st = CLINFER_OK;
-    size_t m = (size_t)op->matmul.m, k = (size_t)op->matmul.k, n = (size_t)op->matmul.n;
-    CHECK(int_indexed("matmul", "x", op->matmul.x, n * k));
-    CHECK(int_indexed("matmul", "y", op->matmul.y, n * m));
-    CHECK(int_indexed("matmul", "bias", op->matmul.bias, m));
+    if (op->kind == CLINFER_OP_MATMUL) {
+        size_t m = (size_t)op->matmul.m, k = (size_t)op->matmul.k, n = (size_t)op->matmul.n;
+        CHECK(int_indexed("matmul", "x", op->matmul.x, n * k));
+        CHECK(int_indexed("matmul", "y", op->matmul.y, n * m));
+        CHECK(int_indexed("matmul", "bias", op->matmul.bias, m));
+    } else if (op->kind == CLINFER_OP_EMBED) {
+        CHECK(int_indexed("embed", "ids", op->embed.ids, (size_t)op->embed.n));
+        CHECK(int_indexed("embed", "y", op->embed.y, (size_t)op->embed.n * (size_t)op->embed.k));
+    }
 cleanup:
     return st;
 }
@@ -482,7 +486,7 @@ static clinfer_status matmul(cl_backend_ctx *b, const clinfer_op *op, const clin
     clinfer_status st = CLINFER_OK;
     int m = op->matmul.m, k = op->matmul.k, n = op->matmul.n;
     int row0 = op->matmul.row0;
-    CHECK(matmul_limits(op));
+    CHECK(cl_matmul_limits(op));
     int has_bias = op->matmul.bias.buf != NULL;
     const struct cl_weight *w = op->matmul.w->weight;
     const clinfer_block_split *l = &w->layout;
@@ -552,25 +556,10 @@ cleanup:
     return st;
 }
 
-static clinfer_status embed_limits(const clinfer_op *op) {
-    clinfer_status st = CLINFER_OK;
-    size_t k = (size_t)op->embed.k, n = (size_t)op->embed.n;
-    CHECK(int_indexed("embed", "ids", op->embed.ids, n));
-    CHECK(int_indexed("embed", "y", op->embed.y, n * k));
-cleanup:
-    return st;
-}
-
-clinfer_status cl_matmul_limits(const clinfer_op *op) {
-    return op->kind == CLINFER_OP_MATMUL  ? matmul_limits(op)
-           : op->kind == CLINFER_OP_EMBED ? embed_limits(op)
-                                          : CLINFER_OK;
-}
-
 clinfer_status cl_embed(cl_backend_ctx *b, const clinfer_op *op) {
     clinfer_status st = CLINFER_OK;
     int n = op->embed.n;
-    CHECK(embed_limits(op));
+    CHECK(cl_matmul_limits(op));
     const struct cl_weight *w = op->embed.w->weight;
     /* Every part looks at every id and writes the rows it holds; ids outside [0, m) give zero
      * rows (written by the first part) instead of reading out of bounds. */
@@ -583,7 +572,7 @@ cleanup:
 
 clinfer_status cl_weight_view_of(cl_backend_ctx *b, const clinfer_op *op, cl_weight_view *v) {
     bool matmul = op->kind == CLINFER_OP_MATMUL;
-    clinfer_status st = matmul ? matmul_limits(op) : embed_limits(op);
+    clinfer_status st = cl_matmul_limits(op);
     if (st != CLINFER_OK) return st;
     const struct cl_weight *w = (matmul ? op->matmul.w : op->embed.w)->weight;
     const weight_part *p = &w->parts[0];
