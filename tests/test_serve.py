@@ -252,6 +252,14 @@ def bad_requests(s):
     expect(400, "POST", CHAT, {"messages": m, "stop": ["a", "b", "c", "d", "e"]})
     expect(400, "POST", CHAT, {"messages": m, "stream": "yes"}, contains="stream")
     expect(400, "POST", CHAT, {"messages": m, "n": 2})
+    # a member clinfer does not implement is named, not ignored; defaults clients send are fine
+    expect(400, "POST", CHAT, {"messages": m, "frobnicate": 1}, contains="'frobnicate'")
+    expect(400, "POST", CHAT, {"messages": m, "logit_bias": {"5": 10}}, contains="logit_bias")
+    expect(400, "POST", COMPL, {"prompt": "hi", "suffix": "!"}, contains="suffix")
+    expect(400, "POST", CHAT, {"messages": m, "tool_choice": "required"}, contains="tool_choice")
+    st, r = s.request("POST", CHAT, {"messages": m, "max_tokens": 2, "user": "u1", "store": False,
+                                     "logit_bias": {}, "parallel_tool_calls": True})
+    check(st == 200, f"members at their defaults are accepted: {st} {r}")
     expect(400, "POST", CHAT, {"messages": m, "seed": "x"})
     expect(400, "POST", CHAT, {"messages": m, "model": 3})
     expect(400, "POST", COMPL, {"max_tokens": 3}, contains="prompt")

@@ -19,170 +19,6 @@ int serve_error_set(serve_error *e, int status, const char *type, const char *fm
 
 #define BAD(...) serve_error_set(err, 400, "invalid_request_error", __VA_ARGS__)
 
-/* ---- strict JSON --------------------------------------------------------------------------
- * cJSON accepts more than JSON, and where it reads a body otherwise than other parsers would,
- * a request changes without a word: text after the value, numbers with leading zeros, control
- * bytes as whitespace or inside strings, duplicate keys (cJSON takes the first, most parsers
- * the last) and NUL escapes (its strings end there). A pass over the text that cJSON accepted
- * refuses them; duplicate keys are looked for in the parsed tree. */
-
-#define MAX_DEPTH (CJSON_NESTING_LIMIT + 2)
-
-typedef struct {
-    const char *begin, *at, *end;
-    /* the key of the member each open object or array is, for messages ("" at the top) */
-    const char *key[MAX_DEPTH];
-    int key_len[MAX_DEPTH];
-    size_t depth;
-} lexer;
-
-static bool json_space(char c) {
-    return c == ' ' || c == '\t' || c == '\n' || c == '\r';
-}
-
-static bool digits(lexer *x) {
-    const char *start = x->at;
-    while (x->at < x->end && *x->at >= '0' && *x->at <= '9')
-        x->at++;
-    return x->at > start;
-}
-
-/* A number as RFC 8259 writes it: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)? */
-static int number_token(lexer *x, serve_error *err) {
-    const char *start = x->at;
-    if (*x->at == '-') x->at++;
-    const char *first = x->at;
-    bool ok = digits(x) && (*first != '0' || x->at - first == 1);
-    if (ok && x->at < x->end && *x->at == '.') {
-        x->at++;
-        ok = digits(x);
-    }
-    if (ok && x->at < x->end && (*x->at == 'e' || *x->at == 'E')) {
-        x->at++;
-        if (x->at < x->end && (*x->at == '+' || *x->at == '-')) x->at++;
-        ok = digits(x);
-    }
-    if (ok) return 0;
-    return BAD("the body is not valid JSON: the number at byte %zu is not written as JSON "
-               "writes numbers (no leading zeros, digits on both sides of '.')",
-               (size_t)(start - x->begin));
-}
-
-/* A string (x->at on its opening quote): no raw control bytes, no \u0000. */
-static int string_token(lexer *x, bool is_key, serve_error *err) {
-    const char *start = ++x->at;
-    for (; x->at < x->end && *x->at != '"'; x->at++) {
-        if ((unsigned char)*x->at < 0x20)
-            return BAD("the body is not valid JSON: a control byte (0x%02x) inside a string at "
-                       "byte %zu; escape it",
-                       (unsigned)*x->at, (size_t)(x->at - x->begin));
-        if (*x->at != '\\') continue;
-        x->at++;
-        if (x->end - x->at >= 5 && !memcmp(x->at, "u0000", 5)) {
-            if (is_key) return BAD("a key of the body holds NUL (\\u0000)");
-            return BAD("'%.*s' holds NUL (\\u0000), which is not supported in text",
-                       x->key_len[x->depth], x->key[x->depth]);
-        }
-    }
-    if (is_key) {
-        x->key[x->depth] = start;
-        x->key_len[x->depth] = (int)(x->at - start);
-    }
-    x->at++;
-    return 0;
-}
-
-/* Whether the string starting at p is a key: a ':' follows it. */
-static bool is_key(const lexer *x, const char *p) {
-    for (p++; p < x->end && *p != '"'; p++)
-        if (*p == '\\') p++;
-    for (p++; p < x->end && json_space(*p);)
-        p++;
-    return p < x->end && *p == ':';
-}
-
-/* The pass over text cJSON parsed, from its start to end (where cJSON's value ended). */
-static int lex(const char *body, const char *end, serve_error *err) {
-    lexer x = {.begin = body, .at = body, .end = end, .key = {""}};
-    while (x.at < x.end) {
-        char c = *x.at;
-        int rc = 0;
-        if (c == '"') {
-            rc = string_token(&x, is_key(&x, x.at), err);
-        } else if (c == '-' || (c >= '0' && c <= '9')) {
-            rc = number_token(&x, err);
-        } else if (c == '{' || c == '[') {
-            if (x.depth + 1 >= MAX_DEPTH) return BAD("the body nests too deeply");
-            x.depth++;
-            x.key[x.depth] = x.key[x.depth - 1]; /* an array's items are named by its key */
-            x.key_len[x.depth] = x.key_len[x.depth - 1];
-            x.at++;
-        } else if (c == '}' || c == ']') {
-            if (x.depth) x.depth--;
-            x.at++;
-        } else if ((unsigned char)c < 0x20 && !json_space(c)) {
-            return BAD("the body is not valid JSON: a control byte (0x%02x) at byte %zu",
-                       (unsigned)c, (size_t)(x.at - body));
-        } else {
-            x.at++;
-        }
-        if (rc) return rc;
-    }
-    return 0;
-}
-
-static int by_name(const void *a, const void *b) {
-    return strcmp((*(const cJSON *const *)a)->string, (*(const cJSON *const *)b)->string);
-}
-
-/* Duplicate keys in any object of the tree: sorted names, neighbours compared. */
-static int duplicates(const cJSON *node, serve_error *err) {
-    if (cJSON_IsObject(node) && node->child && node->child->next) {
-        size_t n = 0;
-        for (const cJSON *k = node->child; k; k = k->next)
-            n++;
-        const cJSON **names = malloc(n * sizeof *names);
-        if (!names) return serve_error_set(err, 500, "server_error", "out of memory");
-        n = 0;
-        for (const cJSON *k = node->child; k; k = k->next)
-            names[n++] = k;
-        qsort(names, n, sizeof *names, by_name);
-        int rc = 0;
-        for (size_t i = 1; i < n && !rc; i++)
-            if (!strcmp(names[i - 1]->string, names[i]->string))
-                rc = BAD("the body has the key '%s' twice in one object", names[i]->string);
-        free(names);
-        if (rc) return rc;
-    }
-    for (const cJSON *k = node->child; k; k = k->next)
-        if (duplicates(k, err)) return -1;
-    return 0;
-}
-
-/* body as strict JSON: the tree (cJSON_Delete it), or NULL with *err set. */
-static cJSON *parse_strict(const char *body, size_t len, serve_error *err) {
-    const char *end = NULL;
-    cJSON *root = cJSON_ParseWithLengthOpts(body, len, &end, false);
-    if (!root) {
-        BAD("the body is not valid JSON");
-        return NULL;
-    }
-    const char *tail = end;
-    while (tail < body + len && json_space(*tail))
-        tail++;
-    int rc = tail < body + len ? BAD("the body is not valid JSON: text follows the value at "
-                                     "byte %zu",
-                                     (size_t)(tail - body))
-                               : 0;
-    if (!rc) rc = lex(body, end, err);
-    if (!rc) rc = duplicates(root, err);
-    if (rc) {
-        cJSON_Delete(root);
-        return NULL;
-    }
-    return root;
-}
-
 /* A field that is absent or JSON null counts as not given. */
 static const cJSON *field(const cJSON *o, const char *name) {
     const cJSON *f = cJSON_GetObjectItemCaseSensitive(o, name);
@@ -326,7 +162,44 @@ static int parse_stop(const cJSON *root, serve_request *req, serve_error *err) {
 
 /* Features a client may ask for that this server does not offer: an error rather than an
  * answer that silently lacks them. */
+/* The members of a chat or completions body the parsers below read, each between spaces. */
+static const char known[] =
+    " model messages prompt temperature top_p top_k min_p presence_penalty frequency_penalty"
+    " repeat_penalty seed max_tokens max_completion_tokens stop stream stream_options"
+    " response_format grammar json_schema n logprobs tools ";
+
+/* Members that change nothing here when they hold what clients send as their defaults: accepted
+ * then, refused otherwise (an OpenAI or llama-server field clinfer does not implement). */
+static bool harmless(const cJSON *v) {
+    const char *k = v->string;
+    if (!strcmp(k, "user")) return cJSON_IsString(v);     /* an end user's id, for abuse reports */
+    if (!strcmp(k, "metadata")) return cJSON_IsObject(v); /* tags for a stored completion */
+    if (!strcmp(k, "store") || !strcmp(k, "echo")) return cJSON_IsFalse(v);
+    if (!strcmp(k, "parallel_tool_calls")) return cJSON_IsBool(v); /* no tools: nothing to run */
+    if (!strcmp(k, "tool_choice")) return cJSON_IsString(v) && !strcmp(v->valuestring, "none");
+    if (!strcmp(k, "logit_bias")) return cJSON_IsObject(v) && !v->child;
+    if (!strcmp(k, "best_of")) return cJSON_IsNumber(v) && v->valuedouble == 1;
+    if (!strcmp(k, "top_logprobs")) return cJSON_IsNumber(v) && v->valuedouble == 0;
+    if (!strcmp(k, "service_tier"))
+        return cJSON_IsString(v) &&
+               (!strcmp(v->valuestring, "auto") || !strcmp(v->valuestring, "default"));
+    if (!strcmp(k, "cache_prompt")) return cJSON_IsBool(v); /* llama-server: prompts are cached */
+    return false;
+}
+
+static int unknown_members(const cJSON *root, serve_error *err) {
+    for (const cJSON *v = root->child; v; v = v->next) {
+        char key[40];
+        bool read = snprintf(key, sizeof key, " %s ", v->string) < (int)sizeof key &&
+                    strstr(known, key) && !strchr(v->string, ' ');
+        if (!read && !harmless(v))
+            return BAD("'%s' is not supported by this server (or not with this value)", v->string);
+    }
+    return 0;
+}
+
 static int unsupported(const cJSON *root, serve_error *err) {
+    if (unknown_members(root, err)) return -1;
     double n = 1;
     if (number(root, "n", 1, 1e9, true, &n, err) < 0) return -1;
     if (n != 1) return BAD("'n' must be 1: one choice per request");
@@ -450,7 +323,7 @@ int serve_request_parse(const char *body, size_t len, serve_kind kind, serve_req
                         serve_error *err) {
     *req = (serve_request){.kind = kind, .max_tokens = -1};
     clinfer_sampler_params_default(&req->sampling);
-    cJSON *root = parse_strict(body, len, err);
+    cJSON *root = serve_parse_strict(body, len, err);
     int rc = -1;
     if (!root) goto done;
     if (!cJSON_IsObject(root)) {
@@ -540,7 +413,7 @@ static int parse_inputs(const cJSON *root, serve_embed_request *req, serve_error
 int serve_embed_request_parse(const char *body, size_t len, serve_embed_request *req,
                               serve_error *err) {
     *req = (serve_embed_request){0};
-    cJSON *root = parse_strict(body, len, err);
+    cJSON *root = serve_parse_strict(body, len, err);
     int rc = -1;
     double dims = 0;
     const cJSON *model = root ? field(root, "model") : NULL, *format = NULL;

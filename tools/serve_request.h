@@ -44,6 +44,11 @@ typedef struct {
 int serve_error_set(serve_error *e, int status, const char *type, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
+/* The body as a JSON value where it is strict JSON (nothing after the value, no duplicate keys,
+ * numbers as JSON writes them, no control bytes or NUL escapes in strings), else NULL with a 400
+ * in err saying what was wrong and where (serve_json_strict.c). Freed with cJSON_Delete. */
+struct cJSON *serve_parse_strict(const char *body, size_t len, serve_error *err);
+
 /* Parses body (len bytes, need not be NUL-terminated) as a request of kind. Unknown fields are
  * ignored, as OpenAI's clients send many; known fields of the wrong type or range, and features
  * not offered (n > 1, logprobs, tools), are errors, and so is a JSON schema the translator does
