@@ -2,20 +2,9 @@
 
 #include <cjson/cJSON.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-int serve_error_set(serve_error *e, int status, const char *type, const char *fmt, ...) {
-    e->status = status;
-    e->type = type;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(e->message, sizeof e->message, fmt, ap);
-    va_end(ap);
-    return -1;
-}
 
 #define BAD(...) serve_error_set(err, 400, "invalid_request_error", __VA_ARGS__)
 
