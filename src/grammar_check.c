@@ -112,7 +112,7 @@ bool gclass_has(const grammar *g, const gclass *c, uint32_t cp) {
 }
 
 bool gclass_meets(const grammar *g, const gclass *c, uint32_t lo, uint32_t hi) {
-    const grange *r = g->ranges + c->first;
+    const grange *r = c->n ? g->ranges + c->first : NULL; /* a grammar with no ranges has none */
     if (!c->negated) {
         for (uint32_t i = 0; i < c->n; i++)
             if (r[i].lo <= hi && lo <= r[i].hi) return true;

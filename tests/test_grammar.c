@@ -21,6 +21,8 @@ static const match_case matches[] = {
      {"\xc3\xa9\xce\xb2", "\xc3\xa9\xce\xb1\xcf\x89"},
      {"\xc3\xa9", "e\xce\xb2", "\xc3\xa9\xc3\xa9"}},
     {"root ::= . .", {"ab", "a\xe2\x82\xac", "\xf0\x9f\x98\x80\n"}, {"a", "abc", "\xe2\x82"}},
+    /* found by fuzz_grammar: a grammar without a single character range */
+    {"   root ::= (.)+   # a comment", {"a", "\xd1\x8f\xd1\x8f"}, {""}},
     {"root ::= [^\"\\\\]* \"\\\"\"", {"\"", "abc\"", "\xe2\x82\xac\""}, {"a\\\"", "\"\"", "abc"}},
     {"# greeting\nroot ::= greeting \" \" name   # trailing\ngreeting ::= \"hi\"\n  | \"hello\"\n"
      "name ::= [A-Z] [a-z]*\n",
