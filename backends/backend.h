@@ -268,15 +268,16 @@ typedef struct clinfer_backend_i {
     void (*host_data)(void *ctx, const void *base, size_t size);
     /* Optional (NULL: the executor runs each walk through op_run and op): a walk that runs again
      * and again with the same ops (a plan's; only their positions change) as a plan of the
-     * backend's own. plan_create takes the walk's ops once, so that the backend can prepare what
-     * they need now (programs built before the first run, not during it); decode says each run
-     * is one token's step whose logits are read right after it, which a backend with two ways to
-     * run such steps may time to choose between them. plan_run runs the walk once (ops: the
+     * backend's own. plan_create takes the walk's ops once; kept says the plan will run again and
+     * again (not a batch layout's, made for one step), so that the backend may prepare what they
+     * need now (programs built before the first run, not during it); decode says each run is one
+     * token's step whose logits are read right after it, which a backend with two ways to run
+     * such steps may time to choose between them. plan_run runs the walk once (ops: the
      * plan's n ops bound to this run's positions, each checked as op checks it) and may wait for
      * the device; with hooks (NULL: none) it tells them of each run of ops it launches, and
      * times nothing of its own. plan_free drops the plan. */
     clinfer_status (*plan_create)(void *ctx, const clinfer_op *ops, size_t n, bool decode,
-                                  void **plan);
+                                  bool kept, void **plan);
     clinfer_status (*plan_run)(void *ctx, void *plan, const clinfer_op *ops, size_t n,
                                const clinfer_run_hooks *hooks);
     void (*plan_free)(void *ctx, void *plan);

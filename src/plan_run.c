@@ -63,11 +63,13 @@ static void op_failed(const exec_plan *p, const clinfer_op *op, size_t i, size_t
 }
 
 /* Before a walk's first run: every op is one the backend can run (supports_op), and where the
- * backend runs walks itself, its plan of the walk. */
+ * backend runs walks itself, its plan of the walk. A bound plan (a batch layout's, made for one
+ * step) is not checked ahead: op checks its ops as they run, and the context's decode plan, of
+ * the same ops, was checked when the context was made. */
 static clinfer_status first_run(const clinfer_backend *be, exec_plan *p, bool with_logits,
                                 size_t end, int pos0) {
     clinfer_status st = CLINFER_OK;
-    for (size_t i = 0; be->i->supports_op && !p->checked[with_logits] && i < end; i++)
+    for (size_t i = 0; be->i->supports_op && !p->bound && !p->checked[with_logits] && i < end; i++)
         if ((st = op_check_operands(&p->walk[i])) != CLINFER_OK ||
             (st = be->i->supports_op(be->ctx, &p->walk[i])) != CLINFER_OK) {
             op_failed(p, &p->walk[i], i, end, pos0);
@@ -76,7 +78,7 @@ static clinfer_status first_run(const clinfer_backend *be, exec_plan *p, bool wi
     p->checked[with_logits] = true;
     if (!be->i->plan_run || p->native[with_logits]) return CLINFER_OK;
     p->be = be;
-    st = be->i->plan_create(be->ctx, p->walk, end, p->n == 1 && with_logits,
+    st = be->i->plan_create(be->ctx, p->walk, end, p->n == 1 && with_logits, !p->bound,
                             &p->native[with_logits]);
     if (st != CLINFER_OK) err_prefix("executor: a plan of %zu ops (n %d)", end, p->n);
     return st;

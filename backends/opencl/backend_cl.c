@@ -231,17 +231,18 @@ typedef struct {
 } cl_plan;
 
 static clinfer_status cl_plan_create(void *ctx, const clinfer_op *ops, size_t n, bool decode,
-                                     void **out) {
+                                     bool kept, void **out) {
     cl_backend_ctx *b = ctx;
     clinfer_status st = cl_check_alive(b);
     if (st != CLINFER_OK) return st;
     cl_plan *p = calloc(1, sizeof *p);
     if (!p) return err_fail(CLINFER_ERR_OUT_OF_MEMORY, "OpenCL: plan");
     p->decode = decode;
-    /* A decode step's graph programs now, so that none compiles while the first answer streams.
-     * Where a run ends, the next op may start one: as plan_run tries it, or a program whose
-     * weight types cover it. */
-    for (size_t i = 0; decode && i < n;) {
+    /* A kept decode step's graph programs now, so that none compiles while the first answer
+     * streams (a batch layout's plan, made for one step, would encode its walk twice). Where a
+     * run ends, the next op may start one: as plan_run tries it, or a program whose weight types
+     * cover it. */
+    for (size_t i = 0; decode && kept && i < n;) {
         size_t len = cl_graph_prepare(b, ops + i, n - i);
         i += len ? len : 1;
     }
