@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
 #include "error.h"
 #include "model.h"
 #include "profile.h"
@@ -141,11 +142,11 @@ clinfer_status clinfer_generate(clinfer_context *ctx, const int32_t *prompt, siz
         goto cleanup;
     }
 
-    double t0 = exec_now_ms();
+    double t0 = clock_now_ms();
     if (n_prompt) CHECK(clinfer_eval(ctx, prompt, n_prompt));
     for (size_t i = 0; sampler && i < n_prompt; i++)
         clinfer_sampler_accept(sampler, prompt[i]);
-    double t1 = exec_now_ms();
+    double t1 = clock_now_ms();
     s.prefill_ms = t1 - t0;
 
     for (int32_t i = 0; (n_predict < 0 || i < n_predict) && !ts.stopped; i++) {
@@ -159,7 +160,7 @@ clinfer_status clinfer_generate(clinfer_context *ctx, const int32_t *prompt, siz
         CHECK(clinfer_eval(ctx, &tok, 1));
     }
     stream_finish(&ts);
-    s.decode_ms = exec_now_ms() - t1;
+    s.decode_ms = clock_now_ms() - t1;
 cleanup:
     if (st != CLINFER_OK) err_prefix("generate");
     if (stats) *stats = s;

@@ -3,6 +3,7 @@
  * profile. */
 #include <stdio.h>
 
+#include "clock.h"
 #include "error.h"
 #include "plan.h"
 #include "profile.h"
@@ -97,7 +98,7 @@ typedef struct {
 static void run_begin(void *user, size_t first) {
     profiled *w = user;
     if (w->timed) w->be->i->timing_mark(w->be->ctx, first);
-    w->t0 = exec_now_ms();
+    w->t0 = clock_now_ms();
 }
 
 static clinfer_status run_end(void *user, size_t first, size_t taken) {
@@ -106,7 +107,7 @@ static clinfer_status run_end(void *user, size_t first, size_t taken) {
     w->profile->runs[first] = taken;
     if (!w->timed && (st = w->be->i->sync(w->be->ctx)) == CLINFER_OK)
         exec_profile_ops(w->profile, w->p->walk + first, taken, w->p->w_type + first, w->t0,
-                         exec_now_ms());
+                         clock_now_ms());
     return st;
 }
 

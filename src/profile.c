@@ -2,16 +2,10 @@
 #include "profile.h"
 
 #include <stdlib.h>
-#include <time.h>
 
+#include "clock.h"
 #include "error.h"
 #include "options.h"
-
-double exec_now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
 
 const char *exec_op_name(clinfer_op_kind kind) {
     /* the profile's row for runs of ops */
@@ -34,7 +28,7 @@ clinfer_status exec_profile_create(clinfer_toggle profile, exec_profile **out) {
         }
         fputs("{\"displayTimeUnit\": \"ms\", \"traceEvents\": [\n", p->trace);
     }
-    p->t_origin = exec_now_ms();
+    p->t_origin = clock_now_ms();
     p->table = want_table;
     *out = p;
     return CLINFER_OK;
@@ -126,17 +120,17 @@ clinfer_status exec_profile_walk(exec_profile *p, int n, size_t n_ops) {
         p->timing_cap = n_ops;
     }
     p->walk_n = n;
-    p->walk_t0 = exec_now_ms();
+    p->walk_t0 = clock_now_ms();
     return CLINFER_OK;
 }
 
 void exec_profile_enqueued(exec_profile *p) {
-    p->walk_enqueued = exec_now_ms();
+    p->walk_enqueued = clock_now_ms();
 }
 
 void exec_profile_walk_end(exec_profile *p, bool timed) {
     exec_profile_walks *w = &p->walks[p->walk_n > 1];
-    w->wall_ms += exec_now_ms() - p->walk_t0;
+    w->wall_ms += clock_now_ms() - p->walk_t0;
     if (timed) w->enqueue_ms += p->walk_enqueued - p->walk_t0;
     w->tokens += (uint64_t)p->walk_n;
     w->walks++;

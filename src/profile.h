@@ -57,9 +57,6 @@ typedef struct {
     size_t timing_cap;
 } exec_profile;
 
-/* A monotonic clock in milliseconds, for the profile and generation timings. */
-double exec_now_ms(void);
-
 /* An op kind's name, or "graph" for the row EXEC_PROFILE_GRAPH. */
 const char *exec_op_name(clinfer_op_kind kind);
 
@@ -81,7 +78,7 @@ void exec_profile_enqueued(exec_profile *profile);
 void exec_profile_walk_end(exec_profile *profile, bool timed);
 
 /* Records a run of n ops enqueued as one (n = 1: a single op; w_type: theirs) that ran from t0
- * to t1 (ms, exec_now_ms, the wait for the device included). */
+ * to t1 (ms, clock_now_ms, the wait for the device included). */
 void exec_profile_ops(exec_profile *profile, const clinfer_op *ops, size_t n,
                       const clinfer_dtype *w_type, double t0, double t1);
 /* Records a run of n ops as the backend timed its kernels (t: the run's). */

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
 #include "error.h"
 #include "opencl/device.h"
 #include "opencl/fault.h"
@@ -254,7 +255,7 @@ static clinfer_status cl_plan_create(void *ctx, const clinfer_op *ops, size_t n,
  * costs nothing); a switch of route is logged (CLINFER_VERBOSE). */
 static clinfer_status route_done(cl_backend_ctx *b, int pick, double t0) {
     clinfer_status st = cl_sync(b);
-    if (st != CLINFER_OK || !cl_route_record(&b->route, pick, cl_route_now_ms() - t0)) return st;
+    if (st != CLINFER_OK || !cl_route_record(&b->route, pick, clock_now_ms() - t0)) return st;
     cl_verbose("decode steps now in %s: a step took %.2f ms there, %.2f ms in %s (median)",
                pick == ROUTE_GRAPH ? "one graph launch" : "per-op launches",
                cl_route_median(&b->route, pick), cl_route_median(&b->route, !pick),
@@ -269,7 +270,7 @@ static clinfer_status cl_plan_run(void *ctx, void *plan, const clinfer_op *ops, 
     const cl_plan *p = plan;
     int pick = cl_route_pick(&b->route);
     bool chosen = p->decode && cl_graph_route(b, pick == ROUTE_GRAPH) && !hooks;
-    double t0 = chosen ? cl_route_now_ms() : 0;
+    double t0 = chosen ? clock_now_ms() : 0;
     clinfer_status st = CLINFER_OK;
     for (size_t i = 0, taken = 0; i < n && st == CLINFER_OK; i += taken) {
         if (hooks) hooks->begin(hooks->user, i);

@@ -21,9 +21,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "error.h"
 #include "fault.h"
 #include "log.h"
@@ -62,12 +62,6 @@ void cl_verbose(const char *fmt, ...) {
     vsnprintf(message, sizeof message, fmt, ap);
     va_end(ap);
     log_msg(CLINFER_LOG_DEBUG, "%s", message);
-}
-
-static double now_ms(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
 }
 
 /* Reads a whole file of at most max bytes, NUL-terminated; returns 0 or an errno value. */
@@ -385,7 +379,7 @@ static clinfer_status build_source(cl_context ctx, cl_device_id dev,
     snprintf(options, options_size, "%s%s%s -cl-std=CL1.2%s", params, *extra ? " " : "", extra,
              info->vendor == CLINFER_VENDOR_POCL ? " -w" : "");
 
-    double start = now_ms();
+    double start = clock_now_ms();
     unsigned char key[DIGEST_SIZE];
     bool cached = cache_entry_path(cache_dir, source, options, info, dir, path, key);
     const unsigned char *binary = NULL;
@@ -395,7 +389,8 @@ static clinfer_status build_source(cl_context ctx, cl_device_id dev,
         prog = build_from_binary(ctx, dev, binary, binary_size, options, &why);
         if (prog) {
             atomic_fetch_add(&cache_hits, 1);
-            cl_verbose("kernel cache hit: %s from %s in %.1f ms", name, path, now_ms() - start);
+            cl_verbose("kernel cache hit: %s from %s in %.1f ms", name, path,
+                       clock_now_ms() - start);
             goto cleanup;
         }
         discard_entry(path, why);
@@ -403,8 +398,8 @@ static clinfer_status build_source(cl_context ctx, cl_device_id dev,
     atomic_fetch_add(&cache_misses, 1);
     if (hook && hook->compiling) hook->compiling(name, hook->user);
     CHECK(build_from_text(ctx, dev, name, source, options, &prog));
-    cl_verbose("built %s for '%s' in %.1f ms (options '%s')", name, info->name, now_ms() - start,
-               options);
+    cl_verbose("built %s for '%s' in %.1f ms (options '%s')", name, info->name,
+               clock_now_ms() - start, options);
     if (cached) cache_store(dir, path, key, prog, dev);
 
 cleanup:

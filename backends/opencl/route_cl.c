@@ -2,7 +2,6 @@
 #include "route_cl.h"
 
 #include <string.h>
-#include <time.h>
 
 enum {
     INTERVAL_MIN = 4,      /* steps between probes while the routes are close or just switched */
@@ -82,10 +81,4 @@ bool cl_route_record(cl_route *r, int route, double ms) {
                   : interval > INTERVAL_MAX ? INTERVAL_MAX
                                             : (int)interval;
     return switching;
-}
-
-double cl_route_now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }

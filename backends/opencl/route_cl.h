@@ -43,7 +43,4 @@ bool cl_route_record(cl_route *r, int route, double ms);
 /* The median of the route's recent steps (0: none yet), for the log line of a switch. */
 double cl_route_median(const cl_route *r, int route);
 
-/* A monotonic clock in milliseconds, for the steps' times. */
-double cl_route_now_ms(void);
-
 #endif
