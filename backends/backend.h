@@ -37,20 +37,36 @@ static inline bool refs_overlap(clinfer_ref a, size_t count_a, clinfer_ref b, si
 }
 
 typedef enum {
-    CLINFER_OP_MATMUL,    /* y[n][m] (+)= x[n][k] . W[row0 .. row0 + m)[k]^T + bias[m] */
-    CLINFER_OP_EMBED,     /* y[n][k] = W[ids[i]][:] * scale, dequantized */
-    CLINFER_OP_RMSNORM,   /* y[n][d] = x / sqrt(mean(x^2) + eps) * w */
-    CLINFER_OP_LAYERNORM, /* y[n][d] = (x - mean) / sqrt(var + eps) * w + b */
-    CLINFER_OP_ROPE,      /* x[n][heads][head_dim] rotated in place at positions pos0 + i,
-                           * optionally storing keys and values into KV caches */
-    CLINFER_OP_STORE,     /* dst[i] = (dst type) src[i], i < count: KV cache writes */
-    CLINFER_OP_ATTENTION, /* causal grouped-query attention over a KV cache */
-    CLINFER_OP_ADD,       /* y[i] = a[i] + b[i % b_count] */
-    CLINFER_OP_GELU,      /* y = gelu(a), tanh approximation */
-    CLINFER_OP_SWIGLU,    /* y[i] = silu(a[i]) * b[i] */
-    CLINFER_OP_GEGLU,     /* y[i] = gelu(a[i]) * b[i], gelu as GELU's */
+    CLINFER_OP_MATMUL,     /* y[n][m] (+)= x[n][k] . W[row0 .. row0 + m)[k]^T + bias[m] */
+    CLINFER_OP_EMBED,      /* y[n][k] = W[ids[i]][:] * scale, dequantized */
+    CLINFER_OP_RMSNORM,    /* y[n][d] = x / sqrt(mean(x^2) + eps) * w */
+    CLINFER_OP_LAYERNORM,  /* y[n][d] = (x - mean) / sqrt(var + eps) * w + b */
+    CLINFER_OP_ROPE,       /* x[n][heads][head_dim] rotated in place at positions pos0 + i,
+                            * optionally storing keys and values into KV caches */
+    CLINFER_OP_STORE,      /* dst[i] = (dst type) src[i], i < count: KV cache writes */
+    CLINFER_OP_ATTENTION,  /* causal grouped-query attention over a KV cache */
+    CLINFER_OP_ADD,        /* y[i] = a[i] + b[i % b_count] */
+    CLINFER_OP_GELU,       /* y = gelu(a), tanh approximation */
+    CLINFER_OP_SWIGLU,     /* y[i] = silu(a[i]) * b[i] */
+    CLINFER_OP_GEGLU,      /* y[i] = gelu(a[i]) * b[i], gelu as GELU's */
+    CLINFER_OP_SCALE,      /* y[i] = a[i] * scale, then cap * tanh(y[i] / cap) where cap > 0 */
+    CLINFER_OP_ROUND_Q8,   /* y = x rounded to 8 bits per block (quant_q8_act), as d * q */
+    CLINFER_OP_MOE_ROUTE,  /* each token's n_used experts by its router logits, and their gates */
+    CLINFER_OP_MATMUL_ID,  /* per token and slot: a matmul by the rows of the expert ids name */
+    CLINFER_OP_MOE_SUM,    /* y[n][d] (+)= sum over j of weights[n][j] * x[n][j][d] */
+    CLINFER_OP_SWIGLU_OAI, /* y[i] = swiglu_oai(a[i], b[i]): gpt-oss's clamped SwiGLU, below */
     CLINFER_OP_COUNT
 } clinfer_op_kind;
+
+/* The case labels of the element-wise ops (their operands are op->eltwise), for the switches over
+ * kinds that treat them alike (op_check.c, op_info.c, graph_encode_cl.c): a new one joins here. */
+#define CLINFER_OP_ELTWISE_CASES                                                                   \
+    case CLINFER_OP_ADD:                                                                           \
+    case CLINFER_OP_GELU:                                                                          \
+    case CLINFER_OP_SWIGLU:                                                                        \
+    case CLINFER_OP_GEGLU:                                                                         \
+    case CLINFER_OP_SWIGLU_OAI:                                                                    \
+    case CLINFER_OP_SCALE
 
 typedef struct clinfer_op {
     clinfer_op_kind kind;
@@ -61,9 +77,13 @@ typedef struct clinfer_op {
             int m, k, n;
             int row0;        /* the first weight row used: one weight can hold several matrices */
             bool accumulate; /* y += instead of y = (fuses a residual add) */
-            /* x is first rounded to 8 bits per block of dtype_q8_act_block(w's type)
-             * elements (quant_q8_act) and read as d * q: what lets a backend use
-             * integer dot products on quantized weights. Only for k a multiple of the block. */
+            /* x is 8-bit activations: the y of a ROUND_Q8 op of block dtype_q8_act_block(w's
+             * type) over exactly these n * k elements, with nothing written to them since, so
+             * that a backend may read the 8-bit form it made there (integer dot products on
+             * quantized weights) instead of the f32 values d * q, which are the same numbers.
+             * A plan's walk must hold that ROUND_Q8 before the matmul (plan_create may refuse a
+             * walk that does not); for ops run one by one it is the caller's contract. Only
+             * for k a multiple of the block. */
             bool x_q8;
         } matmul;
         struct {
@@ -76,7 +96,6 @@ typedef struct clinfer_op {
             clinfer_ref x, w, b, y; /* w optional (a scale of 1); b: layernorm only, optional */
             int n, d;
             float eps;
-            int y_q8; /* hint as eltwise's */
         } norm;
         struct {
             clinfer_ref x;
@@ -84,6 +103,11 @@ typedef struct clinfer_op {
             int pos0;
             float freq_base, freq_scale;
             bool neox; /* pairs (j, j + n_rot/2) instead of (2j, 2j+1) */
+            /* Optional f32 [n_rot / 2] (buf NULL: none): pair j's angle is divided by
+             * factors[j] (Llama 3's rope_freqs, longrope, YaRN's ramp); and mscale multiplies
+             * the rotated pairs (YaRN's, longrope's magnitude; 0 stands for 1). */
+            clinfer_ref factors;
+            float mscale;
             /* Optional KV cache write, saving a store launch each for k and v (k_dst.buf NULL:
              * none). With kv_dim = kv_heads * head_dim, after rotating, the last kv_heads heads
              * of token t's row of x (its keys) go to k_dst + t * kv_dim, and v_src + t * kv_dim
@@ -111,8 +135,13 @@ typedef struct clinfer_op {
             /* out lies in neither cache's buffer: other items read the caches while it is
              * written. */
             float scale;
-            /* Hint: the next op is an x_q8 MATMUL over out that rounds per 32 (see eltwise). */
-            bool out_q8;
+            /* > 0: each score s = scale * q.k is capped to softcap * tanh(s / softcap) before
+             * the softmax (gemma2); 0: none. */
+            float softcap;
+            /* Optional f32 [n_head] (buf NULL: none), apart from out: head h's softmax takes one
+             * more logit, sinks[h], that has no value (gpt-oss's attention sinks), so that its
+             * weights e^s / (sum of e^s + e^sinks[h]) may sum to less than 1. */
+            clinfer_ref sinks;
             /* Optional rotation and cache write first (rope.n_rot 0: none), one launch less
              * per layer in decode: q and the new keys k_src are rotated as CLINFER_OP_ROPE does
              * at positions pos0 + i, then the keys and v_src are stored into the caches k and
@@ -126,19 +155,76 @@ typedef struct clinfer_op {
                 float freq_base, freq_scale;
                 bool neox;
                 clinfer_ref k_src, v_src;
+                clinfer_ref factors; /* as the ROPE op's */
+                float mscale;
             } rope;
         } attention;
         struct {
             clinfer_ref a, b, y;
             size_t count, b_count; /* b_count: ADD only */
-            /* Hint: 0, or the next op is an x_q8 MATMUL with y as its x whose weight rounds per
-             * y_q8 elements (dtype_q8_act_block: 32, or 256 for the K-quants), so a
-             * backend may round y to 8 bits as it writes it (one pass less); results are the
-             * same either way. */
-            int y_q8;
+            float scale, cap;      /* SCALE only (reads no b) */
         } eltwise;
+        struct {
+            /* y[n][k] = x's blocks of `block` elements (32, or 256 for the K-quants'
+             * dtype_q8_act_block) rounded as quant_q8_act does and read back as d * q: the
+             * x of x_q8 matmuls. k % block == 0; y lies apart from x. A backend may keep the
+             * 8-bit form beside y for those matmuls. */
+            clinfer_ref x, y;
+            int n, k, block;
+        } round_q8;
+        struct {
+            /* Mixture-of-experts routing (src/moe.c builds it): per token t, ids[t][0 ..
+             * n_used) are the experts of the n_used largest logits[t][:], largest first (ties:
+             * the lower index; a NaN logit never wins over another), and weights[t][j] the gate
+             * of ids[t][j]: SOFTMAX p = softmax(logits[t]) over all n_expert, SIGMOID
+             * p = sigmoid(logit), SOFTMAX_CHOSEN softmax over the chosen logits only; with norm
+             * divided by their sum (at least 6.103515625e-5, llama.cpp's clamp); then times
+             * scale (0 stands for 1). n_used <= n_expert <= CLINFER_MOE_MAX_EXPERTS. */
+            clinfer_ref logits, ids, weights; /* f32 [n][n_expert], int32 and f32 [n][n_used] */
+            int n, n_expert, n_used;
+            int gating; /* clinfer_moe_gating */
+            bool norm;
+            float scale;
+        } moe_route;
+        struct {
+            /* y[t][j][m] = x_row(t, j) . W[ids[t][j] * m + 0 .. m)[k]^T for t < n, j < n_used:
+             * w stacks n_expert matrices of m rows (expert e's are rows e * m ..), and x_row is
+             * x[t] where x_rows is 1 (every expert of a token reads its row), x[t][j] where it
+             * is n_used. An id outside [0, n_expert) gives a row of zeros. x_q8 as the MATMUL's,
+             * the ROUND_Q8 over all n * x_rows * k elements of x. Only the chosen experts' rows
+             * need be read; a backend may group the (t, j) of one expert. bias: optional f32
+             * [n_expert][m] (buf NULL: none), apart from y: expert e's row bias[e] is added to
+             * each of its outputs (an id out of range adds nothing). */
+            clinfer_buffer *w;
+            clinfer_ref x, ids, y; /* ids: int32 [n][n_used] */
+            clinfer_ref bias;
+            int m, k, n, n_used, n_expert, x_rows;
+            bool x_q8;
+        } matmul_id;
+        struct {
+            /* y[t][0 .. d) (+)= sum over j < n_used, in that order, of weights[t][j] *
+             * x[t][j][0 .. d): the experts' outputs mixed by their gates (fuses a residual add
+             * with accumulate). y lies apart from x and weights. */
+            clinfer_ref x, weights, y;
+            int n, n_used, d;
+            bool accumulate;
+        } moe_sum;
     };
 } clinfer_op;
+
+/* SWIGLU_OAI (gpt-oss's experts, as llama.cpp's swiglu_oai): with g = min(a, limit) and
+ * u = b clamped to [-limit, limit], y = g / (1 + e^(-alpha g)) * (u + 1). */
+#define CLINFER_SWIGLU_OAI_ALPHA 1.702f
+#define CLINFER_SWIGLU_OAI_LIMIT 7.0f
+
+/* The gate functions of MOE_ROUTE. */
+typedef enum {
+    CLINFER_MOE_SOFTMAX,
+    CLINFER_MOE_SIGMOID,
+    CLINFER_MOE_SOFTMAX_CHOSEN,
+    CLINFER_MOE_GATING_COUNT
+} clinfer_moe_gating;
+#define CLINFER_MOE_MAX_EXPERTS 1024
 
 /* The ROPE op that an ATTENTION op with rope (attention.rope.n_rot > 0) stands for, rotating
  * the new keys (k_src) and storing them and v_src into the caches at pos0: what a backend runs
@@ -156,6 +242,8 @@ static inline clinfer_op attention_keys_rope(const clinfer_op *a) {
                                  .freq_base = a->attention.rope.freq_base,
                                  .freq_scale = a->attention.rope.freq_scale,
                                  .neox = a->attention.rope.neox,
+                                 .factors = a->attention.rope.factors,
+                                 .mscale = a->attention.rope.mscale,
                                  .k_dst = {a->attention.k.buf, a->attention.k.offset + at},
                                  .v_src = a->attention.rope.v_src,
                                  .v_dst = {a->attention.v.buf, a->attention.v.offset + at},
@@ -174,7 +262,7 @@ typedef struct {
     size_t count;       /* elements */
     clinfer_dtype type; /* CLINFER_DT_F32, or the cache type */
     int tokens;         /* the token rows it holds, count / tokens each; 0: not in the record
-                         * (STORE, ADD, GELU, SWIGLU, GEGLU) */
+                         * (STORE and the element-wise ops) */
 } clinfer_op_output;
 
 #define CLINFER_OP_MAX_OUTPUTS 3
@@ -271,8 +359,9 @@ typedef struct clinfer_backend_i {
      * backend's own. plan_create takes the walk's ops once; kept says the plan will run again and
      * again (not a batch layout's, made for one step), so that the backend may prepare what they
      * need now (programs built before the first run, not during it); decode says each run is one
-     * token's step whose logits are read right after it, which a backend with two ways to run
-     * such steps may time to choose between them. plan_run runs the walk once (ops: the
+     * token's step whose output is read right after it (the logits, or a split's hidden state
+     * for the next device), which a backend with two ways to run such steps may time to choose
+     * between them, to the end of that read. plan_run runs the walk once (ops: the
      * plan's n ops bound to this run's positions, each checked as op checks it) and may wait for
      * the device; with hooks (NULL: none) it tells them of each run of ops it launches, and
      * times nothing of its own. plan_free drops the plan. */
@@ -304,6 +393,12 @@ typedef struct clinfer_backend_i {
      * f32, so rounding them buys no speed and costs launches and accuracy (src/context.c's
      * default activations ask). */
     bool (*int8_dots)(void *ctx);
+    /* Optional (NULL: buffer_write): buffer_write that may return before the copy is done, for
+     * what each step writes (its token ids; a split's hidden state for the next device), where
+     * a blocking write costs a wait. src must stay unchanged until this backend's next sync or
+     * buffer_read has returned. */
+    clinfer_status (*buffer_write_queued)(void *ctx, clinfer_buffer *buf, size_t offset,
+                                          size_t bytes, const void *src);
 } clinfer_backend_i;
 
 #define CLINFER_BACKEND_API 3
@@ -312,6 +407,13 @@ struct clinfer_backend {
     const clinfer_backend_i *i;
     void *ctx;
 };
+
+/* buffer_write_queued where the backend has it, else buffer_write. */
+static inline clinfer_status backend_write_queued(const clinfer_backend *be, clinfer_buffer *buf,
+                                                  size_t offset, size_t bytes, const void *src) {
+    return be->i->buffer_write_queued ? be->i->buffer_write_queued(be->ctx, buf, offset, bytes, src)
+                                      : be->i->buffer_write(be->ctx, buf, offset, bytes, src);
+}
 
 /* A backend of kind (options NULL: the defaults; the OpenCL device is options->device, chosen
  * as clinfer_device_select does); reason receives a sentence saying which device and why.

@@ -93,6 +93,23 @@ static clinfer_status rotation(const char *op, int n_rot, int head_dim, int pos0
     return CLINFER_OK;
 }
 
+/* A rotation's optional pair factors (f32, n_rot / 2 of them, apart from what the op rotates in
+ * place: x, or q and k_src) and magnitude. */
+static clinfer_status rotation_factors(const char *op, clinfer_ref factors, int n_rot, float mscale,
+                                       const char *x_name, clinfer_ref x, size_t nx, clinfer_ref x2,
+                                       size_t nx2) {
+    clinfer_status st;
+    if (!(mscale >= 0.0f) || !isfinite(mscale))
+        return err_fail(CLINFER_ERR_INVALID_ARGUMENT, "%s: mscale %g must be finite and >= 0", op,
+                        (double)mscale);
+    if (!factors.buf) return CLINFER_OK;
+    CHECK(operand(op, "factors", factors, (size_t)n_rot / 2, sizeof(float), false));
+    CHECK(disjoint(op, "factors", factors, (size_t)n_rot / 2, x_name, x, nx));
+    if (x2.buf) CHECK(disjoint(op, "factors", factors, (size_t)n_rot / 2, "rope.k_src", x2, nx2));
+cleanup:
+    return st;
+}
+
 static clinfer_status check_matmul(const clinfer_op *o) {
     const char *op = "matmul";
     clinfer_status st;
@@ -173,6 +190,8 @@ static clinfer_status check_rope(const clinfer_op *o) {
     CHECK(
         rotation(op, o->rope.n_rot, o->rope.head_dim, o->rope.pos0, o->rope.n, o->rope.freq_base));
     CHECK(operand(op, "x", o->rope.x, nx, sizeof(float), false));
+    CHECK(rotation_factors(op, o->rope.factors, o->rope.n_rot, o->rope.mscale, "x", o->rope.x, nx,
+                           (clinfer_ref){0}, 0));
     if (o->rope.k_dst.buf) CHECK(check_rope_kv(o, nx));
 cleanup:
     return st;
@@ -201,6 +220,8 @@ static clinfer_status check_attention_rope(const clinfer_op *o, size_t nq, size_
                    o->attention.n, o->attention.rope.freq_base));
     CHECK(operand(op, "rope.k_src", k_src, nkv, sizeof(float), false));
     CHECK(operand(op, "rope.v_src", v_src, nkv, sizeof(float), false));
+    CHECK(rotation_factors(op, o->attention.rope.factors, o->attention.rope.n_rot,
+                           o->attention.rope.mscale, "q", q, nq, k_src, nkv));
     CHECK(disjoint(op, "rope.k_src", k_src, nkv, "q", q, nq));
     CHECK(disjoint(op, "rope.v_src", v_src, nkv, "q", q, nq));
     CHECK(disjoint(op, "rope.v_src", v_src, nkv, "rope.k_src", k_src, nkv));
@@ -228,6 +249,10 @@ static clinfer_status check_attention(const clinfer_op *o) {
     if (o->attention.window < 0)
         CHECK(err_fail(CLINFER_ERR_INVALID_ARGUMENT,
                        "attention: window %d is negative (0: no window)", o->attention.window));
+    if (!(o->attention.softcap >= 0.0f) || isinf(o->attention.softcap))
+        CHECK(err_fail(CLINFER_ERR_INVALID_ARGUMENT,
+                       "attention: softcap %g is not a finite value >= 0 (0: none)",
+                       (double)o->attention.softcap));
     CHECK(extent(op, &nq, n, o->attention.n_head, o->attention.head_dim));
     CHECK(extent(op, &nkv, (long long)pos0 + n, o->attention.n_kv_head, o->attention.head_dim));
     CHECK(operand(op, "q", o->attention.q, nq, sizeof(float), false));
@@ -238,6 +263,10 @@ static clinfer_status check_attention(const clinfer_op *o) {
         CHECK(err_fail(CLINFER_ERR_INVALID_ARGUMENT,
                        "attention: out must not lie in a cache's buffer (the caches are read "
                        "while out is written)"));
+    CHECK(
+        operand(op, "sinks", o->attention.sinks, (size_t)o->attention.n_head, sizeof(float), true));
+    CHECK(disjoint(op, "sinks", o->attention.sinks, (size_t)o->attention.n_head, "out",
+                   o->attention.out, nq));
     if (o->attention.rope.n_rot)
         CHECK(check_attention_rope(
             o, nq, nq / (size_t)o->attention.n_head * (size_t)o->attention.n_kv_head));
@@ -256,9 +285,101 @@ static clinfer_status check_eltwise(const clinfer_op *o) {
         if (o->eltwise.b_count == 0)
             CHECK(err_fail(CLINFER_ERR_INVALID_ARGUMENT, "%s: b_count is 0", op));
         CHECK(operand(op, "b", o->eltwise.b, o->eltwise.b_count, sizeof(float), false));
-    } else if (o->kind == CLINFER_OP_SWIGLU || o->kind == CLINFER_OP_GEGLU) {
+    } else if (o->kind == CLINFER_OP_SWIGLU || o->kind == CLINFER_OP_GEGLU ||
+               o->kind == CLINFER_OP_SWIGLU_OAI) {
         CHECK(operand(op, "b", o->eltwise.b, n, sizeof(float), false));
+    } else if (o->kind == CLINFER_OP_SCALE &&
+               (!isfinite(o->eltwise.scale) || !(o->eltwise.cap >= 0.0f) ||
+                isinf(o->eltwise.cap))) {
+        CHECK(err_fail(CLINFER_ERR_INVALID_ARGUMENT,
+                       "%s: scale %g, cap %g: need a finite scale and a finite cap >= 0 (0: none)",
+                       op, (double)o->eltwise.scale, (double)o->eltwise.cap));
     }
+cleanup:
+    return st;
+}
+
+static clinfer_status check_round_q8(const clinfer_op *o) {
+    const char *op = "round_q8";
+    clinfer_status st;
+    size_t n;
+    int block = o->round_q8.block;
+    CHECK(extent(op, &n, o->round_q8.n, o->round_q8.k, 1));
+    if (block != CLINFER_Q8_ACT_BLOCK && block != CLINFER_Q8_ACT_SUPER)
+        CHECK(err_fail(CLINFER_ERR_INVALID_ARGUMENT, "%s: block %d is neither %d nor %d", op, block,
+                       CLINFER_Q8_ACT_BLOCK, CLINFER_Q8_ACT_SUPER));
+    if (o->round_q8.k % block != 0)
+        CHECK(err_fail(CLINFER_ERR_INVALID_ARGUMENT, "%s: k %d is not a multiple of block %d", op,
+                       o->round_q8.k, block));
+    CHECK(operand(op, "x", o->round_q8.x, n, sizeof(float), false));
+    CHECK(operand(op, "y", o->round_q8.y, n, sizeof(float), false));
+    CHECK(disjoint(op, "x", o->round_q8.x, n, "y", o->round_q8.y, n));
+cleanup:
+    return st;
+}
+
+static clinfer_status check_moe_route(const clinfer_op *o) {
+    const char *op = "moe_route";
+    clinfer_status st;
+    size_t nl, ns;
+    int e = o->moe_route.n_expert, used = o->moe_route.n_used;
+    if (e > CLINFER_MOE_MAX_EXPERTS || used > e ||
+        (unsigned)o->moe_route.gating >= CLINFER_MOE_GATING_COUNT || !isfinite(o->moe_route.scale))
+        CHECK(err_fail(CLINFER_ERR_INVALID_ARGUMENT,
+                       "%s: %d of %d experts (at most %d), gating %d, scale %g", op, used, e,
+                       CLINFER_MOE_MAX_EXPERTS, o->moe_route.gating, (double)o->moe_route.scale));
+    CHECK(extent(op, &nl, o->moe_route.n, e, 1));
+    CHECK(extent(op, &ns, o->moe_route.n, used, 1));
+    CHECK(operand(op, "logits", o->moe_route.logits, nl, sizeof(float), false));
+    CHECK(operand(op, "ids", o->moe_route.ids, ns, sizeof(int32_t), false));
+    CHECK(operand(op, "weights", o->moe_route.weights, ns, sizeof(float), false));
+    CHECK(disjoint(op, "logits", o->moe_route.logits, nl, "ids", o->moe_route.ids, ns));
+    CHECK(disjoint(op, "logits", o->moe_route.logits, nl, "weights", o->moe_route.weights, ns));
+    CHECK(disjoint(op, "ids", o->moe_route.ids, ns, "weights", o->moe_route.weights, ns));
+cleanup:
+    return st;
+}
+
+static clinfer_status check_matmul_id(const clinfer_op *o) {
+    const char *op = "matmul_id";
+    clinfer_status st;
+    size_t nx, ny, ns, rows;
+    int used = o->matmul_id.n_used, x_rows = o->matmul_id.x_rows;
+    CHECK(extent(op, &rows, o->matmul_id.n_expert, o->matmul_id.m, 1));
+    if (rows > INT32_MAX || used > o->matmul_id.n_expert || (x_rows != 1 && x_rows != used))
+        CHECK(err_fail(CLINFER_ERR_INVALID_ARGUMENT,
+                       "%s: %d experts of %d rows, %d used, x_rows %d (1 or n_used)", op,
+                       o->matmul_id.n_expert, o->matmul_id.m, used, x_rows));
+    CHECK(weight_operand(op, o->matmul_id.w, 0, (int)rows, o->matmul_id.k, false));
+    CHECK(extent(op, &ns, o->matmul_id.n, used, 1));
+    CHECK(extent(op, &nx, o->matmul_id.n, x_rows, o->matmul_id.k));
+    CHECK(extent(op, &ny, ns, o->matmul_id.m, 1));
+    CHECK(operand(op, "x", o->matmul_id.x, nx, sizeof(float), false));
+    CHECK(operand(op, "ids", o->matmul_id.ids, ns, sizeof(int32_t), false));
+    CHECK(operand(op, "y", o->matmul_id.y, ny, sizeof(float), false));
+    CHECK(disjoint(op, "x", o->matmul_id.x, nx, "y", o->matmul_id.y, ny));
+    CHECK(disjoint(op, "ids", o->matmul_id.ids, ns, "y", o->matmul_id.y, ny));
+    CHECK(operand(op, "bias", o->matmul_id.bias, rows, sizeof(float), true));
+    CHECK(disjoint(op, "bias", o->matmul_id.bias, rows, "y", o->matmul_id.y, ny));
+    if (o->matmul_id.x_q8 && o->matmul_id.k % CLINFER_Q8_ACT_BLOCK != 0)
+        CHECK(err_fail(CLINFER_ERR_INVALID_ARGUMENT, "%s: x_q8 needs k a multiple of %d, k is %d",
+                       op, CLINFER_Q8_ACT_BLOCK, o->matmul_id.k));
+cleanup:
+    return st;
+}
+
+static clinfer_status check_moe_sum(const clinfer_op *o) {
+    const char *op = "moe_sum";
+    clinfer_status st;
+    size_t nx, ns, ny;
+    CHECK(extent(op, &ns, o->moe_sum.n, o->moe_sum.n_used, 1));
+    CHECK(extent(op, &nx, ns, o->moe_sum.d, 1));
+    CHECK(extent(op, &ny, o->moe_sum.n, o->moe_sum.d, 1));
+    CHECK(operand(op, "x", o->moe_sum.x, nx, sizeof(float), false));
+    CHECK(operand(op, "weights", o->moe_sum.weights, ns, sizeof(float), false));
+    CHECK(operand(op, "y", o->moe_sum.y, ny, sizeof(float), false));
+    CHECK(disjoint(op, "x", o->moe_sum.x, nx, "y", o->moe_sum.y, ny));
+    CHECK(disjoint(op, "weights", o->moe_sum.weights, ns, "y", o->moe_sum.y, ny));
 cleanup:
     return st;
 }
@@ -279,11 +400,16 @@ clinfer_status op_check_operands(const clinfer_op *o) {
         return check_store(o);
     case CLINFER_OP_ATTENTION:
         return check_attention(o);
-    case CLINFER_OP_ADD:
-    case CLINFER_OP_GELU:
-    case CLINFER_OP_SWIGLU:
-    case CLINFER_OP_GEGLU:
+    CLINFER_OP_ELTWISE_CASES:
         return check_eltwise(o);
+    case CLINFER_OP_ROUND_Q8:
+        return check_round_q8(o);
+    case CLINFER_OP_MOE_ROUTE:
+        return check_moe_route(o);
+    case CLINFER_OP_MATMUL_ID:
+        return check_matmul_id(o);
+    case CLINFER_OP_MOE_SUM:
+        return check_moe_sum(o);
     case CLINFER_OP_COUNT:
         break;
     }

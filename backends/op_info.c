@@ -4,12 +4,23 @@
 
 const char *op_kind_name(clinfer_op_kind kind) {
     static const char *const names[CLINFER_OP_COUNT] = {
-        [CLINFER_OP_MATMUL] = "matmul",       [CLINFER_OP_EMBED] = "embed",
-        [CLINFER_OP_RMSNORM] = "rmsnorm",     [CLINFER_OP_LAYERNORM] = "layernorm",
-        [CLINFER_OP_ROPE] = "rope",           [CLINFER_OP_STORE] = "store",
-        [CLINFER_OP_ATTENTION] = "attention", [CLINFER_OP_ADD] = "add",
-        [CLINFER_OP_GELU] = "gelu",           [CLINFER_OP_SWIGLU] = "swiglu",
+        [CLINFER_OP_MATMUL] = "matmul",
+        [CLINFER_OP_EMBED] = "embed",
+        [CLINFER_OP_RMSNORM] = "rmsnorm",
+        [CLINFER_OP_LAYERNORM] = "layernorm",
+        [CLINFER_OP_ROPE] = "rope",
+        [CLINFER_OP_STORE] = "store",
+        [CLINFER_OP_ATTENTION] = "attention",
+        [CLINFER_OP_ADD] = "add",
+        [CLINFER_OP_GELU] = "gelu",
+        [CLINFER_OP_SWIGLU] = "swiglu",
         [CLINFER_OP_GEGLU] = "geglu",
+        [CLINFER_OP_ROUND_Q8] = "round_q8",
+        [CLINFER_OP_MOE_ROUTE] = "moe_route",
+        [CLINFER_OP_MATMUL_ID] = "matmul_id",
+        [CLINFER_OP_MOE_SUM] = "moe_sum",
+        [CLINFER_OP_SCALE] = "scale",
+        [CLINFER_OP_SWIGLU_OAI] = "swiglu_oai",
     };
     return (unsigned)kind < CLINFER_OP_COUNT ? names[kind] : "?";
 }
@@ -58,11 +69,30 @@ size_t op_outputs(const clinfer_op *op, clinfer_op_output out[CLINFER_OP_MAX_OUT
         size_t kv = (size_t)n * op->attention.n_kv_head * head;
         return 1 + cache_rows(out + 1, keys.rope.k_dst, keys.rope.v_dst, kv, keys.rope.kv_type, n);
     }
-    case CLINFER_OP_ADD:
-    case CLINFER_OP_GELU:
-    case CLINFER_OP_SWIGLU:
-    case CLINFER_OP_GEGLU:
+    CLINFER_OP_ELTWISE_CASES:
         out[0] = f32_rows("y", op->eltwise.y, op->eltwise.count, 0);
+        return 1;
+    case CLINFER_OP_ROUND_Q8:
+        out[0] = f32_rows("y", op->round_q8.y, (size_t)op->round_q8.n * (size_t)op->round_q8.k,
+                          op->round_q8.n);
+        return 1;
+    case CLINFER_OP_MOE_ROUTE: {
+        int n = op->moe_route.n;
+        size_t count = (size_t)n * (size_t)op->moe_route.n_used;
+        out[0] = f32_rows("weights", op->moe_route.weights, count, n);
+        /* int32, compared as the bits of f32 (4 bytes each): any other expert is far off */
+        out[1] = f32_rows("ids", op->moe_route.ids, count, n);
+        return 2;
+    }
+    case CLINFER_OP_MATMUL_ID: {
+        int n = op->matmul_id.n;
+        out[0] = f32_rows("y", op->matmul_id.y,
+                          (size_t)n * (size_t)op->matmul_id.n_used * (size_t)op->matmul_id.m, n);
+        return 1;
+    }
+    case CLINFER_OP_MOE_SUM:
+        out[0] = f32_rows("y", op->moe_sum.y, (size_t)op->moe_sum.n * (size_t)op->moe_sum.d,
+                          op->moe_sum.n);
         return 1;
     default:
         return 0;

@@ -6,10 +6,15 @@
 
 static _Thread_local char last_error[1024];
 
+clinfer_status err_failv(clinfer_status status, const char *fmt, va_list ap) {
+    vsnprintf(last_error, sizeof last_error, fmt, ap);
+    return status;
+}
+
 clinfer_status err_fail(clinfer_status status, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(last_error, sizeof last_error, fmt, ap);
+    err_failv(status, fmt, ap);
     va_end(ap);
     return status;
 }

@@ -96,6 +96,7 @@ void options_profiling(clinfer_toggle profile, bool *table, const char **trace) 
 void dev_options_get(clinfer_dev_options *out) {
     const char *max_alloc = env("CLINFER_MAX_ALLOC"), *interleave = env("CLINFER_INTERLEAVE");
     const char *cache_max = env("CLINFER_WEIGHT_CACHE_MAX"), *lanes = env("CLINFER_F32_LANES");
+    const char *memory = env("CLINFER_DEVICE_MEMORY"), *wcache = env("CLINFER_WEIGHT_CACHE");
     *out = (clinfer_dev_options){
         .verbose = env_flag("CLINFER_VERBOSE", false),
         .cl_dir = env("CLINFER_CL_DIR"),
@@ -103,11 +104,14 @@ void dev_options_get(clinfer_dev_options *out) {
                       : env_flag("CLINFER_INTERLEAVE", true)         ? 1
                                                                      : 0,
         .max_alloc = max_alloc ? strtoull(max_alloc, NULL, 10) : 0,
+        .device_memory = memory ? strtoull(memory, NULL, 10) : 0,
         .print_plan = env("CLINFER_PRINT_PLAN") != NULL,
         .weight_cache = env_flag("CLINFER_WEIGHT_CACHE", true),
+        .weight_cache_copy = wcache && strcmp(wcache, "copy") == 0,
         .weight_cache_max = (cache_max ? strtoull(cache_max, NULL, 10) : 16384) << 20,
         .f32_lanes = lanes && !strcmp(lanes, "8")    ? 8
                      : lanes && !strcmp(lanes, "16") ? 16
                                                      : 0,
+        .gpu_legacy = env_flag("CLINFER_GPU_LEGACY", false),
     };
 }

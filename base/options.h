@@ -36,14 +36,23 @@ typedef struct {
      * layout ("force", 2: tests on devices without the integer kernels, Oclgrind) */
     int interleave;
     uint64_t max_alloc; /* CLINFER_MAX_ALLOC: a lower limit per allocation; 0: none */
-    bool print_plan;    /* CLINFER_PRINT_PLAN: each new plan on stderr */
-    bool weight_cache;  /* CLINFER_WEIGHT_CACHE (default on): re-laid-out weights on disk */
+    /* CLINFER_DEVICE_MEMORY: bytes, a smaller memory of every OpenCL device than its own (tests
+     * of placement); 0: none */
+    uint64_t device_memory;
+    bool print_plan;   /* CLINFER_PRINT_PLAN: each new plan on stderr */
+    bool weight_cache; /* CLINFER_WEIGHT_CACHE (default on): re-laid-out weights on disk */
+    /* CLINFER_WEIGHT_CACHE=copy: its files read into memory of the process's own, which a
+     * truncation of the file cannot take away, rather than used on their mapping */
+    bool weight_cache_copy;
     /* CLINFER_WEIGHT_CACHE_MAX: MiB all weight cache files may take (default 16384) */
     uint64_t weight_cache_max;
     /* CLINFER_F32_LANES: 8 or 16, the f32 vector width of the CPU kernels (cl/f32_lanes.clh) in
      * place of the CPU's own (16 with AVX-512, else 8), so that tests run the other width on any
      * CPU; 0 (unset or another value): the CPU's */
     int f32_lanes;
+    /* CLINFER_GPU_LEGACY: the GPU paths' kernels from before issue 46 (attention_wg,
+     * matvec_wg for every type), to measure old against new on one device */
+    bool gpu_legacy;
 } clinfer_dev_options;
 
 void dev_options_get(clinfer_dev_options *out);

@@ -23,6 +23,13 @@ _Static_assert(sizeof(block_iq4_nl) == 2 + QK4_NL / 2, "block_iq4_nl must have n
 
 const int8_t iq4nl_values[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
                                  1,    13,   25,  38,  53,  69,  89,  113};
+_Static_assert(sizeof(block_mxfp4) == 1 + QK_MXFP4 / 2, "block_mxfp4 must have no padding");
+
+const int8_t mxfp4_values[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
+
+float mxfp4_scale(uint8_t e) {
+    return ldexpf(1.0f, (int)e - 128);
+}
 _Static_assert(sizeof(block_q4_K) == 4 + K_SCALE_SIZE + QK_K / 2, "block_q4_K size");
 _Static_assert(sizeof(block_q6_K) == QK_K / 2 + QK_K / 4 + QK_K / 16 + 2, "block_q6_K size");
 _Static_assert(sizeof(block_q2_K) == QK_K / 16 + QK_K / 4 + 4, "block_q2_K size");
@@ -82,14 +89,24 @@ static void dequant_q5_1(const uint8_t *src, float *y) {
         y[j] = (float)q[j] * d + m;
 }
 
+/* IQ4_NL and MXFP4: each nibble (laid out as Q4_0's) an index into 16 levels, times d. */
+static void dequant_levels(const uint8_t qs[16], const int8_t levels[16], float d, float *y) {
+    for (int j = 0; j < 16; j++) {
+        y[j] = (float)levels[qs[j] & 0x0f] * d;
+        y[j + 16] = (float)levels[qs[j] >> 4] * d;
+    }
+}
+
 static void dequant_iq4_nl(const uint8_t *src, float *y) {
     block_iq4_nl b;
     memcpy(&b, src, sizeof b);
-    float d = f16_to_f32(b.d);
-    for (int j = 0; j < QK4_NL / 2; j++) {
-        y[j] = (float)iq4nl_values[b.qs[j] & 0x0f] * d;
-        y[j + QK4_NL / 2] = (float)iq4nl_values[b.qs[j] >> 4] * d;
-    }
+    dequant_levels(b.qs, iq4nl_values, f16_to_f32(b.d), y);
+}
+
+static void dequant_mxfp4(const uint8_t *src, float *y) {
+    block_mxfp4 b;
+    memcpy(&b, src, sizeof b);
+    dequant_levels(b.qs, mxfp4_values, mxfp4_scale(b.e), y);
 }
 
 static void dequant_q4_1(const uint8_t *src, float *y) {
@@ -150,21 +167,57 @@ static void quant_q5_0(const float *x, uint8_t *dst) {
     memcpy(dst, &b, sizeof b);
 }
 
-/* IQ4_NL: the element of largest magnitude maps to the level -127 (as Q4_0's to -8), every
- * element to its nearest level. */
-static int iq4nl_nearest(float t) {
+/* The index of the level nearest t (the first of equals). */
+static int nearest_level(const int8_t levels[16], float t) {
     int best = 0;
     for (int i = 1; i < 16; i++)
-        if (fabsf(t - iq4nl_values[i]) < fabsf(t - iq4nl_values[best])) best = i;
+        if (fabsf(t - levels[i]) < fabsf(t - levels[best])) best = i;
     return best;
 }
 
+/* 32 values, each to its nearest level of x * id, packed as Q4_0's nibbles. */
+static void pack_levels(const float *x, const int8_t levels[16], float id, uint8_t qs[16]) {
+    for (int j = 0; j < 16; j++)
+        qs[j] = (uint8_t)(nearest_level(levels, x[j] * id) | nearest_level(levels, x[j + 16] * id)
+                                                                 << 4);
+}
+
+/* IQ4_NL: the element of largest magnitude maps to the level -127 (as Q4_0's to -8), every
+ * element to its nearest level. */
 static void quant_iq4_nl(const float *x, uint8_t *dst) {
     block_iq4_nl b;
     b.d = f32_to_f16(extreme(x, QK4_NL) / -127.0f);
-    float id = inverse(f16_to_f32(b.d));
-    for (int j = 0; j < QK4_NL / 2; j++)
-        b.qs[j] = (uint8_t)(iq4nl_nearest(x[j] * id) | iq4nl_nearest(x[j + QK4_NL / 2] * id) << 4);
+    pack_levels(x, iq4nl_values, inverse(f16_to_f32(b.d)), b.qs);
+    memcpy(dst, &b, sizeof b);
+}
+
+/* The squared error of x against its nearest levels times d. */
+static float levels_error(const float *x, const int8_t levels[16], float d) {
+    float e = 0.0f, id = inverse(d);
+    for (int j = 0; j < 32; j++) {
+        float r = x[j] - (float)levels[nearest_level(levels, x[j] * id)] * d;
+        e += r * r;
+    }
+    return e;
+}
+
+/* MXFP4: the smallest exponent whose largest level (12 d) reaches the block's largest
+ * magnitude, or the one below where clipping that element costs less than the coarser steps. */
+static void quant_mxfp4(const float *x, uint8_t *dst) {
+    block_mxfp4 b;
+    float amax = fabsf(extreme(x, QK_MXFP4));
+    int e = 0;
+    if (amax > 0.0f) {
+        int p;
+        float m = frexpf(amax / 12.0f, &p); /* amax / 12 = m 2^p, m in [0.5, 1) */
+        e = 128 + (m == 0.5f ? p - 1 : p);
+        e = e < 1 ? 1 : e > 254 ? 254 : e;
+        if (levels_error(x, mxfp4_values, mxfp4_scale((uint8_t)(e - 1))) <
+            levels_error(x, mxfp4_values, mxfp4_scale((uint8_t)e)))
+            e--;
+    }
+    b.e = (uint8_t)e;
+    pack_levels(x, mxfp4_values, inverse(mxfp4_scale(b.e)), b.qs);
     memcpy(dst, &b, sizeof b);
 }
 
@@ -246,6 +299,8 @@ static const dtype_info dtypes[CLINFER_DT_ID_LIMIT] = {
     /* split: f32 d */
     [CLINFER_DT_IQ4_NL] = {QUANT("IQ4_NL", QK4_NL, iq4_nl), {32, 2, 16, {{0, 2, 1}}, 4}},
     [CLINFER_DT_BF16] = {"BF16", 1, sizeof(uint16_t), NULL, NULL, false, false, {0}},
+    /* split: the exponent byte as it is (cl/weights.clh decodes it) */
+    [CLINFER_DT_MXFP4] = {QUANT("MXFP4", QK_MXFP4, mxfp4), {32, 1, 16, {{0, 1, 0}}, 1}},
 };
 /* clang-format on */
 #undef QUANT
@@ -293,42 +348,42 @@ size_t dtype_row_bytes(clinfer_dtype type, size_t n) {
     return be ? n / be * dtype_block_bytes(type) : 0;
 }
 
-/* Unknown types do nothing: callers validate types first. */
-void dequantize_row(clinfer_dtype type, const void *src, float *dst, size_t n) {
-    const uint8_t *s = src;
-    const dtype_info *t = dtype_lookup((uint32_t)type);
-    if (!t) return;
+/* The types that are no blocks: f32 copied, f16 and bf16 converted one by one, towards f32
+ * (to_f32) or from it; false for any other type. */
+static bool convert_plain(clinfer_dtype type, const void *src, void *dst, size_t n, bool to_f32) {
     if (type == CLINFER_DT_F32) {
         memcpy(dst, src, n * sizeof(float));
-    } else if (type == CLINFER_DT_F16 || type == CLINFER_DT_BF16) {
-        bool bf16 = type == CLINFER_DT_BF16;
-        for (size_t i = 0; i < n; i++) {
-            uint16_t h;
-            memcpy(&h, s + 2 * i, sizeof h);
-            dst[i] = bf16 ? bf16_to_f32(h) : f16_to_f32(h);
-        }
-    } else {
-        for (size_t i = 0; i < n / t->block_elems; i++)
-            t->dequant(s + i * t->block_bytes, dst + i * t->block_elems);
+        return true;
     }
+    if (type != CLINFER_DT_F16 && type != CLINFER_DT_BF16) return false;
+    bool bf16 = type == CLINFER_DT_BF16;
+    for (size_t i = 0; i < n; i++) {
+        uint16_t h;
+        if (to_f32) {
+            memcpy(&h, (const uint8_t *)src + 2 * i, sizeof h);
+            ((float *)dst)[i] = bf16 ? bf16_to_f32(h) : f16_to_f32(h);
+        } else {
+            float f = ((const float *)src)[i];
+            h = bf16 ? f32_to_bf16(f) : f32_to_f16(f);
+            memcpy((uint8_t *)dst + 2 * i, &h, sizeof h);
+        }
+    }
+    return true;
+}
+
+/* Unknown types do nothing: callers validate types first. */
+void dequantize_row(clinfer_dtype type, const void *src, float *dst, size_t n) {
+    const dtype_info *t = dtype_lookup((uint32_t)type);
+    if (!t || convert_plain(type, src, dst, n, true)) return;
+    for (size_t i = 0; i < n / t->block_elems; i++)
+        t->dequant((const uint8_t *)src + i * t->block_bytes, dst + i * t->block_elems);
 }
 
 void quantize_row(clinfer_dtype type, const float *src, void *dst, size_t n) {
-    uint8_t *d = dst;
     const dtype_info *t = dtype_lookup((uint32_t)type);
-    if (!t) return;
-    if (type == CLINFER_DT_F32) {
-        memcpy(dst, src, n * sizeof(float));
-    } else if (type == CLINFER_DT_F16 || type == CLINFER_DT_BF16) {
-        bool bf16 = type == CLINFER_DT_BF16;
-        for (size_t i = 0; i < n; i++) {
-            uint16_t h = bf16 ? f32_to_bf16(src[i]) : f32_to_f16(src[i]);
-            memcpy(d + 2 * i, &h, sizeof h);
-        }
-    } else {
-        for (size_t i = 0; i < n / t->block_elems; i++)
-            t->quant(src + i * t->block_elems, d + i * t->block_bytes);
-    }
+    if (!t || convert_plain(type, src, dst, n, false)) return;
+    for (size_t i = 0; i < n / t->block_elems; i++)
+        t->quant(src + i * t->block_elems, (uint8_t *)dst + i * t->block_bytes);
 }
 
 clinfer_block_split dtype_split(clinfer_dtype type) {

@@ -24,10 +24,11 @@ typedef enum {
     CLINFER_DT_Q6_K = 14,
     CLINFER_DT_IQ4_NL = 20,
     CLINFER_DT_BF16 = 30, /* read only: quantize input and host-converted vectors, no kernels */
+    CLINFER_DT_MXFP4 = 39,
 } clinfer_dtype;
 /* One past the largest id, for tables indexed by type (quant.c's fails to compile if a type
  * lies past it). */
-#define CLINFER_DT_ID_LIMIT 31
+#define CLINFER_DT_ID_LIMIT 40
 
 #define QK4_0 32
 #define QK4_1 32
@@ -35,6 +36,7 @@ typedef enum {
 #define QK5_1 32
 #define QK8_0 32
 #define QK4_NL 32
+#define QK_MXFP4 32
 #define QK_K 256
 #define K_SCALE_SIZE 12
 
@@ -73,6 +75,20 @@ typedef struct {
 
 /* IQ4_NL's 16 levels, denser near 0 than Q4_0's even steps. */
 extern const int8_t iq4nl_values[16];
+
+/* MXFP4 (OCP microscaling): 32 E2M1 values sharing one E8M0 exponent e. x = mxfp4_values[nibble]
+ * * 2^(e - 128): the levels are E2M1's doubled, so the scale is half of 2^(e - 127). Nibbles as
+ * block_q4_0's. */
+typedef struct {
+    uint8_t e;
+    uint8_t qs[QK_MXFP4 / 2];
+} block_mxfp4;
+
+/* E2M1's values times 2: 0, 0.5, 1, 1.5, 2, 3, 4, 6 and their negatives (nibble bit 3 the
+ * sign). */
+extern const int8_t mxfp4_values[16];
+/* 2^(e - 128), the scale of an MXFP4 block of exponent e, exact (e < 2: subnormal). */
+float mxfp4_scale(uint8_t e);
 
 typedef struct {
     uint16_t d, dmin;             /* super-block scales for the 6-bit scales and mins */

@@ -62,12 +62,12 @@ static int cmp_double(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-/* Times ops[0], ops[1], ... in turn on be (see the banner). Returns 0, or prints the error and
- * returns 1. */
+/* Times ops[0 .. n_ops) on be as one step, run again and again (see the banner). Returns 0, or
+ * prints the error and returns 1. */
 static int time_ops(clinfer_backend *be, const clinfer_op *ops, int n_ops, timing *t) {
     double samples[SAMPLES], once = 0;
     clinfer_status st = CLINFER_OK;
-    for (int i = 0; i < WARMUPS && st == CLINFER_OK; i++) {
+    for (int i = 0; i < WARMUPS * n_ops && st == CLINFER_OK; i++) {
         double t0 = now_ms();
         st = be->i->op(be->ctx, &ops[i % n_ops]);
         if (st == CLINFER_OK) st = be->i->sync(be->ctx);
@@ -77,7 +77,7 @@ static int time_ops(clinfer_backend *be, const clinfer_op *ops, int n_ops, timin
     reps = reps < 1 ? 1 : reps > MAX_REPS ? MAX_REPS : reps;
     for (int s = 0; s < SAMPLES && st == CLINFER_OK; s++) {
         double t0 = now_ms();
-        for (int r = 0; r < reps && st == CLINFER_OK; r++)
+        for (int r = 0; r < reps * n_ops && st == CLINFER_OK; r++)
             st = be->i->op(be->ctx, &ops[r % n_ops]);
         if (st == CLINFER_OK) st = be->i->sync(be->ctx);
         samples[s] = (now_ms() - t0) / reps;
@@ -217,12 +217,12 @@ static int make_buffer(clinfer_backend *be, size_t floats, clinfer_buffer **out)
 
 /* y[n][m] = x[n][k] . W^T on be: timed (check NULL), or run once and compared with the
  * reference backend `check`, *nmse receiving the NMSE of y. *weight_bytes receives the weight's
- * size as stored. x_q8: x rounded to 8 bits first; two x alternate, so every op pays for its
- * rounding (a device may keep the rounded x for the next matmul over the same x). */
+ * size as stored. x_q8: x rounded to 8 bits first by a ROUND_Q8, timed with the matmul. */
 static int bench_matmul(clinfer_backend *be, clinfer_backend *check, clinfer_dtype type, int m,
                         int k, int n, bool x_q8, timing *t, double *weight_bytes, double *nmse) {
     clinfer_backend *sides[2] = {be, check};
     clinfer_buffer *w[2] = {NULL, NULL}, *x[2] = {NULL, NULL}, *y[2] = {NULL, NULL};
+    clinfer_buffer *xq[2] = {NULL, NULL};
     float *out[2] = {NULL, NULL};
     unsigned char *data = weight_data(type, m, k, check != NULL);
     size_t ny = (size_t)n * m;
@@ -230,24 +230,29 @@ static int bench_matmul(clinfer_backend *be, clinfer_backend *check, clinfer_dty
     for (int s = 0; s < (check ? 2 : 1) && !rc; s++) {
         clinfer_backend *on = sides[s];
         rc = make_weight(on, type, m, k, data, &w[s]);
-        if (!rc) rc = make_buffer(on, 2 * (size_t)n * k, &x[s]);
+        if (!rc) rc = make_buffer(on, (size_t)n * k, &x[s]);
+        if (!rc) rc = make_buffer(on, (size_t)n * k, &xq[s]);
         if (!rc) rc = make_buffer(on, ny, &y[s]);
         if (rc) break;
-        clinfer_op ops[2];
-        for (int i = 0; i < 2; i++)
-            ops[i] = (clinfer_op){.kind = CLINFER_OP_MATMUL,
-                                  .matmul = {.w = w[s],
-                                             .x = {x[s], (size_t)i * n * k},
-                                             .y = {y[s], 0},
-                                             .m = m,
-                                             .k = k,
-                                             .n = n,
-                                             .x_q8 = x_q8}};
+        int block = (int)dtype_q8_act_block(type);
+        clinfer_op ops[2] = {
+            {.kind = CLINFER_OP_ROUND_Q8,
+             .round_q8 = {.x = {x[s], 0}, .y = {xq[s], 0}, .n = n, .k = k, .block = block}},
+            {.kind = CLINFER_OP_MATMUL,
+             .matmul = {.w = w[s],
+                        .x = {x_q8 ? xq[s] : x[s], 0},
+                        .y = {y[s], 0},
+                        .m = m,
+                        .k = k,
+                        .n = n,
+                        .x_q8 = x_q8}}};
+        const clinfer_op *step = x_q8 ? ops : ops + 1;
         if (!check) {
-            rc = time_ops(on, ops, x_q8 ? 2 : 1, t);
+            rc = time_ops(on, step, x_q8 ? 2 : 1, t);
             break;
         }
-        clinfer_status st = on->i->op(on->ctx, &ops[1]);
+        clinfer_status st = on->i->op(on->ctx, &step[0]);
+        if (st == CLINFER_OK && x_q8) st = on->i->op(on->ctx, &step[1]);
         if (st == CLINFER_OK && !(out[s] = malloc(ny * sizeof(float))))
             st = CLINFER_ERR_OUT_OF_MEMORY;
         if (st == CLINFER_OK) st = on->i->buffer_read(on->ctx, y[s], 0, ny * sizeof(float), out[s]);
@@ -268,6 +273,7 @@ static int bench_matmul(clinfer_backend *be, clinfer_backend *check, clinfer_dty
     for (int s = 0; s < 2; s++) {
         if (w[s]) sides[s]->i->buffer_free(sides[s]->ctx, w[s]);
         if (x[s]) sides[s]->i->buffer_free(sides[s]->ctx, x[s]);
+        if (xq[s]) sides[s]->i->buffer_free(sides[s]->ctx, xq[s]);
         if (y[s]) sides[s]->i->buffer_free(sides[s]->ctx, y[s]);
         free(out[s]);
     }

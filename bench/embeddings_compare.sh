@@ -22,38 +22,18 @@ model=${CLINFER_MODEL:-}
 [ -x "$peer_bin/llama-server" ] || { say "skipped: $peer_bin/llama-server is not built"; exit 77; }
 command -v python3 >/dev/null || { say "skipped: no python3"; exit 77; }
 
-python3 - "$model" "$peer_bin/llama-server" "$clinfer" "$@" <<'PY'
-import json, socket, subprocess, sys, time, urllib.request
-model, server, clinfer, extra = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
+python3 - "$root/bench" "$model" "$peer_bin/llama-server" "$clinfer" "$@" <<'PY'
+import sys
+sys.path.insert(0, sys.argv[1])
+from peer_server import post, serving
+model, server, clinfer, extra = sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5:]
 texts = ["The capital of France is Paris.", "hello",
          "Water boils at one hundred degrees Celsius at sea level, and at a lower temperature on "
          "a mountain, because the air pressure there is lower."]
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
 def vectors(cmd):
-    port = free_port()
-    p = subprocess.Popen(cmd + ["--port", str(port)], stdout=subprocess.DEVNULL,
-                         stderr=subprocess.DEVNULL)
-    try:
-        url = f"http://127.0.0.1:{port}"
-        for _ in range(1500):
-            try:
-                with urllib.request.urlopen(url + "/health", timeout=1) as r:
-                    if r.status == 200:
-                        break
-            except Exception:
-                time.sleep(0.2)
-        req = urllib.request.Request(url + "/v1/embeddings", json.dumps({"input": texts}).encode(),
-                                     {"Content-Type": "application/json"})
-        with urllib.request.urlopen(req, timeout=600) as r:
-            return [d["embedding"] for d in json.load(r)["data"]]
-    finally:
-        p.terminate()
-        p.wait()
+    with serving(cmd) as url:
+        return [d["embedding"] for d in post(url, "/v1/embeddings", {"input": texts})["data"]]
 
 peer = vectors([server, "-m", model, "--embeddings", "--pooling", "mean", "-c", "512"])
 ours = vectors([clinfer, "serve", "-m", model, "-c", "512", "-q"] + extra)

@@ -30,8 +30,14 @@ def say(text):
 
 def weight_bytes(path):
     """Bytes a decoded token reads: every tensor once (the tied embedding is the output
-    matrix; norms and biases are a rounding error)."""
-    return sum(int(t.n_bytes) for t in gguf.GGUFReader(path).tensors)
+    matrix; norms and biases are a rounding error); of a mixture of experts' tensors (*_exps),
+    the share of the experts one token chooses (expert_used_count of expert_count)."""
+    reader = gguf.GGUFReader(path)
+    keys = {k.rsplit(".", 1)[-1]: f.contents() for k, f in reader.fields.items()
+            if k.endswith((".expert_count", ".expert_used_count"))}
+    share = keys["expert_used_count"] / keys["expert_count"] if len(keys) == 2 else 1.0
+    return int(sum(int(t.n_bytes) * (share if "_exps." in t.name else 1.0)
+                   for t in reader.tensors))
 
 
 def evict(path):
@@ -161,7 +167,7 @@ def print_table(rows, bandwidth, threads, reps, rounds):
           "engine's figure the mean of %s repetitions after a warm-up. clinfer device: %s, "
           "--act q8; llama.cpp: CPU backend, %s threads. Read roofline: the GB/s "
           "bench/read_bandwidth.c (%s threads) measured after each round (median); roofline t/s "
-          "= that / the file's weight bytes. "
+          "= that / the file's weight bytes (a mixture of experts': those one token reads). "
           "Cold: file evicted from the page cache (unless another process maps it: the cell "
           "says so) and, for clinfer, an empty kernel cache (its load alone took %s s)."
           % (rounds, reps, rows[0]["backend"], threads, threads,

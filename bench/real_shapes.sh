@@ -7,6 +7,9 @@
 #  1b        llama  2048  16      32 / 8        64    8192  500000
 #  1.5b      qwen2  1536  28      12 / 2        128   8960  1000000    q/k/v biases
 #  3b        llama  3072  28      24 / 8        128   8192  500000
+#  olmoe     olmoe  2048  16      16 / 16       128   1024  10000      64 experts, 8 per token
+# (olmoe: OLMoE-1B-7B's, only where SHAPES names it: 6.9 B parameters, 1.3 B of them active per
+# token; its Q4_K_M file is about 4 GB, written from a 13 GB F16 one.)
 # All three tie the output matrix to the embedding, as bench/make_shape_model.py writes. The
 # vocabulary is the default model's (SmolLM2, 49152 tokens), not the real 128256 / 151936: the
 # layer stack is exact, the embedding / output matrix is smaller than the real model's (by about
@@ -67,7 +70,8 @@ shape_file() {
     1b | llama1b) echo llama1b ;;
     1.5b | qwen1.5b) echo qwen1.5b ;;
     3b | llama3b) echo llama3b ;;
-    *) say "unknown shape '$1' (1b, 1.5b or 3b)"; return 1 ;;
+    olmoe | olmoe1b7b) echo olmoe1b7b ;;
+    *) say "unknown shape '$1' (1b, 1.5b, 3b or olmoe)"; return 1 ;;
     esac
 }
 shape_flags() {
@@ -78,6 +82,8 @@ shape_flags() {
         --rope-base 1000000 ;;
     llama3b) echo --arch llama --dim 3072 --layers 28 --heads 24 --kv-heads 8 --ffn 8192 \
         --rope-base 500000 ;;
+    olmoe1b7b) echo --arch olmoe --dim 2048 --layers 16 --heads 16 --kv-heads 16 --ffn 1024 \
+        --experts 64,8 --rope-base 10000 ;;
     esac
 }
 

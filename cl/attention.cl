@@ -25,9 +25,11 @@
  * matmul (round_q8.clh; the host guarantees head_dim % 32 == 0 then). */
 
 #include "common.clh"
+#include "glu.clh"
 #include "rope.clh"
 #include "round_q8.clh"
 #include "attention.clh"
+#include "attention_wg.clh"
 #include "transpose8.clh"
 
 /* Prefill without windows or chunks: tokens i0 .. i0 + nt - 1 (nt <= 8) of head h in one item,
@@ -79,7 +81,7 @@ static void attention_item8(const attn_args *a, int h, int i0, int nt) {
 #pragma unroll
         for (int t = 0; t < 8; t++) {
             int lim = pos0 + i0 + min(t, nt - 1) - p0; /* lanes up to lim are valid */
-            float8 st = select((float8)(-INFINITY), s[t], lane <= lim);
+            float8 st = select((float8)(-INFINITY), SOFTCAP(s[t], a->softcap), lane <= lim);
             vstore8(softmax_block(st, &m[t], &l[t], acc[t], d8), 0, e[t]);
         }
         for (int c = 0; c < d8; c++) {
@@ -98,7 +100,7 @@ static void attention_item8(const attn_args *a, int h, int i0, int nt) {
         }
     }
     for (int t = 0; t < nt; t++)
-        attn_out_row(a, (size_t)(i0 + t) * a->n_head + h, acc[t], l[t]);
+        attn_out_row(a, (size_t)(i0 + t) * a->n_head + h, acc[t], l[t], m[t]);
 }
 
 /* With by8 (prefill without a window in one chunk, chosen by the host) work-item (h, i) takes
@@ -108,36 +110,42 @@ static void attention_item8(const attn_args *a, int h, int i0, int nt) {
 __kernel void attention_rows(__global const float *q, ulong q_off, __global kv_t *k, ulong k_off,
                              __global kv_t *v, ulong v_off, __global float *out, ulong out_off,
                              int n, int n_head, int n_kv_head, int head_dim, int pos0, int window,
-                             float scale, int chunk, __global float *part,
+                             float scale, float softcap, __global const float *sinks,
+                             ulong sinks_off, int has_sinks, int chunk, __global float *part,
                              __global const float *k_src, ulong k_src_off,
                              __global const float *v_src, ulong v_src_off,
                              int n_rot, float freq_base, float freq_scale, int neox,
-                             __global char *xq, __global float2 *xd, __global float *xf,
+                             __global const float *factors, ulong factors_off, int has_factors,
+                             float mscale, __global char *xq, __global float2 *xd, __global float *xf,
                              int want_f, int round_q8, int by8) {
     int h = get_global_id(0), i = get_global_id(1);
     if (h >= n_head || i >= (by8 ? (n + 7) / 8 : n)) return;
     attn_args a = {q + q_off, k + k_off, v + v_off, out + out_off, part, k_src + k_src_off,
                    v_src + v_src_off, xq, xd, xf, n, n_head, n_kv_head, head_dim, pos0, chunk,
-                   (int)get_global_size(2), window, scale, n_rot, neox, freq_base, freq_scale,
-                   want_f, round_q8};
+                   (int)get_global_size(2), window, scale, softcap, n_rot, neox, freq_base,
+                   freq_scale, want_f, round_q8, sinks + sinks_off, has_sinks};
     if (by8) {
         attention_item8(&a, h, 8 * i, min(8, n - 8 * i));
         return;
     }
     float cs[ROPE_TABLE], ss[ROPE_TABLE];
-    if (n_rot) rope_table(pos0, n_rot, freq_base, freq_scale, cs, ss);
+    if (n_rot)
+        rope_table(pos0, n_rot, freq_base, freq_scale, has_factors ? factors + factors_off : 0,
+                   mscale, cs, ss);
     attention_item(&a, h, i, get_global_id(2), cs, ss);
 }
 
 /* Combines the chunks of attention_rows (attention_merge_item): work-item (h, i). */
 __kernel void attention_merge(__global float *part, int n_chunks, __global float *out,
                               ulong out_off, int n, int n_head, int head_dim, __global char *xq,
-                              __global float2 *xd, __global float *xf, int want_f, int round_q8) {
+                              __global float2 *xd, __global float *xf, int want_f, int round_q8,
+                              __global const float *sinks, ulong sinks_off, int has_sinks) {
     int h = get_global_id(0), i = get_global_id(1);
     if (h >= n_head || i >= n) return;
     attn_args a = {.out = out + out_off, .part = part, .xq = xq, .xd = xd, .xf = xf, .n = n,
                    .n_head = n_head, .head_dim = head_dim, .n_chunks = n_chunks,
-                   .want_f = want_f, .round_q8 = round_q8};
+                   .want_f = want_f, .round_q8 = round_q8, .sinks = sinks + sinks_off,
+                   .has_sinks = has_sinks};
     attention_merge_item(&a, h, i);
 }
 
@@ -145,75 +153,37 @@ __kernel void attention_merge(__global float *part, int n_chunks, __global float
 
 /* Group (h, i, c) covers the positions of attn_span, OPS_WG at a time, and writes out or a
  * partial result exactly as attention_rows does. */
-__kernel __attribute__((reqd_work_group_size(OPS_WG, 1, 1))) void
-attention_wg(__global const float *q, ulong q_off, __global const kv_t *k, ulong k_off,
-             __global const kv_t *v, ulong v_off, __global float *out, ulong out_off, int n,
-             int n_head, int n_kv_head, int head_dim, int pos0, int window, float scale, int chunk,
-             __global float *part) {
-    __local float qs[MAX_HEAD_DIM];
-    __local float probs[OPS_WG];
-    __local float scratch[OPS_WG];
-    int h = get_group_id(0), i = get_group_id(1), c = get_group_id(2), lid = get_local_id(0);
-    int n_chunks = get_num_groups(2);
-    int kvh = h / (n_head / n_kv_head);
-    int2 span = attn_span(pos0, window, chunk, i, c);
-    int last = span.y;
-    size_t stride = (size_t)n_kv_head * head_dim;
-    __global const float *qr = q + q_off + ((size_t)i * n_head + h) * head_dim;
-    __global const kv_t *kp = k + k_off + (size_t)kvh * head_dim;
-    __global const kv_t *vp = v + v_off + (size_t)kvh * head_dim;
-
-    for (int d = lid; d < head_dim; d += OPS_WG)
-        qs[d] = qr[d] * scale;
+__kernel __attribute__((reqd_work_group_size(OPS_WG, 1, 1))) void attention_wg(WG_ATTN_PARAMS) {
+    __local wg_attn_mem sh;
+    int lid = get_local_id(0);
+    wg_attn w = wg_attn_begin(q, q_off, k, k_off, v, v_off, out, out_off, n_head, n_kv_head,
+                              head_dim, pos0, window, scale, chunk, part, &sh);
     float acc[DIMS_PER_ITEM];
     for (int a = 0; a < DIMS_PER_ITEM; a++)
         acc[a] = 0.0f;
-    barrier(CLK_LOCAL_MEM_FENCE);
 
-    float m = -INFINITY, l = 0.0f;
-    for (int p0 = span.x; p0 <= last; p0 += OPS_WG) {
-        int p = p0 + lid;
-        float s = -INFINITY;
-        if (p <= last) {
-            __global const kv_t *kr = kp + p * stride;
-            float4 dot4 = (float4)(0.0f);
-            for (int d = 0; d < head_dim; d += 4)
-                dot4 += vload4(0, qs + d) * LOAD_KV4(kr + d);
-            s = (dot4.x + dot4.y) + (dot4.z + dot4.w);
-        }
-        /* Position p0 is always valid, so the block maximum is finite. */
-        float m_new = fmax(m, wg_reduce(s, 1, scratch));
-        float e = p <= last ? exp(s - m_new) : 0.0f;
-        probs[lid] = e; /* visible after the barriers inside wg_reduce */
-        float shrink = exp(m - m_new);
-        l = l * shrink + wg_reduce(e, 0, scratch);
-        m = m_new;
-        int count = min(OPS_WG, last - p0 + 1);
+    for (int p0 = w.first; p0 <= w.last; p0 += OPS_WG) {
+        float shrink = wg_attn_block(&w, &sh, p0, head_dim, softcap);
         for (int a = 0; a < DIMS_PER_ITEM; a++) {
             int d = lid + a * OPS_WG;
             if (d < head_dim) {
                 float sum = acc[a] * shrink;
-                __global const kv_t *vd = vp + p0 * stride + d;
-                for (int j = 0; j < count; j++)
-                    sum += probs[j] * LOAD_KV(vd + j * stride);
+                __global const kv_t *vd = w.vp + p0 * w.stride + d;
+                for (int j = 0; j < w.count; j++)
+                    sum += sh.probs[j] * LOAD_KV(vd + j * w.stride);
                 acc[a] = sum;
             }
         }
         barrier(CLK_LOCAL_MEM_FENCE); /* probs is rewritten by the next block */
     }
-    __global float *o = out + out_off + ((size_t)i * n_head + h) * head_dim;
-    __global float *pr = part + (((size_t)i * n_head + h) * n_chunks + c) * (head_dim + 2);
-    if (n_chunks > 1 && lid == 0) {
-        pr[0] = m; /* -inf with l = 0 for chunks outside this token's positions */
-        pr[1] = l;
-    }
+    wg_attn_end(&w, sinks + sinks_off, has_sinks);
     for (int a = 0; a < DIMS_PER_ITEM; a++) {
         int d = lid + a * OPS_WG;
         if (d < head_dim) {
-            if (n_chunks == 1)
-                o[d] = acc[a] / l;
+            if (w.n_chunks == 1)
+                w.o[d] = acc[a] / w.l;
             else
-                pr[2 + d] = acc[a];
+                w.pr[2 + d] = acc[a];
         }
     }
 }

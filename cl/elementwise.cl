@@ -7,7 +7,8 @@
  *   gelu       tanh approximation
  *   swiglu     y[i] = silu(a[i]) * b[i]
  *   geglu      y[i] = gelu(a[i]) * b[i]
- *   scale      y[i] *= s, in place
+ *   swiglu_oai y[i] = gpt-oss's clamped silu(a[i]) * (b[i] + 1) (glu.clh)
+ *   scale      y[i] = a[i] * s, capped to c * tanh(y / c) where c > 0 (SOFTCAP)
  *   store_f32, store_f16  KV cache writes; f16 through vstore_half_rte, so no cl_khr_fp16 */
 
 #define VEC 8
@@ -48,8 +49,8 @@ __kernel void add(__global const float *a, ulong a_off, __global const float *b,
     }
 }
 
-/* swiglu (gelu 0) and geglu (gelu 1): y = act(a) * b */
-#define GLU_KERNEL(name, gelu)                                                                     \
+/* swiglu (fn 0), geglu (fn 1) and swiglu_oai (fn 2): glu.clh's GLU */
+#define GLU_KERNEL(name, fn)                                                                       \
     __kernel void name(__global const float *a, ulong a_off, __global const float *b,             \
                        ulong b_off, __global float *y, ulong y_off, ulong count) {                \
         size_t i = get_global_id(0) * VEC;                                                         \
@@ -57,26 +58,33 @@ __kernel void add(__global const float *a, ulong a_off, __global const float *b,
         __global float *yp = y + y_off;                                                            \
         if (i + VEC <= count) {                                                                    \
             float8 x = vload8(0, ap + i);                                                          \
-            vstore8(GLU(x, vload8(0, bp + i), gelu), 0, yp + i);                                   \
+            vstore8(GLU(x, vload8(0, bp + i), fn), 0, yp + i);                                     \
         } else {                                                                                   \
             for (; i < count; i++) {                                                               \
                 float x = ap[i];                                                                   \
-                yp[i] = GLU(x, bp[i], gelu);                                                       \
+                yp[i] = GLU(x, bp[i], fn);                                                         \
             }                                                                                      \
         }                                                                                          \
     }
 
 GLU_KERNEL(swiglu, 0)
 GLU_KERNEL(geglu, 1)
+GLU_KERNEL(swiglu_oai, 2)
 
-__kernel void scale(__global float *y, ulong y_off, ulong count, float s) {
+__kernel void scale(__global const float *a, ulong a_off, __global float *y, ulong y_off,
+                    ulong count, float s, float c) {
     size_t i = get_global_id(0) * VEC;
+    __global const float *ap = a + a_off;
     __global float *yp = y + y_off;
-    if (i + VEC <= count)
-        vstore8(vload8(0, yp + i) * s, 0, yp + i);
-    else
-        for (; i < count; i++)
-            yp[i] *= s;
+    if (i + VEC <= count) {
+        float8 x = vload8(0, ap + i) * s;
+        vstore8(SOFTCAP(x, c), 0, yp + i);
+    } else {
+        for (; i < count; i++) {
+            float x = ap[i] * s;
+            yp[i] = SOFTCAP(x, c);
+        }
+    }
 }
 
 __kernel void store_f32(__global const float *src, ulong src_off, __global float *dst,

@@ -7,11 +7,11 @@
  * launch between them: on PoCL a launch costs 5-8 us of two cores' time, which is what a decode
  * step of 180 launches lost to llama.cpp's spinning thread pool.
  *
- * Nothing can deadlock however many work-groups run at once, one included: a task is taken only
- * by a running work-group, which finishes it before taking another, so the oldest unfinished
- * task never waits on a task not yet taken. Waiting spins on counters that tasks raise with
- * atomic_inc (sequentially consistent on PoCL, so the waiter sees every output of the record),
- * which is why the host uses this kernel on CPU devices only.
+ * Nothing can deadlock however many work-groups run at once, one included: a work-group takes a
+ * task only once every task it depends on has finished, and then runs it to the end, so a taken
+ * task never waits and a waiting work-group holds none. Waiting spins on counters that tasks
+ * raise with atomic_inc (sequentially consistent on PoCL, so the waiter sees every output of the
+ * record), which is why the host uses this kernel on CPU devices only.
  *
  * ctl holds the counters, G_LINE ints apart (one cache line each): the ticket, the work-groups
  * that have left, and per record the tasks finished. The last work-group to leave zeroes them
@@ -45,7 +45,7 @@ typedef __global uchar *slot_t;
  * -DGT_<i>=<code> for its i-th type (in weight_types.clh's order; the code is the records'
  * G_WTYPE) and -DWT_<type>=(GT_CODE==<code>), which picks that type's readers, included here under
  * names suffixed with the code (graph_typed.clh). A type without readers is refused by the host:
- * graph launches are then off for its models. 13 slots: every type of weight_types.clh. */
+ * graph launches are then off for its models. 14 slots: every type of weight_types.clh. */
 #define GT_CAT2(a, b) a##_##b
 #define GT_CAT(a, b) GT_CAT2(a, b)
 #define GT_NAME(name) GT_CAT(name, GT_CODE)
@@ -102,7 +102,11 @@ typedef __global uchar *slot_t;
 #include "graph_typed.clh"
 #endif
 #ifdef GT_13
-#error "graph.cl has slots for 13 weight types"
+#define GT_CODE GT_13
+#include "graph_typed.clh"
+#endif
+#ifdef GT_14
+#error "graph.cl has slots for 14 weight types"
 #endif
 
 #define WEIGHT_CASE(code)                                                                          \
@@ -152,6 +156,9 @@ static void weight_task(__global const int *r, int task, const slot_t *slots) {
 #ifdef GT_12
         WEIGHT_CASE(GT_12)
 #endif
+#ifdef GT_13
+        WEIGHT_CASE(GT_13)
+#endif
     }
 }
 
@@ -192,17 +199,23 @@ static attn_args attention_of(__global const int *r, const slot_t *slots) {
                        r[ATT_N_CHUNKS],
                        r[ATT_WINDOW],
                        as_float(r[ATT_SCALE]),
+                       as_float(r[ATT_SOFTCAP]),
                        r[ATT_N_ROT],
                        r[ATT_NEOX],
                        as_float(r[ATT_FREQ_BASE]),
                        as_float(r[ATT_FREQ_SCALE]),
                        WANT_F(r),
-                       r[ATT_ROUND_Q8]};
+                       r[ATT_ROUND_Q8],
+                       F32(r, ATT_SINKS),
+                       r[ATT_HAS_SINKS]};
 }
 
-/* Function fn (ELT_*) of the float or float8 a and b. */
-#define ELT(fn, a, b)                                                                              \
-    ((fn) == ELT_ADD ? (a) + (b) : (fn) == ELT_GELU ? GELU(a) : GLU(a, b, (fn) == ELT_GEGLU))
+/* Function fn (ELT_*) of the float or float8 a and b; ELT_SCALE's scale k and cap c. */
+#define ELT(fn, a, b, k, c)                                                                        \
+    ((fn) == ELT_ADD     ? (a) + (b)                                                               \
+     : (fn) == ELT_GELU  ? GELU(a)                                                                 \
+     : (fn) == ELT_SCALE ? SOFTCAP((a) * (k), c)                                                   \
+                         : GLU(a, b, fn))
 
 /* y = fn(a, b) over elements task * per_task * 32 .., as elementwise.cl's kernels do them: 8 at a
  * time, and element by element where the 8 run past the end (of y, or for ADD of b's repeat);
@@ -213,6 +226,7 @@ static void eltwise_task(__global const int *r, int task, const slot_t *slots) {
     __global float *y = F32(r, ELT_Y);
     int count = r[ELT_COUNT], want_q = r[ELT_WANT_Q], per_task = r[ELT_PER_TASK];
     int fn = r[ELT_FN], b_count = r[ELT_B_COUNT];
+    float k = as_float(r[ELT_SCALE_BY]), c = as_float(r[ELT_CAP]);
     int end = min(count, (task + 1) * per_task * 32);
     for (int i = task * per_task; 32 * i < end; i++) {
         float8 v[4];
@@ -220,12 +234,12 @@ static void eltwise_task(__global const int *r, int task, const slot_t *slots) {
             int e = 32 * i + 8 * j, be = e % b_count;
             if (e + 8 <= count && be + 8 <= b_count) {
                 float8 s = vload8(0, a + e);
-                v[j] = ELT(fn, s, vload8(0, b + be));
+                v[j] = ELT(fn, s, vload8(0, b + be), k, c);
                 vstore8(v[j], 0, y + e);
             } else {
                 for (int stop = min(e + 8, count); e < stop; e++) {
                     float s = a[e];
-                    y[e] = ELT(fn, s, b[be]);
+                    y[e] = ELT(fn, s, b[be], k, c);
                     be = be + 1 == b_count ? 0 : be + 1;
                 }
             }
@@ -269,7 +283,8 @@ static void store_task(__global const int *r, int task, const slot_t *slots) {
  * decode step rotates by the same ones. */
 typedef struct {
     int pos, n_rot; /* n_rot 0: none yet */
-    float freq_base, freq_scale;
+    float freq_base, freq_scale, mscale;
+    __global const float *factors;
     float cs[ROPE_TABLE], ss[ROPE_TABLE];
 } rope_cache;
 
@@ -287,13 +302,19 @@ static void run_task(__global const int *r, int task, const slot_t *slots, rope_
         break;
     case G_ATTENTION: {
         attn_args a = attention_of(r, slots);
+        __global const float *factors = r[ATT_HAS_FACTORS] ? F32(r, ATT_FACTORS) : 0;
+        float mscale = as_float(r[ATT_MSCALE]);
         if (a.n_rot && (rope->n_rot != a.n_rot || rope->pos != a.pos0 ||
-                        rope->freq_base != a.freq_base || rope->freq_scale != a.freq_scale)) {
-            rope_table(a.pos0, a.n_rot, a.freq_base, a.freq_scale, rope->cs, rope->ss);
+                        rope->freq_base != a.freq_base || rope->freq_scale != a.freq_scale ||
+                        rope->factors != factors || rope->mscale != mscale)) {
+            rope_table(a.pos0, a.n_rot, a.freq_base, a.freq_scale, factors, mscale, rope->cs,
+                       rope->ss);
             rope->pos = a.pos0;
             rope->n_rot = a.n_rot;
             rope->freq_base = a.freq_base;
             rope->freq_scale = a.freq_scale;
+            rope->factors = factors;
+            rope->mscale = mscale;
         }
         attention_item(&a, task / a.n_chunks, 0, task % a.n_chunks, rope->cs, rope->ss);
         break;
@@ -316,15 +337,29 @@ static void run_task(__global const int *r, int task, const slot_t *slots, rope_
 }
 
 /* Spins until every task of records first .. last has finished, then takes a full barrier (an
- * atomic read-modify-write), so nothing after it is read before what they wrote. */
-static void wait_for(__global volatile int *ctl, __global const int *recs, int first, int last) {
+ * atomic read-modify-write), so nothing after it is read before what they wrote. A wait that
+ * spins past SPIN_LIMIT (seconds; OpenCL C has no clock), or finds another one did, raises
+ * ctl's G_STALLED and returns false: the work-groups then leave with tasks undone, and the host
+ * reports the stall (a device that does not run the launch's work-groups at once), never a
+ * hang. */
+#if defined(__x86_64__) || defined(__i386__)
+#define SPIN_LIMIT (1L << 24) /* pauses of 40-140 cycles each: 0.3-1 s on a quiet CPU */
+#else
+#define SPIN_LIMIT (1L << 28)
+#endif
+static bool wait_for(__global volatile int *ctl, __global const int *recs, int first, int last) {
     for (int k = first; k <= last; k++)
-        while (ctl[G_LINE * (k + 2)] < recs[k * G_INTS + G_TASKS]) {
+        for (long spins = 0; ctl[G_LINE * (k + 2)] < recs[k * G_INTS + G_TASKS]; spins++) {
+            if (spins == SPIN_LIMIT || ctl[G_STALLED]) {
+                atomic_xchg(ctl + G_STALLED, 1);
+                return false;
+            }
 #if defined(__x86_64__) || defined(__i386__)
             __builtin_ia32_pause();
 #endif
         }
     atomic_add(ctl + G_LINE * (last + 2), 0);
+    return true;
 }
 
 #define SLOT_PARAM(i) , __global uchar *s##i
@@ -341,18 +376,29 @@ __kernel void run_graph(__global const int *recs, int n_recs,
     rope_cache rope = {.n_rot = 0};
     int rec = 0, first = 0; /* the record of the last ticket and its first ticket */
     int waited = -1;        /* the record whose wait this work-group has done */
-    for (;;) {
-        int ticket = atomic_inc(ctl);
+    /* The next ticket is waited for before it is taken (atomic_cmpxchg: another work-group may
+     * take it meanwhile, then the one after it is tried): a work-group that waits holds no task,
+     * so one that the OS deschedules while it spins stalls no other. Taking first and waiting
+     * after made every stage wait for every work-group to be running at once, which a loaded
+     * CPU rarely grants: 120-500 ms a decode step against 21-28 with per-op launches. */
+    for (int ticket = ctl[0];;) {
         while (rec < n_recs && ticket >= first + recs[rec * G_INTS + G_TASKS])
             first += recs[rec++ * G_INTS + G_TASKS];
         if (rec >= n_recs) break;
         if (rec > waited) {
             __global const int *r = recs + rec * G_INTS;
-            if (r[G_AFTER] <= r[G_AFTER + 1]) wait_for(ctl, recs, r[G_AFTER], r[G_AFTER + 1]);
+            if (r[G_AFTER] <= r[G_AFTER + 1] && !wait_for(ctl, recs, r[G_AFTER], r[G_AFTER + 1]))
+                break;
             waited = rec;
+        }
+        int seen = atomic_cmpxchg(ctl, ticket, ticket + 1);
+        if (seen != ticket) {
+            ticket = seen;
+            continue;
         }
         run_task(recs + rec * G_INTS, ticket - first, slots, &rope);
         atomic_inc(ctl + G_LINE * (rec + 2));
+        ticket++;
     }
     if (atomic_inc(ctl + G_LINE) != (int)get_num_groups(0) - 1) return;
     for (int i = 0; i < n_recs + 2; i++)

@@ -1,10 +1,10 @@
-/* Activations rounded to 8 bits (the MATMUL op's x_q8), as round_q8.clh states.
- * Rows of k % 32 == 0 elements are whole blocks, so blocks are numbered across the whole tensor.
+/* Activations rounded to 8 bits: the ROUND_Q8 op, whose 8-bit form x_q8 matmuls read, as
+ * round_q8.clh states. Rows of k % 32 == 0 elements are whole blocks, so blocks are numbered
+ * across the whole tensor.
  *
- * quantize_q8_act rounds a tensor x. rmsnorm_q8_act and glu_q8_act are the RMSNORM and SWIGLU
- * or GEGLU ops that round their output y as they write it, when the next op is an x_q8 matmul
- * over y: one launch instead of two. They compute what norm.cl's and elementwise.cl's kernels
- * do, up to float rounding. */
+ * quantize_q8_act is ROUND_Q8 alone. rmsnorm_q8_act and glu_q8_act are an RMSNORM, SWIGLU,
+ * GEGLU or SWIGLU_OAI fused with the ROUND_Q8 of its output: one launch instead of two. They
+ * compute what norm.cl's and elementwise.cl's kernels do, up to float rounding. */
 
 #include "glu.clh"
 #include "round_q8.clh"
@@ -24,8 +24,8 @@ __kernel void quantize_q8_act(__global const float *x, int x_off, __global char 
  * row summing its squares again where rows are many (CPUs, prefill). */
 __kernel void rmsnorm_q8_act(__global const float *x, ulong x_off, __global const float *w,
                              ulong w_off, int has_w, __global float *y, ulong y_off, int d,
-                             float eps, __global char *xq, __global float2 *xd,
-                             __global float *xf, int want_f, int span, __global int *xo) {
+                             float eps, __global char *xq, __global float2 *xd, __global float *xf,
+                             int want_f, int span, __global int *xo) {
     int b = get_global_id(0), r = get_global_id(1);
     __global const float *xr = x + x_off + (size_t)r * d;
     __global float *yr = y + y_off + (size_t)r * d;
@@ -44,15 +44,16 @@ __kernel void rmsnorm_q8_act(__global const float *x, ulong x_off, __global cons
     round_span(yr, (size_t)span * b, span, xq, xd, xf, want_f, xo);
 }
 
-/* Global size: the spans of y (count / (32 span)): y = silu(a) * b, or gelu(a) * b with gelu,
- * each span rounded with one scale (round_span, from y as written). */
-__kernel void glu_q8_act(__global const float *a, ulong a_off, __global const float *b,
-                         ulong b_off, __global float *y, ulong y_off, int gelu, __global char *xq,
+/* Global size: the spans of y (count / (32 span)): y = GLU(a, b, fn) (glu.clh: silu(a) * b,
+ * gelu(a) * b, gpt-oss's clamped SwiGLU), each span rounded with one scale (round_span, from y as
+ * written). */
+__kernel void glu_q8_act(__global const float *a, ulong a_off, __global const float *b, ulong b_off,
+                         __global float *y, ulong y_off, int fn, __global char *xq,
                          __global float2 *xd, __global float *xf, int want_f, int span,
                          __global int *xo) {
     size_t i = get_global_id(0) * span;
     y += y_off;
     for (size_t c = 4 * i; c < 4 * (i + span); c++) /* in float8s */
-        vstore8(GLU(vload8(c, a + a_off), vload8(c, b + b_off), gelu), c, y);
+        vstore8(GLU(vload8(c, a + a_off), vload8(c, b + b_off), fn), c, y);
     round_span(y, i, span, xq, xd, xf, want_f, XO_FOR(span, xo));
 }

@@ -2,7 +2,8 @@
  * pair) computes the angle once and turns that pair in every head (1D global size
  * n * n_rot/2, rounded up to the local size: few work-groups, as PoCL wants). Token t sits at
  * position pos0 + t; pair j turns by
- *   theta = pos * freq_scale * freq_base^(-2j / n_rot).
+ *   theta = pos * freq_scale * freq_base^(-2j / n_rot) / factors[j]
+ * (rope.clh; has_factors 0: none), its cosine and sine multiplied by mscale (0: not).
  * Normal pairing rotates (2j, 2j+1) (llama/GPT-J); NeoX pairing rotates (j, j + n_rot/2).
  * Dimensions from n_rot to head_dim stay as they are.
  *
@@ -25,14 +26,17 @@ static void kv_put(__global float *dst, size_t i, float value, int f16) {
 }
 
 __kernel void rope(__global float *x, ulong x_off, int n, int n_heads, int head_dim, int n_rot,
-                   int pos0, float freq_base, float freq_scale, int neox, __global float *k_dst,
+                   int pos0, float freq_base, float freq_scale, int neox,
+                   __global const float *factors, ulong factors_off, int has_factors, float mscale,
+                   __global float *k_dst,
                    ulong k_off, __global const float *v_src, ulong v_src_off, __global float *v_dst,
                    ulong v_dst_off, int kv_heads, int kv_f16) {
     int half_rot = n_rot / 2;
     size_t id = get_global_id(0);
     if (id >= (size_t)n * half_rot) return;
     int t = id / half_rot, j = id % half_rot;
-    float8 c8, s8 = rope_sincos8(pos0 + t, j - j % 8, n_rot, freq_base, freq_scale, &c8);
+    __global const float *ff = has_factors ? factors + factors_off : 0;
+    float8 c8, s8 = rope_sincos8(pos0 + t, j - j % 8, n_rot, freq_base, freq_scale, ff, mscale, &c8);
     float cs[8], ss[8];
     vstore8(c8, 0, cs);
     vstore8(s8, 0, ss);

@@ -18,18 +18,15 @@
 extern "C" {
 #endif
 
-/* The version of this header. CMakeLists.txt reads it from these lines as the project's version
- * (the one place it is written); clinfer_version() gives the library's, which a program can
- * compare with CLINFER_VERSION_STRING to catch a header and a library of different builds. */
+/* This header's version, which CMakeLists.txt reads as the project's; compare it with
+ * clinfer_version() to catch a header and a library of different builds. */
 #define CLINFER_VERSION_MAJOR 0
 #define CLINFER_VERSION_MINOR 1
 #define CLINFER_VERSION_PATCH 0
 #define CLINFER_VERSION_STRING "0.1.0"
 
-/* Marks the library's interface. The library is compiled with hidden visibility, so
- * libclinfer.so exports exactly the functions declared with it. For a program including this
- * header it changes nothing (a declaration's default visibility is what it has anyway). A
- * definition made before this header replaces it. */
+/* The library's interface: built with hidden visibility, libclinfer.so exports exactly what is
+ * declared with it (nothing changes for a program; a definition made earlier replaces it). */
 #ifndef CLINFER_API
 #if defined(__GNUC__) || defined(__clang__)
 #define CLINFER_API __attribute__((visibility("default")))
@@ -43,8 +40,7 @@ CLINFER_API const char *clinfer_version(void);
 
 /* ---- status ---------------------------------------------------------------------------- */
 
-/* 0 is success. OpenCL error codes (-1 .. -1999) pass through unchanged; the library's own
- * codes live in the range below -2000. */
+/* 0 is success; OpenCL's codes (-1 .. -1999) pass through, the library's own are below -2000. */
 typedef int32_t clinfer_status;
 
 enum {
@@ -80,9 +76,8 @@ typedef enum {
 /* message: one line or more, without a trailing newline; valid during the call. */
 typedef void (*clinfer_log_callback)(clinfer_log_level level, const char *message, void *user);
 
-/* Where the library's diagnostics go, for the whole process: the library never prints. NULL
- * (the default): nowhere. Calls are serialised (never two at once), from whichever thread logs;
- * a callback must not call clinfer_log_set itself. */
+/* Where the library's diagnostics go, process-wide (NULL, the default: nowhere; it never
+ * prints). Calls are serialised, from whichever thread logs; never call this from the callback. */
 CLINFER_API void clinfer_log_set(clinfer_log_callback callback, void *user);
 
 /* Asked between chunks of an eval (clinfer_context_set_abort): return true to stop. */
@@ -151,14 +146,12 @@ typedef struct clinfer_device_info {
     char kernel_path[32]; /* variant chosen from the capabilities: "cpu-rows", ... */
 } clinfer_device_info;
 
-/* Enumerates every OpenCL device of every platform. No platform is not an error: *count is 0
- * (clinfer_last_error() then says why). */
+/* Every device of every OpenCL platform; none is no error: *count 0, clinfer_last_error() why. */
 CLINFER_API clinfer_status clinfer_device_count(size_t *count);
 CLINFER_API clinfer_status clinfer_device_get_info(size_t index, clinfer_device_info *info);
 
-/* Picks a device from spec: NULL or "" means the CLINFER_DEVICE environment variable, else the
- * strongest device. A spec is an index ("1"), a type ("gpu", "cpu") or a name substring.
- * reason (optional) receives a sentence saying why this device was chosen. */
+/* Picks a device from spec, an index ("1"), a type ("gpu", "cpu") or a name substring; NULL or
+ * "": $CLINFER_DEVICE, else the strongest. reason (optional) receives why. */
 CLINFER_API clinfer_status clinfer_device_select(const char *spec, size_t *index, char *reason,
                                                  size_t reason_size);
 
@@ -178,6 +171,10 @@ typedef enum {
     CLINFER_KERNEL_PATH_GPU_SUBGROUP, /* reserved: not offered until it has kernels of its own */
     CLINFER_KERNEL_PATH_GPU_LOCAL_REDUCE, /* work-groups reduce in local memory: GPUs */
 } clinfer_kernel_path;
+
+/* "cpu-rows" or "gpu-local-reduce" (as CLINFER_KERNEL_PATH takes) into *out; "gpu-subgroup"
+ * gives CLINFER_ERR_UNSUPPORTED (not offered), any other name CLINFER_ERR_INVALID_ARGUMENT. */
+CLINFER_API clinfer_status clinfer_kernel_path_parse(const char *name, clinfer_kernel_path *out);
 
 typedef enum { CLINFER_DEFAULT = 0, CLINFER_ON, CLINFER_OFF } clinfer_toggle;
 
@@ -199,29 +196,46 @@ typedef struct {
     clinfer_toggle clblast;          /* CLINFER_CLBLAST (0/1): CLBlast for f32 GEMM; else on
                                       * GPUs (where built with it) */
     clinfer_toggle graph;            /* CLINFER_GRAPH (0/1): a decode step in one launch on
-                                      * cpu-rows devices (on: also where not a CPU, e.g. a
-                                      * simulator); else on CPU devices, each context timing
-                                      * its decode steps picks that or a launch per op (same
-                                      * results), whichever runs faster at the time */
+                                      * cpu-rows devices; else on PoCL CPUs each context times both
+                                      * ways (same results) and takes the faster */
     clinfer_toggle profile;          /* CLINFER_PROFILE (0/1): per-op kernel times on stderr as
                                       * a context is freed; else off */
-    uint32_t threads; /* CPU devices: run on this many of their compute units (threads; an
-                       * OpenCL sub-device); 0, or as many as it has: all. Other devices
-                       * ignore it. */
-    /* Called before each kernel program is compiled from source, i.e. not found in the kernel
-     * cache: the first use of a device (or of a weight type on it) compiles several, seconds
-     * each on CPUs, so a program can say why it waits. May be called from any thread that
-     * uses the model. NULL: not told. */
+    uint32_t threads; /* CPU devices: this many compute units (an OpenCL sub-device); 0: all.
+                       * Other devices ignore it. */
+    /* Told before each program is compiled (not found in the kernel cache; seconds each on
+     * CPUs), from any thread that uses the model, so a program can say why it waits. */
     void (*on_compile)(const clinfer_compile_event *event, void *user);
     void *on_compile_user;
 } clinfer_backend_options;
 
+/* ---- placement: layers split across devices (docs/DEVICES.md) ---- */
+
+#define CLINFER_MAX_DEVICES 8
+
+/* Where a model's layers run. Zeroed: on options.device alone, or, where the model's weights do
+ * not fit that device's memory, split across it and the other devices by their memory. The
+ * embeddings run with the first layer; each device holds its layers' weights and KV cache, and
+ * each step's hidden state crosses once per boundary. */
+typedef struct {
+    /* The devices in order, each a spec as clinfer_device_select takes (NULL ends the list; a
+     * device at most once): the first takes the first layers, the last the output head. One:
+     * that device, in place of options.device. */
+    const char *devices[CLINFER_MAX_DEVICES];
+    /* Each listed device's share of the layers (llama.cpp's --tensor-split); all 0: in
+     * proportion to each device's memory. */
+    float shares[CLINFER_MAX_DEVICES];
+    /* > 0 (llama.cpp's -ngl): the last n_gpu_layers layers on options.device, the output head
+     * too where it exceeds the layer count, the rest on the first other CPU device (none: all
+     * on options.device); not with devices. 0: not asked. */
+    int32_t n_gpu_layers;
+} clinfer_placement;
+
 typedef struct {
     clinfer_backend_kind backend;
     clinfer_backend_options options; /* for CLINFER_BACKEND_OPENCL */
+    clinfer_placement placement;     /* for CLINFER_BACKEND_OPENCL */
     bool verbose;                    /* log load steps (CLINFER_LOG_INFO, clinfer_log_set) */
-    /* Only the tokenizer (a vocab-only GGUF file will do): no weights, no backend, no
-     * contexts; the token functions below work. */
+    /* Only the tokenizer (a vocab-only file will do): token functions, no weights or contexts */
     bool vocab_only;
     clinfer_progress_callback progress; /* NULL: not told */
     void *progress_user;
@@ -241,10 +255,13 @@ typedef struct {
     bool rope_neox;
     uint64_t n_params;     /* weights' element count */
     uint64_t weight_bytes; /* as stored on the device */
-    char backend[256];     /* the backend and device in use */
-    /* The file: GGUF version and size, the chat format its tokenizer.chat_template is
-     * recognised as ("" for none, "unrecognised"; without a template, the one its architecture
-     * chats in: "gemma" for gemma3), its tensors by element type. */
+    /* A mixture of experts (n_expert 0: none): each token's n_expert_used of n_expert experts,
+     * the parameters and weight bytes one token reads (the unchosen experts' left out) */
+    uint32_t n_expert, n_expert_used;
+    uint64_t n_params_active, weight_bytes_active;
+    char backend[256]; /* the backend and device in use */
+    /* The file: GGUF version, size, the chat format of its tokenizer.chat_template ("" none,
+     * "unrecognised", else its architecture's: "gemma"), its tensors by element type. */
     uint32_t gguf_version;
     uint64_t file_bytes;
     char chat_format[16];
@@ -255,22 +272,49 @@ typedef struct {
         uint64_t bytes;
     } tensor_types[16]; /* n_tensor_types, in type-id order */
     uint32_t n_tensor_types;
+    char rope_scaling[64]; /* "none", "linear x2", "llama3 (rope_freqs)", "yarn x4 of 32768", ... */
 } clinfer_model_info;
 
 CLINFER_API clinfer_status clinfer_model_get_info(const clinfer_model *model,
                                                   clinfer_model_info *info);
 
+/* The devices a model runs on (one unless its layers are split), in the order its layers cross
+ * them. */
+typedef struct {
+    uint32_t n_devices;
+    struct {
+        char device[256];      /* as clinfer_model_info.backend names it */
+        size_t index;          /* as clinfer_device_get_info's */
+        uint32_t first_layer;  /* its layers: first_layer .. first_layer + n_layers - 1 */
+        uint32_t n_layers;     /* (0: none, the head alone) */
+        bool embeddings, head; /* whether it runs the token embeddings, the output head */
+        uint64_t weight_bytes; /* its share of clinfer_model_info.weight_bytes */
+    } devices[CLINFER_MAX_DEVICES];
+} clinfer_model_placement;
+
+CLINFER_API clinfer_status clinfer_model_get_placement(const clinfer_model *model,
+                                                       clinfer_model_placement *out);
+
 /* ---- tokens -------------------------------------------------------------------------- */
 
-/* Writes up to capacity ids; *n_tokens receives the count needed, and the call returns
- * CLINFER_ERR_BUFFER_TOO_SMALL when it exceeds capacity. add_bos prepends BOS unconditionally,
- * whatever the model's metadata says; pass clinfer_token_add_bos(model) to start a prompt the
- * way the model expects; with add_bos, EOS is also appended where the model's metadata asks for
- * it (tokenizer.ggml.add_eos_token, as T5's files do), as llama.cpp does. parse_special: text
- * like "<|im_start|>" becomes its special token. Invalid UTF-8 is tokenized byte-wise. */
+/* Writes up to capacity ids; *n_tokens receives the count needed (CLINFER_ERR_BUFFER_TOO_SMALL
+ * past capacity). add_bos prepends BOS whatever the metadata says (clinfer_token_add_bos says
+ * what the model expects) and appends EOS where tokenizer.ggml.add_eos_token asks, as llama.cpp
+ * does. parse_special: "<|im_start|>" becomes its special token. Bad UTF-8 goes byte-wise. */
 CLINFER_API clinfer_status clinfer_tokenize(const clinfer_model *model, const char *text,
                                             size_t len, bool add_bos, bool parse_special,
                                             int32_t *tokens, size_t capacity, size_t *n_tokens);
+/* clinfer_tokenize of n pieces as one text, only pieces with parse_special reading special
+ * tokens (a chat's template markers, not its contents). */
+typedef struct {
+    const char *text;
+    size_t len;
+    bool parse_special;
+} clinfer_text_piece;
+CLINFER_API clinfer_status clinfer_tokenize_pieces(const clinfer_model *model,
+                                                   const clinfer_text_piece *pieces, size_t n,
+                                                   bool add_bos, int32_t *tokens, size_t capacity,
+                                                   size_t *n_tokens);
 /* The bytes a token stands for (not NUL-terminated; may be part of a UTF-8 sequence). */
 CLINFER_API clinfer_status clinfer_token_to_piece(const clinfer_model *model, int32_t token,
                                                   char *buf, size_t size, size_t *len);
@@ -307,20 +351,14 @@ typedef struct {
     uint32_t n_ctx;   /* 0: the model's training context */
     uint32_t n_batch; /* prefill chunk; 0: 256 */
     bool kv_f32;      /* KV cache in f32 instead of f16 */
-    /* Which matmuls over quantized weights (Q8_0, Q4_0, Q4_1, Q4_K, Q6_K) take their input
-     * rounded to 8 bits per block of 32, 256 for the K-quants (as llama.cpp's CPU backend
-     * does, for integer dot products) and which take it in f32: slower, closer to the exact
-     * product. F16/F32 weights always take f32. */
+    /* Which matmuls over quantized weights take x rounded to 8 bits per block (32; 256 for
+     * K-quants), as llama.cpp's CPU backend does for integer dots, and which take f32 (slower,
+     * closer to exact). F16/F32 weights always take f32. */
     clinfer_activations activations;
-    /* Keep the logits of every token of each eval, not only the last one's (perplexity,
-     * scoring): clinfer_get_logits_ith. Costs n_batch rows of logits on the device. */
-    bool logits_all;
-    /* Keep the hidden state of every token of each eval (clinfer_get_embeddings_ith): costs a
-     * read of n_batch rows of n_embd per chunk. */
-    bool embeddings;
-    /* Sequences the context holds at once (clinfer_batch_eval); 0: 1. Each owns n_ctx rows of
-     * KV cache of its own, so the cache takes n_seq_max times one sequence's. Without
-     * logits_all, one batch may ask for the logits of up to n_seq_max entries. */
+    bool logits_all; /* every token's logits, not only the last's (clinfer_get_logits_ith) */
+    bool embeddings; /* every token's hidden state (clinfer_get_embeddings_ith) */
+    /* Sequences held at once (clinfer_batch_eval); 0: 1. Each has n_ctx rows of KV cache; a
+     * batch may ask for the logits of up to n_seq_max entries. */
     uint32_t n_seq_max;
 } clinfer_context_params;
 
@@ -335,9 +373,8 @@ typedef struct {
     uint32_t n_seq_max;
 } clinfer_memory_plan;
 
-/* Resolves params (NULL: defaults) against the model: n_ctx 0 means the training context,
- * n_batch 0 means 256, and n_batch is capped at n_ctx. Fails for an n_ctx that the model
- * cannot address (learned positions beyond their table). */
+/* Resolves params (NULL: defaults): n_ctx 0 is the training context, n_batch 0 is 256, capped at
+ * n_ctx. Fails for an n_ctx the model cannot address (past learned positions' table). */
 CLINFER_API clinfer_status clinfer_model_memory_plan(const clinfer_model *model,
                                                      const clinfer_context_params *params,
                                                      clinfer_memory_plan *out);
@@ -383,10 +420,9 @@ typedef enum {
     CLINFER_POOLING_LAST,     /* the last token's */
 } clinfer_pooling;
 
-/* One vector for the whole last eval (evaluate a text in one clinfer_eval after a reset), into
- * out[capacity]; normalize: scaled to Euclidean length 1 (as OpenAI's and llama-server's
- * /v1/embeddings return them). *n_embd receives the length, and CLINFER_ERR_BUFFER_TOO_SMALL
- * when it exceeds capacity. */
+/* One vector for the whole last eval (one text, one clinfer_eval after a reset) into
+ * out[capacity], normalize: to length 1 (as /v1/embeddings gives them). *n_embd receives the
+ * length (CLINFER_ERR_BUFFER_TOO_SMALL past capacity). */
 CLINFER_API clinfer_status clinfer_get_embeddings_pooled(clinfer_context *ctx,
                                                          clinfer_pooling pooling, bool normalize,
                                                          float *out, size_t capacity,
@@ -394,12 +430,10 @@ CLINFER_API clinfer_status clinfer_get_embeddings_pooled(clinfer_context *ctx,
 
 /* ---- batches of several sequences ------------------------------------------------------
  *
- * A context made with n_seq_max > 1 holds that many sequences (ids 0 .. n_seq_max - 1), each in
- * a KV cache region of n_ctx rows of its own. clinfer_eval appends to sequence 0; a batch
- * evaluates tokens of any sequences in one step, prompt tokens and decode tokens mixed: every
- * matrix product runs once over all the batch's tokens (n columns), and each token attends to
- * its own sequence's cached tokens up to its position. A server decodes all its streams with
- * one batch per step (one entry per stream) instead of one evaluation per stream. */
+ * A context made with n_seq_max > 1 holds sequences 0 .. n_seq_max - 1, each with n_ctx rows of
+ * KV cache. A batch evaluates tokens of any sequences in one step, prompt and decode tokens
+ * mixed: each matrix product runs once over all of them, each token attending to its own
+ * sequence. clinfer_eval appends to sequence 0. */
 
 typedef struct {
     int32_t token;
@@ -409,12 +443,10 @@ typedef struct {
 } clinfer_batch_entry;
 
 /* Evaluates n entries (1 <= n <= n_batch) as one step. A sequence's entries, in batch order,
- * continue it: the first at the position after its last token (clinfer_seq_len), the next ones
- * each one further; entries of different sequences may interleave. At most n_seq_max entries may
- * ask for logits (every entry with logits_all). Afterwards clinfer_get_logits_ith(ctx, i) gives
- * entry i's logits (i < 0 counts from the end), valid until the next evaluation. Bad input
- * (sequence, token, position, count) is refused with CLINFER_ERR_INVALID_ARGUMENT naming the
- * entry, a position at or past n_ctx with CLINFER_ERR_CONTEXT_FULL; nothing is evaluated then. */
+ * continue it from clinfer_seq_len one position each; sequences may interleave. At most
+ * n_seq_max entries ask for logits (any with logits_all): clinfer_get_logits_ith(ctx, i) then.
+ * Bad input is refused, nothing evaluated: CLINFER_ERR_INVALID_ARGUMENT naming the entry, or
+ * CLINFER_ERR_CONTEXT_FULL for a position at or past n_ctx. */
 CLINFER_API clinfer_status clinfer_batch_eval(clinfer_context *ctx,
                                               const clinfer_batch_entry *entries, size_t n);
 
@@ -444,8 +476,7 @@ typedef struct {
     float repeat_penalty;  /* 1: off */
     int32_t repeat_last_n; /* the window of the penalties: the last N tokens (prompt included) */
     uint64_t seed;
-    /* OpenAI's: a token seen c times in the window loses presence_penalty (if c > 0) plus
-     * c * frequency_penalty from its logit. 0: off (the default). */
+    /* OpenAI's: a token seen c > 0 times in the window loses presence + c * frequency (0: off) */
     float presence_penalty, frequency_penalty;
 } clinfer_sampler_params;
 
@@ -460,25 +491,19 @@ CLINFER_API clinfer_status clinfer_sampler_sample(clinfer_sampler *sampler, cons
 /* Records a token in the history the repetition penalty looks at. */
 CLINFER_API void clinfer_sampler_accept(clinfer_sampler *sampler, int32_t token);
 
-/* Constrains the draws to a GBNF grammar (llama.cpp's format; the output matches rule root):
- * each clinfer_sampler_sample first drops the tokens that cannot continue a match (greedy and
- * sampled alike), then advances the grammar past the token it returns (clinfer_sampler_accept
- * does not: it also takes prompt tokens). An end-of-generation token is allowed only where the
- * grammar may end, other control tokens never. Replaces an earlier grammar; gbnf NULL removes
- * it. A bad grammar: CLINFER_ERR_INVALID_ARGUMENT, its message "grammar: line L, column C: ...".
- * When no token can continue (a dead end, or a complete grammar and no end-of-generation token)
- * clinfer_sampler_sample returns CLINFER_ERR_INVALID_ARGUMENT. */
+/* Constrains the draws to a GBNF grammar (llama.cpp's format, rule root): each sample drops the
+ * tokens that cannot continue a match, then advances past the one returned (accept does not).
+ * End of generation is allowed only where the grammar may end, other control tokens never.
+ * gbnf NULL removes it. A bad grammar: CLINFER_ERR_INVALID_ARGUMENT ("grammar: line L, column C:
+ * ..."), as is a sample where no token can continue. */
 CLINFER_API clinfer_status clinfer_sampler_set_grammar(clinfer_sampler *sampler,
                                                        const clinfer_model *model,
                                                        const char *gbnf);
-/* GBNF for the JSON texts a JSON schema allows (OpenAI's strict structured outputs: object,
- * array, string, number, integer, boolean, null, enum, const, anyOf, $ref into $defs,
- * properties, required, additionalProperties, items, minItems, maxItems, minLength, maxLength);
- * schema_json NULL: any JSON object (OpenAI's json_object). Properties come in the schema's
- * order, without extra keys. A keyword it does not handle: CLINFER_ERR_UNSUPPORTED naming it.
- * *gbnf_out is allocated; release it with clinfer_free. */
-CLINFER_API clinfer_status clinfer_json_schema_to_grammar(const char *schema_json,
-                                                          char **gbnf_out);
+/* GBNF for the JSON a schema allows (OpenAI's strict structured outputs: types, enum, const,
+ * anyOf, $ref into $defs, properties in order, required, additionalProperties, items, min/max
+ * Items and Length); NULL: any JSON object. Another keyword: CLINFER_ERR_UNSUPPORTED naming it.
+ * Release *gbnf_out with clinfer_free. */
+CLINFER_API clinfer_status clinfer_json_schema_to_grammar(const char *schema_json, char **gbnf_out);
 
 /* ---- chat ---------------------------------------------------------------------------- */
 
@@ -487,8 +512,8 @@ typedef struct {
     const char *content;
 } clinfer_chat_message;
 
-/* Renders messages with the model's tokenizer.chat_template (or template_name: "chatml",
- * "llama3", "llama2", "gemma"); add_assistant appends the assistant turn's opening.
+/* Renders messages with the model's tokenizer.chat_template (or template_name: "chatml", "llama3",
+ * ..., as clinfer_supported lists them); add_assistant appends the assistant turn's opening.
  * *out is allocated; release it with clinfer_free. */
 CLINFER_API clinfer_status clinfer_chat_apply_template(const clinfer_model *model,
                                                        const char *template_name,
@@ -506,129 +531,23 @@ typedef struct {
     double prefill_ms, decode_ms;
 } clinfer_generate_stats;
 
-/* Evaluates prompt tokens (after what the context holds), then samples up to n_predict tokens,
- * stopping early at an end-of-generation token. stats may be NULL. n_predict < 0: until end of
- * generation or a full context; otherwise CLINFER_ERR_CONTEXT_FULL up front when prompt plus
- * n_predict do not fit. sampler NULL: greedy. Generated tokens (not the end-of-generation one)
- * are evaluated into the context, so a conversation can go on from there. */
+/* Evaluates prompt (after what the context holds), then samples up to n_predict tokens (< 0:
+ * until end of generation or a full context; else CLINFER_ERR_CONTEXT_FULL up front when they
+ * do not fit), stopping at end of generation. sampler NULL: greedy; stats may be NULL. Generated
+ * tokens stay in the context, so a conversation goes on from there. */
 CLINFER_API clinfer_status clinfer_generate(clinfer_context *ctx, const int32_t *prompt,
                                             size_t n_prompt, int32_t n_predict,
                                             clinfer_sampler *sampler,
                                             clinfer_text_callback callback, void *user,
                                             clinfer_generate_stats *stats);
 
-/* ---- verification: a device against the reference backend ------------------------------ */
-
-/* One region written by one op of the forward pass, the device's against the reference's. */
-typedef struct {
-    const char *phase; /* "prefill", "decode", or "whole" for the logits of a whole evaluation */
-    int32_t layer;     /* -1: before the first layer (embeddings); n_layer: output norm and head */
-    char op[64];       /* the op and the tensors it reads: "rmsnorm attn_norm", "matmul ffn_down" */
-    const char *output; /* the region: "y", "x" (in place), "out", "k cache", "v cache", ... */
-    double nmse;        /* sum (device - reference)^2 / sum reference^2 (NaN: the device wrote
-                         * non-finite values) */
-    double max_abs;     /* the largest |device - reference| */
-    uint32_t worst_pos; /* the token position of that element */
-    double bound;       /* the NMSE tolerance applied */
-    bool ok;            /* nmse <= bound */
-} clinfer_verify_row;
-
-typedef struct {
-    char device[256];   /* the device's backend, as clinfer_model_info.backend */
-    char tolerance[64]; /* the tolerance table's entry applied: "Q4_1 weights, 8-bit activations" */
-    double bound;       /* its NMSE bound of one op */
-    double bound_whole; /* and of the whole evaluation's logits */
-    clinfer_verify_row *rows;
-    size_t n_rows;
-    size_t n_failed;                   /* rows past their bound */
-    size_t first_failed;               /* the first such row (n_rows: none) */
-    size_t worst;                      /* the op row (not "whole") with the largest NMSE */
-    int32_t top_device, top_reference; /* the whole evaluation's most likely next token */
-    uint32_t n_layer;                  /* the model's: the head's rows have this layer */
-} clinfer_verify_report;
-
-/* Whether a device computes what the reference backend does. Loads the model at model_path twice,
- * with device_params (NULL: defaults, on OpenCL) and on the reference backend, and evaluates
- * tokens on both: all but the last as one prefill batch, then the last as a decode step (cp: as
- * for clinfer_context_create, NULL: defaults; n_batch is not looked at, n_ctx 0 means n_tokens).
- *   Op by op: each op runs alone on both (never in one launch with others) and every region it
- *   wrote is compared, one row each; then the device gets the reference's values, so that every
- *   op starts from the same state and a row measures that op alone. The head's matmul gives the
- *   logits.
- *   Whole: the same batches again as clinfer_eval runs them, each side on its own, and one last
- *   row compares the logits: the differences of all ops carried on.
- * The tolerances (bound, bound_whole) come from one table, by the loosest weight type among the
- * matmuls and whether they round activations to 8 bits. CLINFER_OK whether or not rows pass: *out
- * says (free it with clinfer_verify_report_free). */
-CLINFER_API clinfer_status clinfer_verify(const char *model_path,
-                                          const clinfer_model_params *device_params,
-                                          const clinfer_context_params *cp, const int32_t *tokens,
-                                          size_t n_tokens, clinfer_verify_report **out);
-CLINFER_API void clinfer_verify_report_free(clinfer_verify_report *report);
-
-/* "cpu-rows" or "gpu-local-reduce" (as CLINFER_KERNEL_PATH takes) into *out; "gpu-subgroup"
- * gives CLINFER_ERR_UNSUPPORTED (not offered), any other name CLINFER_ERR_INVALID_ARGUMENT. */
-CLINFER_API clinfer_status clinfer_kernel_path_parse(const char *name, clinfer_kernel_path *out);
-
-/* ---- quantization ---------------------------------------------------------------------- */
-
-/* What clinfer_quantize_file writes: a mix of weight types named as llama.cpp's llama-quantize
- * names them. The values are llama.cpp's file type numbers, written as general.file_type. */
-typedef enum {
-    CLINFER_FTYPE_F32 = 0,
-    CLINFER_FTYPE_F16 = 1,
-    CLINFER_FTYPE_Q4_0 = 2,
-    CLINFER_FTYPE_Q4_1 = 3,
-    CLINFER_FTYPE_Q8_0 = 7,
-    CLINFER_FTYPE_Q5_0 = 8,
-    CLINFER_FTYPE_Q5_1 = 9,
-    CLINFER_FTYPE_Q2_K = 10,
-    CLINFER_FTYPE_Q3_K_S = 11,
-    CLINFER_FTYPE_Q3_K_M = 12,
-    CLINFER_FTYPE_Q4_K_M = 15,
-    CLINFER_FTYPE_Q5_K_S = 16,
-    CLINFER_FTYPE_Q5_K_M = 17,
-    CLINFER_FTYPE_Q6_K = 18,
-} clinfer_file_type;
-
-/* "Q4_K_M", ...; NULL for a value not listed above. */
-CLINFER_API const char *clinfer_file_type_name(clinfer_file_type type);
-/* A name as above in any case; "Q4_K" means Q4_K_M, as in llama-quantize. */
-CLINFER_API clinfer_status clinfer_file_type_from_name(const char *name, clinfer_file_type *out);
-
-/* A tensor as written, for progress reports. */
-typedef struct {
-    size_t index, count;             /* the index-th (from 0) of count tensors */
-    const char *name;                /* valid during the call */
-    const char *from_type, *to_type; /* element types: "F32", "Q4_K", ... */
-    uint64_t from_bytes, to_bytes;
-    bool fallback; /* its row length does not fit the mix's type: to_type is the nearest that
-                    * does */
-} clinfer_quantize_tensor;
-
-typedef void (*clinfer_quantize_progress)(const clinfer_quantize_tensor *tensor, void *user);
-
-typedef struct {
-    clinfer_file_type file_type;
-    uint32_t n_threads;    /* 0: one per online CPU; the output is the same for any count */
-    bool allow_requantize; /* quantized input tensors are dequantized first (refused without:
-                            * precision is lost twice) */
-    clinfer_quantize_progress progress; /* optional: called after each tensor is written */
-    void *progress_user;
-} clinfer_quantize_params;
-
-CLINFER_API void
-clinfer_quantize_params_default(clinfer_quantize_params *params); /* Q4_K_M, all CPUs */
-
-/* Writes the model in_path (F32, F16 or BF16 weights; quantized ones with allow_requantize) to
- * out_path with each tensor's type chosen as llama-quantize chooses it for the file type:
- * 1-D tensors and norms keep theirs, the output matrix and the more sensitive layers get more bits
- * in the K mixes. All metadata is kept. The file is written as out_path.tmp and renamed when
- * complete, so a failure leaves neither behind. */
-CLINFER_API clinfer_status clinfer_quantize_file(const char *in_path, const char *out_path,
-                                                 const clinfer_quantize_params *params);
-
 #ifdef __cplusplus
 }
 #endif
+
+/* Verification and quantization, declared apart (included here: clinfer.h is the one header
+ * to include). */
+#include "clinfer_verify.h"
+#include "clinfer_quantize.h"
+
 #endif

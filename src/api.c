@@ -25,6 +25,14 @@ clinfer_status clinfer_tokenize(const clinfer_model *m, const char *text, size_t
     return vocab_tokenize(m->vocab, text, len, add_bos, parse_special, tokens, capacity, n_tokens);
 }
 
+clinfer_status clinfer_tokenize_pieces(const clinfer_model *m, const clinfer_text_piece *pieces,
+                                       size_t n, bool add_bos, int32_t *tokens, size_t capacity,
+                                       size_t *n_tokens) {
+    clinfer_status st = need_vocab(m, "tokenize");
+    if (st != CLINFER_OK) return st;
+    return vocab_tokenize_pieces(m->vocab, pieces, n, add_bos, tokens, capacity, n_tokens);
+}
+
 clinfer_status clinfer_token_to_piece(const clinfer_model *m, int32_t token, char *buf, size_t size,
                                       size_t *len) {
     clinfer_status st = need_vocab(m, "token_to_piece");

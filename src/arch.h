@@ -1,5 +1,5 @@
-/* Architectures: one file each (arch_llama.c: the llama family, arch_gemma3.c, arch_gpt2.c),
- * listed in arch.c.
+/* Architectures: one file each, or per family (arch_llama.c: the llama family, arch_gemma.c:
+ * gemma2 and gemma3, arch_smollm3.c, arch_granite.c, arch_olmo2.c, arch_gpt2.c), listed in arch.c.
  * An architecture says which hyperparameters and tensors it has and how a layer runs, through
  * the building blocks declared here: arch_load.c's loading (tensors checked against the
  * hyperparameters, then uploaded) and executor.c's plan builder (the ops of the forward pass).
@@ -18,6 +18,19 @@ struct clinfer_arch {
     bool layer_norm;        /* LayerNorm with biases (the output norm's too), else RMSNorm */
     bool learned_positions; /* position_embd rows: n_ctx cannot exceed n_ctx_train */
     bool gated_ffn;         /* gate and up rows: EXEC_FF_A holds both */
+    /* Mixture-of-experts feed-forwards (src/moe.c): ARCH_DENSE (expert_count refused),
+     * ARCH_MOE_OPTIONAL (llama: mixtral's files), ARCH_MOE (required); moe_norm: the chosen
+     * gates are divided by their sum */
+    int experts;
+    bool moe_norm;
+    /* the gates are a softmax over the chosen experts' logits only (gpt-oss), not over all */
+    bool moe_softmax_chosen;
+    /* its sub-layers read the residual stream as it is: no attn_norm, ffn_norm (olmo2, which
+     * norms their outputs instead) */
+    bool no_pre_norms;
+    /* the tensor of the feed-forward's pre-norm: blk.N.<ffn_norm>.weight (NULL: ffn_norm;
+     * gpt-oss: post_attention_norm) */
+    const char *ffn_norm;
     /* The chat format (chat.h's names) of its files that have no tokenizer.chat_template
      * (NULL: none) */
     const char *chat_format;
@@ -46,7 +59,12 @@ clinfer_status arch_key_u32(const gguf_file *f, const char *arch, const char *su
                             uint32_t *out);
 clinfer_status arch_key_f32(const gguf_file *f, const char *arch, const char *suffix, bool required,
                             float *out);
-/* The rotary embedding's hyperparameters: n_rot, freq_base, linear scaling. */
+/* A sliding window as gemma's files give it: attention.sliding_window (hp->swa_window as it is
+ * without), attention.sliding_window_pattern (period without; as llama.cpp reads it, 0 makes
+ * every layer local, 1 every layer global) and rope.freq_base_swa (base_swa without; positive). */
+clinfer_status arch_read_swa(const gguf_file *f, const char *arch, uint32_t period, float base_swa,
+                             clinfer_hparams *hp);
+/* The rotary embedding's hyperparameters: n_rot, freq_base, rope.scaling (rope.c). */
 clinfer_status arch_read_rope(const gguf_file *f, const char *arch, clinfer_hparams *hp);
 
 /* The tensors are read twice by the same code: a checking pass validates every shape against
@@ -61,6 +79,12 @@ struct clinfer_loader {
     uint8_t *stack;    /* upload pass: where model_load_stacked copies tensors that do not */
     size_t stack_size; /* follow one another, kept so that its pages fault once, not per layer */
     bool cached;       /* upload pass: the backend's weight cache lays out quantized matrices */
+    /* upload pass: the backend that the part being read goes to, its copy of the vectors and
+     * its device (placement_enter) */
+    clinfer_backend *be;
+    clinfer_buffer *vectors;
+    uint32_t dev;
+    uint64_t bytes_seen;                /* model->weight_bytes when the part began */
     clinfer_progress_callback progress; /* upload pass: told after each layer (may be NULL) */
     void *progress_user;
 };
@@ -82,25 +106,80 @@ clinfer_status model_load_stacked(clinfer_loader *ld, const char *const *names,
                                   clinfer_matrix *const *out);
 /* The rows [row0, row0 + m) of the weight `whole` holds, as a matrix of their own. */
 clinfer_matrix matrix_rows_of(const clinfer_matrix *whole, int row0, int m);
+/* The rotation's pair factors into model->rope_factors, from rope_freqs.weight or computed from
+ * rope.scaling (rope.c); none for a plain rotation. */
+clinfer_status model_load_rope_factors(clinfer_loader *ld);
+/* The factors a context of n_ctx positions per sequence rotates with: longrope's long table
+ * past rope.scaling.original_context_length, else model->rope_factors (rope.c). */
+clinfer_ref rope_factors_for(const clinfer_model *m, uint32_t n_ctx);
+/* The rope variant in words, for clinfer_model_info (rope.c). */
+void rope_describe(const clinfer_model *m, char *buf, size_t size);
 /* A vector of n elements, converted to f32. */
 clinfer_status model_load_vector(clinfer_loader *ld, const char *name, uint32_t n, bool required,
                                  clinfer_ref *out);
+/* The rows rows of n elements of a tensor [n, rows], converted to f32 one after another. */
+clinfer_status model_load_vectors(clinfer_loader *ld, const char *name, uint32_t n, uint32_t rows,
+                                  bool required, clinfer_ref *out);
 
 /* ---- tensor groups several architectures share (arch_load.c) --------------------------- */
 
 /* Layer il's attn_q, attn_k and attn_v stacked into one weight, with their biases (required
  * where qkv_bias, else optional). */
 clinfer_status arch_load_qkv(clinfer_loader *ld, uint32_t il, bool qkv_bias);
-/* Layer il's attn_q_norm and attn_k_norm (head_dim each). */
+/* Layer il's attn_q_norm and attn_k_norm: head_dim each, or with hp.qk_norm_rows a whole row
+ * of q and of k. */
 clinfer_status arch_load_head_norms(clinfer_loader *ld, uint32_t il);
+/* Layer il's post_attention_norm and post_ffw_norm (gemma2, gemma3, olmo2). */
+clinfer_status arch_load_post_norms(clinfer_loader *ld, uint32_t il);
+/* Layer il's q, k and v (no biases), their norms where head_norms, and the post-norms (gemma2,
+ * gemma3, olmo2). */
+clinfer_status arch_load_qkv_post(clinfer_loader *ld, uint32_t il, bool head_norms);
+/* load_qkv hooks several architectures share: q, k and v, their biases optional (llama,
+ * smollm3, granite); those and the head norms (qwen3, qwen3moe, olmoe); those and the post-norms
+ * (gemma3, olmo2). */
+clinfer_status arch_load_qkv_plain(clinfer_loader *ld, uint32_t il);
+clinfer_status arch_load_qkv_normed(clinfer_loader *ld, uint32_t il);
+clinfer_status arch_load_qkv_post_normed(clinfer_loader *ld, uint32_t il);
 /* Layer il's ffn_gate and ffn_up stacked into one weight. */
 clinfer_status arch_load_gate_up(clinfer_loader *ld, uint32_t il);
+
+/* The RMS norm's epsilon and the rope (arch_read_rope) of a llama-like architecture
+ * (arch_llama.c). */
+clinfer_status arch_read_rms_rope(const gguf_file *f, const char *arch, clinfer_hparams *hp);
+
+/* ---- layers several architectures share (in the file of the family that had them first) --- */
+
+/* Attention, then the SwiGLU feed-forward (arch_llama.c) or the GELU-gated one (arch_gemma.c). */
+void arch_layer_swiglu(exec_builder *b, const clinfer_model *m, const exec_state *s, int il, int n);
+void arch_layer_geglu(exec_builder *b, const clinfer_model *m, const exec_state *s, int il, int n);
+
+enum { ARCH_DENSE, ARCH_MOE_OPTIONAL, ARCH_MOE };
+
+/* ---- mixture of experts (moe.c) ------------------------------------------------------- */
+
+/* expert_count, expert_used_count, expert_feed_forward_length, expert_gating_func and
+ * expert_weights_scale into hp->moe, checked against the architecture's experts. */
+clinfer_status moe_read_hparams(const gguf_file *f, const char *arch, clinfer_hparams *hp);
+/* Layer il's router and experts (ffn_gate_inp, ffn_{gate,up,down}_exps, and their biases where
+ * the file has them): its feed-forward. */
+clinfer_status moe_load_ffn(clinfer_loader *ld, uint32_t il);
+/* The parameters and weight bytes one token reads: the model's, less the experts it does not
+ * choose (clinfer_model_info). */
+void moe_active(const clinfer_model *m, uint64_t *params, uint64_t *bytes);
+/* The feed-forward of layer il: exec_gated_ffn, or its experts' where the model has them (the
+ * norm, router, routing, expert matmuls, glu and their gated sum added to the residual). */
+void exec_ffn(exec_builder *b, const clinfer_model *m, const exec_state *s, int il, int n,
+              clinfer_op_kind glu);
 
 /* ---- the forward pass (executor.c) ---------------------------------------------------- */
 
 clinfer_ref exec_at(clinfer_buffer *buf, size_t offset);
 /* Appends op; its position-dependent refs advance by pos0 * pos_stride (0: none). */
 void exec_push(exec_builder *b, clinfer_op op, size_t pos_stride);
+/* The x a matmul by a weight of type and k columns reads for n rows of x: x, or with 8-bit
+ * activations (*x_q8) the y of a ROUND_Q8 of them, pushed now unless the last one holds them. */
+clinfer_ref exec_matmul_x(exec_builder *b, clinfer_dtype type, int k, clinfer_ref x, int n,
+                          bool *x_q8);
 /* y = x . W^T (+ bias) (+= with accumulate), merged with the matmul before where it can be. */
 void exec_matmul(exec_builder *b, const clinfer_matrix *w, clinfer_ref x, clinfer_ref y,
                  clinfer_ref bias, int n, bool accumulate);

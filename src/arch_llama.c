@@ -9,7 +9,7 @@
 #include "arch.h"
 #include "error.h"
 
-static clinfer_status read_hparams(const gguf_file *f, const char *name, clinfer_hparams *hp) {
+clinfer_status arch_read_rms_rope(const gguf_file *f, const char *name, clinfer_hparams *hp) {
     clinfer_status st =
         arch_key_f32(f, name, "attention.layer_norm_rms_epsilon", true, &hp->norm_eps);
     if (st != CLINFER_OK) {
@@ -23,7 +23,7 @@ static clinfer_status read_hparams(const gguf_file *f, const char *name, clinfer
  * applies to every layer. llama.cpp ignores the key for llama; clinfer attends as the model was
  * trained. */
 static clinfer_status llama_hparams(const gguf_file *f, clinfer_hparams *hp) {
-    clinfer_status st = read_hparams(f, "llama", hp);
+    clinfer_status st = arch_read_rms_rope(f, "llama", hp);
     if (st == CLINFER_OK)
         st = arch_key_u32(f, "llama", "attention.sliding_window", false, &hp->swa_window);
     if (st != CLINFER_OK) err_prefix("model");
@@ -34,30 +34,21 @@ static clinfer_status llama_hparams(const gguf_file *f, clinfer_hparams *hp) {
 
 static clinfer_status qwen2_hparams(const gguf_file *f, clinfer_hparams *hp) {
     hp->rope_neox = true;
-    return read_hparams(f, "qwen2", hp);
+    return arch_read_rms_rope(f, "qwen2", hp);
 }
 
 static clinfer_status phi3_hparams(const gguf_file *f, clinfer_hparams *hp) {
     hp->rope_neox = true;
-    return read_hparams(f, "phi3", hp);
+    return arch_read_rms_rope(f, "phi3", hp);
 }
 
 static clinfer_status qwen3_hparams(const gguf_file *f, clinfer_hparams *hp) {
     hp->rope_neox = true;
-    return read_hparams(f, "qwen3", hp);
-}
-
-static clinfer_status llama_qkv(clinfer_loader *ld, uint32_t il) {
-    return arch_load_qkv(ld, il, false);
+    return arch_read_rms_rope(f, "qwen3", hp);
 }
 
 static clinfer_status qwen2_qkv(clinfer_loader *ld, uint32_t il) {
     return arch_load_qkv(ld, il, true);
-}
-
-static clinfer_status qwen3_qkv(clinfer_loader *ld, uint32_t il) {
-    clinfer_status st = arch_load_qkv(ld, il, false);
-    return st == CLINFER_OK ? arch_load_head_norms(ld, il) : st;
 }
 
 /* phi3's fused matrices: [q; k; v] in attn_qkv (separate ones are taken too), [gate; up] in
@@ -100,18 +91,21 @@ cleanup:
 }
 
 /* Attention, then y = down(silu(gate(x)) * up(x)) added to the residual stream. */
-static void layer(exec_builder *b, const clinfer_model *m, const exec_state *s, int il, int n) {
+void arch_layer_swiglu(exec_builder *b, const clinfer_model *m, const exec_state *s, int il,
+                       int n) {
     exec_attention_block(b, m, s, il, n);
-    exec_gated_ffn(b, m, s, il, n, CLINFER_OP_SWIGLU);
+    exec_ffn(b, m, s, il, n, CLINFER_OP_SWIGLU); /* mixtral: experts */
 }
 
 const clinfer_arch arch_desc_llama = {.name = "llama",
                                       .gated_ffn = true,
+                                      .experts = ARCH_MOE_OPTIONAL, /* mixtral */
+                                      .moe_norm = true,
                                       .read_hparams = llama_hparams,
-                                      .load_qkv = llama_qkv,
+                                      .load_qkv = arch_load_qkv_plain,
                                       .load_ffn = arch_load_gate_up,
                                       .embed = exec_token_embed,
-                                      .layer = layer};
+                                      .layer = arch_layer_swiglu};
 
 const clinfer_arch arch_desc_qwen2 = {.name = "qwen2",
                                       .gated_ffn = true,
@@ -119,15 +113,15 @@ const clinfer_arch arch_desc_qwen2 = {.name = "qwen2",
                                       .load_qkv = qwen2_qkv,
                                       .load_ffn = arch_load_gate_up,
                                       .embed = exec_token_embed,
-                                      .layer = layer};
+                                      .layer = arch_layer_swiglu};
 
 const clinfer_arch arch_desc_qwen3 = {.name = "qwen3",
                                       .gated_ffn = true,
                                       .read_hparams = qwen3_hparams,
-                                      .load_qkv = qwen3_qkv,
+                                      .load_qkv = arch_load_qkv_normed,
                                       .load_ffn = arch_load_gate_up,
                                       .embed = exec_token_embed,
-                                      .layer = layer};
+                                      .layer = arch_layer_swiglu};
 
 const clinfer_arch arch_desc_phi3 = {.name = "phi3",
                                      .gated_ffn = true,
@@ -135,4 +129,4 @@ const clinfer_arch arch_desc_phi3 = {.name = "phi3",
                                      .load_qkv = phi3_qkv,
                                      .load_ffn = phi3_ffn,
                                      .embed = exec_token_embed,
-                                     .layer = layer};
+                                     .layer = arch_layer_swiglu};

@@ -1,7 +1,8 @@
 /* The building blocks of loading (declared in arch.h), used by model.c and the architectures:
- * "<arch>.<suffix>" keys and the rope's hyperparameters, tensors found by shape and uploaded
+ * "<arch>.<suffix>" keys (the rope's hyperparameters: rope.c), tensors found by shape and uploaded
  * (alone, as row ranges, stacked) or converted to f32 vectors; then the tensor groups that
- * several architectures load alike: q, k and v, each head's q and k norms, gate and up. */
+ * several architectures load alike: q, k and v, each head's q and k norms, the post-norms, gate
+ * and up. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,55 +35,18 @@ clinfer_status arch_key_f32(const gguf_file *f, const char *arch, const char *su
                                                                 : CLINFER_OK;
 }
 
-/* Linear position interpolation is the scaling the rope op can do; YaRN and the like would
- * silently give wrong output, so they are refused. */
-static clinfer_status read_rope_scaling(const gguf_file *f, const char *arch, float *freq_scale) {
+clinfer_status arch_read_swa(const gguf_file *f, const char *arch, uint32_t period, float base_swa,
+                             clinfer_hparams *hp) {
     clinfer_status st = CLINFER_OK;
-    char key[128];
-    gguf_str type = {"none", 4};
-    float factor = 0.0f;
-    *freq_scale = 1.0f;
-    if (arch_key(f, arch, "rope.scaling.type", false, key, sizeof key))
-        CHECK(gguf_get_str(f, key, &type));
-    if (gguf_str_eq(type, "none")) return CLINFER_OK;
-    if (!gguf_str_eq(type, "linear"))
-        return err_fail(CLINFER_ERR_UNSUPPORTED, "%s '%.*s' is not supported", key,
-                        (int)(type.len > 32 ? 32 : type.len), type.ptr);
-    CHECK(arch_key_f32(f, arch, "rope.scaling.factor", true, &factor));
-    if (!(factor >= 1.0f && factor <= 1024.0f))
-        return err_fail(CLINFER_ERR_FORMAT, "%s.rope.scaling.factor %g is outside 1 .. 1024", arch,
-                        (double)factor);
-    *freq_scale = 1.0f / factor;
+    hp->swa_period = period;
+    hp->rope_freq_base_swa = base_swa;
+    CHECK(arch_key_u32(f, arch, "attention.sliding_window", false, &hp->swa_window));
+    CHECK(arch_key_u32(f, arch, "attention.sliding_window_pattern", false, &hp->swa_period));
+    CHECK(arch_key_f32(f, arch, "rope.freq_base_swa", false, &hp->rope_freq_base_swa));
+    if (!(hp->rope_freq_base_swa > 0.0f) || !isfinite(hp->rope_freq_base_swa))
+        CHECK(err_fail(CLINFER_ERR_FORMAT, "%s.rope.freq_base_swa %g is not positive", arch,
+                       (double)hp->rope_freq_base_swa));
 cleanup:
-    return st;
-}
-
-clinfer_status arch_read_rope(const gguf_file *f, const char *a, clinfer_hparams *hp) {
-    clinfer_status st = CLINFER_OK;
-    hp->rope_freq_base = 10000.0f;
-    CHECK(arch_key_f32(f, a, "rope.freq_base", false, &hp->rope_freq_base));
-    hp->n_rot = hp->head_dim;
-    CHECK(arch_key_u32(f, a, "rope.dimension_count", false, &hp->n_rot));
-    if (hp->n_rot > hp->head_dim || hp->n_rot % 2)
-        return err_fail(CLINFER_ERR_FORMAT,
-                        "model: %s.rope.dimension_count %u must be even and at most "
-                        "the head size %u",
-                        a, hp->n_rot, hp->head_dim);
-    if (!(hp->rope_freq_base > 0.0f) || !isfinite(hp->rope_freq_base))
-        return err_fail(CLINFER_ERR_FORMAT, "model: %s.rope.freq_base %g is not positive", a,
-                        (double)hp->rope_freq_base);
-    CHECK(read_rope_scaling(f, a, &hp->rope_freq_scale));
-    /* per-dimension rope frequency factors (Llama 3.1's, phi3 128k's): not supported */
-    static const char *const factors[] = {"rope_freqs.weight", "rope_factors_long.weight",
-                                          "rope_factors_short.weight"};
-    for (size_t i = 0; i < sizeof factors / sizeof factors[0]; i++)
-        if (gguf_find_tensor(f, factors[i]))
-            return err_fail(CLINFER_ERR_UNSUPPORTED,
-                            "model: tensor '%s' (per-dimension rope frequency factors) is not "
-                            "supported",
-                            factors[i]);
-cleanup:
-    if (st != CLINFER_OK) err_prefix("model");
     return st;
 }
 
@@ -119,8 +83,7 @@ clinfer_status model_upload_rows(clinfer_loader *ld, const gguf_tensor *t, const
     int k = (int)t->ne[0];
     size_t row_bytes = dtype_row_bytes(t->type, (size_t)k);
     const uint8_t *data = (const uint8_t *)t->data + (size_t)row0 * row_bytes;
-    clinfer_status st =
-        m->backend->i->weight_create(m->backend->ctx, t->type, rows, k, data, &out->w);
+    clinfer_status st = ld->be->i->weight_create(ld->be->ctx, t->type, rows, k, data, &out->w);
     if (st != CLINFER_OK) {
         err_prefix("model: uploading '%s' (%s, %d x %d)", name, dtype_name(t->type), rows, k);
         return st;
@@ -176,7 +139,7 @@ clinfer_status model_load_stacked(clinfer_loader *ld, const char *const *names,
         if (!ld->upload) continue;
         gguf_tensor stacked = *t[i];
         stacked.ne[1] = (int64_t)total;
-        const clinfer_backend *be = ld->m->backend;
+        const clinfer_backend *be = ld->be;
         /* a weight the backend has cached is not read: no copy to stack */
         bool cached =
             be->i->weight_cached && be->i->weight_cached(be->ctx, t[i]->type, (int)total, (int)k);
@@ -204,18 +167,23 @@ cleanup:
     return st;
 }
 
-/* Converts a vector tensor of n elements to f32 into the stage; *out points at it. */
-clinfer_status model_load_vector(clinfer_loader *ld, const char *name, uint32_t n, bool required,
-                                 clinfer_ref *out) {
+/* Converts a tensor of rows vectors of n elements to f32 into the stage; *out points at it. */
+clinfer_status model_load_vectors(clinfer_loader *ld, const char *name, uint32_t n, uint32_t rows,
+                                  bool required, clinfer_ref *out) {
     clinfer_status st;
-    const gguf_tensor *t = model_find_shaped(ld->m, name, n, 1, required, &st);
+    const gguf_tensor *t = model_find_shaped(ld->m, name, n, rows, required, &st);
     if (!t) return st;
     if (ld->upload) {
-        dequantize_row(t->type, t->data, ld->host + ld->used, n);
-        *out = (clinfer_ref){ld->m->vectors, ld->used};
+        dequantize_row(t->type, t->data, ld->host + ld->used, (size_t)n * rows);
+        *out = (clinfer_ref){ld->vectors, ld->used};
     }
-    ld->used += n;
+    ld->used += (size_t)n * rows;
     return CLINFER_OK;
+}
+
+clinfer_status model_load_vector(clinfer_loader *ld, const char *name, uint32_t n, bool required,
+                                 clinfer_ref *out) {
+    return model_load_vectors(ld, name, n, 1, required, out);
 }
 
 /* ---- tensor groups ----------------------------------------------------------------------- */
@@ -242,16 +210,54 @@ cleanup:
     return st;
 }
 
+/* Layer il's two required vectors blk.<il>.<a> (n_a elements) and blk.<il>.<b> (n_b). */
+static clinfer_status load_layer_pair(clinfer_loader *ld, uint32_t il, const char *a, uint32_t n_a,
+                                      clinfer_ref *out_a, const char *b, uint32_t n_b,
+                                      clinfer_ref *out_b) {
+    char name[96];
+    snprintf(name, sizeof name, "blk.%u.%s", il, a);
+    clinfer_status st = model_load_vector(ld, name, n_a, true, out_a);
+    if (st != CLINFER_OK) return st;
+    snprintf(name, sizeof name, "blk.%u.%s", il, b);
+    return model_load_vector(ld, name, n_b, true, out_b);
+}
+
 clinfer_status arch_load_head_norms(clinfer_loader *ld, uint32_t il) {
-    clinfer_status st = CLINFER_OK;
+    const clinfer_hparams *hp = &ld->m->hp;
     clinfer_layer *l = &ld->m->layers[il];
-    char q_norm[96], k_norm[96];
-    snprintf(q_norm, sizeof q_norm, "blk.%u.attn_q_norm.weight", il);
-    snprintf(k_norm, sizeof k_norm, "blk.%u.attn_k_norm.weight", il);
-    CHECK(model_load_vector(ld, q_norm, ld->m->hp.head_dim, true, &l->q_norm));
-    CHECK(model_load_vector(ld, k_norm, ld->m->hp.head_dim, true, &l->k_norm));
+    uint32_t q_n = hp->qk_norm_rows ? hp->n_head * hp->head_dim : hp->head_dim,
+             k_n = hp->qk_norm_rows ? hp->n_head_kv * hp->head_dim : hp->head_dim;
+    return load_layer_pair(ld, il, "attn_q_norm.weight", q_n, &l->q_norm, "attn_k_norm.weight", k_n,
+                           &l->k_norm);
+}
+
+clinfer_status arch_load_post_norms(clinfer_loader *ld, uint32_t il) {
+    clinfer_layer *l = &ld->m->layers[il];
+    uint32_t n = ld->m->hp.n_embd;
+    return load_layer_pair(ld, il, "post_attention_norm.weight", n, &l->attn_post_norm,
+                           "post_ffw_norm.weight", n, &l->ffn_post_norm);
+}
+
+clinfer_status arch_load_qkv_post(clinfer_loader *ld, uint32_t il, bool head_norms) {
+    clinfer_status st = CLINFER_OK;
+    CHECK(arch_load_qkv(ld, il, false));
+    if (head_norms) CHECK(arch_load_head_norms(ld, il));
+    CHECK(arch_load_post_norms(ld, il));
 cleanup:
     return st;
+}
+
+clinfer_status arch_load_qkv_plain(clinfer_loader *ld, uint32_t il) {
+    return arch_load_qkv(ld, il, false);
+}
+
+clinfer_status arch_load_qkv_normed(clinfer_loader *ld, uint32_t il) {
+    clinfer_status st = arch_load_qkv(ld, il, false);
+    return st == CLINFER_OK ? arch_load_head_norms(ld, il) : st;
+}
+
+clinfer_status arch_load_qkv_post_normed(clinfer_loader *ld, uint32_t il) {
+    return arch_load_qkv_post(ld, il, true);
 }
 
 clinfer_status arch_load_gate_up(clinfer_loader *ld, uint32_t il) {

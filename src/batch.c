@@ -11,6 +11,8 @@
 #include "context.h"
 
 #include "error.h"
+#include "placement.h"
+#include "split_plan.h"
 
 uint32_t clinfer_context_n_seq_max(const clinfer_context *c) {
     return c ? c->n_seq : 0;
@@ -50,11 +52,11 @@ clinfer_status clinfer_seq_truncate(clinfer_context *c, uint32_t seq, uint32_t n
 static clinfer_status copy_rows(clinfer_context *c, uint32_t src, uint32_t dst, uint32_t n) {
     clinfer_status st = CLINFER_OK;
     const clinfer_hparams *hp = &c->model->hp;
-    const clinfer_backend *be = c->backend;
     const exec_state *s = &c->state;
     size_t elem = s->kv_type == CLINFER_DT_F32 ? sizeof(float) : sizeof(uint16_t);
     size_t row = (size_t)hp->n_head_kv * hp->head_dim * elem, region = row * c->n_ctx;
     for (uint32_t il = 0; il < hp->n_layer && n && st == CLINFER_OK; il++) {
+        const clinfer_backend *be = context_backend(c, model_part_device(c->model, (int)il));
         const clinfer_ref caches[2] = {s->k_cache[il], s->v_cache[il]};
         for (int i = 0; i < 2 && st == CLINFER_OK; i++) {
             size_t base = caches[i].offset * elem;
@@ -139,24 +141,40 @@ static clinfer_status run_batch(clinfer_context *c, const clinfer_batch_entry *e
                                 const exec_layout *layout, int32_t *ids, float *logits,
                                 float *embd) {
     clinfer_status st = CLINFER_OK;
-    const clinfer_backend *be = c->backend;
-    exec_plan *plan = NULL;
+    uint32_t first = model_part_device(c->model, -1),
+             last = model_part_device(c->model, (int)c->model->hp.n_layer);
+    const clinfer_backend *be = context_backend(c, first);
+    split_plan *plan = NULL;
     size_t row_bytes = (size_t)c->model->hp.n_vocab * sizeof(float);
     for (size_t i = 0; i < n; i++)
         ids[i] = e[i].token;
-    CHECK(be->i->buffer_write(be->ctx, c->state.buf[EXEC_IDS], 0, n * sizeof *ids, ids));
-    CHECK(exec_plan_build_layout(c->model, &c->state, (int)n, layout, &plan));
-    CHECK(exec_plan_run(be, plan, 0, layout->n_out > 0 || embd, c->profile));
+    /* queued: the waits below end with the first device's queue done (the crossing's read or
+     * the read of the output), as does cleanup's on a failure, before the caller frees ids */
+    CHECK(
+        backend_write_queued(be, context_state(c, first)->buf[EXEC_IDS], 0, n * sizeof *ids, ids));
+    CHECK(split_plan_build(c, (int)n, layout, &plan));
+    bool head = layout->n_out > 0 || embd;
+    CHECK(split_plan_run(c, plan, 0, head));
+    /* what the last segment that ran wrote is read, or waited for, on its device: the head's,
+     * or without it the one before where the head runs alone */
+    const split_segment *ran = &plan->seg[plan->n_seg - 1];
+    if (!head && exec_plan_len(ran->plan, false) == 0) ran--;
+    be = context_backend(c, ran->dev);
+    const exec_state *s = context_state(c, last);
     if (embd)
-        CHECK(be->i->buffer_read(be->ctx, c->state.buf[EXEC_XN], 0,
+        CHECK(be->i->buffer_read(be->ctx, s->buf[EXEC_XN], 0,
                                  n * c->model->hp.n_embd * sizeof(float), embd));
     if (layout->n_out)
-        CHECK(be->i->buffer_read(be->ctx, c->state.buf[EXEC_LOGITS], 0, layout->n_out * row_bytes,
-                                 logits));
+        CHECK(
+            be->i->buffer_read(be->ctx, s->buf[EXEC_LOGITS], 0, layout->n_out * row_bytes, logits));
     else if (!embd)
         CHECK(be->i->sync(be->ctx));
 cleanup:
-    exec_plan_free(plan);
+    if (st != CLINFER_OK) {
+        be = context_backend(c, first);
+        be->i->sync(be->ctx);
+    }
+    split_plan_free(plan);
     return st;
 }
 

@@ -7,84 +7,44 @@
  *                             assistant ' ' + content.strip() + ' </s>', later turns open '<s>'
  *   Gemma                    '<start_of_turn>' + (user|model) + '\n' + content|trim
  *                             + '<end_of_turn>\n'; a system prompt is prepended to the first
- *                             user turn, as Gemma has no system role. */
+ *                             user turn, as Gemma has no system role (Gemma 2's own
+ *                             template refuses a system message).
+ * Llama 3.1-3.3, Phi-3/3.5, Phi-4(-mini) and Mistral are written in chat_formats.c, Qwen3 and
+ * gpt-oss in chat_reasoning.c; tests/test_chat_jinja.py compares them with the real templates. */
 #include "chat.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #include "arch.h"
+#include "chat_text.h"
 #include "error.h"
 #include "model.h"
 #include "names.h"
 
-/* A growing NUL-terminated string; on allocation failure `failed` is set and appends stop. */
-typedef struct {
-    char *s;
-    size_t len, cap;
-    bool failed;
-} strbuf;
-
-static void sb_append(strbuf *b, const char *s, size_t n) {
-    if (b->failed) return;
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (cap < b->len + n + 1) {
-            if (cap > SIZE_MAX / 2) {
-                b->failed = true;
-                return;
-            }
-            cap *= 2;
-        }
-        char *s2 = realloc(b->s, cap);
-        if (!s2) {
-            b->failed = true;
-            return;
-        }
-        b->s = s2;
-        b->cap = cap;
-    }
-    memcpy(b->s + b->len, s, n);
-    b->len += n;
-    b->s[b->len] = '\0';
-}
-
-static void sb_puts(strbuf *b, const char *s) {
-    sb_append(b, s, strlen(s));
-}
-
-static bool is_space(char c) {
-    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
-}
-
-/* Appends s without leading and trailing whitespace (Jinja's trim, Python's strip()). */
-static void sb_trimmed(strbuf *b, const char *s) {
-    size_t n = strlen(s);
-    while (n > 0 && is_space(*s)) {
-        s++;
-        n--;
-    }
-    while (n > 0 && is_space(s[n - 1]))
-        n--;
-    sb_append(b, s, n);
-}
-
-static const char *find(const char *hay, size_t hay_len, const char *needle) {
-    size_t n = strlen(needle);
-    for (size_t i = 0; hay && n <= hay_len && i <= hay_len - n; i++)
-        if (!memcmp(hay + i, needle, n)) return hay + i;
-    return NULL;
-}
-
+/* In the order they are tried: a family's template is recognised by all of its markers (a
+ * string only that family's templates contain; "" stands for none) and none of its
+ * exclusions, so the more specific variants come before the general ones. */
 static const struct {
     const char *name;
     chat_format format;
-    const char *marker; /* a string only this family's templates contain */
+    const char *marker, *marker2, *unless;
 } formats[] = {
-    {"chatml", CHAT_FORMAT_CHATML, "<|im_start|>"},
-    {"llama3", CHAT_FORMAT_LLAMA3, "<|start_header_id|>"},
-    {"gemma", CHAT_FORMAT_GEMMA, "<start_of_turn>"},
-    {"llama2", CHAT_FORMAT_LLAMA2, "[INST]"},
+    {"gpt-oss", CHAT_FORMAT_GPT_OSS, "<|start|>", "<|channel|>", NULL},
+    {"phi4", CHAT_FORMAT_PHI4, "<|im_sep|>", "", NULL},
+    {"qwen3", CHAT_FORMAT_QWEN3, "<|im_start|>", "last_query_index", NULL},
+    {"qwen3-nothink", CHAT_FORMAT_QWEN3_NOTHINK, NULL, NULL, NULL}, /* by name only */
+    {"chatml", CHAT_FORMAT_CHATML, "<|im_start|>", "", NULL},
+    {"llama3.1", CHAT_FORMAT_LLAMA31, "<|start_header_id|>", "Cutting Knowledge Date", NULL},
+    {"llama3", CHAT_FORMAT_LLAMA3, "<|start_header_id|>", "", NULL},
+    {"phi4-mini", CHAT_FORMAT_PHI4_MINI, "'<|' + message['role'] + '|>'", "<|end|>", NULL},
+    {"phi3", CHAT_FORMAT_PHI3, "<|assistant|>", "<|end|>", NULL},
+    {"gemma", CHAT_FORMAT_GEMMA, "<start_of_turn>", "", NULL},
+    {"mistral-v7", CHAT_FORMAT_MISTRAL_V7, "[SYSTEM_PROMPT] ", "[/INST]", NULL},
+    {"mistral-v7-tek", CHAT_FORMAT_MISTRAL_V7T, "[SYSTEM_PROMPT]", "[/INST]", NULL},
+    {"mistral-v3", CHAT_FORMAT_MISTRAL_V3, "[AVAILABLE_TOOLS]", "\"[INST] \"", NULL},
+    {"mistral-tekken", CHAT_FORMAT_MISTRAL_V3T, "[AVAILABLE_TOOLS]", "[/INST]", "[INST] "},
+    {"llama2", CHAT_FORMAT_LLAMA2, "[INST]", "", NULL},
 };
 #define N_FORMATS (sizeof formats / sizeof formats[0])
 
@@ -100,7 +60,7 @@ const char *chat_format_name_at(size_t index) {
 
 clinfer_status chat_detect(const char *tmpl, size_t tmpl_len, const char *name,
                            chat_format *format) {
-    char names[128];
+    char names[256];
     names_list(chat_format_name_at, names, sizeof names);
     if (name && *name) {
         for (size_t i = 0; i < N_FORMATS; i++)
@@ -119,7 +79,9 @@ clinfer_status chat_detect(const char *tmpl, size_t tmpl_len, const char *name,
                         "--chat-template (%s)",
                         names);
     for (size_t i = 0; i < N_FORMATS; i++)
-        if (find(tmpl, tmpl_len, formats[i].marker)) {
+        if (formats[i].marker && chat_find(tmpl, tmpl_len, formats[i].marker) &&
+            chat_find(tmpl, tmpl_len, formats[i].marker2) &&
+            !(formats[i].unless && chat_find(tmpl, tmpl_len, formats[i].unless))) {
             *format = formats[i].format;
             return CLINFER_OK;
         }
@@ -139,9 +101,9 @@ static bool chatml_default_system(const char *tmpl, size_t len, const char **tex
     static const char *openers[] = {"<|im_start|>system\n", "<|im_start|>system\\n"};
     for (size_t o = 0; o < 2; o++) {
         const char *p = tmpl, *end = tmpl + len;
-        while (p && (p = find(p, (size_t)(end - p), openers[o]))) {
+        while (p && (p = chat_find(p, (size_t)(end - p), openers[o]))) {
             const char *start = p + strlen(openers[o]);
-            const char *stop = find(start, (size_t)(end - start), "<|im_end|>");
+            const char *stop = chat_find(start, (size_t)(end - start), "<|im_end|>");
             if (!stop) break;
             size_t n = (size_t)(stop - start);
             bool literal = n > 0;
@@ -159,10 +121,11 @@ static bool chatml_default_system(const char *tmpl, size_t len, const char **tex
 }
 
 static clinfer_status check_role(const char *role, chat_format f, size_t i) {
-    if (f == CHAT_FORMAT_CHATML || f == CHAT_FORMAT_LLAMA3)
+    if (f == CHAT_FORMAT_CHATML || f == CHAT_FORMAT_LLAMA3 || f == CHAT_FORMAT_LLAMA31)
         return CLINFER_OK; /* these formats write any role name into the header */
     if (!strcmp(role, "system") || !strcmp(role, "user") || !strcmp(role, "assistant"))
         return CLINFER_OK;
+    if (f == CHAT_FORMAT_GPT_OSS && !strcmp(role, "developer")) return CLINFER_OK;
     return err_fail(CLINFER_ERR_INVALID_ARGUMENT,
                     "chat: message %zu has role '%s'; this template knows only system, "
                     "user and assistant",
@@ -316,6 +279,27 @@ clinfer_status chat_render(const char *tmpl, size_t tmpl_len, const char *name,
         break;
     case CHAT_FORMAT_GEMMA:
         CHECK(render_gemma(&b, messages, n, add_assistant));
+        break;
+    case CHAT_FORMAT_LLAMA31:
+        chat_render_llama31(&b, tmpl, tmpl_len, messages, n, add_assistant);
+        break;
+    case CHAT_FORMAT_PHI3:
+    case CHAT_FORMAT_PHI4:
+    case CHAT_FORMAT_PHI4_MINI:
+        chat_render_phi(&b, f, messages, n, add_assistant);
+        break;
+    case CHAT_FORMAT_MISTRAL_V3:
+    case CHAT_FORMAT_MISTRAL_V3T:
+    case CHAT_FORMAT_MISTRAL_V7:
+    case CHAT_FORMAT_MISTRAL_V7T:
+        CHECK(chat_render_mistral(&b, f, tmpl, tmpl_len, messages, n));
+        break;
+    case CHAT_FORMAT_QWEN3:
+    case CHAT_FORMAT_QWEN3_NOTHINK:
+        chat_render_qwen3(&b, messages, n, add_assistant, f == CHAT_FORMAT_QWEN3);
+        break;
+    case CHAT_FORMAT_GPT_OSS:
+        CHECK(chat_render_gpt_oss(&b, messages, n, add_assistant));
         break;
     }
     if (b.failed) {

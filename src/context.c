@@ -10,6 +10,8 @@
 #include "error.h"
 #include "log.h"
 #include "options.h"
+#include "placement.h"
+#include "split_plan.h"
 
 #define DEFAULT_N_BATCH 256
 /* CLINFER_ACT_DEFAULT: f32 activations below this many parameters, 8-bit ones from it on where
@@ -22,8 +24,6 @@
 #define SMALL_MODEL_PARAMS 1000000000ull
 #define MAX_N_CTX (1u << 24)
 #define MAX_N_SEQ 4096u
-/* CL_DEVICE_MAX_MEM_ALLOC_SIZE is at least this on every OpenCL device */
-#define KV_GROUP_BYTES ((size_t)128 << 20)
 
 const char *clinfer_activations_name(clinfer_activations a) {
     static const char *const names[] = {[CLINFER_ACT_DEFAULT] = "default",
@@ -59,10 +59,6 @@ static size_t logit_rows(bool logits_all, uint32_t n_seq, uint32_t n_batch) {
     return logits_all ? n_batch : n_seq < n_batch ? n_seq : n_batch;
 }
 
-static size_t kv_elem_bytes(bool kv_f32) {
-    return kv_f32 ? sizeof(float) : sizeof(uint16_t);
-}
-
 clinfer_status clinfer_model_memory_plan(const clinfer_model *m,
                                          const clinfer_context_params *params,
                                          clinfer_memory_plan *out) {
@@ -93,7 +89,9 @@ clinfer_status clinfer_model_memory_plan(const clinfer_model *m,
                         MAX_N_SEQ);
 
     size_t sizes[EXEC_COUNT];
-    exec_buffer_sizes(hp, n_ctx, n_batch, logit_rows(params->logits_all, n_seq, n_batch), sizes);
+    /* the default may take 8-bit activations: counted as it will if so */
+    exec_buffer_sizes(hp, n_ctx, n_batch, logit_rows(params->logits_all, n_seq, n_batch),
+                      params->activations != CLINFER_ACT_F32, sizes);
     uint64_t scratch = 0;
     for (int i = 0; i < EXEC_COUNT; i++)
         scratch += sizes[i];
@@ -109,88 +107,7 @@ clinfer_status clinfer_model_memory_plan(const clinfer_model *m,
     return CLINFER_OK;
 }
 
-/* A context that cannot fit the device's memory beside the weights is refused with the largest
- * n_ctx that would, rather than allocated into overcommitted memory. */
-static clinfer_status check_fits(const clinfer_model *m, const clinfer_memory_plan *plan) {
-    const clinfer_backend *be = m->backend;
-    uint64_t memory = be->i->memory ? be->i->memory(be->ctx) : 0;
-    uint64_t need = plan->weight_bytes + plan->kv_bytes + plan->scratch_bytes;
-    if (!memory || need <= memory) return CLINFER_OK;
-    uint64_t per_token = plan->kv_bytes / plan->n_ctx;
-    uint64_t room = memory > plan->weight_bytes + plan->scratch_bytes
-                        ? memory - plan->weight_bytes - plan->scratch_bytes
-                        : 0;
-    return err_fail(CLINFER_ERR_OUT_OF_MEMORY,
-                    "context: n_ctx %u needs a %.1f MiB KV cache and %.1f MiB of scratch beside "
-                    "%.1f MiB of weights, more than the device's %.1f MiB; n_ctx %llu at most "
-                    "would fit",
-                    plan->n_ctx, plan->kv_bytes / 1048576.0, plan->scratch_bytes / 1048576.0,
-                    plan->weight_bytes / 1048576.0, memory / 1048576.0,
-                    (unsigned long long)(per_token ? room / per_token : 0));
-}
-
-static clinfer_status alloc(clinfer_context *c, size_t bytes, clinfer_buffer **out) {
-    const clinfer_backend *be = c->backend;
-    return be->i->buffer_alloc(be->ctx, bytes, out);
-}
-
-static clinfer_status create_buffers(clinfer_context *c, bool kv_f32) {
-    clinfer_status st = CLINFER_OK;
-    const clinfer_hparams *hp = &c->model->hp;
-    exec_state *s = &c->state;
-    int32_t *positions = NULL;
-    size_t sizes[EXEC_COUNT];
-    exec_buffer_sizes(hp, c->n_ctx, c->n_batch, c->n_logit_rows, sizes);
-    for (int i = 0; i < EXEC_COUNT; i++)
-        if (sizes[i]) CHECK(alloc(c, sizes[i], &s->buf[i]));
-
-    s->kv_type = kv_f32 ? CLINFER_DT_F32 : CLINFER_DT_F16;
-    /* elements per layer: each sequence's n_ctx rows after the one before */
-    size_t cache = (size_t)c->n_seq * c->n_ctx * hp->n_head_kv * hp->head_dim;
-    size_t cache_bytes = cache * kv_elem_bytes(kv_f32);
-    /* Layers share buffers of at most KV_GROUP_BYTES: few buffers (a graph launch names every
-     * buffer of a decode step), none past what every OpenCL device can allocate. */
-    uint32_t per_buf = cache_bytes < KV_GROUP_BYTES ? (uint32_t)(KV_GROUP_BYTES / cache_bytes) : 1;
-    if (per_buf > hp->n_layer) per_buf = hp->n_layer;
-    c->n_kv_bufs = (hp->n_layer + per_buf - 1) / per_buf;
-    s->k_cache = calloc(hp->n_layer, sizeof *s->k_cache);
-    s->v_cache = calloc(hp->n_layer, sizeof *s->v_cache);
-    c->kv_bufs = calloc(2 * (size_t)c->n_kv_bufs, sizeof *c->kv_bufs);
-    if (!s->k_cache || !s->v_cache || !c->kv_bufs) {
-        st = err_fail(CLINFER_ERR_OUT_OF_MEMORY, "context: no memory for %u cache handles",
-                      hp->n_layer);
-        goto cleanup;
-    }
-    for (uint32_t il = 0; il < hp->n_layer; il++) {
-        uint32_t g = il / per_buf, in_buf = il - g * per_buf;
-        if (in_buf == 0) {
-            uint32_t layers = hp->n_layer - il < per_buf ? hp->n_layer - il : per_buf;
-            CHECK(alloc(c, layers * cache_bytes, &c->kv_bufs[2 * g]));
-            CHECK(alloc(c, layers * cache_bytes, &c->kv_bufs[2 * g + 1]));
-        }
-        s->k_cache[il] = (clinfer_ref){c->kv_bufs[2 * g], in_buf * cache};
-        s->v_cache[il] = (clinfer_ref){c->kv_bufs[2 * g + 1], in_buf * cache};
-    }
-
-    if (s->buf[EXEC_POS_IDS]) {
-        positions = malloc((size_t)c->n_ctx * sizeof *positions);
-        if (!positions) {
-            st = err_fail(CLINFER_ERR_OUT_OF_MEMORY, "context: no memory for %u positions",
-                          c->n_ctx);
-            goto cleanup;
-        }
-        for (uint32_t i = 0; i < c->n_ctx; i++)
-            positions[i] = (int32_t)i;
-        const clinfer_backend *be = c->backend;
-        CHECK(be->i->buffer_write(be->ctx, s->buf[EXEC_POS_IDS], 0,
-                                  (size_t)c->n_ctx * sizeof *positions, positions));
-    }
-cleanup:
-    free(positions);
-    return st;
-}
-
-static clinfer_status plan_for(clinfer_context *c, size_t n, exec_plan **out);
+static clinfer_status plan_for(clinfer_context *c, size_t n, split_plan **out);
 
 clinfer_status clinfer_context_create(clinfer_model *model, const clinfer_context_params *params,
                                       clinfer_context **out) {
@@ -209,7 +126,7 @@ clinfer_status clinfer_context_create(clinfer_model *model, const clinfer_contex
         return err_fail(CLINFER_ERR_INVALID_ARGUMENT, "context_create: activations %d unknown",
                         (int)params->activations);
     CHECK(clinfer_model_memory_plan(model, params, &plan));
-    CHECK(check_fits(model, &plan));
+    CHECK(context_check_fits(model, &plan));
     c = calloc(1, sizeof *c);
     if (!c) return err_fail(CLINFER_ERR_OUT_OF_MEMORY, "context_create: no memory");
     c->model = model;
@@ -235,14 +152,13 @@ clinfer_status clinfer_context_create(clinfer_model *model, const clinfer_contex
                       model->hp.n_vocab);
         goto cleanup;
     }
-    CHECK(model->backend->i->instance(model->backend->ctx, &c->backend));
-    CHECK(create_buffers(c, params->kv_f32));
+    CHECK(context_devices_create(c, params->kv_f32));
     CHECK(exec_profile_create(model->profile, &c->profile));
     /* A decode step's plan now, prepared by the backend: what its walk needs (a graph program)
      * compiles here rather than while the first answer streams. */
-    exec_plan *decode;
+    split_plan *decode;
     CHECK(plan_for(c, 1, &decode));
-    CHECK(exec_plan_prepare(c->backend, decode, true));
+    CHECK(split_plan_prepare(c, decode, true));
     if (model->verbose)
         log_msg(CLINFER_LOG_INFO,
                 "context n_ctx %u, n_batch %u: KV cache (%s) %.1f MiB, "
@@ -260,21 +176,22 @@ cleanup:
 
 void clinfer_context_free(clinfer_context *c) {
     if (!c) return;
-    const clinfer_backend *be = c->backend;
     exec_state *s = &c->state;
     FILE *out;
     clinfer_log_stream *log = log_stream_begin(&out);
     exec_profile_free(c->profile, out);
     log_stream_end(log, CLINFER_LOG_INFO);
-    for (int i = 0; be && i < EXEC_COUNT; i++)
-        if (s->buf[i]) be->i->buffer_free(be->ctx, s->buf[i]);
-    for (uint32_t i = 0; be && c->kv_bufs && i < 2 * c->n_kv_bufs; i++)
-        if (c->kv_bufs[i]) be->i->buffer_free(be->ctx, c->kv_bufs[i]);
+    context_devices_free(c);
     for (uint32_t n = 0; c->plans && n <= c->n_batch; n++)
-        exec_plan_free(c->plans[n]); /* before the backend: they may hold plans of its own */
+        split_plan_free(c->plans[n]); /* before the backends: they may hold plans of their own */
     free(c->plans);
     backend_free(c->backend);
+    for (uint32_t d = 1; c->more && d < model_n_devices(c->model); d++)
+        backend_free(c->more[d - 1].backend);
+    free(c->more);
+    free(c->hidden);
     free(c->kv_bufs);
+    free(c->kv_buf_dev);
     free(s->k_cache);
     free(s->v_cache);
     free(c->logits);
@@ -313,15 +230,16 @@ clinfer_activations clinfer_context_activations(const clinfer_context *c) {
 }
 
 /* The plan for n tokens, built on first use. */
-static clinfer_status plan_for(clinfer_context *c, size_t n, exec_plan **out) {
+static clinfer_status plan_for(clinfer_context *c, size_t n, split_plan **out) {
     clinfer_status st = CLINFER_OK;
     if (!c->plans[n]) {
-        CHECK(exec_plan_build(c->model, &c->state, (int)n, &c->plans[n]));
+        CHECK(split_plan_build(c, (int)n, NULL, &c->plans[n]));
         clinfer_dev_options dev;
         dev_options_get(&dev);
         FILE *out;
         clinfer_log_stream *log = dev.print_plan ? log_stream_begin(&out) : NULL;
-        if (log) exec_plan_print(c->plans[n], out);
+        for (size_t i = 0; log && i < c->plans[n]->n_seg; i++)
+            exec_plan_print(c->plans[n]->seg[i].plan, out);
         log_stream_end(log, CLINFER_LOG_DEBUG);
     }
     *out = c->plans[n];
@@ -414,12 +332,13 @@ clinfer_status context_stage(clinfer_context *c, const int32_t *tokens, size_t n
         st = err_fail(CLINFER_ERR_INVALID_ARGUMENT, "stage: %zu tokens exceed n_batch %u", n,
                       c->n_batch);
     if (st != CLINFER_OK) return st;
-    const clinfer_backend *be = c->backend;
+    uint32_t embed = model_part_device(c->model, -1);
+    const clinfer_backend *be = context_backend(c, embed);
     c->n_logits = 0;
     c->from_batch = false;
-    CHECK(be->i->buffer_write(be->ctx, c->state.buf[EXEC_IDS], c->seq_len[0] * sizeof(int32_t),
-                              n * sizeof(int32_t), tokens));
-    *out = (context_batch){.backend = be, .state = &c->state, .pos0 = (int)c->seq_len[0]};
+    CHECK(be->i->buffer_write(be->ctx, context_state(c, embed)->buf[EXEC_IDS],
+                              c->seq_len[0] * sizeof(int32_t), n * sizeof(int32_t), tokens));
+    *out = (context_batch){.ctx = c, .pos0 = (int)c->seq_len[0]};
     CHECK(plan_for(c, n, &out->plan));
 cleanup:
     return st;

@@ -10,7 +10,7 @@
 #include "plan.h"
 
 void exec_buffer_sizes(const clinfer_hparams *hp, uint32_t n_ctx, uint32_t n_batch,
-                       size_t logit_rows, size_t bytes[EXEC_COUNT]) {
+                       size_t logit_rows, bool q8, size_t bytes[EXEC_COUNT]) {
     size_t n = n_batch, f = sizeof(float);
     size_t q_dim = (size_t)hp->n_head * hp->head_dim, kv_dim = (size_t)hp->n_head_kv * hp->head_dim;
     bool positions = hp->arch->learned_positions;
@@ -23,11 +23,24 @@ void exec_buffer_sizes(const clinfer_hparams *hp, uint32_t n_ctx, uint32_t n_bat
     bytes[EXEC_LOGITS] = logit_rows * hp->n_vocab * f;
     bytes[EXEC_IDS] = (size_t)n_ctx * sizeof(int32_t);
     bytes[EXEC_POS_IDS] = positions ? (size_t)n_ctx * sizeof(int32_t) : 0;
+    bytes[EXEC_XQ] = q8 ? bytes[EXEC_XN] : 0;
+    bytes[EXEC_ATT_Q] = q8 ? bytes[EXEC_ATT] : 0;
+    bytes[EXEC_FF_Q] = q8 ? n * hp->n_ff * f : 0;
+    const moe_hparams *moe = &hp->moe;
+    size_t slots = n * moe->n_used;
+    bytes[EXEC_MOE_LOGITS] = n * moe->n_expert * f;
+    bytes[EXEC_MOE_IDS] = slots * sizeof(int32_t);
+    bytes[EXEC_MOE_W] = slots * f;
+    bytes[EXEC_MOE_OUT] = slots * hp->n_embd * f;
+    if (moe->n_expert) {
+        bytes[EXEC_FF_A] = 2 * slots * moe->n_ff * f;
+        bytes[EXEC_FF_Q] = q8 ? slots * moe->n_ff * f : 0;
+    }
 }
 
-/* Builds in two passes: with steps == NULL only counting, then filling the array. Merging and
- * hints look at the step before, so they happen in the second pass only, which may therefore
- * use fewer steps than counted. */
+/* Builds in two passes: with steps == NULL only counting, then filling the array. Merging
+ * looks at the step before, so it happens in the second pass only, which may therefore use
+ * fewer steps than counted. */
 typedef struct exec_builder {
     plan_step *steps;
     clinfer_dtype *w_type; /* beside steps */
@@ -36,6 +49,15 @@ typedef struct exec_builder {
     bool f32_now;                    /* the ops being pushed take f32 x (f32_here) */
     int layer;                       /* of the ops pushed now (-1: embedding, n_layer: head) */
     const exec_layout *layout;       /* NULL: one sequence, positions bound at run */
+    const exec_state *state;
+    /* The last ROUND_Q8 pushed, while nothing has written its x or y since: matmuls over the
+     * same x (q, k and v; gate and up) read its y. */
+    struct {
+        bool valid;
+        clinfer_ref x, y;
+        size_t count;
+        int block;
+    } rounded;
 } builder;
 
 void exec_push(builder *b, clinfer_op op, size_t pos_stride) {
@@ -43,6 +65,11 @@ void exec_push(builder *b, clinfer_op op, size_t pos_stride) {
     if (b->steps)
         b->steps[b->count] = (plan_step){.op = op, .pos_stride = pos_stride, .layer = b->layer};
     b->count++;
+    clinfer_op_output out[CLINFER_OP_MAX_OUTPUTS];
+    for (size_t i = 0, n = op.kind == CLINFER_OP_ROUND_Q8 ? 0 : op_outputs(&op, out); i < n; i++)
+        if (refs_overlap(out[i].ref, out[i].count, b->rounded.x, b->rounded.count) ||
+            refs_overlap(out[i].ref, out[i].count, b->rounded.y, b->rounded.count))
+            b->rounded.valid = false;
 }
 
 /* The weight type of the step pushed last. */
@@ -72,22 +99,40 @@ static bool extends(const clinfer_op *op, const clinfer_op *next) {
            op->matmul.accumulate == next->matmul.accumulate && op->matmul.x_q8 == next->matmul.x_q8;
 }
 
+/* Where x_q8 matmuls over x find it rounded: a ROUND_Q8's y, pushed now unless the last one
+ * still holds x so. Each source buffer rounds into one of its own, from its first element. */
+static clinfer_ref rounded_x(builder *b, clinfer_ref x, int n, int k, int block) {
+    size_t count = (size_t)n * (size_t)k;
+    if (b->rounded.valid && same_ref(b->rounded.x, x) && b->rounded.count == count &&
+        b->rounded.block == block)
+        return b->rounded.y;
+    clinfer_buffer *const *buf = b->state->buf;
+    exec_buffer_id into = x.buf == buf[EXEC_ATT]    ? EXEC_ATT_Q
+                          : x.buf == buf[EXEC_FF_A] ? EXEC_FF_Q
+                                                    : EXEC_XQ;
+    clinfer_ref y = exec_at(buf[into], 0);
+    exec_push(b,
+              (clinfer_op){.kind = CLINFER_OP_ROUND_Q8,
+                           .round_q8 = {.x = x, .y = y, .n = n, .k = k, .block = block}},
+              0);
+    b->rounded.valid = true;
+    b->rounded.x = x;
+    b->rounded.y = y;
+    b->rounded.count = count;
+    b->rounded.block = block;
+    return y;
+}
+
+clinfer_ref exec_matmul_x(builder *b, clinfer_dtype type, int k, clinfer_ref x, int n, bool *x_q8) {
+    size_t q8_block = dtype_q8_act_block(type);
+    *x_q8 = !b->f32_now && dtype_takes_q8_act(type) && k % q8_block == 0;
+    return *x_q8 ? rounded_x(b, x, n, k, (int)q8_block) : x;
+}
+
 void exec_matmul(builder *b, const clinfer_matrix *w, clinfer_ref x, clinfer_ref y,
                  clinfer_ref bias, int n, bool accumulate) {
-    size_t q8_block = dtype_q8_act_block(w->type);
-    bool x_q8 = !b->f32_now && dtype_takes_q8_act(w->type) && w->k % q8_block == 0;
-    /* the op that made x may round it as well (attention per 32 only: a head is too short
-     * for a K-quant's 256, whose x the matmul's own launch rounds then) */
-    if (x_q8 && b->steps && b->count > 0) {
-        clinfer_op *prev = &b->steps[b->count - 1].op;
-        if (prev->kind == CLINFER_OP_RMSNORM && same_ref(prev->norm.y, x))
-            prev->norm.y_q8 = (int)q8_block;
-        if ((prev->kind == CLINFER_OP_SWIGLU || prev->kind == CLINFER_OP_GEGLU) &&
-            same_ref(prev->eltwise.y, x))
-            prev->eltwise.y_q8 = (int)q8_block;
-        if (prev->kind == CLINFER_OP_ATTENTION && same_ref(prev->attention.out, x))
-            prev->attention.out_q8 = q8_block == CLINFER_Q8_ACT_BLOCK;
-    }
+    bool x_q8;
+    x = exec_matmul_x(b, w->type, w->k, x, n, &x_q8);
     clinfer_op op = {.kind = CLINFER_OP_MATMUL,
                      .matmul = {.w = w->w,
                                 .x = x,
@@ -122,17 +167,23 @@ void exec_norm(builder *b, const clinfer_hparams *hp, clinfer_ref x, clinfer_ref
               0);
 }
 
-/* How layer il attends: its window (0: all positions) and rotation. */
+/* How layer il attends: its window (0: all positions) and rotation (n_rot 0: none). */
 typedef struct {
     int window;
     float freq_base, freq_scale;
+    clinfer_ref factors; /* the model's for the context (src/rope.c), every layer alike */
+    float mscale;
+    int n_rot;
 } layer_attention;
 
 static layer_attention attention_of(const clinfer_hparams *hp, int il) {
-    uint32_t p = hp->swa_period;
+    uint32_t p = hp->swa_period, step = hp->no_rope_step;
     bool local = hp->swa_window > 0 && (p == 0 || (uint32_t)il % p != p - 1);
-    if (!local) return (layer_attention){0, hp->rope_freq_base, hp->rope_freq_scale};
-    return (layer_attention){(int)hp->swa_window, hp->rope_freq_base_swa, hp->rope_freq_scale_swa};
+    int n_rot = step && ((uint32_t)il + 1) % step == 0 ? 0 : (int)hp->n_rot;
+    if (!local)
+        return (layer_attention){0, hp->rope_freq_base, hp->rope_freq_scale, {0}, 0.0f, n_rot};
+    return (layer_attention){
+        (int)hp->swa_window, hp->rope_freq_base_swa, hp->rope_freq_scale_swa, {0}, 0.0f, n_rot};
 }
 
 static clinfer_op rope_op(const clinfer_hparams *hp, const layer_attention *la, clinfer_ref x,
@@ -142,10 +193,12 @@ static clinfer_op rope_op(const clinfer_hparams *hp, const layer_attention *la, 
                                  .n = n,
                                  .n_heads = n_heads,
                                  .head_dim = (int)hp->head_dim,
-                                 .n_rot = (int)hp->n_rot,
+                                 .n_rot = la->n_rot,
                                  .freq_base = la->freq_base,
                                  .freq_scale = la->freq_scale,
-                                 .neox = hp->rope_neox}};
+                                 .neox = hp->rope_neox,
+                                 .factors = la->factors,
+                                 .mscale = la->mscale}};
 }
 
 void exec_embed(builder *b, const clinfer_matrix *w, clinfer_ref ids, clinfer_ref y, int n,
@@ -164,12 +217,22 @@ void exec_token_embed(builder *b, const clinfer_model *m, const exec_state *s, i
                m->hp.embd_scale);
 }
 
-/* y normed in place by w, then added to the residual stream. */
+/* y[0 .. count) = y * scale, capped by cap where cap > 0 (the SCALE op). */
+static void exec_scale(builder *b, clinfer_ref y, size_t count, float scale, float cap) {
+    exec_push(b,
+              (clinfer_op){.kind = CLINFER_OP_SCALE,
+                           .eltwise = {.a = y, .y = y, .count = count, .scale = scale, .cap = cap}},
+              0);
+}
+
+/* y normed in place by w (where given), scaled by hp.residual_scale (where not 0), then added
+ * to the residual stream. */
 static void post_norm_add(builder *b, const clinfer_model *m, const exec_state *s, clinfer_ref w,
                           clinfer_ref y, int n) {
     clinfer_ref x = exec_at(s->buf[EXEC_X], 0);
     size_t count = (size_t)n * m->hp.n_embd;
-    exec_norm(b, &m->hp, y, w, (clinfer_ref){0}, y, n);
+    if (w.buf) exec_norm(b, &m->hp, y, w, (clinfer_ref){0}, y, n);
+    if (m->hp.residual_scale != 0.0f) exec_scale(b, y, count, m->hp.residual_scale, 0.0f);
     exec_push(b,
               (clinfer_op){.kind = CLINFER_OP_ADD,
                            .eltwise = {.a = x, .b = y, .y = x, .count = count, .b_count = count}},
@@ -177,11 +240,11 @@ static void post_norm_add(builder *b, const clinfer_model *m, const exec_state *
 }
 
 /* The sub-layer output projection w of x: added to the residual stream by the matmul itself,
- * or where post_norm is given, into EXEC_XN, normed, then added. */
+ * or where post_norm is given or a residual scale, into EXEC_XN, normed, scaled, then added. */
 static void output_projection(builder *b, const clinfer_model *m, const exec_state *s,
                               const clinfer_matrix *w, clinfer_ref x, clinfer_ref bias,
                               clinfer_ref post_norm, int n) {
-    if (!post_norm.buf) {
+    if (!post_norm.buf && m->hp.residual_scale == 0.0f) {
         exec_matmul(b, w, x, exec_at(s->buf[EXEC_X], 0), bias, n, true);
         return;
     }
@@ -198,7 +261,10 @@ void exec_gated_ffn(builder *b, const clinfer_model *m, const exec_state *s, int
     size_t count = (size_t)n * m->hp.n_ff;
     clinfer_ref gate = exec_at(buf[EXEC_FF_A], 0), up = exec_at(buf[EXEC_FF_A], count);
 
-    exec_norm(b, &m->hp, x, l->ffn_norm, l->ffn_norm_b, xn, n);
+    if (l->ffn_norm.buf)
+        exec_norm(b, &m->hp, x, l->ffn_norm, l->ffn_norm_b, xn, n);
+    else /* olmo2: the residual stream as it is */
+        xn = x;
     exec_matmul(b, &l->ffn_gate, xn, gate, (clinfer_ref){0}, n, false);
     exec_matmul(b, &l->ffn_up, xn, up, l->ffn_up_b, n, false);
     exec_push(
@@ -233,6 +299,9 @@ static void attend(builder *b, const clinfer_model *m, const exec_state *s, int 
     clinfer_ref kw = {kc.buf, kc.offset + (size_t)r->pos0 * kv_dim},
                 vw = {vc.buf, vc.offset + (size_t)r->pos0 * kv_dim};
     layer_attention la = attention_of(hp, il);
+    la.factors = rope_factors_for(m, s->n_ctx);
+    if (la.factors.buf && s->vectors) la.factors.buf = s->vectors; /* this device's copy */
+    la.mscale = hp->rope_mscale;
     float scale = hp->attn_scale > 0.0f ? hp->attn_scale : 1.0f / sqrtf((float)hp->head_dim);
 
     clinfer_op attention = {.kind = CLINFER_OP_ATTENTION,
@@ -247,8 +316,10 @@ static void attend(builder *b, const clinfer_model *m, const exec_state *s, int 
                                           .head_dim = (int)hp->head_dim,
                                           .pos0 = r->pos0,
                                           .window = la.window,
-                                          .scale = scale}};
-    if (!hp->n_rot) { /* no rotation to fuse the cache writes into */
+                                          .scale = scale,
+                                          .softcap = hp->attn_softcap,
+                                          .sinks = m->layers[il].attn_sinks}};
+    if (!la.n_rot) { /* no rotation to fuse the cache writes into */
         clinfer_ref caches[2] = {kw, vw};
         clinfer_ref fresh[2] = {k, v};
         for (int i = 0; i < 2; i++)
@@ -262,9 +333,11 @@ static void attend(builder *b, const clinfer_model *m, const exec_state *s, int 
     } else if (r->n == 1) {
         /* Decode: the attention launch rotates the token's q and k and fills the caches
          * itself, one launch less than a separate rope. */
-        attention.attention.rope.n_rot = (int)hp->n_rot;
+        attention.attention.rope.n_rot = la.n_rot;
         attention.attention.rope.freq_base = la.freq_base;
         attention.attention.rope.freq_scale = la.freq_scale;
+        attention.attention.rope.factors = la.factors;
+        attention.attention.rope.mscale = la.mscale;
         attention.attention.rope.neox = hp->rope_neox;
         attention.attention.rope.k_src = k;
         attention.attention.rope.v_src = v;
@@ -296,21 +369,26 @@ void exec_attention_block(builder *b, const clinfer_model *m, const exec_state *
     clinfer_ref q = exec_at(buf[EXEC_QKV], 0), k = exec_at(buf[EXEC_QKV], q_count),
                 v = exec_at(buf[EXEC_QKV], q_count + kv_count);
 
-    exec_norm(b, hp, x, l->attn_norm, l->attn_norm_b, xn, n);
+    if (l->attn_norm.buf)
+        exec_norm(b, hp, x, l->attn_norm, l->attn_norm_b, xn, n);
+    else /* olmo2: the residual stream as it is */
+        xn = x;
     exec_matmul(b, &l->wq, xn, q, l->bq, n, false);
     exec_matmul(b, &l->wk, xn, k, l->bk, n, false);
     exec_matmul(b, &l->wv, xn, v, l->bv, n, false);
     clinfer_ref norms[2] = {l->q_norm, l->k_norm}, heads[2] = {q, k};
     int n_heads[2] = {(int)hp->n_head, (int)hp->n_head_kv};
-    for (int i = 0; i < 2; i++) /* per head, in place */
+    /* in place, over a token's whole row (olmo2) or each head */
+    int per_row = hp->qk_norm_rows ? 1 : 0;
+    for (int i = 0; i < 2; i++)
         if (norms[i].buf)
             exec_push(b,
                       (clinfer_op){.kind = CLINFER_OP_RMSNORM,
                                    .norm = {.x = heads[i],
                                             .w = norms[i],
                                             .y = heads[i],
-                                            .n = n * n_heads[i],
-                                            .d = (int)hp->head_dim,
+                                            .n = per_row ? n : n * n_heads[i],
+                                            .d = (int)hp->head_dim * (per_row ? n_heads[i] : 1),
                                             .eps = hp->norm_eps}},
                       0);
     if (!b->layout) {
@@ -336,6 +414,14 @@ void exec_position_embed(builder *b, const clinfer_model *m, const exec_state *s
         exec_embed(b, &m->pos_embd, exec_at(ids.buf, (size_t)r->pos0),
                    exec_at(y.buf, (size_t)r->row * m->hp.n_embd), r->n, 0.0f);
     }
+}
+
+/* The first rows of logits capped (gemma2) or scaled (granite) as the architecture does. */
+static void finish_logits(builder *b, const clinfer_model *m, const exec_state *s, int rows) {
+    const clinfer_hparams *hp = &m->hp;
+    if (hp->final_softcap == 0.0f && hp->logit_scale == 0.0f) return;
+    exec_scale(b, exec_at(s->buf[EXEC_LOGITS], 0), (size_t)rows * hp->n_vocab,
+               hp->logit_scale != 0.0f ? 1.0f / hp->logit_scale : 1.0f, hp->final_softcap);
 }
 
 /* A layout plan's head: the output norm of each run of consecutive out_rows into the next rows
@@ -365,6 +451,7 @@ static void layout_head(builder *b, const clinfer_model *m, const exec_state *s,
     if (l->n_out && !s->embeddings)
         exec_matmul(b, &m->output, exec_at(s->buf[EXEC_XN], 0), exec_at(s->buf[EXEC_LOGITS], 0),
                     (clinfer_ref){0}, l->n_out, false);
+    if (l->n_out) finish_logits(b, m, s, l->n_out);
 }
 
 /* Output norm and LM head over the last token's row, or every row with logits_all; the norm
@@ -380,6 +467,7 @@ static void head(builder *b, const clinfer_model *m, const exec_state *s, int n)
               m->output_norm_b, exec_at(s->buf[EXEC_XN], 0), normed);
     exec_matmul(b, &m->output, exec_at(s->buf[EXEC_XN], (size_t)(normed - rows) * d),
                 exec_at(s->buf[EXEC_LOGITS], 0), (clinfer_ref){0}, rows, false);
+    finish_logits(b, m, s, rows);
 }
 
 /* Whether layer il (n_layer: the head) takes f32 activations under policy a. */
@@ -396,17 +484,19 @@ static bool f32_here(clinfer_activations a, int il, int n_layer) {
     }
 }
 
-static size_t build(builder *b, const clinfer_model *m, const exec_state *s, int n) {
+/* The parts [first, end) of the forward pass: -1 the embeddings, il layer il, n_layer the head. */
+static size_t build(builder *b, const clinfer_model *m, const exec_state *s, int n, int first,
+                    int end) {
     int n_layer = (int)m->hp.n_layer;
     b->layer = -1;
-    m->hp.arch->embed(b, m, s, n);
-    for (b->layer = 0; b->layer < n_layer; b->layer++) {
+    if (first < 0) m->hp.arch->embed(b, m, s, n);
+    for (b->layer = first < 0 ? 0 : first; b->layer < n_layer && b->layer < end; b->layer++) {
         b->f32_now = f32_here(b->activations, b->layer, n_layer);
         m->hp.arch->layer(b, m, s, b->layer, n);
     }
     size_t n_body = b->count;
     b->f32_now = f32_here(b->activations, n_layer, n_layer);
-    head(b, m, s, n);
+    if (end > n_layer) head(b, m, s, n);
     return n_body;
 }
 
@@ -417,20 +507,31 @@ clinfer_status exec_plan_build(const clinfer_model *m, const exec_state *s, int 
 
 clinfer_status exec_plan_build_layout(const clinfer_model *m, const exec_state *s, int n,
                                       const exec_layout *layout, exec_plan **out) {
-    builder counter = {.activations = s->activations, .layout = layout};
-    build(&counter, m, s, n);
+    return exec_plan_build_parts(m, s, n, layout, -1, (int)m->hp.n_layer + 1, out);
+}
+
+clinfer_status exec_plan_build_parts(const clinfer_model *m, const exec_state *s, int n,
+                                     const exec_layout *layout, int first, int end,
+                                     exec_plan **out) {
+    builder counter = {.activations = s->activations, .layout = layout, .state = s};
+    build(&counter, m, s, n, first, end);
+    /* + 1: a head over no rows is a plan of no ops */
     exec_plan *p = calloc(1, sizeof *p + counter.count * sizeof(plan_step));
-    if (p) p->walk = malloc(counter.count * sizeof *p->walk);
-    if (p) p->w_type = calloc(counter.count, sizeof *p->w_type);
+    if (p) p->walk = malloc((counter.count + 1) * sizeof *p->walk);
+    if (p) p->w_type = calloc(counter.count + 1, sizeof *p->w_type);
     if (!p || !p->walk || !p->w_type) {
         exec_plan_free(p);
         return err_fail(CLINFER_ERR_OUT_OF_MEMORY, "executor: no memory for a plan of %zu ops",
                         counter.count);
     }
-    builder filler = {p->steps, p->w_type, 0, s->activations, false, 0, layout};
+    builder filler = {.steps = p->steps,
+                      .w_type = p->w_type,
+                      .activations = s->activations,
+                      .layout = layout,
+                      .state = s};
     p->n = n;
     p->bound = layout != NULL;
-    p->n_body = build(&filler, m, s, n);
+    p->n_body = build(&filler, m, s, n, first, end);
     p->n_steps = filler.count;
     *out = p;
     return CLINFER_OK;

@@ -30,22 +30,38 @@ typedef enum {
                    * a layout plan's [n_out][n_vocab] */
     EXEC_IDS,     /* [n_ctx] int32: the sequence's token ids, written once per eval */
     EXEC_POS_IDS, /* [n_ctx] int32 0 .. n_ctx - 1: gpt2's position_embd rows; unused otherwise */
+    /* With 8-bit activations, the x_q8 matmuls' x as ROUND_Q8 writes it, from its first
+     * element: EXEC_XN's rows (q, k and v; gate and up; the head), EXEC_ATT's, EXEC_FF_A's */
+    EXEC_XQ,    /* [n][n_embd] */
+    EXEC_ATT_Q, /* [n][n_head][head_dim] */
+    EXEC_FF_Q,  /* [n][n_ff] */
+    /* A mixture of experts' (src/moe.c; EXEC_FF_A and EXEC_FF_Q hold [n][n_used][moe.n_ff]
+     * rows there): the router's logits [n][n_expert], the chosen experts [n][n_used] (int32)
+     * and their gates, the experts' outputs [n][n_used][n_embd] */
+    EXEC_MOE_LOGITS,
+    EXEC_MOE_IDS,
+    EXEC_MOE_W,
+    EXEC_MOE_OUT,
     EXEC_COUNT
 } exec_buffer_id;
 
-/* Bytes of each activation buffer (0: not needed by this architecture); logit_rows: the rows of
- * logits one batch may ask for (1: the last token's only). */
+/* Bytes of each activation buffer (0: not needed by this architecture, or without q8 by f32
+ * activations); logit_rows: the rows of logits one batch may ask for (1: the last token's only). */
 void exec_buffer_sizes(const clinfer_hparams *hp, uint32_t n_ctx, uint32_t n_batch,
-                       size_t logit_rows, size_t bytes[EXEC_COUNT]);
+                       size_t logit_rows, bool q8, size_t bytes[EXEC_COUNT]);
 
 /* What a plan reads and writes besides the model's weights. */
 typedef struct {
     clinfer_buffer *buf[EXEC_COUNT];
     clinfer_ref *k_cache, *v_cache;  /* n_layer each: [n_seq][n_ctx][n_head_kv][head_dim] */
     clinfer_dtype kv_type;           /* CLINFER_DT_F16 or CLINFER_DT_F32 */
+    uint32_t n_ctx;                  /* positions per sequence: picks longrope's table */
     clinfer_activations activations; /* which matmuls take x_q8 (clinfer_context_params) */
     bool logits_all;                 /* the head runs over every token (clinfer_context_params) */
     bool embeddings; /* the output norm runs over every token: EXEC_XN keeps their hidden states */
+    /* The model's vectors on this state's device, where the rotation's factors are read (a
+     * split model's devices each have a copy: src/placement.h); NULL: model->vectors */
+    clinfer_buffer *vectors;
 } exec_state;
 
 typedef struct exec_plan exec_plan;
@@ -75,6 +91,13 @@ typedef struct {
 clinfer_status exec_plan_build_layout(const clinfer_model *model, const exec_state *state, int n,
                                       const exec_layout *layout, exec_plan **out);
 
+/* A plan of the parts [first, end) of the forward pass alone (-1 the embeddings, il layer il,
+ * n_layer the output norm and head), for a model split across devices: the part of the state on
+ * one device. exec_plan_build_layout builds all parts, [-1, n_layer + 1). */
+clinfer_status exec_plan_build_parts(const clinfer_model *model, const exec_state *state, int n,
+                                     const exec_layout *layout, int first, int end,
+                                     exec_plan **out);
+
 /* Enqueues the plan on be (the context's backend, holding the state's buffers) for a batch whose
  * first token sits at position pos0; with_logits adds the output norm and LM head (the last
  * chunk of an eval). Before a walk's first run its ops are checked against the backend's
@@ -91,6 +114,8 @@ clinfer_status exec_plan_prepare(const clinfer_backend *be, exec_plan *plan, boo
 
 /* The ops a walk runs: the layers' (the body), with_logits also the output norm and LM head. */
 size_t exec_plan_len(const exec_plan *plan, bool with_logits);
+/* The tokens (batch rows) it evaluates. */
+int exec_plan_rows(const exec_plan *plan);
 
 /* Step i of a walk, bound to position pos0 as exec_plan_run binds it. */
 typedef struct {
@@ -102,7 +127,9 @@ typedef struct {
 exec_step exec_plan_at(const exec_plan *plan, size_t i, int pos0);
 
 /* Runs step i alone at pos0 (the backend's op: never in a run of ops with others, so that each
- * op's output can be read by itself) and waits for it. */
+ * op's output can be read by itself) and waits for it; but a step whose output the next one, a
+ * ROUND_Q8, rounds runs with it as a walk's op_run would (its output is the one walks get), and
+ * that ROUND_Q8 then runs again alone as step i + 1. */
 clinfer_status exec_plan_step(const clinfer_backend *be, const exec_plan *plan, size_t i, int pos0);
 
 /* One line per op (the environment variable CLINFER_PRINT_PLAN prints each plan as it is

@@ -2,6 +2,7 @@
  * the matcher's state; a byte the matcher refuses prunes the whole subtree, so the cost follows
  * the tokens the grammar allows, not the vocabulary's size. A few recent masks are kept by state:
  * inside a JSON string the state repeats from token to token. */
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,6 +19,7 @@ typedef struct {
 } tnode;
 
 struct gvocab {
+    atomic_size_t refs;
     size_t n;
     uint8_t *kind;
     char **text;
@@ -95,6 +97,7 @@ clinfer_status gvocab_create(size_t n, const char *const *text, const size_t *le
     if (n > INT32_MAX) return err_fail(CLINFER_ERR_INVALID_ARGUMENT, "grammar: %zu tokens", n);
     gvocab *v = calloc(1, sizeof *v);
     if (!v) return oom();
+    atomic_init(&v->refs, 1);
     v->n = n;
     v->kind = malloc(n + 1);
     v->text = calloc(n + 1, sizeof *v->text);
@@ -120,8 +123,14 @@ clinfer_status gvocab_create(size_t n, const char *const *text, const size_t *le
     return CLINFER_OK;
 }
 
+gvocab *gvocab_ref(gvocab *v) {
+    atomic_fetch_add_explicit(&v->refs, 1, memory_order_relaxed);
+    return v;
+}
+
 void gvocab_free(gvocab *v) {
-    if (!v) return;
+    /* acq_rel: the last owner sees every other owner's reads finished before it frees */
+    if (!v || atomic_fetch_sub_explicit(&v->refs, 1, memory_order_acq_rel) != 1) return;
     for (size_t i = 0; v->text && i < v->n; i++)
         free(v->text[i]);
     free(v->text);
@@ -209,7 +218,8 @@ static clinfer_status walk(gconstraint *c, gstate s, uint64_t *words) {
 }
 
 clinfer_status gconstraint_mask(gconstraint *c, const uint64_t **words) {
-    for (size_t i = 0; i < N_CACHED; i++) {
+    /* once done, the state's cached mask (from before the end) no longer holds */
+    for (size_t i = 0; !c->done && i < N_CACHED; i++) {
         if (c->cache[i].valid && same_state(c->cache[i].key, c->cur)) {
             *words = c->cache[i].words;
             return CLINFER_OK;
@@ -232,6 +242,26 @@ clinfer_status gconstraint_mask(gconstraint *c, const uint64_t **words) {
     return CLINFER_OK;
 }
 
+/* s stepped over a text token's bytes: false when the matcher refuses one. */
+static bool step_token(gconstraint *c, gstate *s, int32_t token) {
+    bool ok = c->v->kind[token] == GV_TEXT;
+    for (uint32_t i = 0; ok && i < c->v->len[token]; i++)
+        ok = gmatch_step(c->m, s, (uint8_t)c->v->text[token][i]);
+    return ok;
+}
+
+clinfer_status gconstraint_allows(gconstraint *c, int32_t token, bool *ok) {
+    *ok = false;
+    if (token < 0 || (size_t)token >= c->v->n || c->done) return CLINFER_OK;
+    if (c->v->kind[token] == GV_EOG) {
+        *ok = gmatch_can_end(c->m, c->cur);
+        return CLINFER_OK;
+    }
+    gstate s = c->cur;
+    *ok = step_token(c, &s, token);
+    return gmatch_status(c->m);
+}
+
 clinfer_status gconstraint_accept(gconstraint *c, int32_t token) {
     if (token < 0 || (size_t)token >= c->v->n || c->done)
         return err_fail(CLINFER_ERR_INVALID_ARGUMENT, "grammar: token %d %s", (int)token,
@@ -245,10 +275,7 @@ clinfer_status gconstraint_accept(gconstraint *c, int32_t token) {
         return CLINFER_OK;
     }
     gstate s = c->cur;
-    bool ok = c->v->kind[token] == GV_TEXT;
-    for (uint32_t i = 0; ok && i < c->v->len[token]; i++)
-        ok = gmatch_step(c->m, &s, (uint8_t)c->v->text[token][i]);
-    if (!ok) {
+    if (!step_token(c, &s, token)) {
         if (gmatch_status(c->m) != CLINFER_OK) return gmatch_status(c->m);
         return err_fail(CLINFER_ERR_INVALID_ARGUMENT,
                         "grammar: token %d cannot continue the output", (int)token);

@@ -63,15 +63,13 @@ static void where(const parser *p, size_t pos, uint32_t *line, uint32_t *col) {
 __attribute__((format(printf, 3, 4))) static bool fail_at(parser *p, size_t pos, const char *fmt,
                                                           ...) {
     if (p->st != CLINFER_OK) return false;
-    char msg[256];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    p->st = err_failv(CLINFER_ERR_INVALID_ARGUMENT, fmt, ap);
     va_end(ap);
     uint32_t line, col;
     where(p, pos, &line, &col);
-    p->st =
-        err_fail(CLINFER_ERR_INVALID_ARGUMENT, "grammar: line %u, column %u: %s", line, col, msg);
+    err_prefix("grammar: line %u, column %u", line, col);
     return false;
 }
 

@@ -1,6 +1,7 @@
 /* The mask trie of a loaded model: each token's bytes as the tokenizer writes them out. Control,
  * unknown and unused tokens never match grammar text (their text, "<|im_start|>" say, is not
- * what they mean); end-of-generation tokens may come only where the grammar can end. */
+ * what they mean); end-of-generation tokens may come only where the grammar can end. Built once
+ * per model: a request's time to first token would otherwise be mostly this. */
 #include <stdlib.h>
 
 #include "error.h"
@@ -54,5 +55,19 @@ cleanup:
     free(text);
     free(len);
     free(kind);
+    return st;
+}
+
+clinfer_status gvocab_of_model(const clinfer_model *model, gvocab **out) {
+    if (!model || !model->vocab)
+        return err_fail(CLINFER_ERR_INVALID_ARGUMENT, "grammar: the model has no vocabulary");
+    /* The trie is a cache beside the model's read-only weights: filling it is not a change the
+     * caller's const promise is about. */
+    clinfer_model *m = (clinfer_model *)model;
+    clinfer_status st = CLINFER_OK;
+    pthread_mutex_lock(&m->gvocab_lock);
+    if (!m->gvocab) st = gvocab_from_model(m, &m->gvocab);
+    if (st == CLINFER_OK) *out = gvocab_ref(m->gvocab);
+    pthread_mutex_unlock(&m->gvocab_lock);
     return st;
 }

@@ -56,12 +56,11 @@ static bool failf(gen *g, clinfer_status st, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 static bool failf(gen *g, clinfer_status st, const char *fmt, ...) {
     if (g->st != CLINFER_OK) return false;
-    char msg[256];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    g->st = err_failv(st, fmt, ap);
     va_end(ap);
-    g->st = err_fail(st, "JSON schema: %s", msg);
+    err_prefix("JSON schema");
     return false;
 }
 

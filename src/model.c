@@ -11,8 +11,10 @@
 #include "arch.h"
 #include "chat.h"
 #include "error.h"
+#include "grammar.h"
 #include "log.h"
 #include "names.h"
+#include "placement.h"
 #include "tokenizer.h"
 
 /* ---- hyperparameters --------------------------------------------------------------------- */
@@ -70,6 +72,7 @@ static clinfer_status read_hparams(clinfer_model *m) {
     CHECK(check_range(a, "attention.key_length", hp->head_dim, 1, 1024));
 
     st = hp->arch->read_hparams(f, hp); /* its failures say where they come from */
+    if (st == CLINFER_OK) st = moe_read_hparams(f, a, hp);
     if (st != CLINFER_OK) return st;
     if (!(hp->norm_eps > 0.0f && hp->norm_eps < 1.0f))
         return err_fail(CLINFER_ERR_FORMAT, "model: %s norm epsilon %g is outside (0, 1)", a,
@@ -91,13 +94,18 @@ static clinfer_status load_layer(clinfer_loader *ld, uint32_t il) {
     uint32_t E = hp->n_embd, F = hp->n_ff, q_dim = hp->n_head * hp->head_dim;
     char name[96];
 #define NAME(suffix) (snprintf(name, sizeof name, "blk.%u." suffix, il), name)
-    CHECK(model_load_vector(ld, NAME("attn_norm.weight"), E, true, &l->attn_norm));
-    CHECK(model_load_vector(ld, NAME("attn_norm.bias"), E, biases, &l->attn_norm_b));
+    bool pre = !hp->arch->no_pre_norms;
+    if (pre) CHECK(model_load_vector(ld, NAME("attn_norm.weight"), E, true, &l->attn_norm));
+    if (pre) CHECK(model_load_vector(ld, NAME("attn_norm.bias"), E, biases, &l->attn_norm_b));
     CHECK(hp->arch->load_qkv(ld, il));
     CHECK(model_load_matrix(ld, NAME("attn_output.weight"), q_dim, E, true, &l->wo));
     CHECK(model_load_vector(ld, NAME("attn_output.bias"), E, biases, &l->bo));
-    CHECK(model_load_vector(ld, NAME("ffn_norm.weight"), E, true, &l->ffn_norm));
-    CHECK(model_load_vector(ld, NAME("ffn_norm.bias"), E, biases, &l->ffn_norm_b));
+    const char *ffn_norm = hp->arch->ffn_norm ? hp->arch->ffn_norm : "ffn_norm";
+    snprintf(name, sizeof name, "blk.%u.%s.weight", il, ffn_norm);
+    if (pre) CHECK(model_load_vector(ld, name, E, true, &l->ffn_norm));
+    snprintf(name, sizeof name, "blk.%u.%s.bias", il, ffn_norm);
+    if (pre) CHECK(model_load_vector(ld, name, E, biases, &l->ffn_norm_b));
+    if (hp->moe.n_expert) return moe_load_ffn(ld, il); /* experts instead of one ffn */
     CHECK(hp->arch->load_ffn(ld, il));
     CHECK(model_load_vector(ld, NAME("ffn_up.bias"), F, biases, &l->ffn_up_b));
     CHECK(model_load_matrix(ld, NAME("ffn_down.weight"), F, E, true, &l->ffn_down));
@@ -149,21 +157,28 @@ static clinfer_status load_all(clinfer_loader *ld) {
 
     CHECK(told(ld, 0));
     CHECK(claim_part(ld, -1));
+    placement_enter(ld, -1);
     CHECK(model_load_matrix(ld, "token_embd.weight", E, hp->n_vocab, true, &m->tok_embd));
     if (hp->arch->load_globals) CHECK(hp->arch->load_globals(ld));
+    CHECK(model_load_rope_factors(ld));
     CHECK(told(ld, 1));
     for (uint32_t il = 0; il < hp->n_layer; il++) {
         CHECK(claim_part(ld, (int)il));
+        placement_enter(ld, (int)il);
         CHECK(load_layer(ld, il));
         CHECK(told(ld, il + 2));
     }
+    placement_enter(ld, (int)hp->n_layer);
     CHECK(model_load_vector(ld, "output_norm.weight", E, true, &m->output_norm));
     CHECK(model_load_vector(ld, "output_norm.bias", E, hp->arch->layer_norm, &m->output_norm_b));
     m->output_tied = !gguf_find_tensor(m->gguf, "output.weight");
-    if (m->output_tied)
+    /* a head on another device than the embeddings reads a copy of them there */
+    if (m->output_tied && model_part_device(m, -1) == model_part_device(m, (int)hp->n_layer))
         m->output = m->tok_embd;
     else
-        CHECK(model_load_matrix(ld, "output.weight", E, hp->n_vocab, true, &m->output));
+        CHECK(model_load_matrix(ld, m->output_tied ? "token_embd.weight" : "output.weight", E,
+                                hp->n_vocab, true, &m->output));
+    placement_account(ld);
     CHECK(told(ld, hp->n_layer + 2));
 cleanup:
     return st;
@@ -207,9 +222,10 @@ static clinfer_status upload_tensors(clinfer_model *m, size_t n_vectors, bool ca
         goto cleanup;
     }
     CHECK(bi->buffer_alloc(m->backend->ctx, n_vectors * sizeof(float), &m->vectors));
+    CHECK(placement_vectors_alloc(m, n_vectors * sizeof(float)));
     CHECK(load_all(&ld));
-    CHECK(bi->buffer_write(m->backend->ctx, m->vectors, 0, n_vectors * sizeof(float), ld.host));
-    m->weight_bytes += n_vectors * sizeof(float);
+    CHECK(placement_vectors_write(m, ld.host, n_vectors * sizeof(float)));
+    m->weight_bytes += n_vectors * sizeof(float) * model_n_devices(m);
     for (size_t i = 0; i < gguf_tensor_count(m->gguf); i++) {
         const gguf_tensor *t = gguf_tensor_at(m->gguf, i);
         m->n_params += (uint64_t)(t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3]);
@@ -220,22 +236,33 @@ cleanup:
     return st;
 }
 
-/* Names the model to the backend's weight cache (backend.h) by its file's identity: device,
- * inode, size, modification time and the bytes before the tensor data. */
-static bool open_weight_cache(clinfer_model *m) {
-    const clinfer_backend *be = m->backend;
+/* Names the model to device dev's weight cache (backend.h) by its file's identity: device,
+ * inode, size, modification time and the bytes before the tensor data; and, with a split, the
+ * parts the device holds. */
+static bool open_weight_cache(clinfer_model *m, uint32_t dev) {
+    const clinfer_backend *be = model_device_backend(m, dev);
     uint64_t stat[4];
     const void *header = NULL;
-    size_t header_size = 0;
+    size_t header_size = 0, parts = m->hp.n_layer + 2;
     if (!be->i->weight_cache_open || !gguf_identity(m->gguf, stat, &header, &header_size))
         return false;
-    uint8_t *id = malloc(sizeof stat + header_size);
+    uint8_t *id = malloc(sizeof stat + header_size + parts);
     if (!id) return false; /* no cache: the load goes on */
     memcpy(id, stat, sizeof stat);
     memcpy(id + sizeof stat, header, header_size);
-    bool found = be->i->weight_cache_open(be->ctx, id, sizeof stat + header_size);
+    size_t key = placement_cache_key(m, dev, id + sizeof stat + header_size, parts);
+    bool found = be->i->weight_cache_open(be->ctx, id, sizeof stat + header_size + key);
     free(id);
     return found;
+}
+
+/* Every device's weight cache opened; whether all found theirs (the loader then reads no
+ * quantized matrix data). */
+static bool open_weight_caches(clinfer_model *m) {
+    bool all = true;
+    for (uint32_t d = 0; d < model_n_devices(m); d++)
+        all &= open_weight_cache(m, d);
+    return all;
 }
 
 /* ---- load / free ------------------------------------------------------------------------- */
@@ -257,13 +284,6 @@ static clinfer_status parse_architecture(clinfer_model *m) {
     return CLINFER_OK;
 }
 
-static clinfer_status create_backend(clinfer_model *m, const clinfer_model_params *p) {
-    char reason[256] = "";
-    clinfer_status st = backend_create(p->backend, &p->options, reason, sizeof reason, &m->backend);
-    if (st == CLINFER_OK && m->verbose) log_msg(CLINFER_LOG_INFO, "backend: %s", reason);
-    return st;
-}
-
 void clinfer_model_params_default(clinfer_model_params *params) {
     *params = (clinfer_model_params){.backend = CLINFER_BACKEND_OPENCL};
 }
@@ -282,6 +302,11 @@ clinfer_status clinfer_model_load(const char *path, const clinfer_model_params *
     }
     m = calloc(1, sizeof *m);
     if (!m) return err_fail(CLINFER_ERR_OUT_OF_MEMORY, "model_load: no memory");
+    m->gvocab_lock_ready = pthread_mutex_init(&m->gvocab_lock, NULL) == 0;
+    if (!m->gvocab_lock_ready) {
+        st = err_fail(CLINFER_ERR_OUT_OF_MEMORY, "model_load: no lock for the grammar vocabulary");
+        goto cleanup;
+    }
     m->verbose = params->verbose;
     m->profile = params->options.profile;
 
@@ -300,13 +325,19 @@ clinfer_status clinfer_model_load(const char *path, const clinfer_model_params *
     if (vocab_present(m->gguf)) CHECK(vocab_load(m->gguf, &m->vocab));
     size_t n_vectors = 0;
     CHECK(check_tensors(m, &n_vectors));
-    CHECK(create_backend(m, params));
+    CHECK(placement_create(m, params));
     const void *map = NULL;
     size_t map_size = 0;
-    if (m->backend->i->host_data && gguf_mapping(m->gguf, &map, &map_size))
-        m->backend->i->host_data(m->backend->ctx, map, map_size);
-    CHECK(upload_tensors(m, n_vectors, open_weight_cache(m), params));
-    if (m->backend->i->weight_cache_close) m->backend->i->weight_cache_close(m->backend->ctx);
+    bool mapped = gguf_mapping(m->gguf, &map, &map_size);
+    for (uint32_t d = 0; d < model_n_devices(m); d++) {
+        clinfer_backend *be = model_device_backend(m, d);
+        if (be->i->host_data && mapped) be->i->host_data(be->ctx, map, map_size);
+    }
+    CHECK(upload_tensors(m, n_vectors, open_weight_caches(m), params));
+    for (uint32_t d = 0; d < model_n_devices(m); d++) {
+        clinfer_backend *be = model_device_backend(m, d);
+        if (be->i->weight_cache_close) be->i->weight_cache_close(be->ctx);
+    }
     if (m->verbose) {
         const clinfer_hparams *hp = &m->hp;
         log_msg(CLINFER_LOG_INFO,
@@ -332,8 +363,10 @@ cleanup:
     return st;
 }
 
-static void free_matrix(clinfer_model *m, clinfer_matrix *w) {
-    if (w->w && w->row0 == 0) m->backend->i->buffer_free(m->backend->ctx, w->w);
+/* A matrix of part (as model_part_device numbers them) freed on its device. */
+static void free_matrix(clinfer_model *m, int part, clinfer_matrix *w) {
+    const clinfer_backend *be = model_device_backend(m, model_part_device(m, part));
+    if (w->w && w->row0 == 0) be->i->buffer_free(be->ctx, w->w);
     w->w = NULL;
 }
 
@@ -342,18 +375,23 @@ void clinfer_model_free(clinfer_model *m) {
     if (m->backend) {
         for (uint32_t il = 0; m->layers && il < m->hp.n_layer; il++) {
             clinfer_layer *l = &m->layers[il];
-            clinfer_matrix *ws[] = {&l->wq,       &l->wk,     &l->wv,      &l->wo,
-                                    &l->ffn_gate, &l->ffn_up, &l->ffn_down};
+            clinfer_matrix *ws[] = {&l->wq,          &l->wk,           &l->wv,
+                                    &l->wo,          &l->ffn_gate,     &l->ffn_up,
+                                    &l->ffn_down,    &l->ffn_gate_inp, &l->ffn_gate_exps,
+                                    &l->ffn_up_exps, &l->ffn_down_exps};
             for (size_t i = 0; i < sizeof ws / sizeof ws[0]; i++)
-                free_matrix(m, ws[i]);
+                free_matrix(m, (int)il, ws[i]);
         }
-        if (!m->output_tied) free_matrix(m, &m->output);
-        free_matrix(m, &m->tok_embd);
-        free_matrix(m, &m->pos_embd);
+        if (m->output.w != m->tok_embd.w) free_matrix(m, (int)m->hp.n_layer, &m->output);
+        free_matrix(m, -1, &m->tok_embd);
+        free_matrix(m, -1, &m->pos_embd);
         if (m->vectors) m->backend->i->buffer_free(m->backend->ctx, m->vectors);
+        placement_free(m);
         backend_free(m->backend);
     }
     free(m->layers);
+    gvocab_free(m->gvocab);
+    if (m->gvocab_lock_ready) pthread_mutex_destroy(&m->gvocab_lock);
     vocab_free(m->vocab);
     gguf_close(m->gguf);
     free(m);
@@ -405,11 +443,18 @@ clinfer_status clinfer_model_get_info(const clinfer_model *m, clinfer_model_info
     info->rope_freq_base = m->hp.rope_freq_base;
     info->norm_eps = m->hp.norm_eps;
     info->rope_neox = m->hp.rope_neox;
+    rope_describe(m, info->rope_scaling, sizeof info->rope_scaling);
     info->n_params = m->n_params;
     info->weight_bytes = m->weight_bytes;
-    if (m->backend)
-        snprintf(info->backend, sizeof info->backend, "%s",
-                 m->backend->i->describe(m->backend->ctx));
+    info->n_expert = m->hp.moe.n_expert;
+    info->n_expert_used = m->hp.moe.n_used;
+    moe_active(m, &info->n_params_active, &info->weight_bytes_active);
+    for (uint32_t d = 0; m->backend && d < model_n_devices(m); d++) { /* "A | B" split */
+        const clinfer_backend *be = model_device_backend(m, d);
+        size_t used = strlen(info->backend);
+        snprintf(info->backend + used, sizeof info->backend - used, "%s%s", d ? " | " : "",
+                 be->i->describe(be->ctx));
+    }
     file_info(m->gguf, info);
     if (!info->chat_format[0] && m->hp.arch && m->hp.arch->chat_format) /* as chat.c renders it */
         snprintf(info->chat_format, sizeof info->chat_format, "%s", m->hp.arch->chat_format);

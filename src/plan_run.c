@@ -57,6 +57,10 @@ size_t exec_plan_len(const exec_plan *p, bool with_logits) {
     return with_logits ? p->n_steps : p->n_body;
 }
 
+int exec_plan_rows(const exec_plan *p) {
+    return p->n;
+}
+
 /* Names the failed op i of a walk of end ops in the error message. */
 static void op_failed(const exec_plan *p, const clinfer_op *op, size_t i, size_t end, int pos0) {
     err_prefix("executor: op %zu of %zu (%s, n %d, pos0 %d)", i, end, op_kind_name(op->kind), p->n,
@@ -175,10 +179,19 @@ exec_step exec_plan_at(const exec_plan *p, size_t i, int pos0) {
 }
 
 clinfer_status exec_plan_step(const clinfer_backend *be, const exec_plan *p, size_t i, int pos0) {
-    clinfer_op op = step_op(p, i, pos0);
-    clinfer_status st = be->i->op(be->ctx, &op);
+    clinfer_op ops[2] = {step_op(p, i, pos0)};
+    clinfer_status st = CLINFER_OK;
+    size_t taken = 0;
+    /* Where the next step rounds this one's output, the two go as walks launch them (the backend
+     * may round in this op's kernel, which then is what the step measures); the ROUND_Q8 runs
+     * again alone as the next step. */
+    if (be->i->op_run && i + 1 < p->n_steps) {
+        ops[1] = step_op(p, i + 1, pos0);
+        if (ops[1].kind == CLINFER_OP_ROUND_Q8) st = be->i->op_run(be->ctx, ops, 2, &taken);
+    }
+    if (st == CLINFER_OK && taken == 0) st = be->i->op(be->ctx, &ops[0]);
     if (st == CLINFER_OK) st = be->i->sync(be->ctx);
-    if (st != CLINFER_OK) op_failed(p, &op, i, p->n_steps, pos0);
+    if (st != CLINFER_OK) op_failed(p, &ops[0], i, p->n_steps, pos0);
     return st;
 }
 
@@ -194,10 +207,12 @@ void exec_plan_print(const exec_plan *p, FILE *out) {
                     op->matmul.x_q8 ? " x q8" : "");
             break;
         case CLINFER_OP_ATTENTION:
-            fprintf(out, " n %d heads %d/%d dim %d%s%s", op->attention.n, op->attention.n_head,
+            fprintf(out, " n %d heads %d/%d dim %d%s", op->attention.n, op->attention.n_head,
                     op->attention.n_kv_head, op->attention.head_dim,
-                    op->attention.rope.n_rot ? " + rope and cache write" : "",
-                    op->attention.out_q8 ? " out q8" : "");
+                    op->attention.rope.n_rot ? " + rope and cache write" : "");
+            break;
+        case CLINFER_OP_ROUND_Q8:
+            fprintf(out, " n %d k %d per %d", op->round_q8.n, op->round_q8.k, op->round_q8.block);
             break;
         case CLINFER_OP_ROPE:
             fprintf(out, " n %d heads %d", op->rope.n, op->rope.n_heads);

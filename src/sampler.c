@@ -142,7 +142,7 @@ clinfer_status clinfer_sampler_set_grammar(clinfer_sampler *s, const clinfer_mod
     gconstraint *c = NULL;
     if (!s) return err_fail(CLINFER_ERR_INVALID_ARGUMENT, "sampler_set_grammar: NULL sampler");
     if (gbnf) {
-        CHECK(gvocab_from_model(model, &v));
+        CHECK(gvocab_of_model(model, &v));
         st = gconstraint_create(gbnf, strlen(gbnf), v, &c); /* takes v */
         v = NULL;
         if (st != CLINFER_OK) goto cleanup;
@@ -266,14 +266,23 @@ clinfer_status clinfer_sampler_sample(clinfer_sampler *s, const float *logits, s
         c[i] = (candidate){logits[i], (int32_t)i};
     apply_penalties(s, c, n_vocab);
     size_t n_cand = n_vocab;
+    bool picked = false;
     if (s->grammar) {
         /* Tokens past the grammar's vocabulary (a padded output layer) are never allowed. */
         size_t n_known = gconstraint_n_tokens(s->grammar);
         if (n_cand > n_known) n_cand = n_known;
-        clinfer_status st = grammar_filter(s->grammar, c, &n_cand);
+        clinfer_status st = CLINFER_OK;
+        /* Greedy: when the best token of all is allowed it is the best allowed one (ties go to
+         * the lowest id either way), so the mask is built only when the grammar refuses it. A
+         * draw gets the mask first: its filters must see only the allowed tokens. */
+        if (s->params.temperature <= 0.0f) {
+            st = pick(s, c, n_cand, token);
+            if (st == CLINFER_OK) st = gconstraint_allows(s->grammar, *token, &picked);
+        }
+        if (st == CLINFER_OK && !picked) st = grammar_filter(s->grammar, c, &n_cand);
         if (st != CLINFER_OK) return st;
     }
-    clinfer_status st = pick(s, c, n_cand, token);
+    clinfer_status st = picked ? CLINFER_OK : pick(s, c, n_cand, token);
     if (st == CLINFER_OK && s->grammar) st = gconstraint_accept(s->grammar, *token);
     return st;
 }

@@ -2,6 +2,7 @@
  * model's algorithm (tok_bpe.c, tok_dna.c, tok_spm.c, tok_wpm.c, tok_ugm.c). */
 #include "tokenizer.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -396,15 +397,50 @@ static clinfer_status encode_run(const clinfer_vocab *v, const char *text, size_
 
 clinfer_status vocab_tokenize(const clinfer_vocab *v, const char *text, size_t len, bool add_bos,
                               bool parse_special, int32_t *out, size_t cap, size_t *n_out) {
+    clinfer_text_piece whole = {text, len, parse_special};
+    return vocab_tokenize_pieces(v, &whole, 1, add_bos, out, cap, n_out);
+}
+
+/* The pieces one after another in one buffer (*joined: allocated where there are several). */
+static clinfer_status join_pieces(const clinfer_text_piece *pieces, size_t n, const char **text,
+                                  char **joined, size_t *len) {
+    *len = 0;
+    for (size_t p = 0; p < n; p++) {
+        if (!pieces[p].text && pieces[p].len)
+            return err_fail(CLINFER_ERR_INVALID_ARGUMENT, "tokenize: piece %zu has no text", p);
+        if (pieces[p].len > SIZE_MAX - *len)
+            return err_fail(CLINFER_ERR_INVALID_ARGUMENT, "tokenize: the pieces' sizes overflow");
+        *len += pieces[p].len;
+    }
+    *joined = NULL;
+    *text = n == 1 ? pieces[0].text : NULL;
+    if (n <= 1) return CLINFER_OK;
+    if (!(*joined = malloc(*len + 1))) return err_fail(CLINFER_ERR_OUT_OF_MEMORY, "tokenize");
+    for (size_t p = 0, at = 0; p < n; at += pieces[p++].len)
+        if (pieces[p].len) memcpy(*joined + at, pieces[p].text, pieces[p].len);
+    *text = *joined;
+    return CLINFER_OK;
+}
+
+clinfer_status vocab_tokenize_pieces(const clinfer_vocab *v, const clinfer_text_piece *pieces,
+                                     size_t n, bool add_bos, int32_t *out, size_t cap,
+                                     size_t *n_out) {
     clinfer_status st = CLINFER_OK;
     tok_ids ids = {0};
-    if (!v || (!text && len) || (!out && cap) || !n_out)
+    char *joined = NULL;
+    const char *text = NULL;
+    size_t len = 0;
+    if (!v || (!pieces && n) || (!out && cap) || !n_out)
         return err_fail(CLINFER_ERR_INVALID_ARGUMENT, "vocab_tokenize: NULL argument");
     *n_out = 0;
+    CHECK(join_pieces(pieces, n, &text, &joined, &len));
     if (add_bos && v->bos >= 0) CHECK(tok_ids_push(&ids, v->bos));
-    size_t run = 0; /* start of the plain text not yet tokenized */
+    size_t run = 0;                            /* start of the plain text not yet tokenized */
+    size_t p = 0, end = n ? pieces[0].len : 0; /* the piece at i and where it ends */
     for (size_t i = 0; i < len;) {
-        int32_t special = special_at(v, text + i, len - i, parse_special);
+        while (i >= end) /* a special token lies inside one piece */
+            end += pieces[++p].len;
+        int32_t special = special_at(v, text + i, end - i, pieces[p].parse_special);
         if (special < 0) {
             i++;
             continue;
@@ -424,6 +460,7 @@ clinfer_status vocab_tokenize(const clinfer_vocab *v, const char *text, size_t l
                       cap);
 cleanup:
     free(ids.ids);
+    free(joined);
     return st;
 }
 

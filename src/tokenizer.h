@@ -51,6 +51,11 @@ bool vocab_is_eog(const clinfer_vocab *v, int32_t id);
  * single-byte characters (WordPiece drops them, as BERT's cleaning drops U+FFFD). */
 clinfer_status vocab_tokenize(const clinfer_vocab *v, const char *text, size_t len, bool add_bos,
                               bool parse_special, int32_t *out, size_t cap, size_t *n_out);
+/* The same over the n pieces' concatenation, each with its own parse_special
+ * (clinfer_tokenize_pieces); vocab_tokenize is its one piece. */
+clinfer_status vocab_tokenize_pieces(const clinfer_vocab *v, const clinfer_text_piece *pieces,
+                                     size_t n, bool add_bos, int32_t *out, size_t cap,
+                                     size_t *n_out);
 
 /* The bytes token id stands for (not NUL-terminated, maybe part of a UTF-8 character): byte-level
  * BPE maps its characters back to bytes, SentencePiece turns U+2581 into a space and <0xXX> into

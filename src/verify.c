@@ -10,6 +10,7 @@
 
 #include "context.h"
 #include "error.h"
+#include "split_plan.h"
 #include "verify.h"
 
 /* The tolerance table: by whether the matmuls round activations to 8 bits (whatever their weight
@@ -18,7 +19,9 @@
  * its matmuls. A broken kernel gives NMSE ~1 or NaN. Measured on PoCL (cpu-rows, gpu-local-reduce,
  * and gpu-subgroup while it was offered; the tiny test models of every type, SmolLM2-135M Q4_1 at
  * 16 to 256 tokens): op rows    <= 1.5e-9 for every type and activation format: f32 sums in another
- * order, and a rotated key rounding to the other f16 neighbour in the cache (measured 1e-9); bound
+ * order, and a rotated key rounding to the other f16 neighbour in the cache (measured 1e-9);
+ *              round_q8 rows 0 (the same inputs round the same; SmolLM2 Q4_1 and Gemma 3 270M
+ *              Q4_K_M, cpu-rows and gpu-local-reduce, 12 tokens); bound
  *              1e-6, and 1e-5 with 8-bit activations, where a device whose division rounds
  *              otherwise may move a value across a rounding boundary (~1e-6 a step, as
  *              tests/test_cl_ops.c allows)
@@ -47,20 +50,21 @@ typedef struct {
 } verifier;
 
 /* Sets the report's tolerance from the matmuls of a plan. */
-static void choose_tolerance(verifier *v, const exec_plan *plan) {
+static void choose_tolerance(verifier *v, const split_plan *plan) {
     clinfer_verify_report *r = v->report;
-    for (size_t i = 0; i < exec_plan_len(plan, true); i++) {
-        exec_step s = exec_plan_at(plan, i, 0);
-        if (s.op.kind != CLINFER_OP_MATMUL) continue;
-        for (size_t t = 0; t < sizeof tolerances / sizeof tolerances[0]; t++)
-            if (tolerances[t].x_q8 == s.op.matmul.x_q8 &&
-                tolerances[t].op + tolerances[t].whole > r->bound + r->bound_whole) {
-                r->bound = tolerances[t].op;
-                r->bound_whole = tolerances[t].whole;
-                snprintf(r->tolerance, sizeof r->tolerance, "%s weights, %s activations",
-                         dtype_name(s.w_type), s.op.matmul.x_q8 ? "8-bit" : "f32");
-            }
-    }
+    for (size_t g = 0; g < plan->n_seg; g++)
+        for (size_t i = 0; i < exec_plan_len(plan->seg[g].plan, true); i++) {
+            exec_step s = exec_plan_at(plan->seg[g].plan, i, 0);
+            if (s.op.kind != CLINFER_OP_MATMUL) continue;
+            for (size_t t = 0; t < sizeof tolerances / sizeof tolerances[0]; t++)
+                if (tolerances[t].x_q8 == s.op.matmul.x_q8 &&
+                    tolerances[t].op + tolerances[t].whole > r->bound + r->bound_whole) {
+                    r->bound = tolerances[t].op;
+                    r->bound_whole = tolerances[t].whole;
+                    snprintf(r->tolerance, sizeof r->tolerance, "%s weights, %s activations",
+                             dtype_name(s.w_type), s.op.matmul.x_q8 ? "8-bit" : "f32");
+                }
+        }
 }
 
 static size_t elem_bytes(const clinfer_op_output *o) {
@@ -130,49 +134,68 @@ static void measure(const float *dev, const float *ref, size_t count, clinfer_ve
     row->ok = row->nmse <= row->bound;
 }
 
+/* One op of a walk on one side: step i of plan, on be over state. */
+typedef struct {
+    const exec_plan *plan;
+    size_t i;
+    const clinfer_backend *be;
+    const exec_state *state;
+} side_step;
+
 /* Compares every region the step's op wrote on both sides, one row each, then gives the device the
  * reference's values, so that the next op starts from the same state on both and each row
  * measures one op. */
-static clinfer_status compare_step(verifier *v, const context_batch b[SIDES], size_t i, int n,
+static clinfer_status compare_step(verifier *v, const side_step t[SIDES], int pos0, int n,
                                    const char *phase) {
     clinfer_status st = CLINFER_OK;
     exec_step s[SIDES];
     clinfer_op_output out[SIDES][CLINFER_OP_MAX_OUTPUTS];
     size_t n_out = 0, at;
     for (int side = 0; side < SIDES; side++) {
-        s[side] = exec_plan_at(b[side].plan, i, b[side].pos0);
+        s[side] = exec_plan_at(t[side].plan, t[side].i, pos0);
         n_out = op_outputs(&s[side].op, out[side]);
     }
     clinfer_verify_row row = {.phase = phase, .layer = s[DEV].layer, .bound = v->report->bound};
-    verify_label(v->model[DEV], b[DEV].state, &s[DEV], row.op, sizeof row.op);
+    verify_label(v->model[DEV], t[DEV].state, &s[DEV], row.op, sizeof row.op);
     for (size_t k = 0; k < n_out; k++) {
         const clinfer_op_output *o = &out[DEV][k];
         for (int side = 0; side < SIDES; side++)
-            CHECK(read_output(v, side, &out[side][k], b[side].backend));
+            CHECK(read_output(v, side, &out[side][k], t[side].be));
         measure(v->host[DEV], v->host[REF], o->count, &row, &at);
         size_t row_len = o->count / (size_t)(o->tokens ? o->tokens : n);
         row.output = o->name;
-        row.worst_pos = (uint32_t)(b[DEV].pos0 + s[DEV].first_row + (int)(at / row_len));
+        row.worst_pos = (uint32_t)(pos0 + s[DEV].first_row + (int)(at / row_len));
         CHECK(add_row(v, &row, true));
         size_t elem = elem_bytes(o);
-        CHECK(b[DEV].backend->i->buffer_write(b[DEV].backend->ctx, o->ref.buf, o->ref.offset * elem,
-                                              o->count * elem, v->raw[REF]));
+        CHECK(t[DEV].be->i->buffer_write(t[DEV].be->ctx, o->ref.buf, o->ref.offset * elem,
+                                         o->count * elem, v->raw[REF]));
     }
 cleanup:
     return st;
 }
 
-/* Evaluates n tokens on both sides, op by op, comparing after each. */
+/* Evaluates n tokens on both sides, op by op, comparing after each: the reference's one plan
+ * beside the device's segments (one per device of a split model), the hidden state crossing
+ * to each next device as a walk's does. */
 static clinfer_status walk(verifier *v, const int32_t *tokens, size_t n, const char *phase) {
     clinfer_status st = CLINFER_OK;
     context_batch b[SIDES];
     for (int side = 0; side < SIDES; side++)
         CHECK(context_stage(v->ctx[side], tokens, n, &b[side]));
     if (!v->report->tolerance[0]) choose_tolerance(v, b[DEV].plan);
-    for (size_t i = 0; i < exec_plan_len(b[DEV].plan, true); i++) {
-        for (int side = 0; side < SIDES; side++)
-            CHECK(exec_plan_step(b[side].backend, b[side].plan, i, b[side].pos0));
-        CHECK(compare_step(v, b, i, (int)n, phase));
+    const split_segment *ref = &b[REF].plan->seg[0];
+    side_step t[SIDES] = {
+        {0}, {ref->plan, 0, context_backend(v->ctx[REF], 0), context_state(v->ctx[REF], 0)}};
+    for (size_t g = 0; g < b[DEV].plan->n_seg; g++) {
+        const split_segment *seg = &b[DEV].plan->seg[g];
+        if (g) CHECK(split_plan_cross(v->ctx[DEV], b[DEV].plan, g));
+        t[DEV] = (side_step){seg->plan, 0, context_backend(v->ctx[DEV], seg->dev),
+                             context_state(v->ctx[DEV], seg->dev)};
+        for (; t[DEV].i < exec_plan_len(seg->plan, true); t[DEV].i++, t[REF].i++) {
+            for (int side = 0; side < SIDES; side++)
+                CHECK(exec_plan_step(t[side].be, t[side].plan, t[side].i, b[side].pos0));
+            CHECK(compare_step(v, t, b[DEV].pos0, (int)n, phase));
+        }
     }
     for (int side = 0; side < SIDES; side++)
         context_advance(v->ctx[side], n);

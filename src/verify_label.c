@@ -73,6 +73,15 @@ void verify_label(const clinfer_model *m, const exec_state *s, const exec_step *
     case CLINFER_OP_ATTENTION:
         if (op->attention.rope.n_rot) snprintf(buf + len, size - len, " (rope q k)");
         break;
+    case CLINFER_OP_ROUND_Q8: { /* what it rounds, and per how many */
+        clinfer_buffer *x = op->round_q8.x.buf;
+        snprintf(buf + len, size - len, " %s/%d",
+                 x == s->buf[EXEC_ATT]    ? "att"
+                 : x == s->buf[EXEC_FF_A] ? "ffn"
+                                          : "xn",
+                 op->round_q8.block);
+        break;
+    }
     default:
         break;
     }

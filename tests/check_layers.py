@@ -23,7 +23,7 @@ import sys
 
 # Lowest first. A file takes the layer of its first matching pattern.
 LAYERS = [
-    ("api", ["include/clinfer.h"]),
+    ("api", ["include/*"]),
     ("base", ["base/*"]),
     ("backend interface", ["backends/backend.*", "backends/op_check.c", "backends/op_info.c"]),
     ("reference backend", ["backends/reference/*"]),
@@ -41,7 +41,8 @@ LAYERS = [
                               "backends/opencl/weight_cache_cl.*", "backends/opencl/weights_cl.*"]),
     ("opencl: activations", ["backends/opencl/act_q8_cl.*"]),
     ("opencl: op families", ["backends/opencl/clblast_cl.c", "backends/opencl/matmul_cl.*",
-                             "backends/opencl/ops_cl.*", "backends/opencl/attention_cl.*"]),
+                             "backends/opencl/gpu_*_cl.*", "backends/opencl/ops_cl.*",
+                             "backends/opencl/attention_cl.*", "backends/opencl/moe_cl.*"]),
     ("opencl: graph launches", ["backends/opencl/graph_encode_cl.*", "backends/opencl/graph_cl.*"]),
     ("opencl: the backend", ["backends/opencl/backend_cl.c"]),
     ("backend registry", ["backends/registry.c"]),

@@ -1,14 +1,15 @@
 #!/usr/bin/env python3
-"""libclinfer.so exports exactly the functions include/clinfer.h declares, and the header marks
-every function it declares CLINFER_API.
+"""libclinfer.so exports exactly the functions include/clinfer.h declares (with the headers beside
+it that it includes), and the headers mark every function they declare CLINFER_API.
 
 usage: check_symbols.py CC NM HEADER LIBRARY
 
 The header goes through the C preprocessor with CLINFER_API defined as a marker, so comments,
 macros and line breaks inside declarations do not matter; only the lines that come from the
-header itself are read (not the system headers it includes). Then `nm -D --defined-only` of the
-library gives what it exports. Exit 1 with a listing of every difference.
+headers of the header's own directory are read (not the system headers it includes). Then
+`nm -D --defined-only` of the library gives what it exports. Exit 1 with a listing of every difference.
 """
+import os
 import re
 import subprocess
 import sys
@@ -28,7 +29,7 @@ def header_functions(cc, header):
     for line in out.splitlines():
         m = re.match(r'#\s*\d+\s+"([^"]*)"', line)
         if m:
-            own = m.group(1) == header
+            own = os.path.dirname(m.group(1)) == os.path.dirname(header)
         elif own:
             text.append(line)
     text = " ".join(text)

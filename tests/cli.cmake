@@ -17,3 +17,13 @@ add_test(NAME test_models
           $<TARGET_FILE:write_tiny_model>)
 set_tests_properties(test_models PROPERTIES LABELS quick SKIP_RETURN_CODE 77
   ENVIRONMENT "${CLINFER_TEST_ENV}")
+# Chat formats against the families' own Jinja templates (llama.cpp's models/templates from the
+# llama-cpp-python sdist, rendered by Jinja2 as transformers does): identical text. Skipped (77)
+# without the sdist (tools/fetch_llamacpp_sdist.sh) or python3-jinja2.
+add_executable(chat_render_stdin chat_render_stdin.c)
+target_link_libraries(chat_render_stdin PRIVATE clinfer_testutil ${CLINFER_PRIVATE_LIBS})
+find_package(Python3 REQUIRED COMPONENTS Interpreter)
+add_test(NAME test_chat_jinja COMMAND ${Python3_EXECUTABLE}
+  ${CMAKE_CURRENT_LIST_DIR}/test_chat_jinja.py $<TARGET_FILE:chat_render_stdin>)
+set_tests_properties(test_chat_jinja PROPERTIES LABELS quick SKIP_RETURN_CODE 77
+  ENVIRONMENT "${CLINFER_TEST_ENV}")

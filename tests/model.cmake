@@ -21,7 +21,7 @@ clinfer_test(test_batch SOURCES test_batch.c tiny_model.c)
 foreach(path gpu-local-reduce)
   add_test(NAME test_batch_${path} COMMAND test_batch)
   set_tests_properties(test_batch_${path} PROPERTIES LABELS quick SKIP_RETURN_CODE 77
-    ENVIRONMENT "CLINFER_CACHE_DIR=${CMAKE_CURRENT_BINARY_DIR}/cl-cache;CLINFER_KERNEL_PATH=${path}")
+    ENVIRONMENT "${CLINFER_TEST_ENV};CLINFER_KERNEL_PATH=${path}")
 endforeach()
 # The weight cache: first load writes, later ones map; damaged, stale and unwritable files.
 clinfer_test(test_weight_cache SOURCES test_weight_cache.c tiny_model.c)

@@ -14,10 +14,7 @@ set(CLINFER_OCLGRIND_ENV "CLINFER_CACHE_DIR=${CMAKE_CURRENT_BINARY_DIR}/cl-cache
 
 # clinfer_oclgrind_test(NAME ENV ... COMMAND ...): COMMAND under oclgrind_run.sh.
 function(clinfer_oclgrind_test name)
-  cmake_parse_arguments(T "" "" "ENV;COMMAND" ${ARGN})
-  add_test(NAME oclgrind_${name} COMMAND ${CLINFER_OCLGRIND_RUN} ${T_COMMAND})
-  set_tests_properties(oclgrind_${name} PROPERTIES LABELS oclgrind SKIP_RETURN_CODE 77
-    TIMEOUT 1800 ENVIRONMENT "${CLINFER_OCLGRIND_ENV};${T_ENV}")
+  clinfer_runner_test(oclgrind ${CLINFER_OCLGRIND_RUN} 1800 "${CLINFER_OCLGRIND_ENV}" ${name} ${ARGN})
 endfunction()
 
 foreach(path gpu-local-reduce cpu-rows)
@@ -115,3 +112,35 @@ oclgrind_graph_model(gpt2 gpt2)
 # Rows interleaved by 16 (as on CPUs) under the f32 activations of models below 1B parameters:
 # graph.cl's matmuls over them (CL_MM_IL_F32, matvec_il_n's rows).
 oclgrind_graph_model(il_f32 ENV CLINFER_INTERLEAVE=force llama Q4_1+Q8_0+Q4_0)
+# The rope variants' pair factors (Llama 3's rope_freqs) and magnitude (phi3's longrope, with its
+# long table: the context exceeds its original 64 positions) in rope.cl's prefill rotation and in
+# the graph's attention records.
+oclgrind_graph_model(llama3 llama3)
+oclgrind_graph_model(longrope phi3-longrope)
+# oclgrind_tiny_arch(ARCH): the tiny model of an architecture (write_tiny_model FILE ARCH)
+# decoded op by op on the simulator's own path (oclgrind_tiny_ARCH_per_op: gpu-local-reduce's
+# kernels) and in graph launches (oclgrind_tiny_ARCH_graph, passing only when the profile shows
+# them), so that `ctest -L oclgrind -R tiny` checks each one's kernels on both routes.
+function(oclgrind_tiny_arch arch)
+  set(file ${CMAKE_CURRENT_BINARY_DIR}/oclgrind_${arch}.gguf)
+  add_test(NAME oclgrind_tiny_${arch} COMMAND write_tiny_model ${file} ${arch})
+  set_tests_properties(oclgrind_tiny_${arch} PROPERTIES LABELS oclgrind
+    FIXTURES_SETUP oclgrind_${arch})
+  clinfer_oclgrind_test(tiny_${arch}_per_op ENV CLINFER_GRAPH=0 CLINFER_PROFILE=1
+    COMMAND $<TARGET_FILE:clinfer_cli> run -m ${file} -p ${CLINFER_OCLGRIND_PROMPT} -n 4)
+  clinfer_oclgrind_test(tiny_${arch}_graph ENV CLINFER_KERNEL_PATH=cpu-rows CLINFER_GRAPH=1
+    CLINFER_PROFILE=1
+    COMMAND $<TARGET_FILE:clinfer_cli> run -m ${file} -p ${CLINFER_OCLGRIND_PROMPT} -n 4)
+  set_tests_properties(oclgrind_tiny_${arch}_per_op oclgrind_tiny_${arch}_graph PROPERTIES
+    FIXTURES_REQUIRED oclgrind_${arch} SKIP_REGULAR_EXPRESSION "oclgrind is not installed")
+  set_tests_properties(oclgrind_tiny_${arch}_per_op PROPERTIES FAIL_REGULAR_EXPRESSION "\n  graph ")
+  set_tests_properties(oclgrind_tiny_${arch}_graph PROPERTIES PASS_REGULAR_EXPRESSION
+    "\n  graph +[0-9]" FAIL_REGULAR_EXPRESSION "oclgrind_run:")
+endfunction()
+# gemma2's soft-caps (the attention kernels' and the SCALE op's), smollm3's layer without
+# rotation (cache stores beside rotating layers), granite's scales, olmo2's norms over whole q
+# and k rows and its window, gpt-oss's sinks (attention and merge kernels, the graph's records)
+# and clamped SwiGLU.
+foreach(arch gemma2 smollm3 granite olmo2 gpt-oss)
+  oclgrind_tiny_arch(${arch})
+endforeach()

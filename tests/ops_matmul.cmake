@@ -5,13 +5,13 @@ clinfer_test(test_cl_matmul SOURCES test_cl_matmul.c ENV CLINFER_KERNEL_PATH=cpu
 foreach(path gpu-local-reduce)
   add_test(NAME test_cl_matmul_${path} COMMAND test_cl_matmul)
   set_tests_properties(test_cl_matmul_${path} PROPERTIES LABELS quick SKIP_RETURN_CODE 77
-    ENVIRONMENT "CLINFER_CACHE_DIR=${CMAKE_CURRENT_BINARY_DIR}/cl-cache;CLINFER_KERNEL_PATH=${path};CLINFER_CLBLAST=0")
+    ENVIRONMENT "${CLINFER_TEST_ENV};CLINFER_KERNEL_PATH=${path};CLINFER_CLBLAST=0")
 endforeach()
 # CLBlast's side of f32 GEMM (bias/accumulate through bias_fill, split weights, staged types);
 # without CLBlast built in this repeats the default run.
 add_test(NAME test_cl_matmul_clblast COMMAND test_cl_matmul)
 set_tests_properties(test_cl_matmul_clblast PROPERTIES LABELS quick SKIP_RETURN_CODE 77
-  ENVIRONMENT "CLINFER_CACHE_DIR=${CMAKE_CURRENT_BINARY_DIR}/cl-cache;CLINFER_KERNEL_PATH=cpu-rows;CLINFER_CLBLAST=1")
+  ENVIRONMENT "${CLINFER_TEST_ENV};CLINFER_KERNEL_PATH=cpu-rows;CLINFER_CLBLAST=1")
 # bench_ops' correctness mode: every matvec and GEMM it times (SmolLM2 to 8B shapes, every
 # weight type, f32 and 8-bit x, CLBlast's side where built), once, against the reference.
 add_test(NAME bench_ops_check COMMAND bench_ops --check)

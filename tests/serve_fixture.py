@@ -26,6 +26,28 @@ def finish(name):
     sys.exit(1 if failures else 0)
 
 
+def run_in_venv(venv, package, inner_env):
+    """Runs this script again with the Python of venv, where package from PyPI is installed once
+    (kept for later runs), and exits with its status; exits 77 (skipped) when the registry cannot
+    be reached. Inside (inner_env set to 1 by the outer run) it returns at once."""
+    if os.environ.get(inner_env) == "1":
+        return
+    py = os.path.join(venv, "bin", "python")
+    marker = os.path.join(venv, f".{package}-installed")
+    if not os.path.exists(marker):
+        subprocess.run([sys.executable, "-m", "venv", venv], check=True)
+        pip = subprocess.run([py, "-m", "pip", "install", "-q", "--disable-pip-version-check",
+                              package], capture_output=True, text=True, timeout=600)
+        if pip.returncode:
+            print(f"skipped: cannot install the {package} client from PyPI:\n" +
+                  pip.stderr[-2000:])
+            sys.exit(77)
+        open(marker, "w").close()
+    env = {**os.environ, inner_env: "1"}
+    sys.exit(subprocess.run([py, os.path.abspath(sys.argv[0]), *sys.argv[1:]],
+                            env=env).returncode)
+
+
 class Server:
     """`clinfer serve` on 127.0.0.1:0 with the given options; stop() sends SIGTERM and returns
     the exit status."""
@@ -106,6 +128,19 @@ class Server:
             os.unlink(self.log.name)
 
 
+def tiny_server(clinfer, writer, name, *args):
+    """(model, Server): the tiny llama model written into a temporary folder (removed at exit),
+    served on the reference backend with the llama2 chat template and args."""
+    import atexit
+    import shutil
+    import tempfile
+    tmp = tempfile.mkdtemp(prefix=f"clinfer-{name}-")
+    atexit.register(shutil.rmtree, tmp, True)
+    model = os.path.join(tmp, "tiny.gguf")
+    subprocess.run([writer, model, "llama"], check=True)
+    return model, Server(clinfer, model, "--reference", "--chat-template", "llama2", "-q", *args)
+
+
 def run_threads(n, fn):
     """fn(0) .. fn(n - 1), each on its own thread, all at once; returns when all are done."""
     threads = [threading.Thread(target=fn, args=(i,)) for i in range(n)]
@@ -113,6 +148,22 @@ def run_threads(n, fn):
         t.start()
     for t in threads:
         t.join()
+
+
+def pydantic_thing():
+    """The Pydantic model the client tests (in their venvs, where pydantic is) ask structured
+    output for: a bool, an integer and an enum, no other members."""
+    from typing import Literal
+
+    import pydantic
+
+    class Thing(pydantic.BaseModel):
+        model_config = pydantic.ConfigDict(extra="forbid")
+        ok: bool
+        n: int
+        color: Literal["red", "green", "blue"]
+
+    return Thing
 
 
 def chat_text(resp):

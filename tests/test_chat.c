@@ -157,7 +157,73 @@ static void test_errors(void) {
     expect_render(NULL, "llama3", NULL, 0, false, "");
 }
 
+/* The families tests/test_chat_jinja.py does not compare with a real template (Mistral v3 and
+ * v7, Qwen3 without thinking), recognition by the newer families' markers, and their errors. */
+static void test_families(void) {
+    expect_render(NULL, "mistral-v3", conv, N_CONV, true,
+                  "[INST] Hi![/INST] Hello.</s>[INST] You are terse.\n\nCapital of France?[/INST]");
+    expect_render(NULL, "mistral-v7", conv, N_CONV, true,
+                  "[SYSTEM_PROMPT] You are terse.[/SYSTEM_PROMPT][INST] Hi![/INST] Hello.</s>"
+                  "[INST] Capital of France?[/INST]");
+    /* v7 Tekken without a default system prompt in the template: no system block. */
+    expect_render(NULL, "mistral-v7-tek", conv + 1, 1, true, "[INST]Hi![/INST]");
+    expect_render(
+        NULL, "qwen3-nothink", conv + 1, 1, true,
+        "<|im_start|>user\nHi!<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n");
+    expect_render(NULL, "llama3.1", conv + 1, 1, false,
+                  "<|start_header_id|>system<|end_header_id|>\n\nCutting Knowledge Date: "
+                  "December 2023\nToday Date: 26 Jul 2024\n\n<|eot_id|>"
+                  "<|start_header_id|>user<|end_header_id|>\n\nHi!<|eot_id|>");
+
+    const struct {
+        const char *tmpl;
+        chat_format want;
+    } cases[] = {
+        {"{{- \"[AVAILABLE_TOOLS][\" }}{{- \"[INST] \" + message[\"content\"] + \"[/INST]\" }}",
+         CHAT_FORMAT_MISTRAL_V3},
+        {"{{- \"[AVAILABLE_TOOLS][\" }}{{- \"[INST]\" + message[\"content\"] + \"[/INST]\" }}",
+         CHAT_FORMAT_MISTRAL_V3T},
+        {"{{- '[SYSTEM_PROMPT] ' + system_message + '[/SYSTEM_PROMPT]' }}{{ '[/INST]' }}",
+         CHAT_FORMAT_MISTRAL_V7},
+        {"{{- '[SYSTEM_PROMPT]' + system_message + '[/SYSTEM_PROMPT]' }}{{ '[/INST]' }}",
+         CHAT_FORMAT_MISTRAL_V7T},
+        {"{{'<|im_start|>' + message['role'] + '<|im_sep|>'}}", CHAT_FORMAT_PHI4},
+        {"{{ '<|' + message['role'] + '|>' + message['content'] + '<|end|>' }}",
+         CHAT_FORMAT_PHI4_MINI},
+        {"{{'<|assistant|>\n' + message['content'] + '<|end|>\n'}}", CHAT_FORMAT_PHI3},
+        {"<|im_start|>{%- set ns = namespace(last_query_index=0) %}", CHAT_FORMAT_QWEN3},
+        /* QwQ and SmolLM3 have enable_thinking but not Qwen3's handling of past reasoning */
+        {"<|im_start|>{%- if enable_thinking is defined %}", CHAT_FORMAT_CHATML},
+        {"{{- \"<|start|>assistant<|channel|>final<|message|>\" }}", CHAT_FORMAT_GPT_OSS},
+        {"<|start_header_id|>{{- \"Cutting Knowledge Date: December 2023\\n\" }}",
+         CHAT_FORMAT_LLAMA31},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        chat_format f = (chat_format)-1;
+        EXPECT_OK(chat_detect(cases[i].tmpl, strlen(cases[i].tmpl), NULL, &f));
+        EXPECT(f == cases[i].want, "family template %zu detected as %s, want %s", i,
+               chat_format_name(f), chat_format_name(cases[i].want));
+    }
+
+    char *out = (char *)1;
+    const clinfer_chat_message twice[] = {{"user", "x"}, {"user", "y"}};
+    EXPECT(chat_render(NULL, 0, "mistral-tekken", twice, 2, true, &out) ==
+               CLINFER_ERR_INVALID_ARGUMENT,
+           "Mistral turns alternate");
+    EXPECT(strstr(clinfer_last_error(), "message 1") != NULL, "names the message: %s",
+           clinfer_last_error());
+    const clinfer_chat_message tagged[] = {{"user", "x"},
+                                           {"assistant", "<|channel|>final<|message|>y"}};
+    EXPECT(chat_render(NULL, 0, "gpt-oss", tagged, 2, true, &out) == CLINFER_ERR_INVALID_ARGUMENT,
+           "gpt-oss answers carry no channel tags");
+    EXPECT(out == NULL, "no output on failure");
+    const clinfer_chat_message tool[] = {{"user", "x"}, {"tool", "y"}};
+    EXPECT(chat_render(NULL, 0, "qwen3", tool, 2, true, &out) == CLINFER_ERR_INVALID_ARGUMENT,
+           "tool messages are not rendered");
+}
+
 int main(void) {
+    test_families();
     test_formats();
     test_trim();
     test_detect();

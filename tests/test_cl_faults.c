@@ -1,7 +1,8 @@
 /* Fault injection on the OpenCL backend (CLINFER_FAULT="kind:N:ERR"): a failed buffer
  * allocation, program build or kernel enqueue returns the injected status; a lost device
  * (CL_OUT_OF_RESOURCES) makes every later call return CLINFER_ERR_DEVICE_LOST; the failed backend
- * frees cleanly (run under ASan or valgrind for the leak half) and a fresh backend works. */
+ * frees cleanly (run under ASan or valgrind for the leak half) and a fresh backend works. A loop
+ * probe that falls short moves a cpu-rows backend onto gpu-local-reduce. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -109,6 +110,36 @@ static void test_build_fault(void) {
     check_fresh_backend_works("a build failure");
 }
 
+/* A device that cuts a work-item's loops short (Mesa llvmpipe: 65535 iterations in all), as the
+ * loop probe would see it: a backend on the cpu-rows path takes gpu-local-reduce instead, and
+ * computes; one that was asked for cpu-rows keeps it; a GPU path runs no probe. */
+static void test_loop_cut(void) {
+    clinfer_backend *b = NULL;
+    EXPECT_OK(cl_backend_create(0, NULL, &b));
+    if (!b) return;
+    bool cpu_rows = strstr(b->i->describe(b->ctx), ", cpu-rows") != NULL;
+    backend_free(b);
+    b = NULL;
+    setenv("CLINFER_FAULT", "loop-cut:1:65535", 1);
+    EXPECT_OK(cl_backend_create(0, NULL, &b));
+    if (b) {
+        const char *d = b->i->describe(b->ctx), *want = cpu_rows ? ", gpu-local-reduce" : ", gpu-";
+        EXPECT(strstr(d, want), "a device that cuts loops short: '%s', want '%s'", d, want);
+        backend_free(b);
+    }
+    check_fresh_backend_works("a loop probe that fell short");
+    if (cpu_rows) {
+        setenv("CLINFER_FAULT", "loop-cut:1:65534", 1); /* a new value: counting starts again */
+        clinfer_backend_options o = {.kernel_path = CLINFER_KERNEL_PATH_CPU_ROWS};
+        b = NULL;
+        EXPECT_OK(cl_backend_create(0, &o, &b));
+        EXPECT(b && strstr(b->i->describe(b->ctx), ", cpu-rows"), "cpu-rows asked for: '%s'",
+               b ? b->i->describe(b->ctx) : "no backend");
+        backend_free(b);
+    }
+    unsetenv("CLINFER_FAULT");
+}
+
 int main(void) {
     size_t count = 0;
     if (clinfer_device_count(&count) != CLINFER_OK || count == 0) {
@@ -118,5 +149,6 @@ int main(void) {
     test_alloc_fault();
     test_enqueue_fault();
     test_build_fault();
+    test_loop_cut();
     return finish("test_cl_faults");
 }

@@ -4,22 +4,22 @@
  * records, which must be rejected with a status and leave the backend usable.
  *
  * NMSE thresholds (sum (cl - ref)^2 / sum ref^2), all f32 arithmetic on the device:
- *   1e-10  add, swiglu, geglu, gelu: a few ulp per element from the device's exp/tanh (OpenCL
- *          allows up to 4 ulp) against the host's libm
+ *   1e-10  add, swiglu, geglu, gelu, scale (capped or not): a few ulp per element from the
+ *          device's exp/tanh (OpenCL allows up to 4 ulp) against the host's libm
  *   1e-10  rmsnorm, layernorm: f32 sums in a different order than the reference's double sums
  *   1e-9   rope: the device forms the angle in f32 (the reference in double); at pos ~1000 that
  *          is ~1e-4 rad absolute, below 1e-8 relative energy; also its f32 key cache writes
  *   1e-6   rope's f16 key cache writes: a rotated value that differs in its last f32 bits may
  *          round to the other f16 neighbour (one such flip is ~1e-9 here; measured 2e-11)
  *   1e-9   attention: online softmax rescaling and summation order over up to ~300 positions
- *          (head_dim up to 256, sliding windows too);
+ *          (head_dim up to 256, sliding windows and gemma2's soft-capped scores too);
  *          with its own rotation and cache write, the caches as rope's (k 1e-9, f16 1e-6, v exact)
- *   1e-5   a matmul after attention with out_q8: attention's differences may move a value across
- *          an 8-bit rounding boundary (one step in a block is ~1e-6 of y's energy here)
- *   exact  store and rope's value cache writes (f32 copies; f16 rounding to nearest even on both
- *          sides); on the device, attention with its own rotation and cache write
- *          against the rope and attention launches it replaces (output and caches), and a matmul
- *          after attention with out_q8 against one after attention without it */
+ *   1e-5   a matmul after attention that rounds its output: attention's differences may move a
+ * value across an 8-bit rounding boundary (one step in a block is ~1e-6 of y's energy here) exact
+ * store and rope's value cache writes (f32 copies; f16 rounding to nearest even on both sides); on
+ * the device, attention with its own rotation and cache write against the rope and attention
+ * launches it replaces (output and caches), and a matmul after attention that rounds its output
+ * against one after a round_q8 of its own */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -73,6 +73,26 @@ static void run(int side, const clinfer_op *op, const char *what) {
            clinfer_status_str(st), clinfer_last_error());
 }
 
+/* op, then with block (0: none) a ROUND_Q8 of its output y (count values, rows of row elements)
+ * into q, run as the executor runs them: through op_run, where the device may fuse the two. */
+static void run_rounded(int side, const clinfer_op *op, clinfer_ref y, size_t count, int row,
+                        int block, clinfer_ref q, const char *what) {
+    clinfer_op ops[2] = {*op, {.kind = CLINFER_OP_ROUND_Q8}};
+    ops[1].round_q8 = (typeof(ops[1].round_q8)){
+        .x = y, .y = q, .n = (int)(count / (size_t)row), .k = row, .block = block};
+    size_t n = block ? 2 : 1, taken = 0;
+    const clinfer_backend_i *i = be[side]->i;
+    for (size_t at = 0; at < n; at += taken) {
+        taken = 0;
+        clinfer_status st = i->op_run ? i->op_run(be[side]->ctx, ops + at, n - at, &taken) : 0;
+        EXPECT(st == CLINFER_OK, "%s: op_run: %s", what, clinfer_last_error());
+        if (!taken) {
+            run(side, &ops[at], what);
+            taken = 1;
+        }
+    }
+}
+
 /* Reads n floats at offset from both sides and compares them. */
 static void compare(const pair *p, size_t offset, size_t n, double limit, const char *what) {
     float *out[SIDES];
@@ -114,8 +134,9 @@ static void compare_cl_exact(const pair *a, const pair *b, size_t bytes, const c
 /* ---- element-wise ---- */
 
 static void test_eltwise(void) {
-    static const clinfer_op_kind kinds[] = {CLINFER_OP_ADD, CLINFER_OP_GELU, CLINFER_OP_SWIGLU,
-                                            CLINFER_OP_GEGLU};
+    static const clinfer_op_kind kinds[] = {CLINFER_OP_ADD,    CLINFER_OP_GELU,
+                                            CLINFER_OP_SWIGLU, CLINFER_OP_GEGLU,
+                                            CLINFER_OP_SCALE,  CLINFER_OP_SWIGLU_OAI};
     static const size_t counts[] = {1, 7, 64, 1000, 4097, 576 * 3, 768};
     for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++)
         for (size_t c = 0; c < sizeof counts / sizeof *counts; c++) {
@@ -124,8 +145,14 @@ static void test_eltwise(void) {
             size_t b_counts[] = {n, 1, n > 3 ? n / 3 + 1 : 1};
             for (int bc = 0; bc < 3; bc++) {
                 bool in_place = bc == 2;
-                pair a = pair_random(n + off, -6.0f, 6.0f), b = pair_random(n, -2.0f, 2.0f);
-                pair y = pair_new(NULL, n * sizeof(float));
+                /* SWIGLU_OAI: past its limit of 7 on both sides */
+                bool oai = kinds[k] == CLINFER_OP_SWIGLU_OAI;
+                pair a = pair_random(n + off, oai ? -9.0f : -6.0f, oai ? 9.0f : 6.0f),
+                     b = pair_random(n, oai ? -9.0f : -2.0f, oai ? 9.0f : 2.0f);
+                pair y = pair_new(NULL, n * sizeof(float)), q = pair_new(NULL, n * sizeof(float));
+                /* a ROUND_Q8 after it (256: a K-quant's span), which SWIGLU and GEGLU may fuse */
+                int block = (int[]){CLINFER_Q8_ACT_BLOCK, 0, 256}[bc];
+                if (n % (block ? (size_t)block : 1)) block = 0;
                 for (int s = 0; s < SIDES; s++) {
                     clinfer_op op = {.kind = kinds[k]};
                     op.eltwise.a = ref_of(&a, s, off);
@@ -133,9 +160,10 @@ static void test_eltwise(void) {
                     op.eltwise.y = in_place ? op.eltwise.a : ref_of(&y, s, 0);
                     op.eltwise.count = n;
                     op.eltwise.b_count = b_counts[bc];
-                    /* only a hint: y is the same (256: a K-quant's rounding span) */
-                    op.eltwise.y_q8 = (int[]){CLINFER_Q8_ACT_BLOCK, 0, 256}[bc];
-                    run(s, &op, "eltwise");
+                    op.eltwise.scale = 1.7f; /* SCALE: capped at 4 (values to 10), or not */
+                    op.eltwise.cap = bc == 1 ? 0.0f : 4.0f;
+                    run_rounded(s, &op, op.eltwise.y, n, (int)n, block, ref_of(&q, s, 0),
+                                "eltwise");
                 }
                 char what[64];
                 snprintf(what, sizeof what, "eltwise kind %d n %zu b_count %zu", (int)kinds[k], n,
@@ -144,9 +172,11 @@ static void test_eltwise(void) {
                     compare(&a, off, n, 1e-10, what);
                 else
                     compare(&y, 0, n, 1e-10, what);
+                if (block) compare(&q, 0, n, 1e-5, what); /* a step apart at most (verify.c) */
                 pair_free(&a);
                 pair_free(&b);
                 pair_free(&y);
+                pair_free(&q);
             }
         }
 }
@@ -190,6 +220,10 @@ static void test_norms(void) {
             size_t total = (size_t)n * d;
             pair x = pair_random(total, -3.0f, 5.0f), w = pair_random(d, 0.5f, 1.5f);
             pair bias = pair_random(d, -1.0f, 1.0f), y = pair_new(NULL, total * sizeof(float));
+            pair q = pair_new(NULL, total * sizeof(float));
+            /* a ROUND_Q8 after it (256: a K-quant's span), which an rmsnorm may fuse */
+            int block = i % 4 == 2 ? CLINFER_Q8_ACT_BLOCK : i % 4 == 0 ? 256 : 0;
+            if (d % (block ? block : 1)) block = 0;
             bool in_place = i % 2 == 1; /* y == x on every other shape */
             for (int s = 0; s < SIDES; s++) {
                 clinfer_op op = {.kind = variant % 3 ? CLINFER_OP_LAYERNORM : CLINFER_OP_RMSNORM};
@@ -200,13 +234,13 @@ static void test_norms(void) {
                 op.norm.n = n;
                 op.norm.d = d;
                 op.norm.eps = 1e-5f;
-                /* only a hint: y is the same (256: a K-quant's rounding span) */
-                op.norm.y_q8 = i % 4 == 2 ? CLINFER_Q8_ACT_BLOCK : i % 4 == 0 ? 256 : 0;
-                run(s, &op, "norm");
+                run_rounded(s, &op, op.norm.y, total, d, block, ref_of(&q, s, 0), "norm");
             }
             char what[64];
             snprintf(what, sizeof what, "norm variant %d n %d d %d", variant, n, d);
             compare(in_place ? &x : &y, 0, total, 1e-10, what);
+            if (block) compare(&q, 0, total, 1e-5, what);
+            pair_free(&q);
             pair_free(&x);
             pair_free(&w);
             pair_free(&bias);
@@ -216,12 +250,19 @@ static void test_norms(void) {
 
 /* ---- rope ---- */
 
+/* Per-pair factors as Llama 3's and YaRN's tables have them (1 .. 8, one per pair of the
+ * largest head), apart from every activation. */
+static pair rope_factors(void) {
+    return pair_random(128, 1.0f, 8.0f);
+}
+
 static void test_rope(void) {
     static const int head_dims[] = {64, 80};
     static const int pos0s[] = {0, 17, 1000};
+    pair factors = rope_factors();
     for (size_t h = 0; h < 2; h++)
         for (size_t p = 0; p < 3; p++)
-            for (int variant = 0; variant < 4; variant++) {
+            for (int variant = 0; variant < 8; variant++) {
                 int head_dim = head_dims[h], n = p == 1 ? 1 : 5, n_heads = 3;
                 int n_rot = variant & 2 ? 32 : head_dim; /* partial rotation (phi, neox) */
                 bool neox = variant & 1;
@@ -238,14 +279,19 @@ static void test_rope(void) {
                     op.rope.freq_base = variant == 3 ? 1000000.0f : 10000.0f;
                     op.rope.freq_scale = variant == 2 ? 0.25f : 1.0f;
                     op.rope.neox = neox;
+                    if (variant & 4) { /* Llama 3's factors; YaRN's magnitude */
+                        op.rope.factors = ref_of(&factors, s, 0);
+                        op.rope.mscale = variant & 1 ? 1.25f : 0.0f;
+                    }
                     run(s, &op, "rope");
                 }
-                char what[80];
-                snprintf(what, sizeof what, "rope head_dim %d n_rot %d pos0 %d neox %d", head_dim,
-                         n_rot, pos0s[p], neox);
+                char what[96];
+                snprintf(what, sizeof what, "rope head_dim %d n_rot %d pos0 %d neox %d factors %d",
+                         head_dim, n_rot, pos0s[p], neox, variant >> 2);
                 compare(&x, 0, total, 1e-9, what);
                 pair_free(&x);
             }
+    pair_free(&factors);
 }
 
 /* n cache elements (f32 or f16) of both sides as floats, compared by NMSE. */
@@ -346,9 +392,17 @@ static pair cache_random(size_t elems, bool f16) {
     return p;
 }
 
+/* The attention ops' soft-cap (0: none): test_attention_softcap's and some of
+ * test_attention_rope's. */
+static float attention_softcap;
+/* Where set, the attention ops' sinks (from element 1, up to 16 heads): test_attention_sinks's
+ * and some of test_attention_rope's. */
+static const pair *attention_sinks;
+
 /* One attention op on both sides over random q and caches, compared: heads (n_head, n_kv) of
- * head_dim, n tokens from pos0, window (0: none). The cache holds a few more positions than are
- * visible, which must be ignored, and starts one position into its buffer (kv_off). */
+ * head_dim, n tokens from pos0, window (0: none), attention_softcap. The cache holds a few more
+ * positions than are visible, which must be ignored, and starts one position into its buffer
+ * (kv_off). */
 static void check_attention(int n_head, int n_kv, int head_dim, int n, int pos0, int window,
                             bool f16) {
     size_t q_total = (size_t)n * n_head * head_dim, kv_off = (size_t)n_kv * head_dim;
@@ -370,11 +424,15 @@ static void check_attention(int n_head, int n_kv, int head_dim, int n, int pos0,
         op.attention.pos0 = pos0;
         op.attention.window = window;
         op.attention.scale = 1.0f / sqrtf((float)head_dim) * 2.0f;
+        op.attention.softcap = attention_softcap;
+        if (attention_sinks) op.attention.sinks = ref_of(attention_sinks, s, 1);
         run(s, &op, "attention");
     }
-    char what[112];
-    snprintf(what, sizeof what, "attention hd %d heads %d/%d n %d pos0 %d window %d %s", head_dim,
-             n_head, n_kv, n, pos0, window, f16 ? "f16" : "f32");
+    char what[128];
+    snprintf(what, sizeof what,
+             "attention hd %d heads %d/%d n %d pos0 %d window %d %s softcap %g%s", head_dim, n_head,
+             n_kv, n, pos0, window, f16 ? "f16" : "f32", (double)attention_softcap,
+             attention_sinks ? " sinks" : "");
     compare(&out, 0, q_total, 1e-9, what);
     pair_free(&q);
     pair_free(&k);
@@ -397,6 +455,17 @@ static void test_attention(void) {
                                     cases[c][1], 0, f16);
 }
 
+/* Decode over long caches: on the GPU paths attention_split cuts the positions into many chunks
+ * (several blocks of work-group size each) and merges them; heads of 128 take 32 lanes of four
+ * dimensions. Under a simulator (test_small) the first case. */
+static void test_attention_long(void) {
+    static const int cases[][4] = {{8, 2, 64, 1000}, {2, 1, 128, 2047}, {4, 4, 80, 1500}};
+    size_t n_cases = test_small() ? 1 : sizeof cases / sizeof *cases;
+    for (size_t c = 0; c < n_cases; c++)
+        for (int f16 = 0; f16 < 2; f16++)
+            check_attention(cases[c][0], cases[c][1], cases[c][2], 1, cases[c][3], 0, f16);
+}
+
 /* Sliding windows (gemma3's local layers, mistral): token i sees only the last `window`
  * positions up to its own. Windows shorter than, equal to and longer than what is in the
  * cache, prefill batches that straddle the window's edge, decode past it, one and several
@@ -414,6 +483,42 @@ static void test_attention_window(void) {
             for (int f16 = 0; f16 < 2; f16++)
                 check_attention(shapes[sh][0], shapes[sh][1], shapes[sh][2], cases[c][0],
                                 cases[c][1], cases[c][2], f16);
+}
+
+/* gemma2's soft-capped scores (scores of these q and k reach about 2; the cap is 0.5): prefill
+ * in one chunk (by eights on CPUs) and past it, decode over one chunk and several, windows, and
+ * head_dim 256. */
+static void test_attention_softcap(void) {
+    static const int cases[][3] = {{1, 0, 0},   {13, 0, 0}, {8, 0, 0},   {1, 300, 0},
+                                   {21, 40, 0}, {7, 2, 4},  {1, 300, 64}}; /* n, pos0, window */
+    attention_softcap = 0.5f;
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c += test_small() ? 2 : 1)
+        for (int f16 = 0; f16 < 2; f16++) {
+            check_attention(8, 2, 64, cases[c][0], cases[c][1], cases[c][2], f16);
+            if (!test_small()) check_attention(4, 1, 256, cases[c][0], cases[c][1], 0, f16);
+        }
+    attention_softcap = 0.0f;
+}
+
+/* gpt-oss's sinks (a logit per head joining the softmax, in [-1, 3): about these scores' size,
+ * above them and below): prefill in one chunk (by eights on CPUs, tiles on the GPU paths) and
+ * past it, decode over one chunk and several (the merges), windows, the soft-cap beside. */
+static void test_attention_sinks(void) {
+    static const int cases[][3] = {{1, 0, 0},   {13, 0, 0}, {8, 0, 0},    {1, 300, 0},
+                                   {21, 40, 0}, {7, 2, 4},  {1, 300, 64}, {1, 1000, 0}};
+    float values[17];
+    rng_fill(values, 17, -1.0f, 3.0f);
+    pair sinks = pair_new(values, sizeof values);
+    attention_sinks = &sinks;
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c += test_small() ? 2 : 1)
+        for (int f16 = 0; f16 < 2; f16++) {
+            check_attention(8, 2, 64, cases[c][0], cases[c][1], cases[c][2], f16);
+            attention_softcap = 0.5f;
+            if (!test_small()) check_attention(4, 4, 80, cases[c][0], cases[c][1], 0, f16);
+            attention_softcap = 0.0f;
+        }
+    attention_sinks = NULL;
+    pair_free(&sinks);
 }
 
 /* One layer's decode buffers as the executor lays them out: n tokens' q, then k and v, in qkv;
@@ -456,6 +561,10 @@ static void layer_free(layer_bufs *l) {
     pair_free(&l->out);
 }
 
+/* Where set, the rotation of layer_attention's ops takes these factors and magnitude. */
+static const pair *attention_factors;
+static float attention_mscale;
+
 /* The attention op of lc over l on side s; rope: with its rotation and cache write. */
 static clinfer_op layer_attention(const layer_case *lc, const layer_bufs *l, int s, bool rope) {
     clinfer_op op = {.kind = CLINFER_OP_ATTENTION};
@@ -471,6 +580,8 @@ static clinfer_op layer_attention(const layer_case *lc, const layer_bufs *l, int
     op.attention.pos0 = lc->pos0;
     op.attention.window = lc->window;
     op.attention.scale = 1.0f / sqrtf((float)lc->head_dim);
+    op.attention.softcap = attention_softcap;
+    if (attention_sinks) op.attention.sinks = ref_of(attention_sinks, s, 1);
     if (rope) {
         op.attention.rope.n_rot = lc->n_rot;
         op.attention.rope.freq_base = 10000.0f;
@@ -478,6 +589,8 @@ static clinfer_op layer_attention(const layer_case *lc, const layer_bufs *l, int
         op.attention.rope.neox = lc->neox;
         op.attention.rope.k_src = ref_of(&l->qkv, s, l->q_total);
         op.attention.rope.v_src = ref_of(&l->qkv, s, l->q_total + l->kv_total);
+        if (attention_factors) op.attention.rope.factors = ref_of(attention_factors, s, 0);
+        op.attention.rope.mscale = attention_mscale;
     }
     return op;
 }
@@ -496,6 +609,8 @@ static clinfer_op rope_of(const clinfer_op *at) {
     op.rope.freq_base = at->attention.rope.freq_base;
     op.rope.freq_scale = at->attention.rope.freq_scale;
     op.rope.neox = at->attention.rope.neox;
+    op.rope.factors = at->attention.rope.factors;
+    op.rope.mscale = at->attention.rope.mscale;
     op.rope.k_dst = (clinfer_ref){at->attention.k.buf, at->attention.k.offset + slot};
     op.rope.v_src = at->attention.rope.v_src;
     op.rope.v_dst = (clinfer_ref){at->attention.v.buf, at->attention.v.offset + slot};
@@ -512,10 +627,20 @@ static void test_attention_rope(void) {
                                     {6, 2, 32, 32},   {1, 1, 64, 64},
                                     {4, 1, 256, 256}, {8, 2, 128, 96}}; /* heads, kv, dim, n_rot */
     static const int pos0s[] = {0, 1, 7, 63, 64, 300, 1000};
+    pair factors = rope_factors();
+    float values[17];
+    rng_fill(values, 17, -1.0f, 3.0f);
+    pair sinks = pair_new(values, sizeof values);
     for (size_t sh = 0; sh < sizeof shapes / sizeof *shapes; sh++)
         for (size_t p = 0; p < sizeof pos0s / sizeof *pos0s; p++)
             for (int variant = 0; variant < 4; variant++) {
                 if (test_small() && shapes[sh][2] == 256 && pos0s[p] > 7) continue;
+                /* half the cases with pair factors (Llama 3), some of those with a magnitude */
+                int with_factors = (int)(sh + p) % 2;
+                attention_factors = with_factors ? &factors : NULL;
+                attention_mscale = with_factors && variant == 1 ? 0.8f : 0.0f;
+                attention_softcap = (sh + p) % 3 == 0 ? 0.5f : 0.0f; /* gemma2's decode */
+                attention_sinks = (sh + p) % 3 == 1 ? &sinks : NULL; /* gpt-oss's */
                 layer_case lc = {
                     shapes[sh][0], shapes[sh][1], shapes[sh][2], shapes[sh][3],        1,
                     pos0s[p],      variant & 1,   variant & 2,   variant == 3 ? 40 : 0};
@@ -535,9 +660,10 @@ static void test_attention_rope(void) {
                 char what[128];
                 int len = snprintf(what, sizeof what,
                                    "attention+rope heads %d/%d hd %d rot %d pos0 %d neox %d %s "
-                                   "window %d",
+                                   "window %d factors %d softcap %g sinks %d",
                                    lc.n_head, lc.n_kv, lc.head_dim, lc.n_rot, lc.pos0, lc.neox,
-                                   lc.f16 ? "f16" : "f32", lc.window);
+                                   lc.f16 ? "f16" : "f32", lc.window, with_factors,
+                                   (double)attention_softcap, attention_sinks != NULL);
                 size_t rest = sizeof what - (size_t)len;
                 snprintf(what + len, rest, ": out");
                 compare(&fused.out, 0, fused.q_total, 1e-9, what);
@@ -553,13 +679,19 @@ static void test_attention_rope(void) {
                 layer_free(&fused);
                 layer_free(&split);
             }
+    attention_factors = NULL;
+    attention_mscale = 0.0f;
+    attention_softcap = 0.0f;
+    attention_sinks = NULL;
+    pair_free(&factors);
+    pair_free(&sinks);
 }
 
-/* Attention with the out_q8 hint may round its output for the next x_q8 matmul: that matmul's
- * result must be the same bits as after attention without the hint. Run with type F32 first,
- * before any weight type with 8-bit dot products is built, the rounding also writes the f32
- * form the F32 kernels read; then Q8_0. Cases span one chunk and several, head_dim 80 (heads
- * are not whole blocks: no rounding there), prefill, and decode with rotation. */
+/* Attention followed by a ROUND_Q8 of its output may round it as it writes it: the x_q8 matmul
+ * after it must give the same bits as after attention and the ROUND_Q8 apart. Run with type F32
+ * first, whose kernels read the rounding's f32 values, then Q8_0. Cases span one chunk and
+ * several, head_dim 80 (heads are not whole blocks: no rounding there), prefill, and decode
+ * with rotation. */
 static void test_attention_q8(clinfer_dtype type) {
     static const struct {
         int n_head, n_kv, head_dim, n, pos0;
@@ -591,21 +723,30 @@ static void test_attention_q8(clinfer_dtype type) {
         layer_bufs l = layer_new(&lc, qkv, cache);
         pair y[2] = {pair_new(NULL, (size_t)lc.n * m * sizeof(float)),
                      pair_new(NULL, (size_t)lc.n * m * sizeof(float))};
-        pair w = {.buf = {NULL, NULL}};
+        pair w = {.buf = {NULL, NULL}}, xq = pair_new(NULL, (size_t)lc.n * k * sizeof(float));
         for (int s = 0; s < SIDES; s++)
             EXPECT_OK(be[s]->i->weight_create(be[s]->ctx, type, m, k, w_data, &w.buf[s]));
-        /* pass 0 with the hint on both sides, pass 1 without it on the device */
+        /* pass 0 as the executor runs them (op_run) on both sides, pass 1 one by one on the
+         * device */
         for (int pass = 0; pass < 2 && w.buf[REF] && w.buf[CL]; pass++)
             for (int s = pass; s < SIDES; s++) {
                 /* a backend may have rotated q and k in place: restore them */
                 EXPECT_OK(be[s]->i->buffer_write(be[s]->ctx, l.qkv.buf[s], 0,
                                                  shape.row * sizeof *qkv, qkv));
                 clinfer_op op = layer_attention(&lc, &l, s, cases[c].rope);
-                op.attention.out_q8 = pass == 0;
-                run(s, &op, "attention before a matmul");
+                clinfer_ref out = ref_of(&l.out, s, 0), q = ref_of(&xq, s, 0);
+                if (pass == 0) {
+                    run_rounded(s, &op, out, (size_t)lc.n * k, k, 32, q, "attention, round_q8");
+                } else {
+                    run(s, &op, "attention before a matmul");
+                    clinfer_op round = {.kind = CLINFER_OP_ROUND_Q8};
+                    round.round_q8 =
+                        (typeof(round.round_q8)){.x = out, .y = q, .n = lc.n, .k = k, .block = 32};
+                    run(s, &round, "round_q8 after attention");
+                }
                 clinfer_op mm = {.kind = CLINFER_OP_MATMUL};
                 mm.matmul.w = w.buf[s];
-                mm.matmul.x = ref_of(&l.out, s, 0);
+                mm.matmul.x = q;
                 mm.matmul.y = ref_of(&y[pass], s, 0);
                 mm.matmul.m = m;
                 mm.matmul.k = k;
@@ -627,6 +768,7 @@ static void test_attention_q8(clinfer_dtype type) {
         pair_free(&y[0]);
         pair_free(&y[1]);
         pair_free(&w);
+        pair_free(&xq);
     }
 }
 
@@ -647,7 +789,7 @@ static void test_bad_args(void) {
     if (!small || !big) return;
 
     clinfer_op op = {.kind = CLINFER_OP_ADD};
-    op.eltwise = (typeof(op.eltwise)){{small, 0}, {small, 0}, {big, 0}, 65, 1, false};
+    op.eltwise = (typeof(op.eltwise)){{small, 0}, {small, 0}, {big, 0}, 65, 1, 0, 0};
     expect_rejected(&op, "add reading past a 64-float buffer");
     op.eltwise.count = 10;
     op.eltwise.a.offset = 60;
@@ -656,11 +798,18 @@ static void test_bad_args(void) {
     expect_rejected(&op, "add with a wrapping offset");
     op.eltwise.a = (clinfer_ref){NULL, 0};
     expect_rejected(&op, "add without a");
-    op.eltwise = (typeof(op.eltwise)){{small, 0}, {small, 0}, {small, 0}, 10, 0, false};
+    op.eltwise = (typeof(op.eltwise)){{small, 0}, {small, 0}, {small, 0}, 10, 0, 0, 0};
     expect_rejected(&op, "add with b_count 0");
 
+    op.kind = CLINFER_OP_SCALE;
+    op.eltwise = (typeof(op.eltwise)){{small, 0}, {0}, {small, 0}, 10, 0, NAN, 0.0f};
+    expect_rejected(&op, "scale by nan");
+    op.eltwise.scale = 1.0f;
+    op.eltwise.cap = -2.0f;
+    expect_rejected(&op, "scale with cap -2");
+
     op = (clinfer_op){.kind = CLINFER_OP_RMSNORM};
-    op.norm = (typeof(op.norm)){{small, 0}, {small, 0}, {0}, {small, 0}, -1, 8, 1e-5f, false};
+    op.norm = (typeof(op.norm)){{small, 0}, {small, 0}, {0}, {small, 0}, -1, 8, 1e-5f};
     expect_rejected(&op, "rmsnorm with n -1");
     op.norm.n = 9;
     expect_rejected(&op, "rmsnorm of 9 x 8 in 64 floats");
@@ -729,6 +878,14 @@ static void test_bad_args(void) {
     op.attention.window = -1;
     expect_rejected(&op, "attention with window -1");
     op.attention.window = 0;
+    op.attention.softcap = -1.0f;
+    expect_rejected(&op, "attention with softcap -1");
+    op.attention.softcap = INFINITY;
+    expect_rejected(&op, "attention with softcap inf");
+    op.attention.softcap = 0.0f;
+    op.attention.sinks = (clinfer_ref){big, 30}; /* inside out (the 128 values from 0) */
+    expect_rejected(&op, "attention with sinks overlapping out");
+    op.attention.sinks = (clinfer_ref){0};
     /* with rotation and cache write: q in small, caches in big and vc, new keys and values in
      * src */
     clinfer_buffer *src = NULL;
@@ -738,7 +895,8 @@ static void test_bad_args(void) {
     op.attention.n_head = op.attention.n_kv_head = 1;
     op.attention.q = (clinfer_ref){small, 0};
     op.attention.v = (clinfer_ref){vc, 0};
-    op.attention.rope = (typeof(op.attention.rope)){63, 10000.0f, 1.0f, false, {src, 0}, {src, 64}};
+    op.attention.rope =
+        (typeof(op.attention.rope)){63, 10000.0f, 1.0f, false, {src, 0}, {src, 64}, {0}, 0.0f};
     expect_rejected(&op, "attention with rope.n_rot 63");
     op.attention.rope.n_rot = 64;
     op.attention.rope.k_src = (clinfer_ref){small, 0};
@@ -774,7 +932,7 @@ static void test_bad_args(void) {
     clinfer_buffer *weight = NULL;
     EXPECT_OK(i->weight_create(ctx, CLINFER_DT_F32, 4, 8, rows, &weight));
     op = (clinfer_op){.kind = CLINFER_OP_GELU};
-    op.eltwise = (typeof(op.eltwise)){{weight, 0}, {0}, {small, 0}, 8, 0, false};
+    op.eltwise = (typeof(op.eltwise)){{weight, 0}, {0}, {small, 0}, 8, 0, 0, 0};
     expect_rejected(&op, "gelu reading a weight as an activation");
     i->buffer_free(ctx, weight);
 
@@ -797,7 +955,7 @@ static void test_bad_args(void) {
 
     /* Still usable after all the rejections. */
     op = (clinfer_op){.kind = CLINFER_OP_ADD};
-    op.eltwise = (typeof(op.eltwise)){{small, 0}, {small, 0}, {small, 0}, 64, 64, false};
+    op.eltwise = (typeof(op.eltwise)){{small, 0}, {small, 0}, {small, 0}, 64, 64, 0, 0};
     EXPECT_OK(i->op(ctx, &op));
     EXPECT_OK(i->sync(ctx));
     i->buffer_free(ctx, small);
@@ -817,8 +975,11 @@ static void test_device(size_t index) {
         test_norms();
         test_rope();
         test_rope_cache();
+        test_attention_long();
         test_attention();
         test_attention_window();
+        test_attention_softcap();
+        test_attention_sinks();
         test_attention_rope();
         test_attention_q8(CLINFER_DT_F32);
         test_attention_q8(CLINFER_DT_Q8_0);

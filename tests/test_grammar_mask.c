@@ -2,7 +2,11 @@
  * duplicates, an empty token, an end-of-generation and a control token), random walks through
  * several grammars compare each step's trie-walked mask with every token tried alone on a
  * matcher that has seen the output so far. With $CLINFER_MODEL set, also times the mask over
- * that model's vocabulary. */
+ * that model's vocabulary, and checks that a greedy constrained sampler (which masks only when
+ * the grammar refuses the best token) returns the best token of the mask, on the model's one
+ * shared vocabulary, after the model is freed too. */
+#include <math.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -172,6 +176,67 @@ static void time_model_vocab(void) {
     clinfer_model_free(model);
 }
 
+/* The highest logit among the tokens the mask allows, the lowest id among equals. */
+static int32_t best_allowed(const float *logits, const uint64_t *mask, size_t n) {
+    int32_t best = -1;
+    for (size_t t = 0; t < n; t++)
+        if ((mask[t / 64] >> (t % 64) & 1) && (best < 0 || logits[t] > logits[best]))
+            best = (int32_t)t;
+    return best;
+}
+
+static void greedy_against_mask(void) {
+    const char *path = getenv("CLINFER_MODEL");
+    if (!path) return;
+    clinfer_model_params mp;
+    clinfer_model_params_default(&mp);
+    mp.vocab_only = true;
+    clinfer_model *model = NULL;
+    gvocab *v = NULL, *again = NULL;
+    gconstraint *c = NULL;
+    clinfer_sampler *s = NULL;
+    clinfer_sampler_params sp;
+    clinfer_sampler_params_default(&sp);
+    sp.temperature = 0.0f;
+    const char *gbnf = "root ::= \"{\\\"n\\\": \" [0-9]{1,4} \", \\\"s\\\": \\\"\" [a-z ]{0,40} "
+                       "\"\\\"}\"";
+    EXPECT_OK(clinfer_model_load(path, &mp, &model));
+    if (model) EXPECT_OK(gvocab_of_model(model, &v));
+    if (model) EXPECT_OK(gvocab_of_model(model, &again));
+    EXPECT(v && v == again, "one vocabulary per model");
+    gvocab_free(again);
+    if (v) EXPECT_OK(gconstraint_create(gbnf, strlen(gbnf), v, &c));
+    EXPECT_OK(clinfer_sampler_create(&sp, &s));
+    if (s && model) EXPECT_OK(clinfer_sampler_set_grammar(s, model, gbnf));
+    clinfer_model_free(model); /* the sampler and c keep the vocabulary */
+    size_t n = c ? gconstraint_n_tokens(c) : 0;
+    float *logits = malloc(n * sizeof *logits);
+    int fast = 0, steps = 0;
+    for (int step = 0; c && s && logits && step < 200; step++) {
+        const uint64_t *mask;
+        EXPECT_OK(gconstraint_mask(c, &mask));
+        for (size_t t = 0; t < n; t++)
+            logits[t] = (float)(next_rand() % 1000) / 100.0f;
+        int32_t pref = best_allowed(logits, mask, n);
+        /* Half the steps the model "prefers" an allowed token: the sampler's shortcut. */
+        if (pref >= 0 && next_rand() % 2) {
+            logits[pref] = 20.0f;
+            fast++;
+        }
+        int32_t want = best_allowed(logits, mask, n), got = -1;
+        if (want < 0) break;
+        EXPECT_OK(clinfer_sampler_sample(s, logits, n, &got));
+        EXPECT(got == want, "step %d: greedy chose %d, the mask's best is %d", step, got, want);
+        if (got != want) break;
+        EXPECT_OK(gconstraint_accept(c, want));
+        steps++;
+    }
+    EXPECT(!c || (steps > 10 && fast > 0), "%d steps, %d with an allowed best", steps, fast);
+    free(logits);
+    clinfer_sampler_free(s);
+    gconstraint_free(c);
+}
+
 int main(void) {
     char *json = NULL;
     EXPECT_OK(json_schema_to_gbnf(NULL, &json));
@@ -180,5 +245,6 @@ int main(void) {
     free(json);
     test_refusals();
     time_model_vocab();
+    greedy_against_mask();
     return finish("test_grammar_mask");
 }

@@ -1,15 +1,18 @@
 /* Graph launches (backends/opencl/graph_cl.c, cl/graph.cl: runs of decode ops in one launch on
  * CPU devices) against the per-op launches they replace, which must give the same bits:
- *   - models: tiny models of every architecture (gemma3 and mistral with sliding windows) and
- *     weight type, f16 and f32 KV caches, 8-bit and f32 activations; a prompt, then single
- *     tokens until attention splits the positions into chunks; the logits of every step are
- *     identical with CLINFER_GRAPH=0, and the trace shows that graph launches ran the decode
- *     steps (gpt2's layer norms, biases, stores and GELUs included); models mixing weight types
- *     (Q4_K_M's and others) through one program of every type's readers, their logits also
- *     checked against the reference backend's;
+ *   - models: tiny models of every architecture (gemma3, mistral, gemma2 and olmo2 with sliding
+ *     windows) and weight type, f16 and f32 KV caches, 8-bit and f32 activations; a prompt,
+ *     then single tokens until attention splits the positions into chunks; the logits of every
+ *     step are identical with CLINFER_GRAPH=0, and the trace shows that graph launches ran the
+ *     decode steps (gpt2's layer norms, biases, stores and GELUs included); models mixing weight
+ *     types (Q4_K_M's and others) through one program of every type's readers, their logits
+ *     also checked against the reference backend's;
  *   - two models decoding at once from two threads, their graph launches sharing the device's
  *     threads: both finish, with the logits of decoding alone;
  *   - a device on which graph.cl fails to build decodes through per-op launches, as without it;
+ *   - a graph launch that stalls (a record waiting on itself, as on a device that does not run
+ *     the work-groups at once) ends its eval in an error naming the stall, not a hang; the context
+ * launches per op after it, a new one decodes as the per-op launches do;
  *   - steps of four sequences in one batch (llama with f32 and 8-bit x, gpt2; Q4_0's interleaved
  *     rows, Q4_K and Q6_K's row-major ones): graph launches take their matmuls (four columns) and
  *     their attentions (one per sequence), with the logits of per-op launches; Q4_1 and Q8_0
@@ -25,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "backend.h"
@@ -229,10 +233,62 @@ static void test_build_failure(void) {
     remove(trace);
 }
 
+static double seconds(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+/* A stalled graph launch (CLINFER_FAULT's graph-stall makes the first one's last record wait on
+ * itself) fails the eval within seconds naming the stall; its context then launches per op, and
+ * a new context decodes with the logits of per-op launches. */
+static void test_stall(void) {
+    char path[SCRATCH_NAME], trace[SCRATCH_NAME];
+    scratch_model("stall", "llama", CLINFER_DT_Q8_0, path, trace);
+    size_t n = (size_t)(N_DECODE + 1) * tiny_model_n_vocab();
+    float *logits[SIDES] = {calloc(n, sizeof(float)), calloc(n, sizeof(float))};
+    clinfer_model *per_op = load(path, false), *graph = load(path, true);
+    clinfer_context *ctx = NULL;
+    if (per_op && graph) {
+        EXPECT_OK(tiny_model_decode(per_op, NULL, N_PROMPT, N_DECODE, logits[PER_OP]));
+        EXPECT_OK(clinfer_context_create(graph, NULL, &ctx));
+    }
+    if (ctx) {
+        int32_t ids[N_PROMPT];
+        for (int i = 0; i < N_PROMPT; i++)
+            ids[i] = i + 1;
+        setenv("CLINFER_FAULT", "graph-stall:1:-1", 1);
+        double t0 = seconds();
+        clinfer_status st = clinfer_eval(ctx, ids, N_PROMPT);
+        for (int i = 0; st == CLINFER_OK && i < 4; i++) /* the prompt may not take the graph */
+            st = clinfer_eval(ctx, ids, 1);
+        double took = seconds() - t0;
+        unsetenv("CLINFER_FAULT");
+        EXPECT(st == CLINFER_ERR_UNSUPPORTED && strstr(clinfer_last_error(), "waited past"),
+               "a stalled graph launch: %s (%s)", clinfer_status_str(st), clinfer_last_error());
+        /* a bound that says "no hang", not a speed: the spins take 0.3-1 s on a quiet CPU,
+         * several seconds on a loaded one */
+        EXPECT(took < 60, "a stalled graph launch failed after %.1f s", took);
+        clinfer_context_reset(ctx);
+        EXPECT_OK(clinfer_eval(ctx, ids, N_PROMPT)); /* per-op launches now */
+        clinfer_context_free(ctx);
+        EXPECT_OK(tiny_model_decode(graph, NULL, N_PROMPT, N_DECODE, logits[GRAPH]));
+        EXPECT(!memcmp(logits[PER_OP], logits[GRAPH], n * sizeof(float)),
+               "after a stall a new context's logits differ from the per-op launches'");
+        printf("a stalled graph launch: an error after %.2f s, then per-op launches\n", took);
+    }
+    clinfer_model_free(per_op);
+    clinfer_model_free(graph);
+    free(logits[PER_OP]);
+    free(logits[GRAPH]);
+    remove(path);
+    remove(trace);
+}
+
 /* Decode steps alternating between the routes (backends/opencl/route_cl.h: the choice of the
- * context's backend instance, set here for each step: the graph route for three steps, then the per-op one for three) give the logits of
- * per-op launches, through clinfer_eval and through single-token batches; the trace shows graph
- * launches, fewer than where every step takes them. */
+ * context's backend instance, set here for each step: the graph route for three steps, then the
+ * per-op one for three) give the logits of per-op launches, through clinfer_eval and through
+ * single-token batches; the trace shows graph launches, fewer than where every step takes them. */
 static int alternate_route(int step) {
     return step / 3 % 2 ? ROUTE_OPS : ROUTE_GRAPH;
 }
@@ -440,7 +496,7 @@ static void test_batches(const char *arch, clinfer_dtype type, clinfer_activatio
 /* The same buffers on both backends. */
 typedef struct {
     clinfer_backend *be;
-    clinfer_buffer *x, *xn, *y, *z, *w[N_W], *out[N_OUT];
+    clinfer_buffer *x, *xn, *xq, *y, *z, *w[N_W], *out[N_OUT];
 } side;
 
 static side sides[SIDES];
@@ -457,6 +513,7 @@ static void side_init(side *s, bool graph, const float *x, const float *norm_w,
     EXPECT_OK(i->buffer_write(s->be->ctx, s->x, 0, D * sizeof(float), x));
     EXPECT_OK(i->buffer_write(s->be->ctx, s->x, D * sizeof(float), D * sizeof(float), norm_w));
     EXPECT_OK(i->buffer_alloc(s->be->ctx, D * sizeof(float), &s->xn));
+    EXPECT_OK(i->buffer_alloc(s->be->ctx, D * sizeof(float), &s->xq));
     EXPECT_OK(i->buffer_alloc(s->be->ctx, D * sizeof(float), &s->y));
     EXPECT_OK(i->buffer_alloc(s->be->ctx, D * sizeof(float), &s->z));
     for (int m = 0; m < N_W; m++)
@@ -468,7 +525,7 @@ static void side_init(side *s, bool graph, const float *x, const float *norm_w,
 
 static void side_free(side *s) {
     if (!s->be) return;
-    clinfer_buffer *bufs[] = {s->x, s->xn, s->y, s->z};
+    clinfer_buffer *bufs[] = {s->x, s->xn, s->xq, s->y, s->z};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         s->be->i->buffer_free(s->be->ctx, bufs[i]);
     for (int m = 0; m < N_W; m++)
@@ -482,22 +539,37 @@ static clinfer_ref at(clinfer_buffer *b, size_t offset) {
     return (clinfer_ref){b, offset};
 }
 
-static clinfer_op norm_op(const side *s) { /* xn = rmsnorm(x) * w, rounded for the matmul */
-    return (clinfer_op){.kind = CLINFER_OP_RMSNORM,
-                        .norm = {.x = at(s->x, 0),
-                                 .w = at(s->x, D),
-                                 .y = at(s->xn, 0),
+static clinfer_op norm_op(const side *s) { /* xn = rmsnorm(x) * w */
+    return (clinfer_op){
+        .kind = CLINFER_OP_RMSNORM,
+        .norm = {
+            .x = at(s->x, 0), .w = at(s->x, D), .y = at(s->xn, 0), .n = 1, .d = D, .eps = 1e-5f}};
+}
+
+static clinfer_op round_op(const side *s) { /* xq = xn rounded for the matmuls */
+    return (clinfer_op){
+        .kind = CLINFER_OP_ROUND_Q8,
+        .round_q8 = {.x = at(s->xn, 0), .y = at(s->xq, 0), .n = 1, .k = D, .block = 32}};
+}
+
+/* z rotated in place: an op graph launches do not take */
+static clinfer_op rope_op(const side *s) {
+    return (clinfer_op){.kind = CLINFER_OP_ROPE,
+                        .rope = {.x = at(s->z, 0),
                                  .n = 1,
-                                 .d = D,
-                                 .eps = 1e-5f,
-                                 .y_q8 = CLINFER_Q8_ACT_BLOCK}};
+                                 .n_heads = 1,
+                                 .head_dim = D,
+                                 .n_rot = D,
+                                 .pos0 = 5,
+                                 .freq_base = 10000.0f,
+                                 .freq_scale = 1.0f}};
 }
 
 /* y (+)= W[m] x, accumulating into the residual stream x */
 static clinfer_op matmul_op(const side *s, int m, clinfer_buffer *y) {
     return (clinfer_op){.kind = CLINFER_OP_MATMUL,
                         .matmul = {.w = s->w[m],
-                                   .x = at(s->xn, 0),
+                                   .x = at(s->xq, 0),
                                    .y = at(y, 0),
                                    .m = D,
                                    .k = D,
@@ -558,6 +630,7 @@ static void test_ops(void) {
         clinfer_op bad_mm = matmul_op(s, 4, s->y);
         bad_mm.matmul.y.offset = 1; /* D outputs from element 1 of a D-element buffer */
         clinfer_op ops[] = {norm_op(s),
+                            round_op(s),
                             matmul_op(s, 0, s->y),
                             matmul_op(s, 1, s->x),
                             {.kind = CLINFER_OP_LAYERNORM,
@@ -568,16 +641,9 @@ static void test_ops(void) {
                                       .n = 1,
                                       .d = D,
                                       .eps = 1e-5f}},
-                            {.kind = CLINFER_OP_ROPE,
-                             .rope = {.x = at(s->z, 0),
-                                      .n = 1,
-                                      .n_heads = 1,
-                                      .head_dim = D,
-                                      .n_rot = D,
-                                      .pos0 = 5,
-                                      .freq_base = 10000.0f,
-                                      .freq_scale = 1.0f}},
+                            rope_op(s),
                             norm_op(s),
+                            round_op(s),
                             matmul_op(s, 2, s->y),
                             matmul_op(s, 3, s->x),
                             bad_mm};
@@ -586,7 +652,7 @@ static void test_ops(void) {
             EXPECT(strstr(clinfer_last_error(), "past the end"), "the bad matmul's message: %s",
                    clinfer_last_error());
     }
-    EXPECT(bad[PER_OP] == 8 && bad[GRAPH] == 8, "the bad matmul fails (per-op %d, graph %d)",
+    EXPECT(bad[PER_OP] == 10 && bad[GRAPH] == 10, "the bad matmul fails (per-op %d, graph %d)",
            bad[PER_OP], bad[GRAPH]);
     EXPECT(runs[GRAPH] == 4, "graph steps: %d, want 4 (2 runs, the rope, the bad matmul)",
            runs[GRAPH]);
@@ -595,16 +661,17 @@ static void test_ops(void) {
     expect_same((clinfer_buffer *[]){sides[0].y, sides[1].y}, "the last matmul's output");
 
     /* N_OUT matmuls, each into a buffer of its own: more buffers than one launch takes */
-    clinfer_op chain[SIDES][2 + N_OUT];
+    clinfer_op chain[SIDES][3 + N_OUT];
     for (int k = 0; k < SIDES; k++) {
         const side *s = &sides[k];
         chain[k][0] = norm_op(s);
+        chain[k][1] = round_op(s);
         for (int o = 0; o < N_OUT; o++)
-            chain[k][1 + o] = matmul_op(s, o % N_W, s->out[o]);
-        chain[k][1 + N_OUT] = matmul_op(s, 0, s->x);
-        run_ops(s, chain[k], 2 + N_OUT, &runs[k], &bad[k]);
+            chain[k][2 + o] = matmul_op(s, o % N_W, s->out[o]);
+        chain[k][2 + N_OUT] = matmul_op(s, 0, s->x);
+        run_ops(s, chain[k], 3 + N_OUT, &runs[k], &bad[k]);
     }
-    EXPECT(bad[GRAPH] < 0 && runs[GRAPH] > 1 && runs[GRAPH] < 2 + N_OUT,
+    EXPECT(bad[GRAPH] < 0 && runs[GRAPH] > 1 && runs[GRAPH] < 3 + N_OUT,
            "the long run: %d graph steps, failure at %d", runs[GRAPH], bad[GRAPH]);
     for (int o = 0; o < N_OUT; o++)
         expect_same((clinfer_buffer *[]){sides[0].out[o], sides[1].out[o]}, "the long run");
@@ -612,6 +679,17 @@ static void test_ops(void) {
     printf("ops: runs stop at a rope and a bad matmul; %d matmuls into as many buffers in %d "
            "launches\n",
            N_OUT + 1, runs[GRAPH]);
+
+    /* a run cut short by a rope after a round_q8 (too few ops for a launch): the matmul before
+     * that round_q8, launched on its own, still reads the 8-bit form of the one before it */
+    for (int k = 0; k < SIDES; k++) {
+        const side *s = &sides[k];
+        clinfer_op cut[] = {norm_op(s),  round_op(s), rope_op(s), matmul_op(s, 0, s->y),
+                            round_op(s), rope_op(s)};
+        run_ops(s, cut, sizeof cut / sizeof cut[0], &runs[k], &bad[k]);
+        EXPECT(bad[k] < 0, "the cut run fails at op %d: %s", bad[k], clinfer_last_error());
+    }
+    expect_same((clinfer_buffer *[]){sides[0].y, sides[1].y}, "the matmul before a cut run");
     for (int k = 0; k < SIDES; k++)
         side_free(&sides[k]);
 }
@@ -628,6 +706,7 @@ int main(void) {
     test_ops();
     test_concurrent();
     test_build_failure();
+    test_stall();
     test_alternating();
     /* f32 x over rows interleaved by 16 on AVX2 hosts: 4 and 8 columns take all 16 rows at once
      * (il_f32_rows16), 6 takes 4 so and 2 by il_f32_rows; with AVX-512 (or 16 lanes forced)
@@ -650,13 +729,24 @@ int main(void) {
     test_model("phi3", CLINFER_DT_Q4_0, small, 2, false, true);
     test_model("gpt2", CLINFER_DT_Q4_K, q4_k_m, 3, true, false);
     test_model("gpt2", CLINFER_DT_Q8_0, small, 3, false, true);
-    static const char *const archs[] = {"llama",  "qwen2",   "qwen3", "phi3",
-                                        "gemma3", "mistral", "gpt2"};
+    /* gemma2: soft-caps in attention records and the logits' SCALE record; smollm3: a layer of
+     * cache stores without rotation; granite: SCALE records of the residual stream; olmo2: norms
+     * over whole q and k rows, post-norms only */
+    static const char *const archs[] = {"llama",  "qwen2",   "qwen3",   "phi3",
+                                        "gemma3", "mistral", "gpt2",    "llama3",
+                                        "gemma2", "smollm3", "granite", "olmo2"};
     clinfer_dtype types[CLINFER_DT_ID_LIMIT];
     size_t n_types = weight_types(types);
     for (size_t a = 0; a < sizeof archs / sizeof archs[0]; a++)
         for (size_t t = 0; t < n_types; t++)
             test_model(archs[a], types[t], NULL, 0, false, false);
+    /* YaRN's and longrope's tables and magnitudes in attention records */
+    test_model("yarn", CLINFER_DT_Q8_0, NULL, 0, false, false);
+    test_model("phi3-longrope", CLINFER_DT_Q4_K, NULL, 0, false, false);
+    /* gpt-oss: sinks in attention records and merges, SWIGLU_OAI records; the launches end at
+     * each expert matmul and resume after it */
+    test_model("gpt-oss", CLINFER_DT_MXFP4, NULL, 0, false, false);
+    test_model("gpt-oss", CLINFER_DT_F32, NULL, 0, true, true);
     test_model("llama", CLINFER_DT_Q4_0, NULL, 0, true, false);
     test_model("qwen2", CLINFER_DT_Q8_0, NULL, 0, false, true);
     test_model("llama", CLINFER_DT_F16, NULL, 0, true, false);

@@ -1,10 +1,14 @@
 /* Hostile input at the model level, on the reference backend: tiny models whose metadata lies
  * (hyperparameters contradicting tensor shapes, absurd layer or head counts, special token ids
- * out of range, scores shorter than the vocabulary) are rejected with a message naming the
- * field; prompts that are empty, longer than the context, invalid UTF-8 or hold NUL bytes go
- * through tokenize, eval and generate with a clear error or correctly.
+ * out of range, scores shorter than the vocabulary; Llama 3, YaRN and longrope rotations whose
+ * factor tensors and rope.scaling keys contradict each other or are broken; gemma2 soft-caps and
+ * granite scales that are missing, negative, 0 or not finite; gpt-oss files without their
+ * window or sinks, or with a gating not theirs) are rejected with a
+ * message naming the field; prompts that are empty, longer than the context, invalid UTF-8 or hold
+ * NUL bytes go through tokenize, eval and generate with a clear error or correctly.
  *
  * test_hostile_model DIR also writes every bad model into DIR (for the CLI check). */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -12,6 +16,7 @@
 #include "check.h"
 #include "gguf.h"
 #include "gguf_writer.h"
+#include "half.h"
 #include "tiny_model.h"
 
 /* One metadata change: the u32 key gets value, or the array key keeps its first arr_n
@@ -54,7 +59,118 @@ static const bad_model cases[] = {
 };
 #define N_CASES (sizeof cases / sizeof cases[0])
 
-static char good_path[64];
+/* A tiny model with a rope variant whose rotation contradicts itself, or of an architecture whose
+ * own parameters are broken: one key's value changed (u32 or f32, as the key is; an absent key
+ * added as f32) or left out, or a factor tensor changed or left out. Bases: Llama 3
+ * (rope_freqs.weight and the llama3 rope.scaling keys), YaRN, phi3 longrope, gemma2 (its
+ * soft-caps), granite (its scales), olmo2, the mixtures of experts qwen3moe, mixtral and
+ * gpt-oss. */
+typedef enum { FREQS_AS_IS, FREQS_ZERO_FIRST, FREQS_BF16, FREQS_DROP } freqs_change;
+typedef enum {
+    BASE_LLAMA3,
+    BASE_YARN,
+    BASE_LONGROPE,
+    BASE_GEMMA2,
+    BASE_GRANITE,
+    BASE_OLMO2,
+    BASE_QWEN3MOE,
+    BASE_MIXTRAL,
+    BASE_GPTOSS,
+    N_BASES
+} rope_base;
+
+typedef struct {
+    const char *name;
+    rope_base base;
+    const char *key; /* NULL: none */
+    double value;
+    bool drop;
+    freqs_change freqs; /* of tensor */
+    const char *tensor;
+    const char *expect;
+} bad_rope;
+
+#define FREQS "rope_freqs.weight"
+
+static const bad_rope rope_cases[] = {
+    {"rope-freqs-vs-dims", BASE_LLAMA3, "llama.rope.dimension_count", 8, false, FREQS_AS_IS, NULL,
+     "rope.dimension_count 8 implies [4]"},
+    {"rope-llama3-no-high-freq", BASE_LLAMA3, "llama.rope.scaling.high_freq_factor", 0, true,
+     FREQS_AS_IS, NULL, "llama3 needs llama.rope.scaling.high_freq_factor, which is missing"},
+    {"rope-llama3-no-factor", BASE_LLAMA3, "llama.rope.scaling.factor", 0, true, FREQS_AS_IS, NULL,
+     "llama3 needs llama.rope.scaling.factor"},
+    {"rope-llama3-vs-freqs", BASE_LLAMA3, "llama.rope.scaling.factor", 4, false, FREQS_AS_IS, NULL,
+     "but llama.rope.scaling (llama3, factor 4"},
+    {"rope-llama3-low-above-high", BASE_LLAMA3, "llama.rope.scaling.low_freq_factor", 5, false,
+     FREQS_AS_IS, NULL, "low_freq_factor 5 and high_freq_factor 4"},
+    {"rope-llama3-context-zero", BASE_LLAMA3, "llama.rope.scaling.original_context_length", 0,
+     false, FREQS_AS_IS, NULL, "original_context_length is 0"},
+    {"rope-freqs-zero", BASE_LLAMA3, NULL, 0, false, FREQS_ZERO_FIRST, FREQS,
+     "'rope_freqs.weight' element 0 is 0"},
+    {"rope-freqs-bf16", BASE_LLAMA3, NULL, 0, false, FREQS_BF16, FREQS,
+     "'rope_freqs.weight' is BF16, not F32 or F16"},
+    {"rope-yarn-no-factor", BASE_YARN, "qwen2.rope.scaling.factor", 0, true, FREQS_AS_IS, NULL,
+     "yarn needs qwen2.rope.scaling.factor"},
+    {"rope-yarn-betas-crossed", BASE_YARN, "qwen2.rope.scaling.yarn_beta_slow", 64, false,
+     FREQS_AS_IS, NULL, "yarn_beta_fast 32 must exceed yarn_beta_slow 64"},
+    {"rope-attn-factor-zero", BASE_YARN, "qwen2.rope.scaling.attn_factor", 0, false, FREQS_AS_IS,
+     NULL, "qwen2.rope.scaling.attn_factor 0 is not positive"},
+    {"rope-longrope-no-short", BASE_LONGROPE, NULL, 0, false, FREQS_DROP,
+     "rope_factors_short.weight", "'rope_factors_short.weight' is missing"},
+    {"rope-longrope-long-zero", BASE_LONGROPE, NULL, 0, false, FREQS_ZERO_FIRST,
+     "rope_factors_long.weight", "'rope_factors_long.weight' element 0 is 0"},
+    {"rope-longrope-vs-dims", BASE_LONGROPE, "phi3.rope.dimension_count", 8, false, FREQS_AS_IS,
+     NULL, "'rope_factors_short.weight' has shape [8, 1, 1, 1]"},
+    {"gemma2-attn-softcap-negative", BASE_GEMMA2, "gemma2.attn_logit_softcapping", -1, false,
+     FREQS_AS_IS, NULL, "gemma2.attn_logit_softcapping -1: a soft-cap must be positive and finite"},
+    {"gemma2-final-softcap-nan", BASE_GEMMA2, "gemma2.final_logit_softcapping", NAN, false,
+     FREQS_AS_IS, NULL, "nan: a soft-cap must be positive and finite"},
+    {"gemma2-attn-softcap-zero", BASE_GEMMA2, "gemma2.attn_logit_softcapping", 0, false,
+     FREQS_AS_IS, NULL, "gemma2.attn_logit_softcapping 0: a soft-cap must be positive"},
+    {"gemma2-rope-base-swa-zero", BASE_GEMMA2, "gemma2.rope.freq_base_swa", 0, false, FREQS_AS_IS,
+     NULL, "gemma2.rope.freq_base_swa 0 is not positive"},
+    {"granite-no-logit-scale", BASE_GRANITE, "granite.logit_scale", 0, true, FREQS_AS_IS, NULL,
+     "granite.logit_scale is missing"},
+    {"granite-logit-scale-zero", BASE_GRANITE, "granite.logit_scale", 0, false, FREQS_AS_IS, NULL,
+     "granite.logit_scale 0 must be positive and finite"},
+    {"granite-residual-scale-inf", BASE_GRANITE, "granite.residual_scale", INFINITY, false,
+     FREQS_AS_IS, NULL, "granite.residual_scale inf must be positive (or 0: none) and finite"},
+    {"granite-embedding-scale-negative", BASE_GRANITE, "granite.embedding_scale", -4, false,
+     FREQS_AS_IS, NULL, "granite.embedding_scale -4 must be positive"},
+    {"granite-attention-scale-nan", BASE_GRANITE, "granite.attention.scale", NAN, false,
+     FREQS_AS_IS, NULL, "granite.attention.scale nan must be positive"},
+    {"olmo2-rope-base-swa-negative", BASE_OLMO2, "olmo2.rope.freq_base_swa", -1, false, FREQS_AS_IS,
+     NULL, "olmo2.rope.freq_base_swa -1 is not positive"},
+    {"moe-count-vs-tensors", BASE_QWEN3MOE, "qwen3moe.expert_count", 16, false, FREQS_AS_IS, NULL,
+     "expert_count 16: model: tensor 'blk.0.ffn_gate_inp.weight' has shape [64, 8, 1, 1]"},
+    {"moe-count-missing", BASE_QWEN3MOE, "qwen3moe.expert_count", 0, true, FREQS_AS_IS, NULL,
+     "qwen3moe needs qwen3moe.expert_count > 0"},
+    {"moe-used-above-count", BASE_QWEN3MOE, "qwen3moe.expert_used_count", 9, false, FREQS_AS_IS,
+     NULL, "qwen3moe.expert_used_count 9 with expert_count 8"},
+    {"moe-ff-vs-tensors", BASE_QWEN3MOE, "qwen3moe.expert_feed_forward_length", 64, false,
+     FREQS_AS_IS, NULL,
+     "'blk.0.ffn_gate_exps.weight' has shape [64, 128, 8, 1], the hyperparameters imply [64, 64, "
+     "8] (expert_count 8, expert_feed_forward_length 64)"},
+    {"moe-gating-sigmoid", BASE_QWEN3MOE, "qwen3moe.expert_gating_func", 2, false, FREQS_AS_IS,
+     NULL, "qwen3moe.expert_gating_func 2 (sigmoid) contradicts qwen3moe's softmax gating"},
+    {"moe-mixtral-no-used", BASE_MIXTRAL, "llama.expert_used_count", 0, true, FREQS_AS_IS, NULL,
+     "llama.expert_used_count 0 with expert_count 8"},
+    {"moe-mixtral-count-vs-tensors", BASE_MIXTRAL, "llama.expert_count", 4, false, FREQS_AS_IS,
+     NULL, "expert_count 4: model: tensor 'blk.0.ffn_gate_inp.weight' has shape [64, 8, 1, 1]"},
+    {"gptoss-gating-softmax", BASE_GPTOSS, "gpt-oss.expert_gating_func", 1, false, FREQS_AS_IS,
+     NULL,
+     "gpt-oss.expert_gating_func 1 (softmax) contradicts gpt-oss's softmax of the chosen gating "
+     "(3)"},
+    {"gptoss-no-window", BASE_GPTOSS, "gpt-oss.attention.sliding_window", 0, true, FREQS_AS_IS,
+     NULL, "gpt-oss.attention.sliding_window is missing or 0"},
+    {"gptoss-window-zero", BASE_GPTOSS, "gpt-oss.attention.sliding_window", 0, false, FREQS_AS_IS,
+     NULL, "gpt-oss.attention.sliding_window is missing or 0"},
+    {"gptoss-no-sinks", BASE_GPTOSS, NULL, 0, false, FREQS_DROP, "blk.1.attn_sinks.weight",
+     "'blk.1.attn_sinks.weight' is missing"},
+};
+#define N_ROPE_CASES (sizeof rope_cases / sizeof rope_cases[0])
+
+static char good_path[64], base_paths[N_BASES][64];
 
 /* Copies one kv of the source file, with the case's change when it names this key. */
 static void copy_kv(gguf_writer *w, const gguf_file *f, const gguf_kv *kv, const bad_model *c) {
@@ -137,6 +253,55 @@ done:
     return rc;
 }
 
+/* Writes the Llama 3 tiny model with the rope case's change to path; 0 on success. */
+static int write_rope_case(const bad_rope *c, const char *path) {
+    gguf_file *f = NULL;
+    if (gguf_open(base_paths[c->base], &f) != CLINFER_OK) return -1;
+    gguf_writer *w = gw_new();
+    int rc = -1;
+    if (!w) goto done;
+    bool found = false;
+    for (size_t i = 0; i < gguf_kv_count(f); i++) {
+        const gguf_kv *kv = gguf_kv_at(f, i);
+        bool hit = c->key && gguf_str_eq(kv->key, c->key);
+        found |= hit;
+        if (!hit) {
+            copy_kv(w, f, kv, NULL);
+        } else if (!c->drop && kv->type == GGUF_TYPE_FLOAT32) {
+            gw_kv_f32(w, c->key, (float)c->value);
+        } else if (!c->drop) {
+            gw_kv_u32(w, c->key, (uint32_t)c->value);
+        }
+    }
+    if (c->key && !found && !c->drop) gw_kv_f32(w, c->key, (float)c->value); /* an added key */
+    for (size_t i = 0; i < gguf_tensor_count(f); i++) {
+        const gguf_tensor *t = gguf_tensor_at(f, i);
+        char name[128];
+        snprintf(name, sizeof name, "%.*s", (int)t->name.len, t->name.ptr);
+        if (!c->tensor || strcmp(name, c->tensor)) {
+            gw_tensor(w, name, t->type, t->n_dims, t->ne, t->data);
+            continue;
+        }
+        if (c->freqs == FREQS_DROP) continue;
+        float v[64];
+        uint16_t half[64];
+        size_t n = (size_t)t->ne[0];
+        memcpy(v, t->data, n * sizeof *v);
+        if (c->freqs == FREQS_ZERO_FIRST) v[0] = 0.0f;
+        for (size_t j = 0; j < n; j++)
+            half[j] = f32_to_bf16(v[j]);
+        if (c->freqs == FREQS_ZERO_FIRST)
+            gw_tensor(w, name, CLINFER_DT_F32, 1, t->ne, v);
+        else
+            gw_tensor(w, name, CLINFER_DT_BF16, 1, t->ne, half);
+    }
+    rc = gw_write_file(w, path);
+done:
+    gw_free(w);
+    gguf_close(f);
+    return rc;
+}
+
 static clinfer_status load_ref(const char *path, clinfer_model **m) {
     clinfer_model_params p;
     clinfer_model_params_default(&p);
@@ -153,6 +318,26 @@ static void test_bad_models(const char *dump_dir) {
         else
             snprintf(path, sizeof path, "hostile_%d_%s.gguf", (int)getpid(), c->name);
         if (write_case(c, path) != 0) {
+            EXPECT(0, "case %s: cannot write %s", c->name, path);
+            continue;
+        }
+        clinfer_model *m = NULL;
+        clinfer_status st = load_ref(path, &m);
+        EXPECT(st == CLINFER_ERR_FORMAT && !m, "case %s: status %s (%s)", c->name,
+               clinfer_status_str(st), clinfer_last_error());
+        EXPECT(strstr(clinfer_last_error(), c->expect), "case %s: message \"%s\" lacks \"%s\"",
+               c->name, clinfer_last_error(), c->expect);
+        clinfer_model_free(m);
+        if (!dump_dir) remove(path);
+    }
+    for (size_t i = 0; i < N_ROPE_CASES; i++) {
+        const bad_rope *c = &rope_cases[i];
+        char path[4096];
+        if (dump_dir)
+            snprintf(path, sizeof path, "%s/model-%02zu-%s.gguf", dump_dir, N_CASES + i, c->name);
+        else
+            snprintf(path, sizeof path, "hostile_%d_%s.gguf", (int)getpid(), c->name);
+        if (write_rope_case(c, path) != 0) {
             EXPECT(0, "case %s: cannot write %s", c->name, path);
             continue;
         }
@@ -276,7 +461,25 @@ int main(int argc, char **argv) {
     EXPECT_OK(load_ref(good_path, &m));
     if (m) test_prompts(m);
     clinfer_model_free(m);
+    static const char *const bases[N_BASES] = {"llama3",   "yarn",    "phi3-longrope",
+                                               "gemma2",   "granite", "olmo2",
+                                               "qwen3moe", "mixtral", "gpt-oss"};
+    for (int b = 0; b < N_BASES; b++) {
+        snprintf(base_paths[b], sizeof base_paths[b], "hostile_%d_%s.gguf", (int)getpid(),
+                 bases[b]);
+        tiny_model_default(&spec, bases[b], CLINFER_DT_Q8_0);
+        if (b == BASE_LLAMA3) spec.llama3_rope = TINY_ROPE_FREQS | TINY_ROPE_LLAMA3_KEYS;
+        if (tiny_model_write(&spec, base_paths[b]) != 0) {
+            fprintf(stderr, "cannot write %s\n", base_paths[b]);
+            return 1;
+        }
+        m = NULL;
+        EXPECT_OK(load_ref(base_paths[b], &m)); /* the unchanged file loads */
+        clinfer_model_free(m);
+    }
     test_bad_models(dump_dir);
     remove(good_path);
+    for (int b = 0; b < N_BASES; b++)
+        remove(base_paths[b]);
     return finish("test_hostile_model");
 }

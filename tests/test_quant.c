@@ -26,6 +26,7 @@ static void test_dtype_table(void) {
         {CLINFER_DT_Q4_K, "Q4_K", 256, 144},   {CLINFER_DT_Q6_K, "Q6_K", 256, 210},
         {CLINFER_DT_Q2_K, "Q2_K", 256, 84},    {CLINFER_DT_Q3_K, "Q3_K", 256, 110},
         {CLINFER_DT_Q5_K, "Q5_K", 256, 176},   {CLINFER_DT_BF16, "BF16", 1, 2},
+        {CLINFER_DT_MXFP4, "MXFP4", 32, 17},
     };
     for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
         clinfer_dtype t = table[i].type;
@@ -38,7 +39,7 @@ static void test_dtype_table(void) {
         EXPECT(dtype_is_weight(t) == (t != CLINFER_DT_BF16), "%s", table[i].name);
     }
     /* GGUF ids that exist in the format but not here, and nonsense ids */
-    static const uint32_t invalid[] = {4, 5, 9, 15, 16, 29, 31, 1000, UINT32_MAX};
+    static const uint32_t invalid[] = {4, 5, 9, 15, 16, 29, 31, 38, 40, 1000, UINT32_MAX};
     for (size_t i = 0; i < sizeof invalid / sizeof invalid[0]; i++)
         EXPECT(!dtype_valid(invalid[i]), "type %u", invalid[i]);
 }
@@ -226,6 +227,39 @@ static void test_q4_1_block(void) {
     EXPECT(y[0] == -1.0f && y[31] == -1.0f, "%g %g", y[0], y[31]); /* nibble 0: the min */
 }
 
+/* MXFP4: x = level(nibble) * 2^(e - 128), the levels E2M1's doubled (0 1 2 3 4 6 8 12, bit 3
+ * the sign); e < 2 gives the subnormal scales 2^-128 and 2^-127. */
+static void test_mxfp4_block(void) {
+    block_mxfp4 b;
+    b.e = 129;                       /* d = 2 */
+    memset(b.qs, 0x00, sizeof b.qs); /* nibbles 0 and 8 are +0 and -0 */
+    b.qs[0] = 0xf7;                  /* x[0] = 12 * 2 = 24, x[16] = -12 * 2 = -24 */
+    b.qs[1] = 0x95;                  /* x[1] = 6 * 2 = 12, x[17] = -1 * 2 = -2 */
+    b.qs[15] = 0x38;                 /* x[15] = -0, x[31] = 3 * 2 = 6 */
+    float y[QK_MXFP4];
+    dequantize_row(CLINFER_DT_MXFP4, &b, y, QK_MXFP4);
+    EXPECT(y[0] == 24.0f && y[16] == -24.0f, "%g %g", y[0], y[16]);
+    EXPECT(y[1] == 12.0f && y[17] == -2.0f, "%g %g", y[1], y[17]);
+    EXPECT(y[15] == 0.0f && y[31] == 6.0f, "%g %g", y[15], y[31]);
+    EXPECT(y[2] == 0.0f && y[30] == 0.0f, "%g %g", y[2], y[30]);
+    const struct {
+        uint8_t e;
+        uint32_t bits; /* of 2^(e - 128) */
+    } scales[] = {{0, 0x00200000},   {1, 0x00400000},   {2, 0x00800000},
+                  {128, 0x3f800000}, {127, 0x3f000000}, {254, 0x7e800000}};
+    for (size_t i = 0; i < sizeof scales / sizeof scales[0]; i++)
+        EXPECT(bits(mxfp4_scale(scales[i].e)) == scales[i].bits, "e %u: 0x%08x", scales[i].e,
+               bits(mxfp4_scale(scales[i].e)));
+    /* the quantizer's exponent: 12 d reaches the largest magnitude (3.0: 12 * 2^-2, e 126) */
+    float x[QK_MXFP4] = {0};
+    x[3] = -3.0f;
+    x[20] = 0.25f;
+    uint8_t q[sizeof(block_mxfp4)];
+    quantize_row(CLINFER_DT_MXFP4, x, q, QK_MXFP4);
+    dequantize_row(CLINFER_DT_MXFP4, q, y, QK_MXFP4);
+    EXPECT(q[0] == 126 && y[3] == -3.0f && y[20] == 0.25f, "e %u: %g %g", q[0], y[3], y[20]);
+}
+
 /* Q4_K: 8 sub-blocks of 32 with 6-bit scale sc and min mn; x = d * sc * q - dmin * mn.
  * Sub-blocks 0-3 keep sc in scales[j] & 63 and mn in scales[j + 4] & 63; sub-blocks 4-7 keep the
  * low 4 bits in scales[j + 4] (sc low nibble, mn high nibble) and the top 2 bits in bits 6-7 of
@@ -398,9 +432,10 @@ static void test_unaligned_row(void) {
 
 /* Round trips on random rows: uniform around 0, shifted away from 0 (exercises Q4_1 and Q4_K
  * mins), and sums of uniforms with outliers. Worst measured NMSE per type: F16 4e-8, Q8_0 6.5e-5,
- * Q4_0 1.8e-2, Q4_1 8.3e-3, Q4_K 7.4e-3, Q6_K 6.2e-4, Q2_K 8.6e-2, Q3_K 3.7e-2, Q5_K 1.9e-3
- * (all three on the outlier shape; Q8_0/Q4_0/Q4_1 equal gguf-py's reference
- * quantizers on the same data); the bounds leave about a factor 2. */
+ * Q4_0 1.8e-2, Q4_1 8.3e-3, Q4_K 7.4e-3, Q6_K 6.2e-4, Q2_K 8.6e-2, Q3_K 3.7e-2, Q5_K 1.9e-3,
+ * MXFP4 1.9e-2 (all on the outlier shape; Q8_0/Q4_0/Q4_1 equal gguf-py's reference quantizers on
+ * the same data; MXFP4's 9.9e-3 on the uniform shape against gguf-py's 2.1e-2, whose exponent
+ * clips the largest values); the bounds leave about a factor 2. */
 static void test_round_trips(void) {
     static const struct {
         clinfer_dtype type;
@@ -410,6 +445,7 @@ static void test_round_trips(void) {
         {CLINFER_DT_Q4_0, 3.5e-2}, {CLINFER_DT_Q4_1, 1.6e-2}, {CLINFER_DT_Q5_0, 9e-3},
         {CLINFER_DT_Q5_1, 4e-3},   {CLINFER_DT_Q4_K, 1.6e-2}, {CLINFER_DT_Q6_K, 1.5e-3},
         {CLINFER_DT_Q2_K, 1.7e-1}, {CLINFER_DT_Q3_K, 7.5e-2}, {CLINFER_DT_Q5_K, 4e-3},
+        {CLINFER_DT_MXFP4, 4e-2},
     };
     enum { N = 4 * QK_K };
     static float x[N], y[N];
@@ -555,6 +591,7 @@ int main(void) {
     test_q8_0_block();
     test_q4_0_block();
     test_q4_1_block();
+    test_mxfp4_block();
     test_q4_K_block();
     test_q6_K_block();
     test_q2_K_block();

@@ -86,8 +86,8 @@ static size_t N_TYPES; /* weight_types(all_types), filled by main */
 
 /* ---- matmul and embed -------------------------------------------------------------------- */
 
-/* x_q8: the expectation reads x rounded by hand (per the type's block), a whole row per
- * quant_q8_act call. */
+/* x_q8: a ROUND_Q8 rounds x first, which must give x rounded by hand (per the type's block, a
+ * whole row per quant_q8_act call) exactly; the matmul reads its y. */
 static void check_matmul(clinfer_dtype type, int m, int k, int n, bool bias, bool accumulate,
                          bool x_q8) {
     float *w;
@@ -126,9 +126,24 @@ static void check_matmul(clinfer_dtype type, int m, int k, int n, bool bias, boo
         }
     clinfer_buffer *xb = upload_f32(x, (size_t)n * k), *yb = upload_f32(y0, (size_t)n * m);
     clinfer_buffer *bb = bias ? upload_f32(bv, (size_t)m) : NULL;
+    clinfer_buffer *xq = x_q8 ? upload_f32(x, (size_t)n * k) : NULL;
+    if (x_q8) {
+        clinfer_op round = {.kind = CLINFER_OP_ROUND_Q8,
+                            .round_q8 = {.x = ref(xb),
+                                         .y = ref(xq),
+                                         .n = n,
+                                         .k = k,
+                                         .block = (int)dtype_q8_act_block(type)}};
+        EXPECT_OK(run(&round));
+        float *got = malloc((size_t)n * k * sizeof *got);
+        download(xq, got, (size_t)n * k * sizeof *got);
+        EXPECT(!memcmp(got, xr, (size_t)n * k * sizeof *got), "round_q8 %s k %d n %d: not exact",
+               dtype_name(type), k, n);
+        free(got);
+    }
     clinfer_op op = {.kind = CLINFER_OP_MATMUL,
                      .matmul = {.w = wb,
-                                .x = ref(xb),
+                                .x = ref(x_q8 ? xq : xb),
                                 .y = ref(yb),
                                 .bias = ref(bb),
                                 .m = m,
@@ -148,6 +163,7 @@ static void check_matmul(clinfer_dtype type, int m, int k, int n, bool bias, boo
            dtype_name(type), m, k, n, bias, accumulate, x_q8, e);
     release(wb);
     release(xb);
+    release(xq);
     release(yb);
     release(bb);
     free(w);
@@ -515,6 +531,9 @@ typedef struct {
     int window; /* the sliding window (0: none) */
 } attn_shape;
 
+/* The scores' soft-cap of the attention runs (0: none): some of test_attention's. */
+static float attn_softcap;
+
 /* Runs attention on q and f32 caches k, v ([pos0 + n][n_kv_head][head_dim]), stored in the
  * shape's cache type; writes out. */
 static void attention_run(const attn_shape *s, const float *q, const float *k, const float *v,
@@ -540,7 +559,8 @@ static void attention_run(const attn_shape *s, const float *q, const float *k, c
                                    .head_dim = s->head_dim,
                                    .pos0 = s->pos0,
                                    .window = s->window,
-                                   .scale = scale}};
+                                   .scale = scale,
+                                   .softcap = attn_softcap}};
     EXPECT_OK(run(&op));
     download(ob, out, nq * sizeof *out);
     release(qb);
@@ -576,6 +596,7 @@ static void check_attention(const attn_shape *s) {
                 for (int e = 0; e < s->head_dim; e++)
                     dot += (double)qh[e] * kt[e];
                 p[t] = dot * scale;
+                if (attn_softcap > 0) p[t] = attn_softcap * tanh(p[t] / attn_softcap);
                 max = fmax(max, p[t]);
             }
             for (int t = first; t < visible; t++)
@@ -587,8 +608,10 @@ static void check_attention(const attn_shape *s) {
         }
     attention_run(s, q, k, v, scale, out);
     double e = max_abs_diff(out, want, nq);
-    EXPECT(e < 1e-5, "attention n %d heads %d/%d dim %d pos0 %d window %d %s: max error %.3g", s->n,
-           s->n_head, s->n_kv_head, s->head_dim, s->pos0, s->window, dtype_name(s->kv_type), e);
+    EXPECT(e < 1e-5,
+           "attention n %d heads %d/%d dim %d pos0 %d window %d softcap %g %s: max error %.3g",
+           s->n, s->n_head, s->n_kv_head, s->head_dim, s->pos0, s->window, (double)attn_softcap,
+           dtype_name(s->kv_type), e);
     free(q);
     free(k);
     free(v);
@@ -635,6 +658,11 @@ static void test_attention(void) {
         {1, 9, 3, 64, 300, CLINFER_DT_F32, 64}, {3, 2, 2, 8, 2, CLINFER_DT_F32, 1}};
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
         check_attention(&shapes[i]);
+    /* gemma2's soft-capped scores (these reach about 1.5): a window, head_dim 256 */
+    attn_softcap = 0.5f;
+    for (size_t i = 4; i < sizeof shapes / sizeof shapes[0]; i++)
+        check_attention(&shapes[i]);
+    attn_softcap = 0.0f;
 }
 
 /* ---- element-wise ------------------------------------------------------------------------ */
@@ -653,6 +681,12 @@ static double expect_eltwise(clinfer_op_kind kind, double a, double b) {
         return a / (1.0 + exp(-a)) * b;
     case CLINFER_OP_GEGLU:
         return gelu_tanh(a) * b;
+    case CLINFER_OP_SCALE: /* the op's scale 0.6, cap 3 */
+        return 3.0 * tanh(a * 0.6 / 3.0);
+    case CLINFER_OP_SWIGLU_OAI: { /* the gate capped at 7, b clamped to [-7, 7] */
+        double g = fmin(a, 7.0), u = fmin(fmax(b, -7.0), 7.0);
+        return g / (1.0 + exp(-1.702 * g)) * (u + 1.0);
+    }
     default:
         return NAN;
     }
@@ -660,10 +694,12 @@ static double expect_eltwise(clinfer_op_kind kind, double a, double b) {
 
 static void test_eltwise(void) {
     rng_seed(9);
-    static const clinfer_op_kind kinds[] = {CLINFER_OP_ADD, CLINFER_OP_GELU, CLINFER_OP_SWIGLU,
-                                            CLINFER_OP_GEGLU};
+    static const clinfer_op_kind kinds[] = {CLINFER_OP_ADD,    CLINFER_OP_GELU,
+                                            CLINFER_OP_SWIGLU, CLINFER_OP_GEGLU,
+                                            CLINFER_OP_SCALE,  CLINFER_OP_SWIGLU_OAI};
     size_t n = 1001;
-    float *a = random_floats(n, -8, 8), *b = random_floats(n, -2, 2), *y = malloc(n * sizeof *y);
+    /* b past 7 too: SWIGLU_OAI clamps it */
+    float *a = random_floats(n, -8, 8), *b = random_floats(n, -9, 9), *y = malloc(n * sizeof *y);
     double *want = malloc(n * sizeof *want);
     a[0] = 0.0f;
     a[1] = -100.0f; /* silu/gelu of a very negative value: -0, not nan */
@@ -677,10 +713,14 @@ static void test_eltwise(void) {
             size_t b_count = bcast ? 13 : n;
             for (size_t i = 0; i < n; i++)
                 want[i] = expect_eltwise(kind, a[i], b[uses_b_count ? i % b_count : i]);
-            clinfer_op op = {
-                .kind = kind,
-                .eltwise = {
-                    .a = ref(ab), .b = ref(bb), .y = ref(yb), .count = n, .b_count = b_count}};
+            clinfer_op op = {.kind = kind,
+                             .eltwise = {.a = ref(ab),
+                                         .b = ref(bb),
+                                         .y = ref(yb),
+                                         .count = n,
+                                         .b_count = b_count,
+                                         .scale = 0.6f,
+                                         .cap = 3.0f}};
             EXPECT_OK(run(&op));
             download(yb, y, n * sizeof *y);
             double e = nmse_d(y, want, n), m = max_abs_diff(y, want, n);
@@ -771,6 +811,17 @@ static void test_invalid(void) {
     EXPECT(strstr(clinfer_last_error(), "x_q8") && strstr(clinfer_last_error(), "32"),
            "x_q8 with k 20: message '%s' names neither x_q8 nor 32", clinfer_last_error());
     release(w20);
+    /* ROUND_Q8: blocks of 32 or 256, whole in each row, y apart from x */
+    clinfer_op round = {.kind = CLINFER_OP_ROUND_Q8,
+                        .round_q8 = {.x = ref(b), .y = {b, 32}, .n = 1, .k = 32, .block = 32}};
+    EXPECT_OK(run(&round));
+    round.round_q8.block = 48;
+    expect_invalid(&round, "round_q8 block 48");
+    round.round_q8.block = 256;
+    expect_invalid(&round, "round_q8 k 32 by 256");
+    round.round_q8.block = 32;
+    round.round_q8.y.offset = 16;
+    expect_invalid(&round, "round_q8 y over x");
 
     int32_t ids[2] = {1, 4};
     clinfer_buffer *ib = upload(ids, sizeof ids);
@@ -871,6 +922,8 @@ static void test_invalid(void) {
     expect_invalid(&ew, "swiglu b shorter than count");
     ew.kind = CLINFER_OP_GEGLU;
     expect_invalid(&ew, "geglu b shorter than count");
+    ew.kind = CLINFER_OP_SWIGLU_OAI;
+    expect_invalid(&ew, "swiglu_oai b shorter than count");
 
     clinfer_op st = {
         .kind = CLINFER_OP_STORE,

@@ -7,7 +7,9 @@
  *   - close routes (per-op 2 % slower, then 2 % faster with jitter): no switch on noise alone,
  *     a switch after two winning probes in a row;
  *   - an outlier probe (a single lucky step) does not switch by itself;
- *   - each route's first step (kernels built) is not timed, bad times are ignored. */
+ *   - each route's first step (kernels built) is not timed, bad times are ignored;
+ *   - a step started and ended later (its time running to the read of its output) is recorded
+ *     as its time from start to end, once; a dropped one (its wait failed) is not. */
 #include <stdio.h>
 
 #include "check.h"
@@ -130,6 +132,25 @@ static void test_untimed(void) {
     EXPECT(r.use == ROUTE_GRAPH, "switched with nothing to compare with");
 }
 
+static void test_running(void) {
+    cl_route r;
+    cl_route_init(&r);
+    EXPECT(!cl_route_end(&r, 100), "an end without a start");
+    cl_route_start(&r, ROUTE_GRAPH, 0); /* the first, untimed */
+    EXPECT(r.running && !cl_route_end(&r, 5000) && !r.running, "the first step");
+    for (int i = 0; i < 4; i++) {
+        cl_route_start(&r, ROUTE_GRAPH, 100.0 * i);
+        cl_route_end(&r, 100.0 * i + 10);
+    }
+    EXPECT(cl_route_median(&r, ROUTE_GRAPH) == 10, "median %g of steps of 10 ms",
+           cl_route_median(&r, ROUTE_GRAPH));
+    EXPECT(!cl_route_end(&r, 1000), "a second end of one step");
+    cl_route_start(&r, ROUTE_GRAPH, 1000);
+    cl_route_drop(&r);
+    EXPECT(!r.running && !cl_route_end(&r, 9000) && cl_route_median(&r, ROUTE_GRAPH) == 10,
+           "a dropped step was recorded");
+}
+
 int main(void) {
     test_quiet();
     test_contention();
@@ -138,5 +159,6 @@ int main(void) {
     test_close();
     test_outlier();
     test_untimed();
+    test_running();
     return finish("test_route");
 }

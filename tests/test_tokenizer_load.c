@@ -1,6 +1,8 @@
 /* Vocabularies generated here (no files needed): the merge order of byte-level BPE (by rank)
- * and SentencePiece (by score), byte fallback, user-defined versus control tokens, and hostile
- * metadata, which must be refused with the right status and never crash. */
+ * and SentencePiece (by score), byte fallback, user-defined versus control tokens, text in pieces
+ * of their own parse_special (vocab_tokenize_pieces: one text's tokens, special tokens only
+ * inside the pieces that read them), and hostile metadata, which must be refused with the right
+ * status and never crash. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -140,6 +142,19 @@ static void expect_ids(const clinfer_vocab *v, const char *text, bool special, c
     EXPECT(same, "'%s' (special %d): %zu tokens, first %d", text, special, n, n ? ids[0] : -1);
 }
 
+/* The pieces (text, parse_special; NULL ends them) give the ids of want. */
+static void expect_pieces(const clinfer_vocab *v, const char *const *texts, const bool *special,
+                          const int32_t *want, size_t n_want) {
+    clinfer_text_piece pieces[8];
+    size_t n = 0, n_ids = 0;
+    for (; texts[n]; n++)
+        pieces[n] = (clinfer_text_piece){texts[n], strlen(texts[n]), special[n]};
+    int32_t ids[32];
+    EXPECT_OK(vocab_tokenize_pieces(v, pieces, n, false, ids, 32, &n_ids));
+    bool same = n_ids == n_want && memcmp(ids, want, n_ids * sizeof *ids) == 0;
+    EXPECT(same, "pieces from '%s': %zu tokens, first %d", texts[0], n_ids, n_ids ? ids[0] : -1);
+}
+
 int main(void) {
     clinfer_vocab *v = NULL;
     EXPECT_OK(load(bpe_vocab(BREAK_NONE), &v));
@@ -154,6 +169,20 @@ int main(void) {
         EXPECT_OK(vocab_tokenize(v, "<|c|>", 5, false, false, ids, 8, &n));
         EXPECT(n > 1, "control token matched without parse_special");
         EXPECT(vocab_is_eog(v, 260) && !vocab_is_eog(v, 259), "eog");
+        /* merges cross pieces; a control token counts only whole inside a piece that reads it */
+        expect_pieces(v, (const char *[]){"ab", "c", NULL}, (bool[]){false, false},
+                      (int32_t[]){258}, 1);
+        expect_pieces(v, (const char *[]){"x", "<|c|>", NULL}, (bool[]){false, true},
+                      (int32_t[]){'x', 260}, 2);
+        int32_t plain[8];
+        size_t n_plain = 0;
+        EXPECT_OK(vocab_tokenize(v, "<|c|>", 5, false, false, plain, 8, &n_plain));
+        expect_pieces(v, (const char *[]){"<|c", "|>", NULL}, (bool[]){true, true}, plain, n_plain);
+        EXPECT(vocab_tokenize_pieces(v, (clinfer_text_piece[]){{NULL, 3, true}}, 1, false, ids, 8,
+                                     &n) == CLINFER_ERR_INVALID_ARGUMENT,
+               "a piece without text");
+        EXPECT_OK(vocab_tokenize_pieces(v, NULL, 0, false, ids, 8, &n));
+        EXPECT(n == 0, "no pieces: %zu tokens", n);
         EXPECT(!vocab_add_bos(v) && vocab_bos(v) == -1, "byte-level BPE: no BOS");
     }
     vocab_free(v);
@@ -192,6 +221,18 @@ int main(void) {
         expect_ids(v, "ab", false, (int32_t[]){3, 6}, 2);
         expect_ids(v, "c", false, (int32_t[]){3, 8 + 'c'}, 2); /* byte fallback */
         expect_ids(v, "a<s>a", true, (int32_t[]){7, 1, 7}, 3); /* a space before each run */
+        /* pieces: the spacing of one text (no new space per piece), <s> special only where its
+         * piece reads special tokens */
+        expect_pieces(v, (const char *[]){"a", "b", NULL}, (bool[]){true, true}, (int32_t[]){3, 6},
+                      2);
+        expect_pieces(v, (const char *[]){"a", "<s>", "a", NULL}, (bool[]){false, true, false},
+                      (int32_t[]){7, 1, 7}, 3);
+        int32_t plain[16];
+        size_t n_plain = 0;
+        EXPECT_OK(vocab_tokenize(v, "a<s>a", 5, false, false, plain, 16, &n_plain));
+        expect_pieces(v, (const char *[]){"a", "<s>", "a", NULL}, (bool[]){true, false, true},
+                      plain, n_plain);
+        EXPECT(n_plain > 3, "'a<s>a' as plain text: %zu tokens", n_plain);
         EXPECT(vocab_add_bos(v) && vocab_bos(v) == 1 && vocab_eos(v) == 2,
                "SentencePiece defaults");
     }

@@ -145,6 +145,13 @@ int main(void) {
     test_paths("gpt2", CLINFER_DT_Q8_0, false);
     test_paths("gpt2", CLINFER_DT_Q4_K, false);
     test_paths("llama", CLINFER_DT_Q5_K, false); /* a type the tolerances once left out */
+    /* mixtures of experts with 8-bit activations: routing, expert matmuls (a prefill's grouped
+     * tokens, a decode step's experts) and their sum, op by op */
+    test_paths("qwen3moe", CLINFER_DT_Q4_K, false);
+    test_paths("olmoe", CLINFER_DT_Q8_0, false);
+    test_paths("mixtral", CLINFER_DT_Q4_0, false);
+    /* gpt-oss's MXFP4 experts with their biases, its sinks and clamped SwiGLU */
+    test_paths("gpt-oss", CLINFER_DT_MXFP4, false);
     /* two layers: rmsnorm 3 is layer 1's attn_norm, matmul 5 layer 0's ffn_gate */
     test_fault("llama", CLINFER_DT_Q4_1, "corrupt-rmsnorm:3:7", "prefill", 1, "rmsnorm attn_norm",
                "y");

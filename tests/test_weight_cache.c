@@ -1,11 +1,14 @@
 /* The weight cache (backends/opencl/weight_cache_cl.c) on tiny models: the first load writes the
- * file, the second reads it, and both decode to logits bit-identical to a load without the cache;
- * a truncated, extended or byte-flipped header or table, data zeroed or flipped, a file of
- * another model, and a model file touched since are detected, and the load still gives those
- * logits (the file rewritten); a file truncated while a loaded model holds its weights changes
- * nothing; no room (CLINFER_WEIGHT_CACHE_MAX=0) and an unwritable path load without one. The cache
- * directory is a fresh one whose kernel binaries link to the test's kernel cache. Exits 77 where
- * the device does not lay weights out in arenas on host memory (no cache there). */
+ * file, the second maps it, and both decode to logits bit-identical to a load without the cache;
+ * a truncated (to nothing, into the header, to its tables, by a byte), extended or byte-flipped
+ * header or table, data zeroed or flipped, a file of another model, and a model file touched
+ * since are detected, and the load still gives those logits (the file rewritten); a file
+ * replaced and deleted while a loaded model holds its weights changes nothing; with
+ * CLINFER_WEIGHT_CACHE=copy the file is read, damage is still found, and a truncation under a
+ * loaded model changes nothing; no room (CLINFER_WEIGHT_CACHE_MAX=0) and an unwritable path load
+ * without one. The cache directory is a fresh one whose kernel binaries link to the test's kernel
+ * cache. Exits 77 where the device does not lay weights out in arenas on host memory (no cache
+ * there). */
 #include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -63,6 +66,20 @@ static void remove_cache_files(void) {
         if (unlink(path) != 0 && rmdir(path) != 0) break;
 }
 
+/* Copies the file from to a new file to; whether it did. */
+static bool copy_file(const char *from, const char *to) {
+    FILE *in = fopen(from, "rb"), *out = fopen(to, "wb");
+    char buf[1 << 16];
+    size_t n = 0;
+    bool ok = in && out;
+    while (ok && (n = fread(buf, 1, sizeof buf, in)) > 0)
+        ok = fwrite(buf, 1, n, out) == n;
+    ok = ok && !ferror(in);
+    if (in) fclose(in);
+    if (out && fclose(out) != 0) ok = false;
+    return ok;
+}
+
 /* Loads path on OpenCL, decodes into logits and says how the cache counters moved. */
 static bool load_run(const char *path, float *logits, unsigned *hits, unsigned *writes) {
     unsigned h0, w0, h1, w1;
@@ -88,7 +105,7 @@ static void expect_load(const char *what, const char *path, const float *ref, fl
     unsigned hits, writes;
     if (!load_run(path, logits, &hits, &writes)) return;
     EXPECT(hits == hit && writes == write,
-           "%s: %u maps and %u writes of the cache, expected %u, %u", what, hits, writes, hit,
+           "%s: %u uses and %u writes of the cache, expected %u, %u", what, hits, writes, hit,
            write);
     EXPECT(memcmp(logits, ref, n_logits * sizeof *logits) == 0,
            "%s: logits differ from those without the cache", what);
@@ -102,7 +119,8 @@ static bool data_range(int fd, uint64_t *start, uint64_t *used) {
 
 /* Damages the cache file: truncated to size (when >= 0), else byte at `at` flipped (at < 0:
  * from the end), a page appended when at is 0 and size is -2, the middle third of the first
- * arena's data zeroed when size is -4, a byte in the middle of it flipped when size is -5. */
+ * arena's data zeroed when size is -4, a byte in the middle of it flipped when size is -5.
+ * (check_model turns -3 and -6 into sizes.) */
 static void damage(long at, long size) {
     char path[PATH_MAX];
     if (cache_file(path, sizeof path) != 1) {
@@ -143,6 +161,34 @@ static void damage(long at, long size) {
     close(fd);
 }
 
+static bool replace_delete(const char *file) {
+    char moved[PATH_MAX + 8];
+    snprintf(moved, sizeof moved, "%s.new", file);
+    return copy_file(file, moved) && rename(moved, file) == 0 && unlink(file) == 0;
+}
+
+static bool truncate_all(const char *file) {
+    return truncate(file, 0) == 0;
+}
+
+/* Loads path (which must use the cache file), does change to the file, then decodes with the
+ * model: the logits must stay the reference's. */
+static void change_under_model(const char *name, const char *path, const char *file,
+                               const float *ref, float *logits, const char *what,
+                               bool (*change)(const char *file)) {
+    clinfer_model *m = NULL;
+    unsigned h0, w0, h1, w1;
+    cl_weight_cache_stats(&h0, &w0);
+    EXPECT_OK(tiny_model_load(path, CLINFER_BACKEND_OPENCL, CLINFER_DEFAULT, &m));
+    cl_weight_cache_stats(&h1, &w1);
+    EXPECT(h1 == h0 + 1, "%s: the load before %s did not use the file", name, what);
+    EXPECT(change(file), "%s: %s %s under the model", name, what, file);
+    if (m) EXPECT_OK(tiny_model_decode(m, NULL, N_PROMPT, N_DECODE, logits));
+    EXPECT(m && memcmp(logits, ref, n_logits * sizeof *logits) == 0,
+           "%s: logits changed by %s the file under the model", name, what);
+    clinfer_model_free(m);
+}
+
 static void check_model(const char *name, const tiny_model_spec *spec) {
     char path[PATH_MAX], file[PATH_MAX];
     snprintf(path, sizeof path, "%s/%s.gguf", dir, name);
@@ -169,13 +215,21 @@ static void check_model(const char *name, const tiny_model_spec *spec) {
     const struct {
         const char *what;
         long at, size;
-    } cases[] = {{"truncated to nothing", 0, 0},   {"truncated into the header", 0, 50},
-                 {"truncated by a byte", 0, -3},   {"a page appended", 0, -2},
-                 {"magic flipped", 3, -1},         {"layout flipped", 8, -1},
-                 {"key flipped", 20, -1},          {"part count flipped", 56, -1},
-                 {"file size flipped", 72, -1},    {"data hash flipped", 84, -1},
-                 {"digest flipped", 100, -1},      {"arena size flipped", 121, -1},
-                 {"part record flipped", 130, -1}, {"a third of the data zeroed", 0, -4},
+    } cases[] = {{"truncated to nothing", 0, 0},
+                 {"truncated into the header", 0, 50},
+                 {"truncated by a byte", 0, -3},
+                 {"truncated to its tables", 0, -6},
+                 {"a page appended", 0, -2},
+                 {"magic flipped", 3, -1},
+                 {"layout flipped", 8, -1},
+                 {"key flipped", 20, -1},
+                 {"part count flipped", 56, -1},
+                 {"file size flipped", 72, -1},
+                 {"data hash flipped", 84, -1},
+                 {"digest flipped", 100, -1},
+                 {"arena size flipped", 121, -1},
+                 {"part record flipped", 130, -1},
+                 {"a third of the data zeroed", 0, -4},
                  {"a data byte flipped", 0, -5}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char what[96];
@@ -183,6 +237,11 @@ static void check_model(const char *name, const tiny_model_spec *spec) {
         if (size == -3) { /* one byte short */
             struct stat sb;
             size = stat(file, &sb) == 0 ? (long)sb.st_size - 1 : 0;
+        } else if (size == -6) { /* the header and tables whole, no data */
+            int fd = open(file, O_RDONLY);
+            uint64_t start = 0, used = 0;
+            size = fd >= 0 && data_range(fd, &start, &used) ? (long)start : 0;
+            if (fd >= 0) close(fd);
         }
         damage(cases[i].at, size);
         snprintf(what, sizeof what, "%s: %s", name, cases[i].what);
@@ -191,19 +250,21 @@ static void check_model(const char *name, const tiny_model_spec *spec) {
         expect_load(what, path, ref, logits, 1, 0);
     }
 
-    /* The file truncated while a model made from it decodes: its weights are its own copy. */
-    clinfer_model *m = NULL;
-    unsigned h0, w0, h1, w1;
-    cl_weight_cache_stats(&h0, &w0);
-    EXPECT_OK(tiny_model_load(path, CLINFER_BACKEND_OPENCL, CLINFER_DEFAULT, &m));
-    cl_weight_cache_stats(&h1, &w1);
-    EXPECT(h1 == h0 + 1, "%s: the load before the truncation did not read the file", name);
-    EXPECT(truncate(file, 0) == 0, "truncating %s under the model", file);
-    if (m) EXPECT_OK(tiny_model_decode(m, NULL, N_PROMPT, N_DECODE, logits));
-    EXPECT(m && memcmp(logits, ref, n_logits * sizeof *logits) == 0,
-           "%s: logits changed by truncating the file under the model", name);
-    clinfer_model_free(m);
-    expect_load("after truncation under a model", path, ref, logits, 0, 1);
+    /* Replaced (as a writer does: a new file renamed over it) and then deleted while a model
+     * made on its mapping decodes: the mapping keeps the pages it had. */
+    change_under_model(name, path, file, ref, logits, "replacing and deleting", replace_delete);
+    expect_load("after deletion under a model", path, ref, logits, 0, 1);
+
+    /* CLINFER_WEIGHT_CACHE=copy: the file read into memory of the process's own, checked as it
+     * is read; truncated while a model made from it decodes, its weights are that copy. */
+    setenv("CLINFER_WEIGHT_CACHE", "copy", 1);
+    expect_load("copy", path, ref, logits, 1, 0);
+    damage(0, -5);
+    expect_load("copy: a data byte flipped", path, ref, logits, 0, 1);
+    change_under_model(name, path, file, ref, logits, "truncating", truncate_all);
+    expect_load("copy: after truncation under a model", path, ref, logits, 0, 1);
+    unsetenv("CLINFER_WEIGHT_CACHE");
+    expect_load("mapped after copy", path, ref, logits, 1, 0);
 
     /* The model file touched: another key, another file. */
     EXPECT(utimensat(AT_FDCWD, path, NULL, 0) == 0, "touching %s", path);

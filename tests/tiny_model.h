@@ -12,7 +12,9 @@
 #include "quant.h"
 
 typedef struct {
-    const char *arch;   /* "llama", "qwen2", "qwen3", "phi3", "gemma3", "gpt2" */
+    /* "llama", "qwen2", "qwen3", "phi3", "gemma3", "gpt2", "gemma2", "smollm3", "granite",
+     * "olmo2", "qwen3moe", "olmoe", "gpt-oss" */
+    const char *arch;
     clinfer_dtype type; /* every weight matrix; norms and biases are f32 */
     /* n_mix > 0: a mix of types as in Q4_K_M files, each matrix taking type or one of mix by a
      * hash of its name (every type's rows must fit the dimensions type sets) */
@@ -22,19 +24,47 @@ typedef struct {
     bool tied;                /* no output.weight: the LM head reuses token_embd.weight */
     uint64_t seed;            /* of the random weights */
     const char *rope_scaling; /* rope.scaling.type to write (factor 2), NULL: none */
-    uint32_t sliding_window;  /* attention.sliding_window to write, 0: none */
-    uint32_t swa_pattern;     /* attention.sliding_window_pattern to write, 0: none */
+    /* Llama 3's rotation (factor 8, low_freq_factor 1, high_freq_factor 4,
+     * original_context_length 64): TINY_ROPE_FREQS its factors as a rope_freqs.weight tensor,
+     * TINY_ROPE_LLAMA3_KEYS its parameters as rope.scaling keys, both or neither (0) */
+    int llama3_rope;
+    /* phi3 128k's longrope: rope_factors_short.weight (all 1) and rope_factors_long.weight
+     * (1 .. 4.5), rope.scaling.original_context_length 64 (a context of more positions takes
+     * the long table), rope.scaling.attn_factor longrope_attn (0: none written) */
+    bool longrope;
+    float longrope_attn;
+    uint32_t sliding_window; /* attention.sliding_window to write, 0: none */
+    uint32_t swa_pattern;    /* attention.sliding_window_pattern to write, 0: none */
     float rope_freq_base;
+    float attn_softcap, final_softcap; /* gemma2's soft-caps to write, 0: none (its defaults) */
+    /* granite's logit_scale, residual_scale, embedding_scale and attention.scale to write, 0:
+     * none */
+    float granite_scales[4];
+    /* A mixture of experts (qwen3moe, olmoe; "mixtral": llama's): n_expert experts of n_ff
+     * rows (written as expert_feed_forward_length too), n_expert_used each token; 0: dense */
+    uint32_t n_expert, n_expert_used;
     /* Broken variants: leave this tensor out, or write it with one output row too many. */
     const char *omit_tensor;
     const char *misshape_tensor;
 } tiny_model_spec;
 
+enum { TINY_ROPE_FREQS = 1, TINY_ROPE_LLAMA3_KEYS = 2 };
+
 /* n_embd 64 (256 for the K types, whose rows are 256-element super-blocks), 2 layers, 4 heads,
  * 2 KV heads (gpt2: 4), n_ff 128 (256 for K types), context 128, rope base 10000. gemma3: 3
  * layers (sliding_window_pattern 3: 2 local, the last global), 1 KV head, a sliding window of 4,
  * rope base 1e6 (10000 on the local layers). arch "mistral" is llama with a sliding window of 4 on
- * every layer. */
+ * every layer; "llama3" is llama with Llama 3's rope_freqs tensor (Llama 3.1-3.3 files); "yarn"
+ * is qwen2 with YaRN (factor 2, original_context_length 32: Qwen2.5's long-context files);
+ * "phi3-longrope" is phi3 with longrope (attn_factor 1.2: phi3 128k files). gemma2: soft-caps
+ * 0.5 (attention) and 5 (logits), small enough that these weights reach them, a window of 4 and
+ * its default pattern (every other layer local). smollm3: 4 layers (the last does not rotate).
+ * granite: logit scale 2, residual scale 0.5, embedding scale 4, attention scale 0.3. olmo2: a
+ * window of 4 on every other layer (OLMo 3's files). */
+/* qwen3moe, olmoe and "mixtral" (llama with experts): 8 experts, 2 of them (mixtral) or 4
+ * each token. gpt-oss: 8 experts, 2 each token, the router's and experts' biases, q, k, v and
+ * output biases, attention sinks, a window of 4 on every other layer (its default pattern) and
+ * YaRN (factor 2, original context 32). */
 void tiny_model_default(tiny_model_spec *spec, const char *arch, clinfer_dtype type);
 
 /* The vocabulary size of every tiny model. */

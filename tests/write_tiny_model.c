@@ -35,8 +35,10 @@ int main(int argc, char **argv) {
         if (*name) type = -1;
     }
     if (argc < 2 || argc > 4 || type < 0) {
-        fprintf(stderr, "usage: write_tiny_model PATH "
-                        "[llama|qwen2|qwen3|phi3|gemma3|mistral|gpt2 [TYPE[+TYPE...]]]\n");
+        fprintf(stderr,
+                "usage: write_tiny_model PATH "
+                "[llama|qwen2|qwen3|phi3|gemma3|mistral|gpt2|llama3|yarn|phi3-longrope|"
+                "gemma2|smollm3|granite|olmo2|qwen3moe|olmoe|mixtral|gpt-oss [TYPE[+TYPE...]]]\n");
         return 2;
     }
     return tiny_model_write(&spec, argv[1]) == 0 ? 0 : 1;

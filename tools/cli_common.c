@@ -35,9 +35,6 @@ int cli_model_option(int opt, const char *arg, cli_model_opts *o) {
     case 'm':
         o->path = arg;
         return 1;
-    case OPT_DEVICE:
-        o->params.options.device = arg;
-        return 1;
     case OPT_REFERENCE:
         o->params.backend = CLINFER_BACKEND_REFERENCE;
         return 1;
@@ -54,7 +51,95 @@ int cli_model_option(int opt, const char *arg, cli_model_opts *o) {
         return 1;
     }
     default:
+        return cli_placement_option(opt, arg, &o->params);
+    }
+}
+
+/* ---- placement: --device with one device or a list, --tensor-split and -ngl (llama.cpp's
+ * flags), and its report for `clinfer info` ---------------------------------------------- */
+
+/* Splits a comma-separated list into at most CLINFER_MAX_DEVICES items of a copy of it (one per
+ * process: kept as long as the model params point into it); 0 and an error on a bad list. */
+static size_t split_list(const char *option, const char *arg, char *copy, size_t size,
+                         char *items[CLINFER_MAX_DEVICES]) {
+    if (snprintf(copy, size, "%s", arg) >= (int)size) {
+        cli_error("%s: '%.40s...' is too long", option, arg);
         return 0;
+    }
+    size_t n = 0;
+    for (char *p = copy, *comma;; p = comma + 1) {
+        comma = strchr(p, ',');
+        if (comma) *comma = '\0';
+        if (!*p || n == CLINFER_MAX_DEVICES) {
+            cli_error("%s: '%s' is not a list of 1 to %d non-empty items separated by commas",
+                      option, arg, CLINFER_MAX_DEVICES);
+            return 0;
+        }
+        items[n++] = p;
+        if (!comma) return n;
+    }
+}
+
+static int device_option(const char *arg, clinfer_model_params *p) {
+    static char copy[1024];
+    char *items[CLINFER_MAX_DEVICES];
+    size_t n = split_list("--device", arg, copy, sizeof copy, items);
+    if (!n) return -1;
+    memset(p->placement.devices, 0, sizeof p->placement.devices);
+    if (n == 1) {
+        p->options.device = items[0];
+        return 1;
+    }
+    for (size_t i = 0; i < n; i++)
+        p->placement.devices[i] = items[i];
+    return 1;
+}
+
+static int tensor_split_option(const char *arg, clinfer_model_params *p) {
+    char copy[512], *items[CLINFER_MAX_DEVICES];
+    size_t n = split_list("--tensor-split", arg, copy, sizeof copy, items);
+    if (!n) return -1;
+    memset(p->placement.shares, 0, sizeof p->placement.shares);
+    for (size_t i = 0; i < n; i++)
+        if (!cli_parse_float("--tensor-split", items[i], 0.0f, 1e6f, &p->placement.shares[i]))
+            return -1;
+    return 1;
+}
+
+int cli_placement_option(int opt, const char *arg, clinfer_model_params *p) {
+    long n;
+    switch (opt) {
+    case OPT_DEVICE:
+        return device_option(arg, p);
+    case OPT_TENSOR_SPLIT:
+        return tensor_split_option(arg, p);
+    case OPT_N_GPU_LAYERS:
+        /* llama.cpp's "all" and "auto": every layer and the head */
+        if (!strcmp(arg, "all") || !strcmp(arg, "auto"))
+            n = INT32_MAX;
+        else if (!cli_parse_long("--n-gpu-layers", arg, 0, INT32_MAX, &n))
+            return -1;
+        p->placement.n_gpu_layers = (int32_t)n;
+        if (n == 0) p->options.device = "cpu"; /* no layer on a GPU */
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+void cli_print_placement(const clinfer_model *model, const char *prefix, FILE *out) {
+    clinfer_model_placement pl;
+    if (clinfer_model_get_placement(model, &pl) != CLINFER_OK) return;
+    for (uint32_t d = 0; d < pl.n_devices; d++) {
+        fprintf(out, "%sdevice %zu: ", prefix, pl.devices[d].index);
+        if (pl.devices[d].n_layers)
+            fprintf(out, "layers %u-%u", pl.devices[d].first_layer,
+                    pl.devices[d].first_layer + pl.devices[d].n_layers - 1);
+        else
+            fprintf(out, "no layers");
+        fprintf(out, "%s%s, %.2f MiB of weights (%s)\n",
+                pl.devices[d].embeddings ? ", embeddings" : "", pl.devices[d].head ? ", head" : "",
+                pl.devices[d].weight_bytes / 1048576.0, pl.devices[d].device);
     }
 }
 

@@ -32,12 +32,16 @@ enum {
     OPT_Q8_ACT,
     OPT_ACT,
     OPT_KERNEL_PATH,
+    OPT_N_GPU_LAYERS,
+    OPT_TENSOR_SPLIT,
 };
 
 #define CLI_MODEL_OPTIONS                                                                          \
     {"model", required_argument, NULL, 'm'}, {"device", required_argument, NULL, OPT_DEVICE},      \
         {"reference", no_argument, NULL, OPT_REFERENCE}, {"verbose", no_argument, NULL, 'v'},      \
-        {"quiet", no_argument, NULL, 'q'}, {"threads", required_argument, NULL, 't'}, {            \
+        {"quiet", no_argument, NULL, 'q'}, {"threads", required_argument, NULL, 't'},              \
+        {"n-gpu-layers", required_argument, NULL, OPT_N_GPU_LAYERS},                               \
+        {"tensor-split", required_argument, NULL, OPT_TENSOR_SPLIT}, {                             \
         "help", no_argument, NULL, 'h'                                                             \
     }
 #define CLI_MODEL_SHORT "m:vqht:"
@@ -45,7 +49,11 @@ enum {
     "  -m, --model FILE     GGUF model: a file, or a model's name in `clinfer models`\n"           \
     "                       (default: the default model of `clinfer pull`)\n"                      \
     "      --device SPEC    OpenCL device: index, cpu, gpu or a name part (default:\n"             \
-    "                       $CLINFER_DEVICE, else the strongest device)\n"                         \
+    "                       $CLINFER_DEVICE, else the strongest device); A,B,...: the layers\n"    \
+    "                       split across these devices in order (the last runs the head)\n"        \
+    "      --tensor-split a,b,...  each --device's share of the layers (default: by memory)\n"     \
+    "  -ngl, --n-gpu-layers N  the last N layers on --device, the head too where N exceeds\n"      \
+    "                       the layer count, the rest on the CPU device; 0: all on the CPU\n"      \
     "      --reference      run on the plain C reference backend instead of OpenCL\n"              \
     "  -v, --verbose        log the loading steps\n"                                               \
     "  -q, --quiet          do not say when kernels are compiled (first use of a device)\n"        \
@@ -84,6 +92,11 @@ void cli_model_opts_init(cli_model_opts *o);
  * options, -1 a bad value (error already printed). */
 int cli_model_option(int opt, const char *arg, cli_model_opts *o);
 int cli_sampler_option(int opt, const char *arg, clinfer_sampler_params *p);
+/* --device (a list of devices too), --tensor-split and -ngl into p, as cli_model_option
+ * answers. */
+int cli_placement_option(int opt, const char *arg, clinfer_model_params *p);
+/* The model's devices and their layers, one line each after prefix. */
+void cli_print_placement(const clinfer_model *model, const char *prefix, FILE *out);
 
 /* The options of the commands that generate text (run, chat): the model and sampling options,
  * -n, --chat-template, --system, --ctx and --f32-act. Each such command lists CLI_GEN_OPTIONS in

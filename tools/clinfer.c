@@ -65,28 +65,17 @@ static void version(void) {
     }
 }
 
-/* llama.cpp's spellings that getopt_long cannot take: -dev is --device; -ngl N (layers to
- * offload) means nothing here, where the whole model runs on the chosen device: dropped with a
- * note. Rewrites argv in place; returns the new argc. */
+/* llama.cpp's spellings that getopt_long cannot take: -dev is --device, -ngl and --gpu-layers
+ * --n-gpu-layers, -ts --tensor-split. Rewrites argv in place; returns argc. */
 static int llama_cpp_flags(int argc, char **argv) {
-    int out = 1;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "-dev")) {
-            argv[out++] = "--device";
-        } else if (!strcmp(a, "-ngl") || !strcmp(a, "--n-gpu-layers") ||
-                   !strcmp(a, "--gpu-layers")) {
-            fprintf(stderr,
-                    "clinfer: %s ignored: the whole model runs on the chosen device "
-                    "(--device)\n",
-                    a);
-            i += i + 1 < argc; /* its value */
-        } else {
-            argv[out++] = argv[i];
-        }
-    }
-    argv[out] = NULL;
-    return out;
+    static const char *const spellings[][2] = {{"-dev", "--device"},
+                                               {"-ngl", "--n-gpu-layers"},
+                                               {"--gpu-layers", "--n-gpu-layers"},
+                                               {"-ts", "--tensor-split"}};
+    for (int i = 1; i < argc; i++)
+        for (size_t k = 0; k < sizeof spellings / sizeof spellings[0]; k++)
+            if (!strcmp(argv[i], spellings[k][0])) argv[i] = (char *)spellings[k][1];
+    return argc;
 }
 
 int main(int argc, char **argv) {

@@ -29,7 +29,9 @@ int cmd_info(int argc, char **argv) {
     optind = 1;
     opterr = 0;
     while ((opt = getopt_long(argc, argv, ":" CLI_MODEL_SHORT, options, NULL)) != -1) {
-        if (cli_model_option(opt, optarg, &mo)) continue;
+        int used = cli_model_option(opt, optarg, &mo);
+        if (used < 0) return 1; /* a bad value, said */
+        if (used) continue;
         if (opt == 'h') {
             usage(stdout);
             return 0;
@@ -62,13 +64,18 @@ int cmd_info(int argc, char **argv) {
     printf("architecture: %s\n", info.architecture);
     printf("gguf:         version %u, %.2f MiB\n", info.gguf_version, mib(info.file_bytes));
     printf("parameters:   %.1f M\n", (double)info.n_params / 1e6);
+    if (info.n_expert)
+        printf("experts:      %u, %u per token: %.1f M parameters active, %.2f MiB of weights "
+               "read per token\n",
+               info.n_expert, info.n_expert_used, (double)info.n_params_active / 1e6,
+               mib(info.weight_bytes_active));
     printf("vocab:        %u\n", info.n_vocab);
     printf("context:      %u (training)\n", info.n_ctx_train);
     printf("embedding:    %u, feed-forward %u, layers %u\n", info.n_embd, info.n_ff, info.n_layer);
     printf("heads:        %u query, %u key/value, head dim %u\n", info.n_head, info.n_head_kv,
            info.head_dim);
-    printf("rope:         %u dims, base %g, %s\n", info.n_rot, (double)info.rope_freq_base,
-           info.rope_neox ? "neox" : "normal");
+    printf("rope:         %u dims, base %g, %s, scaling %s\n", info.n_rot,
+           (double)info.rope_freq_base, info.rope_neox ? "neox" : "normal", info.rope_scaling);
     printf("norm eps:     %g\n", (double)info.norm_eps);
     if (!info.chat_format[0])
         printf("chat:         no template (--chat needs --chat-template NAME)\n");
@@ -81,6 +88,8 @@ int cmd_info(int argc, char **argv) {
         printf("  %-10s  %4u tensors  %9.2f MiB\n", info.tensor_types[t].type,
                info.tensor_types[t].count, mib(info.tensor_types[t].bytes));
     printf("backend:      %s\n", info.backend);
+    printf("placement:\n");
+    cli_print_placement(model, "  ", stdout);
     printf("memory plan:  n_ctx %u, n_batch %u\n", plan.n_ctx, plan.n_batch);
     printf("  weights     %9.2f MiB (shared by all contexts)\n", mib(plan.weight_bytes));
     printf("  KV cache    %9.2f MiB per context\n", mib(plan.kv_bytes));

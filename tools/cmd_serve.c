@@ -35,7 +35,9 @@ static void usage(FILE *out) {
         "Serves the model over HTTP with OpenAI's API: POST /v1/chat/completions and\n"
         "/v1/completions (stream: true for server-sent events), POST /v1/embeddings\n"
         "(mean-pooled hidden states of length 1), GET /v1/models, /health (503 until the\n"
-        "model is loaded) and /metrics (Prometheus). Runs until SIGINT or SIGTERM, then\n"
+        "model is loaded) and /metrics (Prometheus); llama-server's POST /tokenize,\n"
+        "/detokenize and GET /props; ollama's /api/*; a chat page at / for a browser\n"
+        "(http://127.0.0.1:8080/). Runs until SIGINT or SIGTERM, then\n"
         "answers the requests in flight (for --drain-timeout seconds) and exits 0.\n\n"
         "      --host ADDR      address to listen on (default 127.0.0.1: this machine only)\n"
         "      --port N         port; 0 picks a free one (default 8080)\n"
@@ -236,6 +238,7 @@ int cmd_serve(int argc, char **argv) {
     if (cli_model_path(&o.model, buf, sizeof buf, &path)) goto done;
     o.model.path = path;
     if (!s->model_id) s->model_id = base_name(path);
+    s->model_path = path;
     if (serve_http_start(s, err, sizeof err)) {
         cli_error("serve: %s", err);
         goto done;

@@ -16,19 +16,13 @@ SHA256=832db0699007f1be95a7e41ef12e88926b02ba836461e36a36372db2760c1a2e
 cache=${CLINFER_BENCH_CACHE:-$HOME/.cache/clinfer/llama.cpp}
 
 say() { echo "fetch_llamacpp_sdist: $*" >&2; }
+. "$(dirname "${BASH_SOURCE[0]}")/pypi.sh"
 
-verified() { [ -f "$1" ] && echo "$SHA256  $1" | sha256sum --check --status; }
-
-if verified "$cache/$FILE"; then
+if verified "$cache/$FILE" "$SHA256"; then
     echo "$cache/$FILE"
     exit 0
 fi
-
-python=$(command -v python3 || true)
-if [ -z "$python" ] || ! "$python" -m pip --version >/dev/null 2>&1; then
-    say "needs python3 with pip (Debian: apt-get install python3-pip) to download $PACKAGE"
-    exit 1
-fi
+python=$(pip_python "$PACKAGE")
 
 mkdir -p "$cache"
 # Downloaded beside its final place, so that the move below is a rename.
@@ -38,7 +32,7 @@ say "downloading $PACKAGE==$VERSION (source distribution, about 77 MB) from PyPI
 "$python" -m pip download --quiet --no-deps --no-binary :all: --disable-pip-version-check \
     "$PACKAGE==$VERSION" -d "$tmp" >&2
 
-if ! verified "$tmp/$FILE"; then
+if ! verified "$tmp/$FILE" "$SHA256"; then
     say "SHA-256 mismatch for $FILE: expected $SHA256, got" \
         "$( (sha256sum "$tmp/$FILE" 2>/dev/null || echo none) | cut -d' ' -f1)"
     exit 1

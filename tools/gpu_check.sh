@@ -19,10 +19,15 @@
 #  5. Prints summary.md (written by tools/gpu_check_summary.py): the machine, each step's
 #     result, the devices, the suite's counts, the bench table and a ready docs/DEVICES.md row
 #     per kernel path.
+#  With --legacy, step 3 benches each file again with CLINFER_GPU_LEGACY=1 (the GPU kernels
+#  before issue 46) and runs `bench_ops --json` for each type of --types both ways (the copy
+#  bandwidth and FMA probes, matvec GB/s); with --results DIR, tools/gpu_results.py writes
+#  DIR/gpu-YYYYMMDD.json in issue 46's format from all of it.
 # Steps go on after a failure where they can; the exit status is 1 when any step failed.
 #
 # usage: tools/gpu_check.sh [--out DIR] [--device SPEC] [--label L] [--types "F16 Q4_0"]
 #            [-p N] [-n N] [-r R] [--no-tests] [--no-bench] [--no-1b] [--no-llama]
+#            [--tests REGEX] [--legacy] [--results DIR]
 #   --out DIR      results folder (default: $OUT when set, else build-gpucheck/results-TIME)
 #   --device SPEC  the device, as CLINFER_DEVICE takes it: an index, gpu, cpu or part of its
 #                  name (default: $CLINFER_DEVICE, else clinfer's default: the strongest)
@@ -32,6 +37,9 @@
 #   -p, -n, -r     clinfer bench / llama-bench prompt tokens, generated tokens, repetitions
 #                  (default 128, 64, 3)
 #   -E REGEX       leave out the CTest tests whose names match REGEX
+#   --tests REGEX  run only the CTest tests whose names match REGEX (ctest -R)
+#   --legacy       also bench with CLINFER_GPU_LEGACY=1, and run bench_ops both ways (above)
+#   --results DIR  write DIR/gpu-YYYYMMDD.json (tools/gpu_results.py)
 #   --prebuilt     use build-gpucheck/ as it is, built on another machine with the same source
 #                  path (for a machine without the build's -dev packages)
 #   --models LIST  bench these GGUF files instead of the default model and the 1B-shaped ones,
@@ -59,36 +67,27 @@ do_bench=1
 do_1b=1
 do_llama=1
 exclude=""
+only=""
+legacy=0
+results=""
 prebuilt=0
 models=""
-while [ $# -gt 0 ]; do
-    case $1 in
-    --out) out=$2; shift ;;
-    --device) export CLINFER_DEVICE=$2; shift ;;
-    --label) label=$2; shift ;;
-    --types) types=$2; shift ;;
-    -p) n_prompt=$2; shift ;;
-    -n) n_gen=$2; shift ;;
-    -r) reps=$2; shift ;;
-    --no-tests) do_tests=0 ;;
-    --no-bench) do_bench=0 ;;
-    --no-1b) do_1b=0 ;;
-    --no-llama) do_llama=0 ;;
-    -E) exclude=$2; shift ;;
-    --prebuilt) prebuilt=1 ;;
-    --models) models=$2; shift ;;
-    -h | --help) awk 'NR > 1 && !/^#/ { exit } NR > 1' "$0"; exit 0 ;;
-    *) echo "gpu_check: unknown argument '$1' (see --help)" >&2; exit 1 ;;
-    esac
-    shift
-done
+device=""
+# shellcheck source=tools/script_opts.sh
+. "$root/tools/script_opts.sh"
+opts_parse gpu_check --out=out --device=device --label=label --types=types -p=n_prompt \
+    -n=n_gen -r=reps --no-tests:do_tests=0 --no-bench:do_bench=0 --no-1b:do_1b=0 \
+    --no-llama:do_llama=0 -E=exclude --tests=only --legacy:legacy=1 --results=results \
+    --prebuilt:prebuilt=1 --models=models -- "$@"
+[ -z "$device" ] || export CLINFER_DEVICE="$device"
 started=$(date -u '+%Y-%m-%d %H:%M UTC')
 out=${out:-$build/results-$(date -u +%Y%m%d-%H%M%S)}
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 # What an earlier run left in the same folder must not reach this run's summary.
 rm -f "$out"/{summary.md,steps.tsv,devices.json,devices.txt,clinfo.txt,nvidia-smi.txt} \
-    "$out"/{ctest-tests.json,ctest-junit.xml,ctest.log} "$out"/{clinfer,llama}-bench-*.{json,log}
+    "$out"/{ctest-tests.json,ctest-junit.xml,ctest.log} "$out"/{clinfer,llama}-bench-*.{json,log} \
+    "$out"/clinfer-legacy-bench-*.{json,log} "$out"/bench-ops-*.{json,log}
 jobs=${CLINFER_JOBS:-$(nproc)}
 cache=${XDG_CACHE_HOME:-$HOME/.cache}/clinfer
 llama_cache=${CLINFER_BENCH_CACHE:-$cache/llama.cpp}
@@ -169,7 +168,8 @@ else
         export CLINFER_TEST_DEVICES="$device_index"
         cd "$build"
         ctest --show-only=json-v1 >"$out/ctest-tests.json"
-        run_step tests ctest.log ctest ${label:+-L "$label"} ${exclude:+-E "$exclude"} --output-on-failure \
+        run_step tests ctest.log ctest ${label:+-L "$label"} ${exclude:+-E "$exclude"} \
+            ${only:+-R "$only"} --output-on-failure \
             --output-junit "$out/ctest-junit.xml"
     ) || failed=1
 fi
@@ -213,7 +213,21 @@ for file in "${bench_files[@]}"; do
     name=$(bench_name "$file")
     run_step "clinfer bench $name" "clinfer-bench-$name.log" json_to "$out/clinfer-bench-$name.json" \
         "$clinfer" bench -m "$file" -p "$n_prompt" -n "$n_gen" -r "$reps" --json || true
+    [ "$legacy" = 0 ] ||
+        CLINFER_GPU_LEGACY=1 run_step "clinfer bench $name (legacy kernels)" \
+            "clinfer-legacy-bench-$name.log" json_to "$out/clinfer-legacy-bench-$name.json" \
+            "$clinfer" bench -m "$file" -p "$n_prompt" -n "$n_gen" -r "$reps" --json || true
 done
+# bench_ops per weight type (Q4_K_M's matrices are mostly Q4_K), new kernels and legacy ones
+if [ "$legacy" = 1 ] && [ "$do_bench" = 1 ] && [ "$built" = 1 ]; then
+    for type in $types; do
+        t=${type%_M}
+        run_step "bench_ops $t" "bench-ops-$t.log" json_to "$out/bench-ops-$t.json" \
+            "$build/bench_ops" --type "$t" --json || true
+        CLINFER_GPU_LEGACY=1 run_step "bench_ops $t (legacy kernels)" "bench-ops-$t-legacy.log" \
+            json_to "$out/bench-ops-$t-legacy.json" "$build/bench_ops" --type "$t" --json || true
+    done
+fi
 
 # ---- 4. llama.cpp with CUDA on the same files ----------------------------------------------
 # llama.cpp's source tree, from the llama-cpp-python source distribution on PyPI (which carries
@@ -259,5 +273,11 @@ python3 "$root/tools/gpu_check_summary.py" "$out" "$started" "$commit" "tools/gp
     "$load_before" "$(cut -d' ' -f1-3 /proc/loadavg)" "${label:-all}" "${bench_files[@]}" \
     >"$out/summary.md"
 cat "$out/summary.md"
+if [ -n "$results" ]; then
+    mkdir -p "$results"
+    python3 "$root/tools/gpu_results.py" "$out" "$commit" "${bench_files[@]}" \
+        >"$results/gpu-$(date -u +%Y%m%d).json" || record results failed "tools/gpu_results.py"
+    say "issue 46's figures in $results/gpu-$(date -u +%Y%m%d).json"
+fi
 say "results in $out"
 exit "$failed"

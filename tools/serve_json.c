@@ -7,7 +7,7 @@
 
 /* Generated text as a JSON string: bytes that are not valid UTF-8 (a model can emit any byte)
  * and NULs (which end C strings) become U+FFFD, so every client can decode the body. */
-static cJSON *text_string(const char *text, size_t len) {
+cJSON *serve_json_text(const char *text, size_t len) {
     char *s = malloc(3 * len + 1), *o = s;
     if (!s) return NULL;
     const unsigned char *u = (const unsigned char *)text;
@@ -54,6 +54,12 @@ char *serve_json_error(const serve_error *e) {
     return print_and_free(root);
 }
 
+char *serve_json_error_ollama(const serve_error *e) {
+    cJSON *root = cJSON_CreateObject();
+    cJSON_AddStringToObject(root, "error", e->message);
+    return print_and_free(root);
+}
+
 char *serve_json_models(const serve_server *s) {
     cJSON *root = cJSON_CreateObject();
     cJSON_AddStringToObject(root, "object", "list");
@@ -67,7 +73,10 @@ char *serve_json_models(const serve_server *s) {
 }
 
 static const char *finish_name(serve_finish f) {
-    return f == SERVE_FINISH_STOP ? "stop" : f == SERVE_FINISH_LENGTH ? "length" : NULL;
+    return f == SERVE_FINISH_STOP         ? "stop"
+           : f == SERVE_FINISH_LENGTH     ? "length"
+           : f == SERVE_FINISH_TOOL_CALLS ? "tool_calls"
+                                          : NULL;
 }
 
 static cJSON *envelope(const serve_server *s, const char *object, const char *id, long created) {
@@ -94,42 +103,52 @@ static void add_finish(cJSON *choice, serve_finish finish) {
         cJSON_AddNullToObject(choice, "finish_reason");
 }
 
-/* A response (chunk: a streamed chunk) with its one choice: the text as the message of a whole
- * chat answer, the delta of a chat chunk (role on the first chunk) or a completion's text. */
-static cJSON *with_choice(const serve_server *s, serve_kind kind, bool chunk, const char *id,
-                          long created, const char *role, const char *text, size_t len,
-                          serve_finish finish) {
-    bool chat = kind == SERVE_CHAT;
-    const char *object = !chat   ? "text_completion"
-                         : chunk ? "chat.completion.chunk"
-                                 : "chat.completion";
-    cJSON *root = envelope(s, object, id, created);
+/* One choice: the text as the message of a whole chat answer, the delta of a chat chunk (role
+ * on a choice's first chunk) or a completion's text; its log-probabilities and tool calls. */
+static cJSON *choice_json(serve_kind kind, bool chunk, const serve_choice_out *c) {
     cJSON *choice = cJSON_CreateObject();
-    cJSON_AddNumberToObject(choice, "index", 0);
-    if (chat) {
+    cJSON_AddNumberToObject(choice, "index", (double)c->index);
+    if (kind == SERVE_CHAT) {
         cJSON *m = cJSON_AddObjectToObject(choice, chunk ? "delta" : "message");
-        if (role) cJSON_AddStringToObject(m, "role", role);
-        if (len || role) cJSON_AddItemToObject(m, "content", text_string(text, len));
+        if (c->role) cJSON_AddStringToObject(m, "role", c->role);
+        if (c->tool_calls && !c->len && !chunk)
+            cJSON_AddNullToObject(m, "content");
+        else if (c->len || (c->role && !c->tool_calls))
+            cJSON_AddItemToObject(m, "content", serve_json_text(c->text, c->len));
+        if (c->tool_calls) cJSON_AddItemToObject(m, "tool_calls", c->tool_calls);
     } else {
-        cJSON_AddItemToObject(choice, "text", text_string(text, len));
-        cJSON_AddNullToObject(choice, "logprobs");
+        cJSON_AddItemToObject(choice, "text", serve_json_text(c->text, c->len));
     }
-    add_finish(choice, finish);
-    cJSON_AddItemToArray(cJSON_AddArrayToObject(root, "choices"), choice);
-    return root;
+    if (c->logprobs)
+        cJSON_AddItemToObject(choice, "logprobs", c->logprobs);
+    else
+        cJSON_AddNullToObject(choice, "logprobs");
+    add_finish(choice, c->finish);
+    return choice;
+}
+
+static const char *object_name(serve_kind kind, bool chunk) {
+    return kind != SERVE_CHAT ? "text_completion"
+           : chunk            ? "chat.completion.chunk"
+                              : "chat.completion";
 }
 
 char *serve_json_completion(const serve_server *s, serve_kind kind, const char *id, long created,
-                            const char *text, size_t len, serve_finish finish, size_t n_prompt,
+                            const serve_choice_out *c, size_t n, size_t n_prompt,
                             size_t n_generated) {
-    cJSON *root = with_choice(s, kind, false, id, created, "assistant", text, len, finish);
+    cJSON *root = envelope(s, object_name(kind, false), id, created);
+    cJSON *choices = cJSON_AddArrayToObject(root, "choices");
+    for (size_t i = 0; i < n; i++)
+        cJSON_AddItemToArray(choices, choice_json(kind, false, &c[i]));
     add_usage(root, n_prompt, n_generated);
     return print_and_free(root);
 }
 
 char *serve_json_chunk(const serve_server *s, serve_kind kind, const char *id, long created,
-                       const char *role, const char *text, size_t len, serve_finish finish) {
-    return print_and_free(with_choice(s, kind, true, id, created, role, text, len, finish));
+                       const serve_choice_out *c) {
+    cJSON *root = envelope(s, object_name(kind, true), id, created);
+    cJSON_AddItemToArray(cJSON_AddArrayToObject(root, "choices"), choice_json(kind, true, c));
+    return print_and_free(root);
 }
 
 char *serve_json_usage_chunk(const serve_server *s, serve_kind kind, const char *id, long created,

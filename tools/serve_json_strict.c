@@ -170,3 +170,14 @@ cJSON *serve_parse_strict(const char *body, size_t len, serve_error *err) {
     }
     return root;
 }
+
+int serve_only_members(const cJSON *o, const char *known, const char *where, serve_error *err) {
+    for (const cJSON *v = o->child; v; v = v->next) {
+        char key[40];
+        if (snprintf(key, sizeof key, " %s ", v->string) >= (int)sizeof key ||
+            strchr(v->string, ' ') || !strstr(known, key))
+            return serve_error_set(err, 400, "invalid_request_error",
+                                   "'%s%s' is not supported by this server", where, v->string);
+    }
+    return 0;
+}

@@ -47,7 +47,8 @@ char *serve_metrics_text(serve_server *s) {
     pthread_mutex_lock(&s->lock);
     memcpy(requests, s->requests, sizeof requests);
     memcpy(classes, s->responses_by_class, sizeof classes);
-    size_t in_flight = s->in_flight;
+    size_t in_flight = s->in_flight, conns = s->n_conns;
+    uint64_t conns_closed = s->conns_closed_slow;
     pthread_mutex_unlock(&s->lock);
     serve_pool_stats ps = {0};
     if (s->pool) serve_pool_get_stats(s->pool, &ps);
@@ -63,6 +64,11 @@ char *serve_metrics_text(serve_server *s) {
         put(&b, "clinfer_responses_total{code=\"%dxx\"} %llu\n", c, (unsigned long long)classes[c]);
     metric(&b, "requests_in_flight", "gauge", "Requests received and not yet fully answered.");
     put(&b, "clinfer_requests_in_flight %zu\n", in_flight);
+    metric(&b, "connections_open", "gauge", "Client connections held now.");
+    put(&b, "clinfer_connections_open %zu\n", conns);
+    metric(&b, "connections_closed_total", "counter",
+           "Connections the server closed: past a deadline, or to make room for a newcomer.");
+    put(&b, "clinfer_connections_closed_total %llu\n", (unsigned long long)conns_closed);
     metric(&b, "generations_total", "counter", "Generations finished on a slot.");
     put(&b, "clinfer_generations_total %llu\n", (unsigned long long)ps.jobs_done);
     metric(&b, "generations_cancelled_total", "counter",

@@ -10,10 +10,12 @@
 typedef struct {
     serve_job *job; /* NULL: free */
     clinfer_sampler *sampler;
-    int32_t *held; /* the tokens its sequence holds (n_ctx of room), for the prompt cache */
-    size_t n_held; /* = clinfer_seq_len of its sequence */
-    size_t n_fed;  /* of job->tokens, those in the sequence */
-    bool decoding; /* the prompt is in; `next` is the token to evaluate */
+    int32_t *held;  /* the tokens its sequence holds (n_ctx of room), for the prompt cache */
+    size_t n_held;  /* = clinfer_seq_len of its sequence */
+    size_t n_fed;   /* of job->tokens, those in the sequence */
+    bool decoding;  /* the prompt is in; `next` is the token to evaluate */
+    bool following; /* a group's: waits for the lead's prompt in slot `lead`, to copy it */
+    size_t lead;
     int32_t next;  /* the last token sampled */
     char *pending; /* bytes of pieces that are not a whole character yet */
     size_t n_pending, cap_pending;

@@ -4,7 +4,8 @@
  * typed by a user cannot open a turn of its own (unless --special-in-content). When no content
  * holds a special token's text the whole rendering is tokenized at once, as run --chat does;
  * otherwise the rendering is cut where the contents go (found by rendering placeholders) and
- * each piece tokenized on its own, the template's with special tokens, the contents without. */
+ * tokenized as one text whose template pieces read special tokens and contents do not
+ * (clinfer_tokenize_pieces). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,21 +28,30 @@ static int reserve(tokens_buf *b, size_t more, serve_error *err) {
     return 0;
 }
 
-/* Appends the tokens of text (len bytes) to b. 0, or -1 with *err set. */
-static int append_tokens(const clinfer_model *model, tokens_buf *b, const char *text, size_t len,
-                         bool add_bos, bool special, serve_error *err) {
-    size_t need = len + 2; /* a token per byte, BOS and EOS, unless a piece is under a byte */
+/* Appends the tokens of the n pieces, one text, to b. 0, or -1 with *err set. */
+static int append_pieces(const clinfer_model *model, tokens_buf *b,
+                         const clinfer_text_piece *pieces, size_t n, bool add_bos,
+                         serve_error *err) {
+    size_t need = 2; /* a token per byte, BOS and EOS, unless a piece is under a byte */
+    for (size_t i = 0; i < n; i++)
+        need += pieces[i].len;
     clinfer_status st = CLINFER_ERR_BUFFER_TOO_SMALL;
     for (int attempt = 0; attempt < 2 && st == CLINFER_ERR_BUFFER_TOO_SMALL; attempt++) {
         if (reserve(b, need, err)) return -1;
-        st =
-            clinfer_tokenize(model, text, len, add_bos, special, b->v + b->n, b->cap - b->n, &need);
+        st = clinfer_tokenize_pieces(model, pieces, n, add_bos, b->v + b->n, b->cap - b->n, &need);
     }
     if (st != CLINFER_OK)
         return serve_error_set(err, 500, "server_error", "tokenizing failed: %s",
                                clinfer_last_error());
     b->n += need;
     return 0;
+}
+
+/* Appends the tokens of text (len bytes) to b. 0, or -1 with *err set. */
+static int append_tokens(const clinfer_model *model, tokens_buf *b, const char *text, size_t len,
+                         bool add_bos, bool special, serve_error *err) {
+    clinfer_text_piece whole = {text, len, special};
+    return append_pieces(model, b, &whole, 1, add_bos, err);
 }
 
 int serve_tokenize(clinfer_model *model, const char *text, int32_t **tokens, size_t *n,
@@ -128,26 +138,20 @@ static bool pieces_match(const char *rendered, const clinfer_chat_message *m, si
     return *at == '\0';
 }
 
-/* The tokens of the template's pieces (special) and the contents (plain) in turn, framed with
- * BOS (and EOS where the model asks) as a whole prompt would be. */
+/* The tokens of the template's pieces (special) and the contents (plain) in turn, as one prompt
+ * (the spacing and BOS of a whole text). */
 static int tokenize_pieces(serve_server *s, const clinfer_chat_message *m, size_t n,
                            const char **starts, const size_t *lens, bool trim, tokens_buf *b,
                            serve_error *err) {
-    tokens_buf frame = {0}; /* an empty prompt's tokens: what goes around every prompt */
-    int rc = append_tokens(s->model, &frame, "", 0, clinfer_token_add_bos(s->model), false, err);
-    size_t lead = frame.n && frame.v[0] == clinfer_token_bos(s->model);
-    if (!rc && lead && !(rc = reserve(b, 1, err))) b->v[b->n++] = frame.v[0];
-    for (size_t i = 0; !rc && i <= n; i++) {
-        rc = append_tokens(s->model, b, starts[i], lens[i], false, true, err);
-        if (rc || i == n) break;
-        const char *c;
-        size_t len;
-        content_as_written(m[i].content, trim, &c, &len);
-        rc = append_tokens(s->model, b, c, len, false, false, err);
+    clinfer_text_piece *pieces = calloc(2 * n + 1, sizeof *pieces);
+    if (!pieces) return serve_error_set(err, 500, "server_error", "out of memory");
+    for (size_t i = 0; i <= n; i++) {
+        pieces[2 * i] = (clinfer_text_piece){starts[i], lens[i], true};
+        if (i < n)
+            content_as_written(m[i].content, trim, &pieces[2 * i + 1].text, &pieces[2 * i + 1].len);
     }
-    for (size_t i = lead; !rc && i < frame.n; i++) /* what follows a prompt: EOS */
-        if (!(rc = reserve(b, 1, err))) b->v[b->n++] = frame.v[i];
-    free(frame.v);
+    int rc = append_pieces(s->model, b, pieces, 2 * n + 1, clinfer_token_add_bos(s->model), err);
+    free(pieces);
     return rc;
 }
 

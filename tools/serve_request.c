@@ -1,4 +1,5 @@
 #include "serve_request.h"
+#include "serve_tools.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -6,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define SERVE_MAX_TOP 20 /* top_logprobs, as OpenAI allows (serve_slots.h's too) */
 #define BAD(...) serve_error_set(err, 400, "invalid_request_error", __VA_ARGS__)
 
 /* A field that is absent or JSON null counts as not given. */
@@ -78,10 +80,28 @@ static int content_text(const cJSON *c, size_t i, char **out, serve_error *err) 
 }
 
 static bool known_role(const char *role) {
-    static const char *const roles[] = {"system", "user", "assistant", "tool"};
+    static const char *const roles[] = {"system", "developer", "user", "assistant", "tool"};
     for (size_t i = 0; i < sizeof roles / sizeof roles[0]; i++)
         if (!strcmp(role, roles[i])) return true;
     return false;
+}
+
+/* A message's members: what is read, and what clients send back of an answer unset (refusal,
+ * audio and function_call null, annotations empty); a participant's name only on a tool's. */
+static int message_members(const cJSON *m, size_t i, const char *role, serve_error *err) {
+    for (const cJSON *v = m->child; v; v = v->next) {
+        const char *k = v->string;
+        bool ok = !strcmp(k, "role") || !strcmp(k, "content") || !strcmp(k, "tool_calls") ||
+                  !strcmp(k, "tool_call_id") || (!strcmp(k, "name") && !strcmp(role, "tool"));
+        ok = ok || ((!strcmp(k, "refusal") || !strcmp(k, "audio") || !strcmp(k, "function_call")) &&
+                    cJSON_IsNull(v));
+        ok = ok || (!strcmp(k, "annotations") && cJSON_IsArray(v) && !v->child);
+        if (!ok)
+            return BAD("'messages[%zu].%s' is not supported by this server (or not with this "
+                       "value)",
+                       i, k);
+    }
+    return 0;
 }
 
 static int parse_messages(const cJSON *root, serve_request *req, serve_error *err) {
@@ -102,17 +122,21 @@ static int parse_messages(const cJSON *root, serve_request *req, serve_error *er
         if (!cJSON_IsString(role) || !role->valuestring[0])
             return BAD("messages[%zu].role must be a non-empty string", i);
         if (!known_role(role->valuestring))
-            return BAD("messages[%zu].role '%s' is not one of system, user, assistant, tool", i,
-                       role->valuestring);
+            return BAD("messages[%zu].role '%s' is not one of system, developer, user, "
+                       "assistant, tool",
+                       i, role->valuestring);
+        if (message_members(m, i, role->valuestring, err)) return -1;
         char *content = NULL;
         if (content_text(field(m, "content"), i, &content, err)) return -1;
-        char *r = dup_string(role->valuestring);
+        /* OpenAI's newer name for the system role */
+        char *r = dup_string(strcmp(role->valuestring, "developer") ? role->valuestring : "system");
         if (!r) {
             free(content);
             return NO_MEMORY();
         }
         req->messages[i] = (clinfer_chat_message){r, content};
         req->n_messages++;
+        if (serve_tools_parse_message(m, i, (size_t)n, req, err)) return -1;
     }
     return 0;
 }
@@ -155,20 +179,23 @@ static int parse_stop(const cJSON *root, serve_request *req, serve_error *err) {
 static const char known[] =
     " model messages prompt temperature top_p top_k min_p presence_penalty frequency_penalty"
     " repeat_penalty seed max_tokens max_completion_tokens stop stream stream_options"
-    " response_format grammar json_schema n logprobs tools ";
+    " response_format grammar json_schema n logprobs top_logprobs tools tool_choice"
+    " parallel_tool_calls ";
 
 /* Members that change nothing here when they hold what clients send as their defaults: accepted
  * then, refused otherwise (an OpenAI or llama-server field clinfer does not implement). */
 static bool harmless(const cJSON *v) {
     const char *k = v->string;
-    if (!strcmp(k, "user")) return cJSON_IsString(v);     /* an end user's id, for abuse reports */
+    if (!strcmp(k, "user") || !strcmp(k, "safety_identifier"))
+        return cJSON_IsString(v); /* an end user's id, for abuse reports */
+    if (!strcmp(k, "prompt_cache_key")) return cJSON_IsString(v); /* prompts are cached anyway */
+    if (!strcmp(k, "modalities"))                                 /* text out, the only one */
+        return cJSON_IsArray(v) && cJSON_GetArraySize(v) == 1 && cJSON_IsString(v->child) &&
+               !strcmp(v->child->valuestring, "text");
     if (!strcmp(k, "metadata")) return cJSON_IsObject(v); /* tags for a stored completion */
     if (!strcmp(k, "store") || !strcmp(k, "echo")) return cJSON_IsFalse(v);
-    if (!strcmp(k, "parallel_tool_calls")) return cJSON_IsBool(v); /* no tools: nothing to run */
-    if (!strcmp(k, "tool_choice")) return cJSON_IsString(v) && !strcmp(v->valuestring, "none");
     if (!strcmp(k, "logit_bias")) return cJSON_IsObject(v) && !v->child;
     if (!strcmp(k, "best_of")) return cJSON_IsNumber(v) && v->valuedouble == 1;
-    if (!strcmp(k, "top_logprobs")) return cJSON_IsNumber(v) && v->valuedouble == 0;
     if (!strcmp(k, "service_tier"))
         return cJSON_IsString(v) &&
                (!strcmp(v->valuestring, "auto") || !strcmp(v->valuestring, "default"));
@@ -187,16 +214,34 @@ static int unknown_members(const cJSON *root, serve_error *err) {
     return 0;
 }
 
-static int unsupported(const cJSON *root, serve_error *err) {
-    if (unknown_members(root, err)) return -1;
+/* Chat: logprobs true or false, top_logprobs 0 .. 20 beside it; a completion: logprobs N. */
+static int parse_logprobs(const cJSON *root, serve_request *req, serve_error *err) {
+    double top = 0;
+    req->logprobs = -1;
+    int has_top = number(root, "top_logprobs", 0, SERVE_MAX_TOP, true, &top, err);
+    if (has_top < 0) return -1;
+    const cJSON *lp = field(root, "logprobs");
+    if (req->kind == SERVE_CHAT) {
+        if (lp && !cJSON_IsBool(lp)) return BAD("'logprobs' must be true or false");
+        if (!cJSON_IsTrue(lp)) {
+            if (top > 0) return BAD("'top_logprobs' needs 'logprobs': true");
+            return 0;
+        }
+        req->logprobs = (int32_t)top;
+        return 0;
+    }
+    if (top > 0) return BAD("'top_logprobs' is a chat field: completions take 'logprobs': N");
+    if (!lp || cJSON_IsFalse(lp)) return 0;
+    if (number(root, "logprobs", 0, SERVE_MAX_TOP, true, &top, err) < 0) return -1;
+    req->logprobs = (int32_t)top;
+    return 0;
+}
+
+static int unsupported(const cJSON *root, serve_request *req, serve_error *err) {
     double n = 1;
-    if (number(root, "n", 1, 1e9, true, &n, err) < 0) return -1;
-    if (n != 1) return BAD("'n' must be 1: one choice per request");
-    const cJSON *f = field(root, "logprobs");
-    if (f && !cJSON_IsFalse(f)) return BAD("'logprobs' is not supported");
-    f = field(root, "tools");
-    if (f && !(cJSON_IsArray(f) && cJSON_GetArraySize(f) == 0))
-        return BAD("'tools' is not supported");
+    if (number(root, "n", 1, SERVE_MAX_CHOICES, true, &n, err) < 0) return -1;
+    req->n = (int32_t)n;
+    if (unknown_members(root, err)) return -1;
     return 0;
 }
 
@@ -236,6 +281,7 @@ static int schema_grammar(const cJSON *schema, const char *field_name, serve_req
  * "strict"}}; llama-server's "schema" beside "type" too. strict false constrains all the same. */
 static int parse_response_format(const cJSON *rf, serve_request *req, serve_error *err) {
     if (!cJSON_IsObject(rf)) return BAD("'response_format' must be an object");
+    if (serve_only_members(rf, " type json_schema schema ", "response_format.", err)) return -1;
     const cJSON *type = field(rf, "type"), *schema = field(rf, "schema");
     if (!cJSON_IsString(type))
         return BAD("'response_format.type' must be \"text\", \"json_object\" or "
@@ -255,6 +301,8 @@ static int parse_response_format(const cJSON *rf, serve_request *req, serve_erro
     }
     if (!cJSON_IsObject(js))
         return BAD("'response_format.json_schema' must be an object (name, schema, strict)");
+    if (serve_only_members(js, " name schema strict ", "response_format.json_schema.", err))
+        return -1;
     const cJSON *name = field(js, "name");
     if (name && !cJSON_IsString(name))
         return BAD("'response_format.json_schema.name' must be a string");
@@ -310,7 +358,7 @@ static int parse_sampling(const cJSON *root, serve_request *req, serve_error *er
 
 int serve_request_parse(const char *body, size_t len, serve_kind kind, serve_request *req,
                         serve_error *err) {
-    *req = (serve_request){.kind = kind, .max_tokens = -1};
+    *req = (serve_request){.kind = kind, .max_tokens = -1, .logprobs = -1, .n = 1};
     clinfer_sampler_params_default(&req->sampling);
     cJSON *root = serve_parse_strict(body, len, err);
     int rc = -1;
@@ -324,15 +372,26 @@ int serve_request_parse(const char *body, size_t len, serve_kind kind, serve_req
         BAD("'model' must be a string");
         goto done;
     }
-    if (unsupported(root, err) || parse_sampling(root, req, err) || parse_stop(root, req, err) ||
-        parse_constraint(root, req, err) || boolean(root, "stream", &req->stream, err) < 0)
+    if (unsupported(root, req, err) || parse_logprobs(root, req, err) ||
+        parse_sampling(root, req, err) || parse_stop(root, req, err) ||
+        parse_constraint(root, req, err) || serve_tools_parse(root, req, err) ||
+        boolean(root, "stream", &req->stream, err) < 0)
         goto done;
     const cJSON *so = field(root, "stream_options");
     if (so && !cJSON_IsObject(so)) {
         BAD("'stream_options' must be an object");
         goto done;
     }
-    if (so && boolean(so, "include_usage", &req->include_usage, err) < 0) goto done;
+    if (so &&
+        (serve_only_members(so, " include_usage include_obfuscation ", "stream_options.", err) ||
+         boolean(so, "include_usage", &req->include_usage, err) < 0))
+        goto done;
+    /* obfuscation pads events against length side channels: not done here */
+    if (so && field(so, "include_obfuscation") &&
+        !cJSON_IsFalse(field(so, "include_obfuscation"))) {
+        BAD("'stream_options.include_obfuscation' is not supported by this server (only false)");
+        goto done;
+    }
     if (kind == SERVE_CHAT ? parse_messages(root, req, err) : parse_prompt(root, req, err))
         goto done;
     rc = 0;
@@ -343,6 +402,7 @@ done:
 }
 
 void serve_request_free(serve_request *req) {
+    serve_tools_free(req);
     for (size_t i = 0; i < req->n_messages; i++) {
         free((char *)req->messages[i].role);
         free((char *)req->messages[i].content);
@@ -412,6 +472,10 @@ int serve_embed_request_parse(const char *body, size_t len, serve_embed_request 
         BAD("the body must be a JSON object");
     else if (model && !cJSON_IsString(model))
         BAD("'model' must be a string");
+    else if (serve_only_members(root, " model input encoding_format dimensions user ", "", err))
+        rc = -1; /* *err is set */
+    else if (field(root, "user") && !cJSON_IsString(field(root, "user")))
+        BAD("'user' must be a string");
     else if ((format = field(root, "encoding_format")) &&
              !(cJSON_IsString(format) &&
                (!strcmp(format->valuestring, "float") || !strcmp(format->valuestring, "base64"))))

@@ -71,9 +71,9 @@ static bool append_text(serve_job *job, const char *text, size_t len) {
     return !stop;
 }
 
-/* Adds a sampled token's piece to the slot's pending bytes and hands on the whole characters.
- * Returns whether the generation goes on. */
-static bool stream_token(serve_pool *p, serve_slot *s, int32_t token) {
+/* Adds a sampled token's piece to the slot's pending bytes and hands on the whole characters,
+ * and its log-probabilities (lp, unless NULL). Returns whether the generation goes on. */
+static bool stream_token(serve_pool *p, serve_slot *s, int32_t token, serve_logprob *lp) {
     serve_job *job = s->job;
     size_t need = 0;
     clinfer_status st = CLINFER_ERR_BUFFER_TOO_SMALL;
@@ -101,6 +101,14 @@ static bool stream_token(serve_pool *p, serve_slot *s, int32_t token) {
         if (whole) go_on = append_text(job, s->pending, whole);
         memmove(s->pending, s->pending + whole, s->n_pending - whole);
         s->n_pending -= whole;
+    }
+    if (st == CLINFER_OK && lp) {
+        lp->end = job->len + s->n_pending;
+        if (!serve_job_push_logprob_locked(job, lp)) {
+            job->status = CLINFER_ERR_OUT_OF_MEMORY;
+            snprintf(job->error, sizeof job->error, "no memory for log-probabilities");
+            go_on = false;
+        }
     }
     pthread_mutex_unlock(&p->lock);
     return go_on;
@@ -206,8 +214,36 @@ static size_t pick_slot(const serve_pool *p, const serve_job *job) {
     return best;
 }
 
+static size_t free_slots(const serve_pool *p) {
+    size_t n = 0;
+    for (size_t i = 0; i < p->n_slots; i++)
+        n += !p->slots[i].job;
+    return n;
+}
+
+/* Under the lock: a group's lead (first in the queue) and the rest of its jobs that are still
+ * queued, into free slots; the others follow the lead's slot. Returns the job queued after the
+ * group. */
+static serve_job *admit_group_locked(serve_pool *p, serve_job *lead) {
+    serve_job *after = lead->next;
+    while (after && after->group == lead->group)
+        after = after->next;
+    size_t l = pick_slot(p, lead);
+    for (serve_job *job = lead, *next; job != after; job = next) {
+        next = job->next;
+        size_t i = job == lead ? l : pick_slot(p, job);
+        serve_job_unlink_locked(p, job);
+        slot_start_locked(p, i, job);
+        if (job != lead) {
+            p->slots[i].following = true;
+            p->slots[i].lead = l;
+        }
+    }
+    return after;
+}
+
 /* Under the lock: queued jobs into free slots (and an embeddings job into its runner), in
- * queue order. */
+ * queue order; a group that does not fit yet holds up the jobs behind it. */
 static void admit_locked(serve_pool *p) {
     for (serve_job *job = p->head, *next; job; job = next) {
         next = job->next;
@@ -218,10 +254,42 @@ static void admit_locked(serve_pool *p) {
             p->embed_next = 0;
             continue;
         }
+        if (job->group) {
+            if (free_slots(p) < job->n_group) break; /* first come, first served */
+            next = admit_group_locked(p, job);
+            continue;
+        }
         size_t i = pick_slot(p, job);
         if (i == p->n_slots) continue;
         serve_job_unlink_locked(p, job);
         slot_start_locked(p, i, job);
+    }
+}
+
+/* The slots that follow a group's lead: once the lead's prompt is in, each copies the lead's
+ * sequence but for the last prompt token, which it evaluates itself for its own logits. A lead
+ * whose sequence does not hold the prompt (it failed or left) leaves them to evaluate it. */
+static void copy_from_leads(serve_pool *p) {
+    for (size_t i = 0; i < p->n_slots; i++) {
+        serve_slot *s = &p->slots[i];
+        if (!s->job || !s->following) continue;
+        const serve_slot *l = &p->slots[s->lead];
+        if (l->job && l->job->group == s->job->group && l->job->group_lead &&
+            l->n_fed < l->job->n_tokens)
+            continue; /* the lead's prompt is not in yet */
+        s->following = false;
+        size_t n = s->job->n_tokens - 1;
+        if (n <= s->n_fed || l->n_held < n || memcmp(l->held, s->job->tokens, n * sizeof *l->held))
+            continue;
+        clinfer_status st =
+            clinfer_seq_copy_prefix(p->ctx, (uint32_t)s->lead, (uint32_t)i, (uint32_t)n);
+        if (st != CLINFER_OK) {
+            s->n_held = s->n_fed = 0; /* a failed copy leaves the sequence empty */
+            slot_finish(p, i, st, clinfer_last_error(), false);
+            continue;
+        }
+        memcpy(s->held, l->held, n * sizeof *s->held);
+        s->n_held = s->n_fed = n;
     }
 }
 
@@ -251,7 +319,11 @@ static void slot_sample(serve_pool *p, size_t i, size_t e) {
     p->stats.generated_tokens++;
     pthread_mutex_unlock(&p->lock);
     s->next = tok;
-    if (!stream_token(p, s, tok)) /* a stop string, a client gone, or no memory */
+    serve_logprob lp;
+    if (job->n_top_logprobs >= 0)
+        serve_logprob_compute(logits, n_vocab, tok, (uint32_t)job->n_top_logprobs, &lp);
+    if (!stream_token(p, s, tok, job->n_top_logprobs >= 0 ? &lp : NULL))
+        /* a stop string, a client gone, or no memory */
         return slot_finish(p, i, CLINFER_OK, NULL, false);
     if (job->n_predict >= 0 && s->n_generated >= (size_t)job->n_predict)
         return slot_finish(p, i, CLINFER_OK, NULL, false);
@@ -264,7 +336,7 @@ static size_t next_prefill(const serve_pool *p, uint64_t after) {
     size_t best = p->n_slots;
     for (size_t i = 0; i < p->n_slots; i++) {
         const serve_slot *s = &p->slots[i];
-        if (!s->job || s->decoding || s->order < after) continue;
+        if (!s->job || s->decoding || s->following || s->order < after) continue;
         if (best == p->n_slots || s->order < p->slots[best].order) best = i;
     }
     return best;
@@ -274,6 +346,7 @@ static size_t next_prefill(const serve_pool *p, uint64_t after) {
 static void step(serve_pool *p) {
     clinfer_batch_entry *b = p->batch;
     size_t n = 0, n_decode = 0;
+    copy_from_leads(p);
     for (size_t i = 0; i < p->n_slots && n < p->n_batch; i++) {
         serve_slot *s = &p->slots[i];
         if (!s->job || !s->decoding) continue;

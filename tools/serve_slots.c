@@ -24,13 +24,15 @@ static void job_free(serve_job *job) {
     for (size_t i = 0; i < job->n_stop; i++)
         free(job->stop[i]);
     free(job->text);
+    free(job->lp);
     clinfer_sampler_free(job->sampler);
     pthread_cond_destroy(&job->changed);
     free(job);
 }
 
 int serve_job_create(serve_pool *pool, const int32_t *tokens, size_t n_tokens,
-                     const serve_request *req, uint64_t seed, serve_job **out, serve_error *err) {
+                     const serve_request *req, uint64_t seed, size_t index, serve_job **out,
+                     serve_error *err) {
     serve_job *job = calloc(1, sizeof *job);
     if (!job) return serve_error_set(err, 500, "server_error", "out of memory");
     pthread_cond_init(&job->changed, NULL);
@@ -42,7 +44,9 @@ int serve_job_create(serve_pool *pool, const int32_t *tokens, size_t n_tokens,
     job->n_tokens = n_tokens;
     job->n_predict = req->max_tokens;
     job->sampling = req->sampling;
+    job->n_top_logprobs = req->logprobs;
     if (!req->seed_given) job->sampling.seed = seed;
+    job->sampling.seed += index * 0x9E3779B97F4A7C15ull; /* choices of one request differ */
     for (size_t i = 0; ok && i < req->n_stop; i++)
         ok = (job->stop[job->n_stop++] = dup_string(req->stop[i])) != NULL;
     job->submitted_ms = cli_now_ms();
@@ -75,6 +79,7 @@ serve_job *serve_job_create_embed(serve_pool *pool, const int32_t *tokens, const
     pthread_cond_init(&job->changed, NULL);
     job->pool = pool;
     job->refs = 1;
+    job->n_top_logprobs = -1;
     job->n_tokens = ends[n_inputs - 1]; /* n_inputs >= 1 and each input non-empty: the caller */
     job->tokens = malloc(job->n_tokens * sizeof *tokens);
     job->ends = malloc(n_inputs * sizeof *ends);
@@ -141,21 +146,35 @@ void serve_job_release(serve_job *job) {
     pthread_mutex_unlock(lock);
 }
 
+/* Under the lock: appends job to the queue. */
+static void enqueue_locked(serve_pool *p, serve_job *job) {
+    job->refs++;
+    job->submitted = job->queued = true;
+    job->next = NULL;
+    if (p->tail)
+        p->tail->next = job;
+    else
+        p->head = job;
+    p->tail = job;
+    p->queued++;
+}
+
 bool serve_pool_submit(serve_pool *p, serve_job *job) {
+    return serve_pool_submit_group(p, &job, 1, 0);
+}
+
+bool serve_pool_submit_group(serve_pool *p, serve_job **jobs, size_t n, uint64_t group) {
     pthread_mutex_lock(&p->lock);
-    bool ok = !p->stopping && p->queued < p->queue_cap;
-    if (ok) {
-        job->refs++;
-        job->submitted = job->queued = true;
-        job->next = NULL;
-        if (p->tail)
-            p->tail->next = job;
-        else
-            p->head = job;
-        p->tail = job;
-        p->queued++;
-        pthread_cond_signal(&p->work);
+    /* room for queue_cap waiting beyond the slots: a burst that arrives before the scheduler
+     * takes any fills the free slots first */
+    bool ok = !p->stopping && p->active + p->queued + n <= p->n_slots + p->queue_cap;
+    for (size_t i = 0; ok && i < n; i++) {
+        jobs[i]->group = n > 1 ? group : 0;
+        jobs[i]->n_group = n;
+        jobs[i]->group_lead = i == 0;
+        enqueue_locked(p, jobs[i]);
     }
+    if (ok) pthread_cond_signal(&p->work);
     pthread_mutex_unlock(&p->lock);
     return ok;
 }

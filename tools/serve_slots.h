@@ -16,7 +16,28 @@
 
 typedef struct serve_pool serve_pool;
 
-typedef enum { SERVE_FINISH_NONE, SERVE_FINISH_STOP, SERVE_FINISH_LENGTH } serve_finish;
+typedef enum {
+    SERVE_FINISH_NONE,
+    SERVE_FINISH_STOP,
+    SERVE_FINISH_LENGTH,
+    SERVE_FINISH_TOOL_CALLS /* the answer, read after it stopped, was tool calls */
+} serve_finish;
+
+#define SERVE_MAX_TOP_LOGPROBS 20 /* as OpenAI allows */
+
+typedef struct {
+    int32_t token;
+    float logprob;
+} serve_token_prob;
+
+/* A generated token's log-probability in the model's distribution (the log-softmax of its
+ * logits, before temperature, penalties and grammar), and the n_top most likely tokens. */
+typedef struct {
+    serve_token_prob chosen;
+    size_t end; /* bytes the job generated, once this token's are in (whole and pending) */
+    uint32_t n_top;
+    serve_token_prob top[SERVE_MAX_TOP_LOGPROBS]; /* the most likely first */
+} serve_logprob;
 
 typedef struct serve_job {
     /* input, fixed once submitted */
@@ -27,6 +48,12 @@ typedef struct serve_job {
     clinfer_sampler *sampler; /* made with the job, its grammar set; the slot takes it */
     char *stop[SERVE_MAX_STOP];
     size_t n_stop;
+    int32_t n_top_logprobs; /* -1: no log-probabilities; else how many top tokens each */
+    /* the choices of one request (n > 1): n_group jobs of one prompt, queued together and
+     * started together; the others copy the lead's evaluated prompt (clinfer_seq_copy_prefix) */
+    uint64_t group; /* 0: alone */
+    size_t n_group;
+    bool group_lead;
     /* an embeddings job (n_inputs > 0): input i's tokens end at ends[i]; each is evaluated alone
      * (between steps, on a context of its own) and its mean hidden state, normalized, written
      * to embeddings[i * n_embd] */
@@ -37,6 +64,8 @@ typedef struct serve_job {
     pthread_cond_t changed;
     char *text; /* everything generated so far */
     size_t len, cap;
+    serve_logprob *lp; /* one per generated token, with n_top_logprobs >= 0 */
+    size_t n_lp, cap_lp;
     size_t ready;   /* text[0, ready) is final: no stop string can start in it */
     bool done;      /* the scheduler is done with it: ready, finish, stats, status are final */
     bool cancelled; /* the client went away: stop at the next token */
@@ -81,16 +110,22 @@ uint32_t serve_pool_n_batch(const serve_pool *pool); /* tokens per step */
 
 /* A job holding tokens (copied), the request's stop strings (copied) and its sampler, made here
  * so that a grammar that does not parse is refused (400) before the job queues, and its
- * vocabulary trie is built on the caller's thread, not the scheduler's. 0 with *out (the caller
- * holds one reference), or -1 with *err set. */
+ * vocabulary trie is built on the caller's thread, not the scheduler's. seed: the sampler's
+ * unless the request gives one; index: the choice, whose seed is that one moved on by index.
+ * 0 with *out (the caller holds one reference), or -1 with *err set. */
 int serve_job_create(serve_pool *pool, const int32_t *tokens, size_t n_tokens,
-                     const serve_request *req, uint64_t seed, serve_job **out, serve_error *err);
+                     const serve_request *req, uint64_t seed, size_t index, serve_job **out,
+                     serve_error *err);
 /* An embeddings job of n_inputs inputs whose tokens lie one after another in tokens (copied),
  * input i's ending at ends[i]; n_embd: the model's. NULL on out of memory. */
 serve_job *serve_job_create_embed(serve_pool *pool, const int32_t *tokens, const size_t *ends,
                                   size_t n_inputs, size_t n_embd);
 /* Queues a job (the pool takes its own reference): false when the queue is full. */
 bool serve_pool_submit(serve_pool *pool, serve_job *job);
+/* Queues n jobs of one prompt as a group (the choices of one request): all of them, or none
+ * when the queue has no room for n. They start when n slots are free, and jobs queued after
+ * them wait till then; the first evaluates the prompt, the others copy its sequence. */
+bool serve_pool_submit_group(serve_pool *pool, serve_job **jobs, size_t n, uint64_t group);
 /* Drops the caller's reference; a job not done yet is cancelled first (the client left). */
 void serve_job_release(serve_job *job);
 
@@ -104,5 +139,18 @@ bool serve_job_wait(serve_job *job, size_t *seen, char *out, size_t size, size_t
 void serve_job_cancel(serve_job *job);
 
 void serve_pool_get_stats(serve_pool *pool, serve_pool_stats *out);
+
+/* ---- log-probabilities (serve_logprobs.c) ---- */
+
+/* The chosen token's log-probability under logits and the k most likely tokens'. */
+void serve_logprob_compute(const float *logits, size_t n_vocab, int32_t chosen, uint32_t k,
+                           serve_logprob *out);
+/* Under the pool's lock: appends lp to the job's. false on out of memory. */
+bool serve_job_push_logprob_locked(serve_job *job, const serve_logprob *lp);
+/* The job's log-probabilities from *next on of the tokens whose bytes all lie before upto (all:
+ * the job is done, and every token that starts before upto counts), copied into *out
+ * (malloc'ed, NULL when none or out of memory); advances *next. Returns the count. */
+size_t serve_job_take_logprobs(serve_job *job, size_t *next, size_t upto, bool all,
+                               serve_logprob **out);
 
 #endif

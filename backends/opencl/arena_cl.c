@@ -1,5 +1,5 @@
 /* Arenas: on CPU devices weights live in a few large buffers, each weight array a sub-buffer of
- * one (weights_cl.h), some of them read from a weight cache file; and the allocation
+ * one (weights_cl.h), some of them on a weight cache file's data; and the allocation
  * limit that sizes every array. */
 #include <stdint.h>
 #include <stdlib.h>
@@ -9,10 +9,16 @@
 #include "options.h"
 #include "weights_cl.h"
 
+void cl_release_region(cl_host_region *region) {
+    if (--region->holders > 0) return;
+    munmap(region->addr, region->size);
+    free(region);
+}
+
 void cl_release_arena(cl_arena *arena) {
     if (--arena->holders > 0) return;
-    if (arena->mem) clReleaseMemObject(arena->mem); /* NULL: its memory was never filled */
-    if (arena->host) munmap(arena->host, arena->size);
+    if (arena->mem) clReleaseMemObject(arena->mem);      /* NULL: its memory was never filled */
+    if (arena->region) cl_release_region(arena->region); /* after the buffer made on it */
     free(arena);
 }
 

@@ -8,6 +8,7 @@
 #include "act_q8_cl.h"
 #include "error.h"
 #include "fault.h"
+#include "gpu_attention_cl.h"
 #include "ops_cl.h"
 
 /* Grows the scratch buffer to at least bytes. Kernels still queued on the old one keep it
@@ -31,6 +32,12 @@ clinfer_status cl_attention_scratch(cl_backend_ctx *b, size_t bytes, cl_mem *par
     return st;
 }
 
+/* Decode (one token) on the GPU paths runs attention_split (gpu_attention_cl.h), prompts
+ * attention_tiled. */
+static bool split_for(const cl_backend_ctx *b, const clinfer_op *op) {
+    return b->ops->gpu_attn && op->attention.n == 1;
+}
+
 /* Attention splits the positions into chunks so that decode (n_head x 1 rows) still gives every
  * compute unit several work-items (cpu-rows) or work-groups (GPU paths); attention_merge then
  * combines the chunks' partial results. */
@@ -43,7 +50,10 @@ void cl_attention_chunks(const cl_backend_ctx *b, const clinfer_op *op, size_t *
     int base = window > 0 && pos0 + 1 > window ? pos0 + 1 - window : 0;
     size_t positions = (size_t)(pos0 - base) + (size_t)op->attention.n;
     size_t units = b->info.compute_units ? b->info.compute_units : 1;
-    size_t target = units * (groups ? 4 : 16), min_chunk = groups ? b->ops->wg : 64;
+    /* attention_split (gpu_attention_cl.h) wants more, smaller chunks than attention_wg */
+    bool split = split_for(b, op);
+    size_t target = units * (split ? 8 : groups ? 4 : 16);
+    size_t min_chunk = split ? 32 : groups ? b->ops->wg : 64;
     size_t want = rows >= target ? 1 : (target + rows - 1) / rows;
     *chunk = (positions + want - 1) / want;
     if (*chunk < min_chunk) *chunk = min_chunk;
@@ -57,6 +67,7 @@ static clinfer_status attention_launch(cl_backend_ctx *b, kernel_id kernel, cons
                                        const cl_arg q8[5], const clinfer_op *op) {
     bool groups = b->ops->work_group_per_row;
     int n = op->attention.n, n_head = op->attention.n_head, head_dim = op->attention.head_dim;
+    if (b->ops->gpu_attn && n > 1) return cl_gpu_attn_tiled(b, b->ops->gpu_attn, op);
     size_t rows = (size_t)n_head * (size_t)n, chunk, n_chunks;
     cl_attention_chunks(b, op, &chunk, &n_chunks);
     clinfer_status st = CLINFER_OK;
@@ -65,7 +76,8 @@ static clinfer_status attention_launch(cl_backend_ctx *b, kernel_id kernel, cons
     if (n_chunks > 1)
         CHECK(cl_attention_scratch(b, rows * n_chunks * ((size_t)head_dim + 2) * sizeof(float),
                                    &part));
-    cl_arg all[32];
+    if (split_for(b, op)) return cl_gpu_attn_run(b, b->ops->gpu_attn, op, chunk, n_chunks, part);
+    cl_arg all[40]; /* attention_rows takes 39 */
     memcpy(all, args, n_args * sizeof *args);
     all[n_args] = CL_ARG(chunk_arg);
     all[n_args + 1] = CL_ARG(part);
@@ -90,7 +102,10 @@ static clinfer_status attention_launch(cl_backend_ctx *b, kernel_id kernel, cons
                           q8[1],
                           q8[2],
                           q8[3],
-                          q8[4]};
+                          q8[4],
+                          args[16],
+                          args[17],
+                          args[18]};
         size_t merge_local[2] = {1, 1}, merge_global[2] = {(size_t)n_head, (size_t)n};
         CHECK(cl_ops_launch(b, K_ATTN_MERGE, sizeof merge / sizeof *merge, merge, 2, merge_global,
                             merge_local));
@@ -128,7 +143,16 @@ clinfer_status cl_attention_limits(const clinfer_op *op) {
     return CLINFER_OK;
 }
 
-clinfer_status cl_op_attention(cl_backend_ctx *b, const clinfer_op *op) {
+bool cl_attention_rounds(const cl_backend_ctx *b, const clinfer_op *op, const clinfer_op *round) {
+    /* whole blocks per head, where the cpu-rows kernels write out (elsewhere the ROUND_Q8 runs
+     * alone) */
+    size_t q_total =
+        (size_t)op->attention.n * (size_t)op->attention.n_head * (size_t)op->attention.head_dim;
+    return !b->ops->work_group_per_row && op->attention.head_dim % CLINFER_Q8_ACT_BLOCK == 0 &&
+           cl_rounds(round, op->attention.out, q_total, 1);
+}
+
+clinfer_status cl_op_attention(cl_backend_ctx *b, const clinfer_op *op, const clinfer_op *round) {
     int n = op->attention.n, head_dim = op->attention.head_dim;
     bool f16 = op->attention.kv_type == CLINFER_DT_F16, rows = !b->ops->work_group_per_row;
     size_t q_total = (size_t)n * (size_t)op->attention.n_head * (size_t)head_dim;
@@ -138,34 +162,20 @@ clinfer_status cl_op_attention(cl_backend_ctx *b, const clinfer_op *op) {
     if (rope && !rope_in_kernel) CHECK(attention_rope_launches(b, op, q_total));
     /* Unused operands bind out's buffer, which the kernels then never touch through them. */
     cl_mem out = op->attention.out.buf->mem;
-    cl_ulong q_off = op->attention.q.offset, k_off = op->attention.k.offset,
-             v_off = op->attention.v.offset, o_off = op->attention.out.offset;
-    cl_arg args[] = {CL_ARG(op->attention.q.buf->mem),
-                     CL_ARG(q_off),
-                     CL_ARG(op->attention.k.buf->mem),
-                     CL_ARG(k_off),
-                     CL_ARG(op->attention.v.buf->mem),
-                     CL_ARG(v_off),
-                     CL_ARG(out),
-                     CL_ARG(o_off),
-                     CL_ARG(op->attention.n),
-                     CL_ARG(op->attention.n_head),
-                     CL_ARG(op->attention.n_kv_head),
-                     CL_ARG(op->attention.head_dim),
-                     CL_ARG(op->attention.pos0),
-                     CL_ARG(op->attention.window),
-                     CL_ARG(op->attention.scale)};
+    cl_ulong offs[5];
+    cl_arg args[CL_ATTN_HEAD_ARGS];
+    cl_attention_head_args(op, offs, args);
     cl_mem k_src = rope_in_kernel ? op->attention.rope.k_src.buf->mem : out,
            v_src = rope_in_kernel ? op->attention.rope.v_src.buf->mem : out;
     cl_ulong k_src_off = rope_in_kernel ? op->attention.rope.k_src.offset : 0,
              v_src_off = rope_in_kernel ? op->attention.rope.v_src.offset : 0;
     cl_int n_rot = rope_in_kernel ? op->attention.rope.n_rot : 0, neox = op->attention.rope.neox;
-    /* Rounding out for the next matmul needs whole blocks per head and is done where the
-     * cpu-rows kernels write out; elsewhere that matmul rounds it itself. */
-    cl_int round_q8 = rows && op->attention.out_q8 && head_dim % CLINFER_Q8_ACT_BLOCK == 0,
-           want_f = 0;
-    cl_mem q8_mem[3] = {out, out, out};
-    if (round_q8) CHECK(cl_act_q8_buffers(b, q_total, q8_mem, &want_f));
+    cl_int has_factors = rope_in_kernel && op->attention.rope.factors.buf;
+    cl_mem factors = has_factors ? op->attention.rope.factors.buf->mem : out;
+    cl_ulong factors_off = has_factors ? op->attention.rope.factors.offset : 0;
+    cl_int round_q8 = round != NULL;               /* cl_attention_rounds */
+    cl_q8_out q8 = {.q = out, .d = out, .f = out}; /* unwritten without round_q8 */
+    if (round_q8) CHECK(cl_q8_out_begin(b, round, &q8));
     cl_arg tail[] = {CL_ARG(k_src),
                      CL_ARG(k_src_off),
                      CL_ARG(v_src),
@@ -174,15 +184,19 @@ clinfer_status cl_op_attention(cl_backend_ctx *b, const clinfer_op *op) {
                      CL_ARG(op->attention.rope.freq_base),
                      CL_ARG(op->attention.rope.freq_scale),
                      CL_ARG(neox),
-                     CL_ARG(q8_mem[0]),
-                     CL_ARG(q8_mem[1]),
-                     CL_ARG(q8_mem[2]),
-                     CL_ARG(want_f),
+                     CL_ARG(factors),
+                     CL_ARG(factors_off),
+                     CL_ARG(has_factors),
+                     CL_ARG(op->attention.rope.mscale),
+                     CL_ARG(q8.q),
+                     CL_ARG(q8.d),
+                     CL_ARG(q8.f),
+                     CL_ARG(q8.want_f),
                      CL_ARG(round_q8)};
     size_t n_tail = sizeof tail / sizeof *tail;
-    CHECK(attention_launch(b, f16 ? K_ATTN_F16 : K_ATTN_F32, args, sizeof args / sizeof *args, tail,
+    CHECK(attention_launch(b, f16 ? K_ATTN_F16 : K_ATTN_F32, args, CL_ATTN_HEAD_ARGS, tail,
                            rows ? n_tail : 0, tail + n_tail - 5, op));
-    if (round_q8) cl_act_q8_made(b, op->attention.out, q_total, want_f, 1);
+    if (round_q8) CHECK(cl_q8_out_end(b, &q8));
 cleanup:
     return st;
 }

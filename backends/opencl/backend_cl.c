@@ -14,10 +14,12 @@
 
 #include "clock.h"
 #include "error.h"
+#include "log.h"
 #include "opencl/device.h"
 #include "opencl/fault.h"
 #include "opencl/graph_cl.h"
 #include "opencl/matmul_cl.h"
+#include "opencl/moe_cl.h"
 #include "opencl/ops_cl.h"
 #include "opencl/program.h"
 #include "options.h"
@@ -38,6 +40,83 @@ static clinfer_status use_threads(cl_backend_ctx *b) {
                         b->info.name, n, clinfer_status_str(err));
     b->device = b->sub_device = sub;
     b->info.compute_units = n;
+    return CLINFER_OK;
+}
+
+/* Whether every loop of a work-item runs to its end. Mesa's llvmpipe (rusticl 22.3; gallivm's
+ * LP_MAX_TGSI_LOOP_ITERATIONS) gives a work-item 65535 loop iterations in all, shared by all its
+ * loops, after which each loop ends at the end of its pass, silently: the cpu-rows kernels, where a
+ * work-item takes whole rows and column tiles (gemm_panels: every column tile of its panels over
+ * all of k), lose the rest of their sums (docs/DEVICES.md). The probe runs one loop of
+ * LOOP_PROBE_N steps of a recurrence without closed form and counts them; *cut is the count where
+ * it fell short, else 0. */
+enum { LOOP_PROBE_N = 1 << 17 };
+
+static clinfer_status loop_probe(cl_backend_ctx *b, unsigned *cut) {
+    static const char src[] = "__kernel void loop_probe(__global uint *out, int n) {\n"
+                              "    uint x = 1, i = 0;\n"
+                              "    for (; i < (uint)n; i++) x = x * 1664525u + 1013904223u;\n"
+                              "    out[0] = i;\n"
+                              "    out[1] = x;\n"
+                              "}\n";
+    clinfer_status st = CLINFER_OK;
+    cl_int err = CL_SUCCESS;
+    cl_program program = NULL;
+    cl_kernel kernel = NULL;
+    cl_command_queue queue = NULL;
+    cl_mem out = NULL;
+    cl_uint got[2] = {0, 0}, want = 1;
+    int n = LOOP_PROBE_N;
+    size_t one = 1;
+    for (int i = 0; i < n; i++)
+        want = want * 1664525u + 1013904223u;
+    CHECK(cl_program_build_source(b->context, b->device, &b->info, b->cache_dir, "loop_probe", src,
+                                  NULL, &program));
+    kernel = clCreateKernel(program, "loop_probe", &err);
+    CHECK(cl_check(b, err, "clCreateKernel(loop_probe)"));
+    queue = clCreateCommandQueue(b->context, b->device, 0, &err);
+    CHECK(cl_check(b, err, "clCreateCommandQueue(%s)", b->info.name));
+    out = clCreateBuffer(b->context, CL_MEM_READ_WRITE, sizeof got, NULL, &err);
+    CHECK(cl_check(b, err, "clCreateBuffer(loop_probe)"));
+    err = clSetKernelArg(kernel, 0, sizeof out, &out);
+    if (err == CL_SUCCESS) err = clSetKernelArg(kernel, 1, sizeof n, &n);
+    if (err == CL_SUCCESS)
+        err = clEnqueueNDRangeKernel(queue, kernel, 1, NULL, &one, &one, 0, NULL, NULL);
+    if (err == CL_SUCCESS)
+        err = clEnqueueReadBuffer(queue, out, CL_TRUE, 0, sizeof got, got, 0, NULL, NULL);
+    CHECK(cl_check(b, err, "the loop probe on %s", b->info.name));
+    cl_int fake = cl_fault("loop-cut"); /* tests: a device that stops after that many */
+    if (fake > 0 && (cl_uint)fake < got[0]) got[0] = (cl_uint)fake;
+    *cut = got[0] == (cl_uint)n && got[1] == want ? 0 : got[0] ? got[0] : 1;
+cleanup:
+    if (out) clReleaseMemObject(out);
+    if (queue) clReleaseCommandQueue(queue);
+    if (kernel) clReleaseKernel(kernel);
+    if (program) clReleaseProgram(program);
+    return st;
+}
+
+/* cpu-rows on a device whose loops are cut short (loop_probe) computes garbage; unless the path
+ * was asked for, the device takes gpu-local-reduce, whose work-items each take a share of a
+ * row or tile (at most about k + k / 16 iterations: gemm_tiled), and so no graph launches. */
+static clinfer_status check_loops(cl_backend_ctx *b) {
+    unsigned cut = 0;
+    if (!cl_cpu_rows(b)) return CLINFER_OK;
+    clinfer_status st = loop_probe(b, &cut);
+    if (st != CLINFER_OK || !cut) return st;
+    if (b->options.kernel_path != CLINFER_KERNEL_PATH_DEFAULT) {
+        log_msg(CLINFER_LOG_WARN,
+                "OpenCL: '%s' ends a work-item's loops after %u iterations in all; the cpu-rows "
+                "path, as asked, will compute wrong results",
+                b->info.name, cut);
+        return CLINFER_OK;
+    }
+    b->path = CLINFER_KERNEL_PATH_GPU_LOCAL_REDUCE;
+    snprintf(b->info.kernel_path, sizeof b->info.kernel_path, "%s", kernel_path_name(b->path));
+    log_msg(CLINFER_LOG_DEBUG,
+            "OpenCL: '%s' ends a work-item's loops after %u iterations in all: gpu-local-reduce "
+            "instead of cpu-rows",
+            b->info.name, cut);
     return CLINFER_OK;
 }
 
@@ -72,22 +151,61 @@ cleanup:
 
 static void cl_buffer_free(void *ctx, clinfer_buffer *buf) {
     if (!buf) return;
-    cl_act_forget(ctx); /* a new buffer may reuse the handle */
+    cl_moe_wrote(ctx, buf, NULL);
+    cl_q8_side_free(buf);
     if (buf->weight) cl_weight_free(buf->weight);
     if (buf->mem) clReleaseMemObject(buf->mem);
     free(buf);
 }
 
-static clinfer_status cl_buffer_write(void *ctx, clinfer_buffer *buf, size_t offset, size_t bytes,
-                                      const void *src) {
-    cl_backend_ctx *b = ctx;
+/* The end of a wait for the queue: a graph launch that stalled fails it; a decode step left
+ * running (cl_plan_run) ends here. */
+static clinfer_status waited(cl_backend_ctx *b, clinfer_status st) {
+    if (st == CLINFER_OK) st = cl_graph_check(b);
+    if (st != CLINFER_OK) {
+        cl_route_drop(&b->route);
+        return st;
+    }
+    int pick = b->route.running_route;
+    if (cl_route_end(&b->route, clock_now_ms()))
+        cl_verbose("decode steps now in %s: a step took %.2f ms there, %.2f ms in %s (median)",
+                   pick == ROUTE_GRAPH ? "one graph launch" : "per-op launches",
+                   cl_route_median(&b->route, pick), cl_route_median(&b->route, !pick),
+                   pick == ROUTE_GRAPH ? "per-op launches" : "graph launches");
+    return st;
+}
+
+/* The queue done, and no graph launch stalled. */
+static clinfer_status cl_backend_sync(void *ctx) {
+    return waited(ctx, cl_sync(ctx));
+}
+
+/* Before an enqueue other than the read that ends a running decode step: the step is waited for
+ * first, so that its time is its own. */
+static clinfer_status settle(cl_backend_ctx *b) {
+    return b->route.running ? cl_backend_sync(b) : CLINFER_OK;
+}
+
+static clinfer_status write_buffer(cl_backend_ctx *b, clinfer_buffer *buf, size_t offset,
+                                   size_t bytes, const void *src, cl_bool blocking) {
     clinfer_status st = cl_check_alive(b);
     if (st == CLINFER_OK) st = op_check_transfer("OpenCL buffer write", buf, offset, bytes, src);
+    if (st == CLINFER_OK) st = settle(b);
     if (st != CLINFER_OK || bytes == 0) return st;
-    cl_act_forget(b);
+    cl_moe_wrote(b, buf, NULL);
     return cl_check(
-        b, clEnqueueWriteBuffer(b->queue, buf->mem, CL_TRUE, offset, bytes, src, 0, NULL, NULL),
+        b, clEnqueueWriteBuffer(b->queue, buf->mem, blocking, offset, bytes, src, 0, NULL, NULL),
         "clEnqueueWriteBuffer(%zu bytes at %zu)", bytes, offset);
+}
+
+static clinfer_status cl_buffer_write(void *ctx, clinfer_buffer *buf, size_t offset, size_t bytes,
+                                      const void *src) {
+    return write_buffer(ctx, buf, offset, bytes, src, CL_TRUE);
+}
+
+static clinfer_status cl_buffer_write_queued(void *ctx, clinfer_buffer *buf, size_t offset,
+                                             size_t bytes, const void *src) {
+    return write_buffer(ctx, buf, offset, bytes, src, CL_FALSE);
 }
 
 static clinfer_status cl_buffer_read(void *ctx, clinfer_buffer *buf, size_t offset, size_t bytes,
@@ -96,9 +214,10 @@ static clinfer_status cl_buffer_read(void *ctx, clinfer_buffer *buf, size_t offs
     clinfer_status st = cl_check_alive(b);
     if (st == CLINFER_OK) st = op_check_transfer("OpenCL buffer read", buf, offset, bytes, dst);
     if (st != CLINFER_OK || bytes == 0) return st;
-    return cl_check(
+    st = cl_check(
         b, clEnqueueReadBuffer(b->queue, buf->mem, CL_TRUE, offset, bytes, dst, 0, NULL, NULL),
         "clEnqueueReadBuffer(%zu bytes at %zu)", bytes, offset);
+    return waited(b, st); /* the queue is done up to the read */
 }
 
 static clinfer_status cl_buffer_copy(void *ctx, clinfer_buffer *src, size_t src_offset,
@@ -107,8 +226,9 @@ static clinfer_status cl_buffer_copy(void *ctx, clinfer_buffer *src, size_t src_
     clinfer_status st = cl_check_alive(b);
     if (st == CLINFER_OK)
         st = op_check_copy("OpenCL buffer copy", src, src_offset, dst, dst_offset, bytes);
+    if (st == CLINFER_OK) st = settle(b);
     if (st != CLINFER_OK || bytes == 0) return st;
-    cl_act_forget(b); /* as a write: dst may hold a matmul's remembered x */
+    cl_moe_wrote(b, dst, NULL);
     cl_int err = clEnqueueCopyBuffer(b->queue, src->mem, dst->mem, src_offset, dst_offset, bytes, 0,
                                      NULL, NULL);
     return cl_check(b, err, "clEnqueueCopyBuffer(%zu bytes from %zu to %zu)", bytes, src_offset,
@@ -156,7 +276,6 @@ static clinfer_status corrupt_output(cl_backend_ctx *b, const clinfer_op *op) {
     uint16_t h = f32_to_f16(f);
     bool half = out[0].type == CLINFER_DT_F16;
     size_t elem = half ? sizeof h : sizeof f;
-    cl_act_forget(b); /* a rounded copy the op kept of its output no longer matches it */
     return cl_check(b,
                     clEnqueueFillBuffer(b->queue, out[0].ref.buf->mem, half ? (void *)&h : &f, elem,
                                         out[0].ref.offset * elem, out[0].count * elem, 0, NULL,
@@ -168,8 +287,8 @@ static clinfer_status cl_op(void *ctx, const clinfer_op *op) {
     cl_backend_ctx *b = ctx;
     clinfer_status st = cl_check_alive(b);
     if (st == CLINFER_OK) st = op_check_operands(op);
+    if (st == CLINFER_OK) st = settle(b);
     if (st != CLINFER_OK) return st;
-    if (op->kind != CLINFER_OP_MATMUL) cl_act_forget(b); /* it may write a matmul's x */
     switch (op->kind) {
     case CLINFER_OP_MATMUL:
         st = cl_matmul(b, op);
@@ -177,8 +296,8 @@ static clinfer_status cl_op(void *ctx, const clinfer_op *op) {
     case CLINFER_OP_EMBED:
         st = cl_embed(b, op);
         if (st == CLINFER_OK && op->embed.scale != 0.0f)
-            st = cl_scale(b, op->embed.y, (size_t)op->embed.n * (size_t)op->embed.k,
-                          op->embed.scale);
+            st = cl_scale(b, op->embed.y, op->embed.y, (size_t)op->embed.n * (size_t)op->embed.k,
+                          op->embed.scale, 0.0f);
         break;
     case CLINFER_OP_RMSNORM:
     case CLINFER_OP_LAYERNORM:
@@ -191,36 +310,76 @@ static clinfer_status cl_op(void *ctx, const clinfer_op *op) {
         st = cl_op_store(b, op);
         break;
     case CLINFER_OP_ATTENTION:
-        st = cl_op_attention(b, op);
+        st = cl_op_attention(b, op, NULL);
+        break;
+    case CLINFER_OP_ROUND_Q8:
+        st = cl_op_round_q8(b, op);
+        break;
+    case CLINFER_OP_MOE_ROUTE:
+    case CLINFER_OP_MATMUL_ID:
+    case CLINFER_OP_MOE_SUM:
+        st = cl_op_moe(b, op);
         break;
     case CLINFER_OP_ADD:
     case CLINFER_OP_GELU:
     case CLINFER_OP_SWIGLU:
     case CLINFER_OP_GEGLU:
+    case CLINFER_OP_SWIGLU_OAI:
         st = cl_op_eltwise(b, op);
+        break;
+    case CLINFER_OP_SCALE:
+        st = cl_scale(b, op->eltwise.a, op->eltwise.y, op->eltwise.count, op->eltwise.scale,
+                      op->eltwise.cap);
         break;
     default:
         st = err_fail(CLINFER_ERR_INVALID_ARGUMENT, "OpenCL: unknown op kind %d", (int)op->kind);
     }
     if (st == CLINFER_OK) st = corrupt_output(b, op);
+    cl_moe_wrote(b, NULL, op);
     cl_note_lost(b, st);
     return st;
 }
 
-/* A run of ops in one launch of graph.cl where the device can, else a matmul and the RMSNORM of
- * its output in one launch where the matmul's kernel can end with it. */
+/* The ops at the head of ops[0 .. n) that one launch can run with the results of their own: a
+ * matmul and the RMSNORM of its output (and the ROUND_Q8 of the norm's y), or an op and the
+ * ROUND_Q8 of its output. Ops that fail their check are left to cl_op, which reports them. */
+static clinfer_status fused_run(cl_backend_ctx *b, const clinfer_op *ops, size_t n, size_t *taken) {
+    size_t len = n < 3 ? n : 3;
+    for (size_t i = 0; i < len; i++)
+        if (op_check_operands(&ops[i]) != CLINFER_OK) len = i;
+    if (len < 2) return CLINFER_OK;
+    const clinfer_op *next = &ops[1], *round = len > 2 ? &ops[2] : NULL;
+    switch (ops[0].kind) {
+    case CLINFER_OP_MATMUL:
+        if (next->kind != CLINFER_OP_RMSNORM) return CLINFER_OK;
+        if (round && round->kind != CLINFER_OP_ROUND_Q8) round = NULL;
+        return cl_matmul_norm(b, &ops[0], next, round, taken);
+    case CLINFER_OP_ATTENTION:
+        if (next->kind != CLINFER_OP_ROUND_Q8 || !cl_attention_rounds(b, &ops[0], next))
+            return CLINFER_OK;
+        *taken = 2;
+        return cl_op_attention(b, &ops[0], next);
+    default:
+        if (!cl_round_fusable(&ops[0], next)) return CLINFER_OK;
+        *taken = 2;
+        return cl_rounding_op(b, &ops[0], next);
+    }
+}
+
+/* A run of ops in one launch of graph.cl where the device can, else the fusions of fused_run. */
 static clinfer_status cl_op_run(void *ctx, const clinfer_op *ops, size_t n, size_t *taken) {
     cl_backend_ctx *b = ctx;
     clinfer_status st = cl_check_alive(b);
     *taken = 0;
+    if (st == CLINFER_OK) st = settle(b);
     if (st == CLINFER_OK && ops) st = cl_graph_run(b, ops, n, taken);
-    if (st == CLINFER_OK && *taken == 0 && n >= 2 && ops[0].kind == CLINFER_OP_MATMUL &&
-        ops[1].kind == CLINFER_OP_RMSNORM && op_check_operands(&ops[0]) == CLINFER_OK &&
-        op_check_operands(&ops[1]) == CLINFER_OK) {
-        bool fused;
-        st = cl_matmul_norm(b, &ops[0], &ops[1], &fused);
-        *taken = fused ? 2 : 0;
-    }
+    if (st == CLINFER_OK && *taken == 0 && ops) st = fused_run(b, ops, n, taken);
+    /* the fault hook sees an op that rounds its output as cl_op's ops (the rounding keeps the
+     * values it was made from) */
+    if (st == CLINFER_OK && *taken == 2 && ops[1].kind == CLINFER_OP_ROUND_Q8)
+        st = corrupt_output(b, &ops[0]);
+    for (size_t i = 0; ops && i < *taken; i++)
+        cl_moe_wrote(b, NULL, &ops[i]);
     cl_note_lost(b, st);
     return st;
 }
@@ -235,6 +394,7 @@ static clinfer_status cl_plan_create(void *ctx, const clinfer_op *ops, size_t n,
                                      bool kept, void **out) {
     cl_backend_ctx *b = ctx;
     clinfer_status st = cl_check_alive(b);
+    if (st == CLINFER_OK) st = cl_q8_check_walk(ops, n);
     if (st != CLINFER_OK) return st;
     cl_plan *p = calloc(1, sizeof *p);
     if (!p) return err_fail(CLINFER_ERR_OUT_OF_MEMORY, "OpenCL: plan");
@@ -251,27 +411,17 @@ static clinfer_status cl_plan_create(void *ctx, const clinfer_op *ops, size_t n,
     return CLINFER_OK;
 }
 
-/* A decode step of route pick took from t0 to now (the caller reads its logits next, so the wait
- * costs nothing); a switch of route is logged (CLINFER_VERBOSE). */
-static clinfer_status route_done(cl_backend_ctx *b, int pick, double t0) {
-    clinfer_status st = cl_sync(b);
-    if (st != CLINFER_OK || !cl_route_record(&b->route, pick, clock_now_ms() - t0)) return st;
-    cl_verbose("decode steps now in %s: a step took %.2f ms there, %.2f ms in %s (median)",
-               pick == ROUTE_GRAPH ? "one graph launch" : "per-op launches",
-               cl_route_median(&b->route, pick), cl_route_median(&b->route, !pick),
-               pick == ROUTE_GRAPH ? "per-op launches" : "graph launches");
-    return st;
-}
-
-/* A decode step takes the route's pick; a profiled one (hooks) is not timed for it. */
+/* A decode step takes the route's pick and is timed until the read of its output (waited: a
+ * switch of route is logged, CLINFER_VERBOSE); a profiled one (hooks) is not timed for it. */
 static clinfer_status cl_plan_run(void *ctx, void *plan, const clinfer_op *ops, size_t n,
                                   const clinfer_run_hooks *hooks) {
     cl_backend_ctx *b = ctx;
     const cl_plan *p = plan;
+    clinfer_status st = settle(b);
+    if (st != CLINFER_OK) return st;
     int pick = cl_route_pick(&b->route);
     bool chosen = p->decode && cl_graph_route(b, pick == ROUTE_GRAPH) && !hooks;
     double t0 = chosen ? clock_now_ms() : 0;
-    clinfer_status st = CLINFER_OK;
     for (size_t i = 0, taken = 0; i < n && st == CLINFER_OK; i += taken) {
         if (hooks) hooks->begin(hooks->user, i);
         st = cl_op_run(b, ops + i, n - i, &taken);
@@ -282,7 +432,7 @@ static clinfer_status cl_plan_run(void *ctx, void *plan, const clinfer_op *ops, 
         if (st == CLINFER_OK && hooks) st = hooks->end(hooks->user, i, taken);
         if (st != CLINFER_OK) err_prefix("op %zu (%s)", i, op_kind_name(ops[i].kind));
     }
-    if (chosen && st == CLINFER_OK) st = route_done(b, pick, t0);
+    if (chosen && st == CLINFER_OK) cl_route_start(&b->route, pick, t0);
     return st;
 }
 
@@ -293,7 +443,16 @@ static void cl_plan_free(void *ctx, void *plan) {
 
 static clinfer_status cl_supports_op(void *ctx, const clinfer_op *op) {
     (void)ctx;
-    return op->kind == CLINFER_OP_ATTENTION ? cl_attention_limits(op) : cl_matmul_limits(op);
+    switch (op->kind) {
+    case CLINFER_OP_ATTENTION:
+        return cl_attention_limits(op);
+    case CLINFER_OP_ROUND_Q8:
+        return cl_round_q8_limits(op);
+    case CLINFER_OP_MATMUL_ID:
+        return cl_moe_limits(op);
+    default:
+        return cl_matmul_limits(op);
+    }
 }
 
 static const char *cl_name(void *ctx) {
@@ -317,6 +476,7 @@ static void cl_destroy(void *ctx) {
         clReleaseEvent(b->timing.launches[i].event);
     free(b->timing.launches);
     cl_graph_free(b);
+    cl_moe_free(b);
     cl_matmul_free(b);
     cl_act_free(b);
     cl_store_free(b);
@@ -351,7 +511,7 @@ static const clinfer_backend_i cl_interface = {
     .buffer_copy = cl_buffer_copy,
     .weight_create = cl_weight_create_i,
     .op = cl_op,
-    .sync = cl_sync,
+    .sync = cl_backend_sync,
     .destroy = cl_destroy,
     .timing_mark = cl_timing_mark,
     .op_run = cl_op_run,
@@ -367,6 +527,7 @@ static const clinfer_backend_i cl_interface = {
     .weight_cached = cl_weight_cached_i,
     .weight_cache_close = cl_weight_cache_close_i,
     .int8_dots = cl_int8_dots,
+    .buffer_write_queued = cl_buffer_write_queued,
 };
 
 /* What a backend and its instances each have: a queue (timing kernels where a context made now
@@ -391,6 +552,7 @@ static clinfer_status open_queue(cl_backend_ctx *b, clinfer_backend **out) {
     CHECK(cl_act_init(b));
     CHECK(cl_matmul_init(b));
     CHECK(cl_graph_init(b));
+    CHECK(cl_moe_init(b));
     backend->i = &cl_interface;
     backend->ctx = b;
     *out = backend;
@@ -456,6 +618,7 @@ clinfer_status cl_backend_create(size_t device_index, const clinfer_backend_opti
     CHECK(use_threads(b));
     b->context = clCreateContext(NULL, 1, &b->device, NULL, NULL, &err);
     CHECK(cl_check(b, err, "clCreateContext(%s)", b->info.name));
+    CHECK(check_loops(b));
     char threads[32] = "";
     if (b->sub_device)
         snprintf(threads, sizeof threads, ", %u thread%s", b->info.compute_units,

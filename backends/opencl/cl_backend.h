@@ -10,9 +10,11 @@
  *   repack_cl.c, arena_cl.c, weight_cache_cl.c, weights_cl.c  the weight store: GGUF blocks laid
  *                   out as arrays, the arenas they live in, the on-disk cache of laid-out
  *                   weights, the upload (weights_cl.h)
- *   act_q8_cl.c     8-bit activations for x_q8 matmuls (act_q8_cl.h)
+ *   act_q8_cl.c     8-bit activations: ROUND_Q8 and the form x_q8 matmuls read (act_q8_cl.h)
  *   clblast_cl.c, matmul_cl.c  matvec/GEMM over every weight type, embedding gather (matmul_cl.h)
+ *   gpu_attention_cl.c  the GPU paths' attention, split across work-groups and merged
  *   ops_cl.c, attention_cl.c   norm, rope, store, element-wise; attention (ops_cl.h)
+ *   moe_cl.c        mixture-of-experts routing, expert-indexed matmul, gated sum (moe_cl.h)
  *   graph_encode_cl.c, graph_cl.c  runs of decode ops in one launch (cl/graph.cl) on CPU
  *                   devices: their records, then the programs and the launch (graph_cl.h)
  *   backend_cl.c    the backend: its interface, op dispatch, instances */
@@ -31,9 +33,11 @@
 struct cl_types;        /* type_kernels_cl.h */
 struct cl_store;        /* weights_cl.h */
 struct cl_act_state;    /* act_q8_cl.h */
+struct cl_q8_side;      /* act_q8_cl.h */
 struct cl_matmul_state; /* matmul_cl.h */
 struct cl_ops_state;    /* ops_cl.h */
 struct cl_graph_state;  /* graph_cl.c */
+struct cl_moe_state;    /* moe_cl.c */
 struct cl_weight;       /* weights_cl.h */
 
 /* Profiling events (timing_mark .. timing_collect): each launch keeps its event, tagged with the
@@ -80,6 +84,7 @@ typedef struct cl_backend_ctx {
     struct cl_matmul_state *mm;
     struct cl_ops_state *ops;
     struct cl_graph_state *graph;
+    struct cl_moe_state *moe;
     cl_shared *shared;
     bool owns_shared; /* made by cl_backend_create, not as an instance */
     cl_timing timing;
@@ -90,6 +95,7 @@ struct clinfer_buffer {
     clinfer_buffer_head head;
     cl_mem mem;               /* plain buffers */
     struct cl_weight *weight; /* non-NULL for weights made by weight_create */
+    struct cl_q8_side *q8;    /* the 8-bit form a ROUND_Q8 left beside its y here (act_q8_cl.h) */
 };
 
 /* launch_cl.c: one kernel argument (CL_ARG(v): the variable v). */
@@ -98,6 +104,9 @@ typedef struct {
     const void *value;
 } cl_arg;
 #define CL_ARG(v) ((cl_arg){sizeof(v), &(v)})
+/* Arguments 2i and 2i + 1 for each of the n refs: its buffer and its offset, the offset held in
+ * offs[i] (a kernel's ulong), which must live until the launch. */
+void cl_ref_args(const clinfer_ref *refs, size_t n, cl_ulong *offs, cl_arg *args);
 /* Sets kernel's n_args arguments and enqueues it (name labels messages), keeping the profiling
  * event while timing records. */
 clinfer_status cl_launch(cl_backend_ctx *b, cl_kernel kernel, const char *name, const cl_arg *args,

@@ -183,7 +183,10 @@ static cl_int describe_device(device_entry *e, const char *platform_name,
     info->type = classify_type(type);
     info->compute_units = cus;
     info->clock_mhz = clock;
-    info->global_mem = global_mem;
+    clinfer_dev_options dev;
+    dev_options_get(&dev); /* a test's smaller device: every figure of its memory follows */
+    info->global_mem =
+        dev.device_memory && dev.device_memory < global_mem ? dev.device_memory : global_mem;
     info->local_mem = local_mem;
     info->max_alloc = max_alloc;
     info->max_work_group_size = wg;

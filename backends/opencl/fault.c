@@ -6,7 +6,7 @@
 
 /* Counters restart whenever CLINFER_FAULT changes, so a test can arm a fault by setting the
  * variable without a reset hook; the spec is compared by value because setenv may reuse memory. */
-enum { MAX_KINDS = 16, KIND_LEN = 24, SPEC_LEN = 256 }; /* kinds: 3 + one per op kind */
+enum { MAX_KINDS = 20, KIND_LEN = 24, SPEC_LEN = 256 }; /* kinds: 5 + one per op kind */
 
 static pthread_mutex_t fault_lock = PTHREAD_MUTEX_INITIALIZER;
 static char fault_spec[SPEC_LEN];

@@ -5,6 +5,10 @@
  *   alloc    every clCreateBuffer
  *   build    every program build
  *   enqueue  every kernel enqueue
+ *   loop-cut the loop probe of a backend on the cpu-rows path (backend_cl.c): ERR, a positive
+ *            count, is how many iterations the probe reports, as a device that cuts loops short
+ *   graph-stall  every graph launch (graph_cl.c): its last record waits on itself, so the launch
+ *                stalls (ERR is not used)
  * and, to prove that verification (clinfer_verify) catches a kernel that computes garbage:
  *   corrupt-<op>  every op of that kind run alone (the backend's op, not op_run), op named as
  *                 op_kind_name does ("corrupt-rmsnorm"): ERR is instead a value written over

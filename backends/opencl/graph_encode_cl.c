@@ -10,7 +10,7 @@ _Static_assert(G_SLOTS == 64, "run_graph takes 64 slot arguments (graph.cl's SLO
 _Static_assert(G_Q8 + 5 <= G_INTS, "graph.cl reads xq, xd, xf, want_f and xo at G_Q8 .. G_Q8 + 4");
 _Static_assert(G_AFTER + 2 <= G_WTYPE && G_WTYPE < G_Q8, "G_AFTER's two ints, G_WTYPE, G_Q8");
 _Static_assert(EMBED_SCALE < G_AFTER && RMSNORM_WANT_Q < G_AFTER && QUANTIZE_SPAN < G_AFTER &&
-                   MATMUL_N < G_AFTER && ATT_WINDOW < G_AFTER && ELT_B_COUNT < G_AFTER &&
+                   MATMUL_N < G_AFTER && ATT_WINDOW < G_AFTER && ELT_CAP < G_AFTER &&
                    LAYERNORM_WANT_Q < G_AFTER && STORE_PER_TASK < G_AFTER,
                "every kind's fields lie below the fields every record has");
 
@@ -42,7 +42,7 @@ static bool take_slots(encoder *e, const cl_mem *mems, int n) {
 }
 
 /* A new record of kind split into tasks, in the last record's stage, waiting on records first
- * .. last; its rounding fields name the reserved slots. */
+ * .. last; its rounding fields name the reserved slot until put_q8 names an 8-bit form. */
 static int32_t *record_after(encoder *e, int kind, size_t tasks, int first, int last) {
     int32_t *r = e->recs + e->n_recs++ * G_INTS;
     memset(r, 0, G_INTS * sizeof *r);
@@ -50,11 +50,6 @@ static int32_t *record_after(encoder *e, int kind, size_t tasks, int first, int 
     r[G_TASKS] = (int32_t)tasks;
     r[G_AFTER] = first;
     r[G_AFTER + 1] = last;
-    r[G_Q8] = SLOT_XQ;
-    r[G_Q8 + 1] = SLOT_XD;
-    r[G_Q8 + 2] = SLOT_XF;
-    r[G_Q8 + 3] = e->want_f;
-    r[G_Q8 + 4] = SLOT_XO;
     e->roundable.want_q = NULL;
     return r;
 }
@@ -71,6 +66,7 @@ void cl_graph_put_merges(encoder *e) {
                                   e->merges[i].at);
         put_attention(e, r, op, e->merges[i].chunk, e->merges[i].n_chunks, e->merges[i].round_q8,
                       e->merges[i].part);
+        memcpy(r + G_Q8, e->merges[i].q8, sizeof e->merges[i].q8);
     }
     e->n_merges = 0;
 }
@@ -165,28 +161,28 @@ int32_t cl_graph_type_code(clinfer_dtype type) {
 
 /* Whether the kernel has readers for the op's weight type, adding it to the run's set. */
 static bool take_type(encoder *e, clinfer_dtype type) {
-    if (!dtype_valid(type) || (unsigned)type >= 32) return false;
-    e->types |= 1u << type;
+    if (!dtype_valid(type) || (unsigned)type >= 64) return false;
+    e->types |= (uint64_t)1 << type;
     return true;
 }
 
-/* An op writes y: what was rounded from its buffer no longer holds. */
-static void written(encoder *e, clinfer_buffer *y) {
-    if (e->rounded.ref.buf == y) e->rounded.ref.buf = NULL;
-}
-
-static void rounded_from(encoder *e, clinfer_ref x, size_t count, int span) {
-    e->rounded.ref = x;
-    e->rounded.count = count;
-    e->rounded.span = span;
-    if (count > e->q8_count) e->q8_count = count;
-}
-
-/* The record just made can round y (count values) at its want_q field. */
-static void may_round(encoder *e, int32_t *want_q, clinfer_ref y, size_t count) {
+/* The record r just made can round y (count values) at its want_q field. */
+static void may_round(encoder *e, int32_t *r, int32_t *want_q, clinfer_ref y, size_t count) {
     e->roundable.want_q = want_q;
+    e->roundable.rec = r;
     e->roundable.y = y;
     e->roundable.count = count;
+    e->roundable.merge = -1;
+}
+
+/* Record r's G_Q8 fields: the 8-bit form q, d (and xo) and f32 values f that it writes or, for a
+ * matmul, reads (their buffers have slots already). */
+static void put_q8(encoder *e, int32_t *r, cl_mem q, cl_mem d, cl_mem f, cl_mem xo) {
+    r[G_Q8] = slot_of(e, q);
+    r[G_Q8 + 1] = slot_of(e, d);
+    r[G_Q8 + 2] = slot_of(e, f);
+    r[G_Q8 + 3] = 1; /* want_f: f is the ROUND_Q8's y */
+    r[G_Q8 + 4] = slot_of(e, xo);
 }
 
 static bool encode_matmul(encoder *e, const clinfer_op *op) {
@@ -201,27 +197,19 @@ static bool encode_matmul(encoder *e, const clinfer_op *op) {
     if ((n > 1 && !il && !tiles) || !take_type(e, w.type)) return false;
     clinfer_ref x = op->matmul.x, y = op->matmul.y, bias = op->matmul.bias;
     int k = op->matmul.k, m = op->matmul.m, x_q8 = op->matmul.x_q8;
-    cl_mem mems[5] = {w.q, w.s, x.buf->mem, y.buf->mem, bias.buf ? bias.buf->mem : y.buf->mem};
-    if (!take_slots(e, mems, 5)) return false;
+    const cl_q8_side *xq = x.buf->q8; /* x_q8: the form a ROUND_Q8 made (cl_q8_check_walk) */
+    if (x_q8 && (!xq || !xq->q.mem || !xq->d.mem)) return false;
+    cl_mem none = y.buf->mem;
+    cl_mem mems[8] = {w.q,
+                      w.s,
+                      x.buf->mem,
+                      y.buf->mem,
+                      bias.buf ? bias.buf->mem : y.buf->mem,
+                      x_q8 ? xq->q.mem : none,
+                      x_q8 ? xq->d.mem : none,
+                      x_q8 && xq->xo.mem ? xq->xo.mem : none};
+    if (!take_slots(e, mems, 8)) return false;
     size_t count = (size_t)n * (size_t)k;
-    int span = (int)(dtype_q8_act_block(w.type) / CLINFER_Q8_ACT_BLOCK);
-    bool fresh = e->rounded.ref.buf == x.buf && e->rounded.ref.offset == x.offset &&
-                 e->rounded.count == count && e->rounded.span == span;
-    /* producers round per 32 (span 1) */
-    bool by_last = span == 1 && e->roundable.want_q && e->roundable.y.buf == x.buf &&
-                   e->roundable.y.offset == x.offset && e->roundable.count == count;
-    if (x_q8 && !fresh && by_last) { /* the op that wrote x rounds it too: one record less */
-        *e->roundable.want_q = 1;
-        rounded_from(e, x, count, 1);
-    } else if (x_q8 && !fresh) { /* as quantize_x: round x first */
-        size_t per_task, tasks = split(e, count / (32 * span), 32 * 5 * span, &per_task);
-        int32_t *r = record(e, G_QUANTIZE, tasks);
-        put_ref(e, r, QUANTIZE_X, x);
-        r[QUANTIZE_COUNT] = (int32_t)count;
-        r[QUANTIZE_PER_TASK] = (int32_t)per_task;
-        r[QUANTIZE_SPAN] = span;
-        rounded_from(e, x, count, span);
-    }
     /* the units a task takes: rows, groups of 16 over interleaved weights, or gemm_q8's tiles'
      * rows (counted as rows from the op's first) */
     int variant = w.variant, r0 = op->matmul.row0, unit = il ? 16 : tiles ? GEMM_Q8_M : 1;
@@ -241,17 +229,14 @@ static bool encode_matmul(encoder *e, const clinfer_op *op) {
     r[MATMUL_K] = k;
     r[MATMUL_R0] = r0;
     r[MATMUL_ROWS] = m;
-    if (x_q8 && (variant == CL_MM_ROWS || variant == CL_MM_IL_F32)) /* f32 kernels read d * q */
-        r[MATMUL_X] = SLOT_XF, r[MATMUL_X + 1] = 0;
-    else
-        put_ref(e, r, MATMUL_X, x);
+    put_ref(e, r, MATMUL_X, x); /* f32 kernels read x_q8's x as it is: d * q */
+    if (x_q8) put_q8(e, r, mems[5], mems[6], x.buf->mem, mems[7]);
     put_ref(e, r, MATMUL_Y, y);
     put_ref(e, r, MATMUL_BIAS, bias.buf ? bias : y);
     r[MATMUL_FLAGS] = (op->matmul.accumulate ? 1 : 0) | (bias.buf ? 2 : 0);
     r[MATMUL_VARIANT] = variant;
     r[MATMUL_PER_TASK] = (int32_t)per_task;
     r[MATMUL_N] = n;
-    written(e, y.buf);
     return true;
 }
 
@@ -271,7 +256,6 @@ static bool encode_embed(encoder *e, const clinfer_op *op) {
     put_ref(e, r, EMBED_IDS, op->embed.ids);
     put_ref(e, r, EMBED_Y, op->embed.y);
     r[EMBED_SCALE] = float_bits(op->embed.scale);
-    written(e, op->embed.y.buf);
     return true;
 }
 
@@ -279,7 +263,6 @@ static bool encode_rmsnorm(encoder *e, const clinfer_op *op) {
     clinfer_ref x = op->norm.x, w = op->norm.w, y = op->norm.y;
     cl_mem mems[3] = {x.buf->mem, w.buf ? w.buf->mem : x.buf->mem, y.buf->mem};
     if (!take_slots(e, mems, 3)) return false;
-    bool want_q = cl_round_output(op);
     int32_t *r = record(e, G_RMSNORM, (size_t)op->norm.n);
     put_ref(e, r, RMSNORM_X, x);
     put_ref(e, r, RMSNORM_W, w.buf ? w : x);
@@ -287,41 +270,41 @@ static bool encode_rmsnorm(encoder *e, const clinfer_op *op) {
     put_ref(e, r, RMSNORM_Y, y);
     r[RMSNORM_D] = op->norm.d;
     r[RMSNORM_EPS] = float_bits(op->norm.eps);
-    r[RMSNORM_WANT_Q] = want_q;
-    written(e, y.buf);
-    if (want_q) rounded_from(e, y, (size_t)op->norm.n * (size_t)op->norm.d, 1);
+    /* not in place, as cl_round_fusable */
+    if (op->norm.d % 32 == 0 && y.buf != x.buf)
+        may_round(e, r, r + RMSNORM_WANT_Q, y, (size_t)op->norm.n * (size_t)op->norm.d);
     return true;
 }
 
-/* ADD, GELU, SWIGLU and GEGLU: y = fn(a, b), in blocks of 32 a task. */
+/* ADD, GELU, SWIGLU, GEGLU, SWIGLU_OAI and SCALE: y = fn(a, b), in blocks of 32 a task. */
 static bool encode_eltwise(encoder *e, const clinfer_op *op) {
     static const int32_t fns[] = {[CLINFER_OP_ADD] = ELT_ADD,
                                   [CLINFER_OP_GELU] = ELT_GELU,
                                   [CLINFER_OP_SWIGLU] = ELT_SWIGLU,
-                                  [CLINFER_OP_GEGLU] = ELT_GEGLU};
+                                  [CLINFER_OP_GEGLU] = ELT_GEGLU,
+                                  [CLINFER_OP_SWIGLU_OAI] = ELT_SWIGLU_OAI,
+                                  [CLINFER_OP_SCALE] = ELT_SCALE};
     size_t count = op->eltwise.count;
     size_t b_count = op->kind == CLINFER_OP_ADD ? op->eltwise.b_count : count;
     if (count == 0 || count > INT32_MAX || b_count > INT32_MAX) return false;
     clinfer_ref a = op->eltwise.a, y = op->eltwise.y;
-    clinfer_ref b = op->kind == CLINFER_OP_GELU ? a : op->eltwise.b; /* GELU reads no b */
+    bool no_b = op->kind == CLINFER_OP_GELU || op->kind == CLINFER_OP_SCALE;
+    clinfer_ref b = no_b ? a : op->eltwise.b;
     cl_mem mems[3] = {a.buf->mem, b.buf->mem, y.buf->mem};
     if (!take_slots(e, mems, 3)) return false;
-    bool want_q = cl_round_output(op);
     size_t per_task, tasks = split(e, (count + 31) / 32, 32 * 12, &per_task);
     int32_t *r = record(e, G_ELTWISE, tasks);
     put_ref(e, r, ELT_A, a);
     put_ref(e, r, ELT_B, b);
     put_ref(e, r, ELT_Y, y);
     r[ELT_COUNT] = (int32_t)count;
-    r[ELT_WANT_Q] = want_q;
     r[ELT_PER_TASK] = (int32_t)per_task;
     r[ELT_FN] = fns[op->kind];
     r[ELT_B_COUNT] = (int32_t)b_count;
-    written(e, y.buf);
-    if (want_q) rounded_from(e, y, count, 1);
+    r[ELT_SCALE_BY] = float_bits(op->kind == CLINFER_OP_SCALE ? op->eltwise.scale : 0.0f);
+    r[ELT_CAP] = float_bits(op->kind == CLINFER_OP_SCALE ? op->eltwise.cap : 0.0f);
     /* every 8 values in the vector form: the task can round y for a matmul after it */
-    else if (count % 32 == 0 && b_count % 8 == 0)
-        may_round(e, r + ELT_WANT_Q, y, count);
+    if (count % 32 == 0 && b_count % 8 == 0) may_round(e, r, r + ELT_WANT_Q, y, count);
     return true;
 }
 
@@ -339,9 +322,8 @@ static bool encode_layernorm(encoder *e, const clinfer_op *op) {
     put_ref(e, r, LAYERNORM_Y, y);
     r[LAYERNORM_D] = op->norm.d;
     r[LAYERNORM_EPS] = float_bits(op->norm.eps);
-    written(e, y.buf);
     if (op->norm.d % 32 == 0 && y.buf != x.buf) /* rows rounded after they are written */
-        may_round(e, r + LAYERNORM_WANT_Q, y, (size_t)op->norm.n * (size_t)op->norm.d);
+        may_round(e, r, r + LAYERNORM_WANT_Q, y, (size_t)op->norm.n * (size_t)op->norm.d);
     return true;
 }
 
@@ -361,7 +343,6 @@ static bool encode_store(encoder *e, const clinfer_op *op) {
     put_ref(e, r, STORE_DST, dst);
     r[STORE_COUNT] = (int32_t)count;
     r[STORE_PER_TASK] = (int32_t)per_task;
-    written(e, dst.buf);
     return true;
 }
 
@@ -388,8 +369,15 @@ static void put_attention(encoder *e, int32_t *r, const clinfer_op *op, size_t c
     r[ATT_NEOX] = op->attention.rope.neox;
     r[ATT_FREQ_BASE] = float_bits(op->attention.rope.freq_base);
     r[ATT_FREQ_SCALE] = float_bits(op->attention.rope.freq_scale);
+    clinfer_ref factors = op->attention.rope.factors;
+    put_ref(e, r, ATT_FACTORS, rope && factors.buf ? factors : op->attention.out);
+    r[ATT_HAS_FACTORS] = rope && factors.buf;
+    r[ATT_MSCALE] = float_bits(op->attention.rope.mscale);
+    r[ATT_SOFTCAP] = float_bits(op->attention.softcap);
     r[ATT_ROUND_Q8] = round_q8;
     r[ATT_WINDOW] = op->attention.window;
+    put_ref(e, r, ATT_SINKS, op->attention.sinks.buf ? op->attention.sinks : op->attention.out);
+    r[ATT_HAS_SINKS] = op->attention.sinks.buf != NULL;
 }
 
 /* What an attention touches: it reads q, the new key and value, and the caches up to its last
@@ -414,34 +402,76 @@ static bool encode_attention(encoder *e, const clinfer_op *op) {
         (e->kv_f16 >= 0 && e->kv_f16 != f16))
         return false;
     clinfer_ref out = op->attention.out;
-    cl_mem mems[6] = {op->attention.q.buf->mem,
+    clinfer_buffer *factors = rope ? op->attention.rope.factors.buf : NULL;
+    clinfer_buffer *sinks = op->attention.sinks.buf;
+    cl_mem mems[8] = {op->attention.q.buf->mem,
                       op->attention.k.buf->mem,
                       op->attention.v.buf->mem,
                       out.buf->mem,
                       rope ? op->attention.rope.k_src.buf->mem : out.buf->mem,
-                      rope ? op->attention.rope.v_src.buf->mem : out.buf->mem};
-    if (!take_slots(e, mems, 6)) return false;
+                      rope ? op->attention.rope.v_src.buf->mem : out.buf->mem,
+                      factors ? factors->mem : out.buf->mem,
+                      sinks ? sinks->mem : out.buf->mem};
+    if (!take_slots(e, mems, 8)) return false;
     e->kv_f16 = f16;
     cl_attention_chunks(e->b, op, &chunk, &n_chunks);
     int head_dim = op->attention.head_dim, n_head = op->attention.n_head;
-    int round_q8 = op->attention.out_q8 && head_dim % 32 == 0; /* as op_attention on cpu-rows */
-    /* the sequences of a batch attend at once, each to chunks of its own scratch (one that
-     * rounds its output for the matmul after it writes the rounded activations: alone) */
+    /* the sequences of a batch attend at once, each to chunks of its own scratch */
     op_span span = attention_span(op);
     size_t tasks = (size_t)n_head * n_chunks;
-    int32_t *r = round_q8 ? record(e, G_ATTENTION, tasks) : record_op(e, G_ATTENTION, tasks, &span);
+    int32_t *r = record_op(e, G_ATTENTION, tasks, &span);
     size_t part = e->part_used;
     if (n_chunks > 1) {
         e->part_used += (size_t)n_head * n_chunks * ((size_t)head_dim + 2);
         if (e->part_used * sizeof(float) > e->part_bytes)
             e->part_bytes = e->part_used * sizeof(float);
     }
-    put_attention(e, r, op, chunk, n_chunks, round_q8, part);
+    put_attention(e, r, op, chunk, n_chunks, 0, part);
     if (n_chunks > 1)
-        e->merges[e->n_merges++] =
-            (att_merge){op, chunk, n_chunks, part, round_q8, (int)e->n_recs - 1};
-    written(e, out.buf);
-    if (round_q8) rounded_from(e, out, q_total, 1);
+        e->merges[e->n_merges++] = (att_merge){
+            .op = op, .chunk = chunk, .n_chunks = n_chunks, .part = part, .at = (int)e->n_recs - 1};
+    /* whole blocks per head, as cl_attention_rounds asks; alone in its stage, so that nothing
+     * beside it reads what it would round into */
+    if (head_dim % 32 == 0 && e->stage == (int)e->n_recs - 1) {
+        may_round(e, r, r + ATT_ROUND_Q8, out, q_total);
+        e->roundable.merge = n_chunks > 1 ? e->n_merges - 1 : -1;
+    }
+    return true;
+}
+
+/* A ROUND_Q8 (into the first element of its y: graph.cl writes d * q from there) by the record
+ * before it where that wrote x and rounds per 32 as well, else by a rounding record, into the
+ * 8-bit form beside y that the matmuls over y read. */
+static bool encode_round(encoder *e, const clinfer_op *op) {
+    clinfer_ref x = op->round_q8.x, y = op->round_q8.y;
+    size_t count = (size_t)op->round_q8.n * (size_t)op->round_q8.k;
+    int span = op->round_q8.block / CLINFER_Q8_ACT_BLOCK;
+    cl_q8_out o;
+    if (y.offset || count > INT32_MAX || cl_q8_out_begin(e->b, op, &o) != CLINFER_OK) return false;
+    cl_mem mems[5] = {x.buf->mem, y.buf->mem, o.q, o.d, o.xo};
+    int32_t *roundable = e->roundable.want_q; /* take_slots keeps it; records end it */
+    if (!take_slots(e, mems, 5)) return false;
+    if (span == 1 && roundable && e->roundable.y.buf == x.buf &&
+        e->roundable.y.offset == x.offset && e->roundable.count == count) {
+        *roundable = 1;
+        put_q8(e, e->roundable.rec, o.q, o.d, o.f, o.xo);
+        if (e->roundable.merge >= 0) { /* the merge writes out, and rounds it */
+            att_merge *m = &e->merges[e->roundable.merge];
+            m->round_q8 = 1;
+            memcpy(m->q8, e->roundable.rec + G_Q8, sizeof m->q8);
+        }
+        e->roundable.want_q = NULL;
+        e->n_spans = 0; /* what reads y waits for the whole stage */
+        return true;
+    }
+    size_t per_task,
+        tasks = split(e, count / (32 * (size_t)span), 32 * 5 * (size_t)span, &per_task);
+    int32_t *r = record(e, G_QUANTIZE, tasks);
+    put_ref(e, r, QUANTIZE_X, x);
+    r[QUANTIZE_COUNT] = (int32_t)count;
+    r[QUANTIZE_PER_TASK] = (int32_t)per_task;
+    r[QUANTIZE_SPAN] = span;
+    put_q8(e, r, o.q, o.d, o.f, o.xo);
     return true;
 }
 
@@ -459,15 +489,14 @@ bool cl_graph_encode(encoder *e, const clinfer_op *op) {
         return encode_rmsnorm(e, op);
     case CLINFER_OP_LAYERNORM:
         return encode_layernorm(e, op);
-    case CLINFER_OP_ADD:
-    case CLINFER_OP_GELU:
-    case CLINFER_OP_SWIGLU:
-    case CLINFER_OP_GEGLU:
+    CLINFER_OP_ELTWISE_CASES:
         return encode_eltwise(e, op);
     case CLINFER_OP_STORE:
         return encode_store(e, op);
     case CLINFER_OP_ATTENTION:
         return encode_attention(e, op);
+    case CLINFER_OP_ROUND_Q8:
+        return encode_round(e, op);
     default:
         return false;
     }

@@ -18,12 +18,9 @@ enum {
      * units share; the last one decides how long the others wait) */
     TASK_BYTES = 256 << 10,
     MAX_TASKS = 32,
-    /* reserved slots: the rounded activations (xq, xd, xf, xo) and attention's chunk results */
-    SLOT_XQ = 0,
-    SLOT_XD,
-    SLOT_XF,
-    SLOT_XO,
-    SLOT_PART,
+    /* the reserved slot: attention's chunk results (records that round name the 8-bit form
+     * beside the ROUND_Q8's y: act_q8_cl.h) */
+    SLOT_PART = 0,
     FIRST_FREE_SLOT,
     MAX_STAGE = 64, /* records of ops in one stage */
 };
@@ -37,25 +34,25 @@ typedef struct {
     int n, writes; /* at[writes .. n - 1] are written */
 } op_span;
 
-/* The merge record an attention split into chunks needs: its fields, and the attention's record. */
+/* The merge record an attention split into chunks needs: its fields, the attention's record, and
+ * where it rounds (the G_Q8 fields). */
 typedef struct {
     const clinfer_op *op;
     size_t chunk, n_chunks, part;
     int round_q8, at;
+    int32_t q8[5];
 } att_merge;
 
-/* One run being put together: records, the buffers they name, and what the rounded
- * activations hold. */
+/* One run being put together: records, the buffers they name. */
 typedef struct {
     cl_backend_ctx *b;
-    uint32_t types; /* of the run's weights: bit t for clinfer_dtype t */
+    uint64_t types; /* of the run's weights: bit t for clinfer_dtype t */
     int kv_f16;     /* -1 until an attention fixes it */
-    int want_f;     /* the roundings also write d * q for f32 kernels (no integer dots here) */
     cl_mem slots[G_SLOTS];
     int n_slots;
     int32_t *recs;
     size_t n_recs;
-    size_t q8_count, part_bytes; /* the most any op needs of act and of attention's scratch */
+    size_t part_bytes; /* the most any attention needs of its scratch */
     /* The stage of the last record: records of ops that depend on none of each other (a
      * layer's matmuls of one x; the attentions of a batch's sequences, each with its merge),
      * which start at `stage`, each waiting on the records from after[0] to after[1]; a record
@@ -66,17 +63,14 @@ typedef struct {
     size_t part_used;            /* floats of attention's scratch the stage's chunks take */
     att_merge merges[MAX_STAGE]; /* of its chunked attentions, put after them all */
     int n_merges;
+    /* The last record, where it could round its output y (count values, per 32) as it writes
+     * it: its want_q field (NULL: it cannot), set when a ROUND_Q8 of y follows, and the merge
+     * of a chunked attention (-1: none), which then rounds instead. */
     struct {
-        clinfer_ref ref; /* buf NULL: nothing rounded */
-        size_t count;
-        int span; /* blocks of 32 with one scale (act_q8) */
-    } rounded;
-    /* The last record, where it could round its output y (count values) as it writes it: its
-     * want_q field (NULL: it cannot), set when a matmul over y follows. */
-    struct {
-        int32_t *want_q;
+        int32_t *want_q, *rec;
         clinfer_ref y;
         size_t count;
+        int merge;
     } roundable;
 } encoder;
 

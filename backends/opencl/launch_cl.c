@@ -121,6 +121,14 @@ void cl_turn_leave(cl_backend_ctx *b) {
 
 /* ---- launches ------------------------------------------------------------------------------ */
 
+void cl_ref_args(const clinfer_ref *refs, size_t n, cl_ulong *offs, cl_arg *args) {
+    for (size_t i = 0; i < n; i++) {
+        offs[i] = refs[i].offset;
+        args[2 * i] = CL_ARG(refs[i].buf->mem);
+        args[2 * i + 1] = CL_ARG(offs[i]);
+    }
+}
+
 clinfer_status cl_launch(cl_backend_ctx *b, cl_kernel kernel, const char *name, const cl_arg *args,
                          size_t n_args, cl_uint dims, const size_t *global, const size_t *local) {
     clinfer_status st = CLINFER_OK;

@@ -1,5 +1,5 @@
 /* Matrix products over weights of every storage type (cl/matvec.cl, cl/gemm.cl); the weights
- * are laid out by weights_cl.c, 8-bit activations made by act_q8_cl.c:
+ * are laid out by weights_cl.c, 8-bit activations made by ROUND_Q8 ops (act_q8_cl.c):
  *   - matvec for n <= MATVEC_MAX_N columns (decode), one kernel per kernel path; f32 x over
  *     interleaved weights (CPUs) through matvec_il_n for 1 .. IL_F32_MAX_N columns;
  *   - over 8-bit x, integer dots where the type has them: matvec_q8_il for interleaved weights,
@@ -34,8 +34,11 @@ clinfer_status cl_matmul_init(cl_backend_ctx *b) {
     /* Tuning table: on CPU OpenCL CLBlast's SGEMM is untuned: 15x slower than gemm_rows (since
      * replaced by gemm_panels, faster still) on PoCL
      * (docs/PERFORMANCE.md); on GPUs its tuned kernels are taken over our plain local-memory
-     * gemm_tiled (not measured yet). The clblast option overrides; bench_ops compares both. */
-    s->use_clblast = b->options.clblast ? b->options.clblast == CLINFER_ON : !cpu;
+     * gemm_tiled (not measured yet). CPU devices on a GPU path (forced, or a device whose loops
+     * are cut short: backend_cl.c's check_loops) keep gemm_tiled too. The clblast option
+     * overrides; bench_ops compares both. */
+    s->use_clblast = b->options.clblast ? b->options.clblast == CLINFER_ON
+                                        : !cpu && b->info.type != CLINFER_DEVICE_CPU;
     if (s->use_clblast) cl_clblast_hold();
 #endif
     char options[96];
@@ -112,8 +115,9 @@ static clinfer_status run_matvec(cl_backend_ctx *b, const type_kernels *t, const
         {sizeof(int), &a->n}};
     cl_uint n_args = sizeof args / sizeof args[0] - 1; /* n only for matvec_rows_n */
     cl_kernel kernel = t->matvec;
-    size_t global[2] = {(size_t)rows * b->types->mv_wg, (size_t)a->n},
-           local[2] = {b->types->mv_wg, 1};
+    size_t wg = t->matvec_rows > 1 ? GPU_MV_WG : b->types->mv_wg; /* matvec_gpu, matvec_wg */
+    size_t global[2] = {(size_t)(rows + t->matvec_rows - 1) / t->matvec_rows * wg, (size_t)a->n},
+           local[2] = {wg, 1};
     if (cl_cpu_rows(b)) {
         global[0] = cl_round_up((size_t)rows, CPU_LOCAL);
         local[0] = CPU_LOCAL;
@@ -193,6 +197,7 @@ static clinfer_status run_gemm_kq(cl_backend_ctx *b, const type_kernels *t, cons
     int chunk = chunk_rows(b, KQ_STAGE_BYTES, row_bytes, 16, a.rows);
     CHECK(cl_ensure_scratch(b, &s->stage, (size_t)chunk * row_bytes));
     int part_y = a.y_off, part_bias = a.bias_off;
+    cl_mem xo = cl_q8_xo(a.xq);
     for (int r = 0; r < a.rows; r += chunk) {
         int count = a.rows - r < chunk ? a.rows - r : chunk, first = a.r0 + r;
         cl_mem ws = p->s.mem;
@@ -206,9 +211,9 @@ static clinfer_status run_gemm_kq(cl_backend_ctx *b, const type_kernels *t, cons
         cl_arg args[] = {{sizeof(cl_mem), &s->stage.mem},
                          {sizeof(int), &a.k},
                          {sizeof(int), &count},
-                         {sizeof(cl_mem), &b->act->act.q.mem},
-                         {sizeof(cl_mem), &b->act->act.d.mem},
-                         {sizeof(cl_mem), &b->act->xo.mem},
+                         {sizeof(cl_mem), &a.xq->q.mem},
+                         {sizeof(cl_mem), &a.xq->d.mem},
+                         {sizeof(cl_mem), &xo},
                          {sizeof(cl_mem), &a.y},
                          {sizeof(int), &a.y_off},
                          {sizeof(int), &a.ldy},
@@ -232,14 +237,14 @@ static clinfer_status run_matvec_q8(cl_backend_ctx *b, const type_kernels *t, co
                                     const mm_args *a) {
     int rows = a->rows;
     cl_mem ws = p->s.mem;
-    cl_mem xo = cl_act_q8_xo(b);
+    cl_mem xo = cl_q8_xo(a->xq);
     cl_arg args[] = {{sizeof(cl_mem), &p->q.mem},
                      {sizeof(cl_mem), &ws},
                      {sizeof(int), &a->k},
                      {sizeof(int), &a->r0},
                      {sizeof(int), &rows},
-                     {sizeof(cl_mem), &b->act->act.q.mem},
-                     {sizeof(cl_mem), &b->act->act.d.mem},
+                     {sizeof(cl_mem), &a->xq->q.mem},
+                     {sizeof(cl_mem), &a->xq->d.mem},
                      {sizeof(cl_mem), &a->y},
                      {sizeof(int), &a->y_off},
                      {sizeof(int), &a->ldy},
@@ -315,48 +320,34 @@ static clinfer_status run_matvec_norm(cl_backend_ctx *b, const type_kernels *t,
 }
 
 /* matvec_q8_il_norm: the matmul of a (all rows of a one-part weight, one column), then a->norm,
- * rounding its output for the next matmul where cl_round_output says so. */
+ * rounding its output for the ROUND_Q8 a->round where there is one. */
 static clinfer_status run_matvec_q8_norm(cl_backend_ctx *b, const type_kernels *t,
                                          const weight_part *p, const mm_args *a) {
-    struct cl_act_state *s = b->act;
     clinfer_status st = CLINFER_OK;
     norm_operands o = norm_of(a);
-    int rows = a->rows, want_q = cl_round_output(a->norm);
-    int want_f = want_q && cl_act_q8_want_f(b);
+    int rows = a->rows, want_q = a->round != NULL;
+    cl_q8_out out = {.q = o.y, .d = o.y, .f = o.y}; /* unwritten without want_q */
+    if (want_q) CHECK(cl_q8_out_begin(b, a->round, &out));
     cl_arg args[23] = {{sizeof(cl_mem), &p->q.mem},
                        {sizeof(cl_mem), &p->s.mem},
                        {sizeof(int), &a->k},
                        {sizeof(int), &rows},
-                       {sizeof(cl_mem), &b->act->act.q.mem},
-                       {sizeof(cl_mem), &b->act->act.d.mem},
+                       {sizeof(cl_mem), &a->xq->q.mem},
+                       {sizeof(cl_mem), &a->xq->d.mem},
                        {sizeof(cl_mem), &a->y},
                        {sizeof(int), &a->y_off},
                        {sizeof(cl_mem), &a->bias},
                        {sizeof(int), &a->bias_off},
                        {sizeof(int), &a->flags}};
     norm_args(b, &o, a, args + 11);
-    args[18] = (cl_arg){sizeof(int), &want_q};
-    if (want_q) {
-        CHECK(cl_act_into(b, &s->spare, (size_t)rows, &want_f, args + 19));
-    } else { /* the activations stay unwritten */
-        for (int i = 19; i < 22; i++)
-            args[i] = (cl_arg){sizeof(cl_mem), &o.y};
-        args[22] = (cl_arg){sizeof(int), &want_f};
-    }
+    args[18] = CL_ARG(want_q);
+    args[19] = CL_ARG(out.q);
+    args[20] = CL_ARG(out.d);
+    args[21] = CL_ARG(out.f);
+    args[22] = CL_ARG(out.want_f);
     size_t global[2] = {(size_t)(rows + 15) / 16, 1}, local[2] = {1, 1};
     CHECK(cl_launch(b, t->matvec_q8_il_norm, "matvec_q8_il_norm", args, 23, 2, global, local));
-    if (want_q) { /* the rounded output becomes act, the input's buffers the spare */
-        act_q8 input = s->act;
-        s->act = (act_q8){.q = s->spare.q,
-                          .d = s->spare.d,
-                          .f = s->spare.f,
-                          .x = o.y,
-                          .x_off = o.y_off,
-                          .count = (size_t)rows,
-                          .has_f = want_f,
-                          .span = 1};
-        s->spare = (act_q8){.q = input.q, .d = input.d, .f = input.f};
-    }
+    if (want_q) CHECK(cl_q8_out_end(b, &out));
 cleanup:
     return st;
 }
@@ -447,16 +438,25 @@ static bool norm_fusable(const cl_backend_ctx *b, const clinfer_op *op, const cl
            norm->norm.x.buf == op->matmul.y.buf && norm->norm.x.offset == op->matmul.y.offset;
 }
 
-static clinfer_status matmul(cl_backend_ctx *b, const clinfer_op *op, const clinfer_op *norm);
+static clinfer_status matmul(cl_backend_ctx *b, const clinfer_op *op, const clinfer_op *norm,
+                             const clinfer_op *round);
 
 clinfer_status cl_matmul(cl_backend_ctx *b, const clinfer_op *op) {
-    return matmul(b, op, NULL);
+    return matmul(b, op, NULL, NULL);
 }
 
 clinfer_status cl_matmul_norm(cl_backend_ctx *b, const clinfer_op *op, const clinfer_op *norm,
-                              bool *fused) {
-    *fused = norm_fusable(b, op, norm);
-    return *fused ? matmul(b, op, norm) : CLINFER_OK;
+                              const clinfer_op *round, size_t *taken) {
+    *taken = 0;
+    if (!norm_fusable(b, op, norm)) return CLINFER_OK;
+    /* matvec_q8_il_norm rounds per 32, into a buffer other than the one its x lies in */
+    if (!round || !op->matmul.x_q8 || round->round_q8.y.buf == op->matmul.x.buf ||
+        !cl_rounds(round, norm->norm.y, (size_t)norm->norm.d, 1))
+        round = NULL;
+    *taken = round ? 3 : 2;
+    clinfer_status st = matmul(b, op, norm, round);
+    if (st != CLINFER_OK) *taken = 0;
+    return st;
 }
 
 clinfer_status cl_matmul_limits(const clinfer_op *op) {
@@ -481,8 +481,10 @@ static int q8_kernel_for(const struct cl_weight *w, const type_kernels *t, int n
     return (n < GEMM_Q8_MIN_N ? t->matvec_q8 : t->gemm_q8) != NULL;
 }
 
-/* The matmul op, with norm (norm_fusable) run by its launch's last work-item. */
-static clinfer_status matmul(cl_backend_ctx *b, const clinfer_op *op, const clinfer_op *norm) {
+/* The matmul op, with norm (norm_fusable) run by its launch's last work-item, rounding its output
+ * for round (NULL: none). */
+static clinfer_status matmul(cl_backend_ctx *b, const clinfer_op *op, const clinfer_op *norm,
+                             const clinfer_op *round) {
     clinfer_status st = CLINFER_OK;
     int m = op->matmul.m, k = op->matmul.k, n = op->matmul.n;
     int row0 = op->matmul.row0;
@@ -492,10 +494,11 @@ static clinfer_status matmul(cl_backend_ctx *b, const clinfer_op *op, const clin
     const clinfer_block_split *l = &w->layout;
     const type_kernels *t = &b->types->types[l->type];
     int q8_kernel = 0, kq = 0; /* kq: stage_kq + gemm_kq */
-    if (op->matmul.x_q8) {
+    const cl_q8_side *xq = NULL;
+    if (op->matmul.x_q8) { /* f32 kernels read x as it is: d * q */
+        CHECK(cl_q8_x(op, &xq));
         q8_kernel = q8_kernel_for(w, t, n);
         kq = q8_kernel && !w->il && n >= GEMM_KQ_MIN_N && t->gemm_kq;
-        CHECK(cl_quantize_x(b, op, !q8_kernel));
     }
     mm_args a = {
         .x = op->matmul.x.buf->mem,
@@ -508,11 +511,9 @@ static clinfer_status matmul(cl_backend_ctx *b, const clinfer_op *op, const clin
         .flags = (op->matmul.accumulate ? F_ACCUMULATE : 0) | (has_bias ? F_BIAS : 0),
         .il = w->il,
         .norm = norm,
+        .round = round,
+        .xq = xq,
     };
-    if (op->matmul.x_q8 && !q8_kernel) { /* the f32 kernels read x as d * q */
-        a.x = b->act->act.f.mem;
-        a.x_off = 0;
-    }
     for (int i = 0; i < w->n_parts; i++) {
         const weight_part *p = &w->parts[i];
         /* the op's rows this part holds: [lo, hi) in the weight's numbering */
@@ -550,8 +551,6 @@ static clinfer_status matmul(cl_backend_ctx *b, const clinfer_op *op, const clin
             }
         }
     }
-    if (!(norm && cl_round_output(norm)) && (op->matmul.y.buf->mem == b->act->act.x || norm))
-        cl_act_forget(b); /* x may be overwritten; norm's y is, and not rounded */
 cleanup:
     return st;
 }

@@ -47,17 +47,20 @@ typedef struct {
     int x_off, y_off, bias_off; /* y_off and bias_off already point at row r0's outputs */
     int k, n, ldy, flags;
     int r0, rows;
-    int il;                 /* the weight's layout */
-    const clinfer_op *norm; /* an RMSNORM of y for matvec_q8_il_norm (norm_fusable), or NULL */
+    int il;                  /* the weight's layout */
+    const clinfer_op *norm;  /* an RMSNORM of y for matvec_q8_il_norm (norm_fusable), or NULL */
+    const clinfer_op *round; /* a ROUND_Q8 of norm's y that matvec_q8_il_norm does, or NULL */
+    const cl_q8_side *xq;    /* x_q8: x's 8-bit form */
 } mm_args;
 
 clinfer_status cl_matmul_init(cl_backend_ctx *b);
 void cl_matmul_free(cl_backend_ctx *b);
 clinfer_status cl_matmul(cl_backend_ctx *b, const clinfer_op *op);
-/* The matmul op and the RMSNORM `norm` of its output in one launch, where the kernel for op can
- * (*fused); otherwise *fused is false and nothing is enqueued. norm is already checked. */
+/* The matmul op and the RMSNORM `norm` of its output in one launch where the kernel for op can,
+ * with round (a ROUND_Q8 after norm, or NULL) rounding norm's y where that kernel can as well:
+ * *taken says how many of the three it took (0: none, nothing enqueued). All are checked. */
 clinfer_status cl_matmul_norm(cl_backend_ctx *b, const clinfer_op *op, const clinfer_op *norm,
-                              bool *fused);
+                              const clinfer_op *round, size_t *taken);
 clinfer_status cl_embed(cl_backend_ctx *b, const clinfer_op *op);
 /* This backend's limits on a valid MATMUL or EMBED op (the kernels index operands with ints):
  * CLINFER_ERR_UNSUPPORTED beyond them; CLINFER_OK for other ops. */

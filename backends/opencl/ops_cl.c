@@ -7,6 +7,7 @@
 
 #include "act_q8_cl.h"
 #include "error.h"
+#include "gpu_attention_cl.h"
 #include "ops_cl.h"
 #include "program.h"
 
@@ -40,6 +41,7 @@ static const struct {
     [K_GELU] = {PROG_ELTWISE, "gelu", false},
     [K_SWIGLU] = {PROG_ELTWISE, "swiglu", false},
     [K_GEGLU] = {PROG_ELTWISE, "geglu", false},
+    [K_SWIGLU_OAI] = {PROG_ELTWISE, "swiglu_oai", false},
     [K_SCALE] = {PROG_ELTWISE, "scale", false},
     [K_STORE_F32] = {PROG_ELTWISE, "store_f32", false},
     [K_STORE_F16] = {PROG_ELTWISE, "store_f16", false},
@@ -74,45 +76,26 @@ static clinfer_status launch_rows(cl_backend_ctx *b, kernel_id id, size_t n_args
 
 clinfer_status cl_op_norm(cl_backend_ctx *b, const clinfer_op *op) {
     bool layer = op->kind == CLINFER_OP_LAYERNORM;
-    clinfer_status st;
     /* An absent operand binds x's buffer, which the kernel then never reads. */
     cl_mem w = op->norm.w.buf ? op->norm.w.buf->mem : op->norm.x.buf->mem;
     cl_mem bias = layer && op->norm.b.buf ? op->norm.b.buf->mem : op->norm.x.buf->mem;
     cl_ulong x_off = op->norm.x.offset, w_off = op->norm.w.offset, b_off = op->norm.b.offset,
              y_off = op->norm.y.offset;
     cl_int has_w = op->norm.w.buf != NULL, has_b = op->norm.b.buf != NULL;
-    if (cl_round_output(op)) {
-        CHECK(cl_rounding_op(b, op));
-    } else if (layer) {
-        cl_arg args[] = {CL_ARG(op->norm.x.buf->mem),
-                         CL_ARG(x_off),
-                         CL_ARG(w),
-                         CL_ARG(w_off),
-                         CL_ARG(has_w),
-                         CL_ARG(bias),
-                         CL_ARG(b_off),
-                         CL_ARG(has_b),
-                         CL_ARG(op->norm.y.buf->mem),
-                         CL_ARG(y_off),
-                         CL_ARG(op->norm.n),
-                         CL_ARG(op->norm.d),
-                         CL_ARG(op->norm.eps)};
-        CHECK(launch_rows(b, K_LAYERNORM, sizeof args / sizeof *args, args, (size_t)op->norm.n));
-    } else {
-        cl_arg args[] = {CL_ARG(op->norm.x.buf->mem),
-                         CL_ARG(x_off),
-                         CL_ARG(w),
-                         CL_ARG(w_off),
-                         CL_ARG(has_w),
-                         CL_ARG(op->norm.y.buf->mem),
-                         CL_ARG(y_off),
-                         CL_ARG(op->norm.n),
-                         CL_ARG(op->norm.d),
-                         CL_ARG(op->norm.eps)};
-        CHECK(launch_rows(b, K_RMSNORM, sizeof args / sizeof *args, args, (size_t)op->norm.n));
+    /* The two kernels' arguments: LayerNorm's take its bias after the weight. */
+    cl_arg args[13] = {CL_ARG(op->norm.x.buf->mem), CL_ARG(x_off), CL_ARG(w), CL_ARG(w_off),
+                       CL_ARG(has_w)};
+    size_t n_args = 5;
+    if (layer) {
+        args[n_args++] = CL_ARG(bias);
+        args[n_args++] = CL_ARG(b_off);
+        args[n_args++] = CL_ARG(has_b);
     }
-cleanup:
-    return st;
+    const cl_arg tail[] = {CL_ARG(op->norm.y.buf->mem), CL_ARG(y_off), CL_ARG(op->norm.n),
+                           CL_ARG(op->norm.d), CL_ARG(op->norm.eps)};
+    memcpy(args + n_args, tail, sizeof tail);
+    n_args += sizeof tail / sizeof *tail;
+    return launch_rows(b, layer ? K_LAYERNORM : K_RMSNORM, n_args, args, (size_t)op->norm.n);
 }
 
 clinfer_status cl_op_rope(cl_backend_ctx *b, const clinfer_op *op) {
@@ -125,7 +108,9 @@ clinfer_status cl_op_rope(cl_backend_ctx *b, const clinfer_op *op) {
     cl_ulong x_off = op->rope.x.offset, k_off = op->rope.k_dst.offset,
              v_src_off = op->rope.v_src.offset, v_dst_off = op->rope.v_dst.offset;
     cl_int neox = op->rope.neox, kv_heads = kv ? op->rope.kv_heads : 0,
-           kv_f16 = op->rope.kv_type == CLINFER_DT_F16;
+           kv_f16 = op->rope.kv_type == CLINFER_DT_F16, has_factors = op->rope.factors.buf != NULL;
+    cl_mem factors = has_factors ? op->rope.factors.buf->mem : x;
+    cl_ulong factors_off = op->rope.factors.offset;
     cl_arg args[] = {CL_ARG(x),
                      CL_ARG(x_off),
                      CL_ARG(op->rope.n),
@@ -136,6 +121,10 @@ clinfer_status cl_op_rope(cl_backend_ctx *b, const clinfer_op *op) {
                      CL_ARG(op->rope.freq_base),
                      CL_ARG(op->rope.freq_scale),
                      CL_ARG(neox),
+                     CL_ARG(factors),
+                     CL_ARG(factors_off),
+                     CL_ARG(has_factors),
+                     CL_ARG(op->rope.mscale),
                      CL_ARG(k_dst),
                      CL_ARG(k_off),
                      CL_ARG(v_src),
@@ -165,8 +154,8 @@ cleanup:
     return st;
 }
 
-/* add, gelu, swiglu, geglu: a and y hold count elements; b holds b_count (add: broadcast) or
- * count (swiglu, geglu). */
+/* add, gelu, swiglu, geglu, swiglu_oai: a and y hold count elements; b holds b_count (add:
+ * broadcast) or count (the gated ones). */
 static const struct {
     kernel_id kernel;
     int operands; /* 1: a only, 2: a and b broadcast, 3: a and b of equal size */
@@ -175,6 +164,7 @@ static const struct {
     [CLINFER_OP_GELU] = {K_GELU, 1},
     [CLINFER_OP_SWIGLU] = {K_SWIGLU, 3},
     [CLINFER_OP_GEGLU] = {K_GEGLU, 3},
+    [CLINFER_OP_SWIGLU_OAI] = {K_SWIGLU_OAI, 3},
 };
 
 clinfer_status cl_op_eltwise(cl_backend_ctx *b, const clinfer_op *op) {
@@ -182,7 +172,6 @@ clinfer_status cl_op_eltwise(cl_backend_ctx *b, const clinfer_op *op) {
     size_t b_count = eltwise_table[op->kind].operands == 3 ? count : op->eltwise.b_count;
     clinfer_status st = CLINFER_OK;
     if (count == 0) goto cleanup;
-    if (cl_round_output(op)) return cl_rounding_op(b, op);
     cl_mem a = op->eltwise.a.buf->mem, y = op->eltwise.y.buf->mem;
     cl_ulong a_off = op->eltwise.a.offset, b_off = op->eltwise.b.offset,
              y_off = op->eltwise.y.offset, n = count, nb = b_count;
@@ -206,11 +195,13 @@ cleanup:
     return st;
 }
 
-clinfer_status cl_scale(cl_backend_ctx *b, clinfer_ref y, size_t count, float scale) {
-    cl_ulong y_off = y.offset, n = count;
+clinfer_status cl_scale(cl_backend_ctx *b, clinfer_ref a, clinfer_ref y, size_t count, float scale,
+                        float cap) {
+    cl_ulong a_off = a.offset, y_off = y.offset, n = count;
     size_t local = ELT_LOCAL, global = elementwise_global(count);
-    cl_arg args[] = {CL_ARG(y.buf->mem), CL_ARG(y_off), CL_ARG(n), CL_ARG(scale)};
-    return count ? cl_ops_launch(b, K_SCALE, 4, args, 1, &global, &local) : CLINFER_OK;
+    cl_arg args[] = {CL_ARG(a.buf->mem), CL_ARG(a_off), CL_ARG(y.buf->mem), CL_ARG(y_off),
+                     CL_ARG(n),          CL_ARG(scale), CL_ARG(cap)};
+    return count ? cl_ops_launch(b, K_SCALE, 7, args, 1, &global, &local) : CLINFER_OK;
 }
 
 /* ---- lifetime -------------------------------------------------------------------------- */
@@ -230,6 +221,7 @@ void cl_ops_free(struct cl_ops_state *ops) {
     if (!ops) return;
     ops_release_kernels(ops);
     if (ops->scratch) clReleaseMemObject(ops->scratch);
+    cl_gpu_attn_free(ops->gpu_attn);
     free(ops);
 }
 
@@ -304,6 +296,7 @@ clinfer_status cl_ops_init(cl_backend_ctx *b) {
             ops->wg = floor_pow2(limit);
             CHECK(ops_build(b));
         }
+        CHECK(cl_gpu_attn_create(b, ops->wg, &ops->gpu_attn));
     }
 cleanup:
     return st;

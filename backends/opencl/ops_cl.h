@@ -33,6 +33,7 @@ typedef enum {
     K_GELU,
     K_SWIGLU,
     K_GEGLU,
+    K_SWIGLU_OAI,
     K_SCALE,
     K_STORE_F32,
     K_STORE_F16,
@@ -47,7 +48,8 @@ struct cl_ops_state {
     char kernel_names[K_COUNT][32];
     bool work_group_per_row; /* the GPU paths: one work-group of wg items per row */
     size_t wg;
-    cl_mem scratch; /* attention's per-chunk partial results */
+    struct cl_gpu_attn *gpu_attn; /* GPU paths' attention (NULL: attention_wg, or cpu-rows) */
+    cl_mem scratch;               /* attention's per-chunk partial results */
     size_t scratch_bytes;
 };
 
@@ -63,7 +65,10 @@ clinfer_status cl_ops_launch(cl_backend_ctx *b, kernel_id id, size_t n_args, con
 clinfer_status cl_op_norm(cl_backend_ctx *b, const clinfer_op *op);
 clinfer_status cl_op_rope(cl_backend_ctx *b, const clinfer_op *op);
 clinfer_status cl_op_store(cl_backend_ctx *b, const clinfer_op *op);
-clinfer_status cl_op_attention(cl_backend_ctx *b, const clinfer_op *op);
+/* With round (NULL: none), a ROUND_Q8 of its output where cl_attention_rounds says the kernel
+ * can round it as it writes it, both checked. */
+clinfer_status cl_op_attention(cl_backend_ctx *b, const clinfer_op *op, const clinfer_op *round);
+bool cl_attention_rounds(const cl_backend_ctx *b, const clinfer_op *op, const clinfer_op *round);
 clinfer_status cl_op_eltwise(cl_backend_ctx *b, const clinfer_op *op);
 /* attention_cl.c: this backend's limits on a valid (op_check_operands) attention op: the head
  * sizes its kernels hold; CLINFER_ERR_UNSUPPORTED beyond them. */
@@ -73,7 +78,9 @@ clinfer_status cl_attention_limits(const clinfer_op *op);
 void cl_attention_chunks(const cl_backend_ctx *b, const clinfer_op *op, size_t *chunk,
                          size_t *n_chunks);
 clinfer_status cl_attention_scratch(cl_backend_ctx *b, size_t bytes, cl_mem *part);
-/* y[i] *= scale, i < count, as one elementwise launch (the EMBED op's scale). */
-clinfer_status cl_scale(cl_backend_ctx *b, clinfer_ref y, size_t count, float scale);
+/* y[i] = a[i] * scale capped by cap (the SCALE op; y == a: the EMBED op's scale), i < count, as
+ * one elementwise launch. */
+clinfer_status cl_scale(cl_backend_ctx *b, clinfer_ref a, clinfer_ref y, size_t count, float scale,
+                        float cap);
 
 #endif

@@ -82,3 +82,19 @@ bool cl_route_record(cl_route *r, int route, double ms) {
                                             : (int)interval;
     return switching;
 }
+
+void cl_route_start(cl_route *r, int route, double t0_ms) {
+    r->running = true;
+    r->running_route = route;
+    r->running_t0 = t0_ms;
+}
+
+bool cl_route_end(cl_route *r, double now_ms) {
+    if (!r->running) return false;
+    r->running = false;
+    return cl_route_record(r, r->running_route, now_ms - r->running_t0);
+}
+
+void cl_route_drop(cl_route *r) {
+    r->running = false;
+}

@@ -22,7 +22,37 @@ static void release(type_kernels *t) {
     for (size_t i = 0; i < sizeof kernels / sizeof kernels[0]; i++)
         if (kernels[i]) clReleaseKernel(kernels[i]);
     if (t->program) clReleaseProgram(t->program);
+    if (t->gpu_program) clReleaseProgram(t->gpu_program);
     *t = (type_kernels){0};
+}
+
+/* On the GPU paths, matvec_gpu (cl/gpu_matvec.cl) in place of matvec_wg for the types it reads,
+ * where the device runs its work-groups of GPU_MV_WG items. */
+static clinfer_status gpu_matvec(cl_backend_ctx *b, clinfer_dtype type, type_kernels *t) {
+    bool read = type == CLINFER_DT_F16 || type == CLINFER_DT_Q8_0 || type == CLINFER_DT_Q4_0 ||
+                type == CLINFER_DT_Q4_1 || type == CLINFER_DT_Q4_K || type == CLINFER_DT_Q6_K;
+    t->matvec_rows = 1;
+    if (cl_cpu_rows(b) || b->types->gpu_legacy || !read || b->info.max_work_group_size < GPU_MV_WG)
+        return CLINFER_OK;
+    char options[128], defines[64];
+    snprintf(options, sizeof options, "%s -DGMV_WG=%d",
+             cl_type_defines(type, defines, sizeof defines), GPU_MV_WG);
+    clinfer_status st = cl_build(b, "gpu_matvec.cl", options, &t->gpu_program);
+    if (st != CLINFER_OK) return st;
+    cl_int err = CL_SUCCESS;
+    cl_kernel k = clCreateKernel(t->gpu_program, "matvec_gpu", &err);
+    size_t max_wg = 0;
+    if (err == CL_SUCCESS)
+        err = clGetKernelWorkGroupInfo(k, b->device, CL_KERNEL_WORK_GROUP_SIZE, sizeof max_wg,
+                                       &max_wg, NULL);
+    if (err == CL_SUCCESS && max_wg >= GPU_MV_WG) { /* else matvec_wg stays */
+        clReleaseKernel(t->matvec);
+        t->matvec = k;
+        t->matvec_rows = GPU_MV_ROWS;
+        return CLINFER_OK;
+    }
+    if (k) clReleaseKernel(k);
+    return cl_error(err, "matvec_gpu");
 }
 
 clinfer_status cl_build_type(cl_backend_ctx *b, clinfer_dtype type) {
@@ -64,6 +94,7 @@ clinfer_status cl_build_type(cl_backend_ctx *b, clinfer_dtype type) {
             t->matvec_il_n = clCreateKernel(t->program, "matvec_il_n", &err);
     }
     if (st == CLINFER_OK) st = cl_error(err, "clCreateKernel(matvec.cl)");
+    if (st == CLINFER_OK) st = gpu_matvec(b, type, t);
     /* 1 while every type built so far that takes 8-bit x has integer dots (Q5_0 has none):
      * otherwise the roundings must also write d * q for the f32 kernels */
     if (st == CLINFER_OK && dtype_takes_q8_act(type))
@@ -82,6 +113,7 @@ clinfer_status cl_types_init(cl_backend_ctx *b) {
     clinfer_dev_options dev;
     dev_options_get(&dev);
     s->interleave = cl_cpu_rows(b) ? dev.interleave : 0; /* 2: forced (weights_cl.c) */
+    s->gpu_legacy = dev.gpu_legacy;
     for (s->mv_wg = GPU_WG; s->mv_wg > 1 && s->mv_wg > b->info.max_work_group_size;)
         s->mv_wg /= 2;
     s->q8_dots = -1;

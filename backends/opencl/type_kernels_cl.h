@@ -8,6 +8,8 @@
 enum {
     MATVEC_MAX_N = 8, /* more columns go to GEMM */
     GPU_WG = 64,      /* items per row in matvec_wg (power of two), at most */
+    GPU_MV_WG = 256,  /* items per work-group of matvec_gpu (cl/gpu_matvec.cl) */
+    GPU_MV_ROWS = 8,  /* its rows per work-group: 32 items per row */
     IL_COLS = 8,      /* columns per work-item of matvec_q8_il (cl/matvec.cl) */
     IL_F32_COLS = 8,  /* columns per work-item of matvec_il_n (cl/matvec.cl) */
     GEMM_Q8_M = 2,    /* rows x columns per work-item of gemm_q8 (cl/matvec.cl) */
@@ -26,14 +28,17 @@ typedef struct {
     cl_kernel gemm_q8;           /* matvec_q8 for more than MATVEC_MAX_N columns; NULL as it */
     cl_kernel matvec_il_n;       /* f32 x over rows interleaved by 16; NULL for other types */
     cl_kernel stage_kq, gemm_kq; /* the K-quants' prefill GEMM over 8-bit x; or NULL */
+    cl_program gpu_program;      /* gpu_matvec.cl where matvec is its matvec_gpu; else NULL */
+    int matvec_rows;             /* rows per work-group of matvec (GPU_MV_ROWS or 1) */
 } type_kernels;
 
 struct cl_types {
-    size_t mv_wg;   /* matvec_wg's work-group: GPU_WG or the device's largest power of two */
-    int q8_dots;    /* every weight type built that takes 8-bit x has matvec_q8 (1) or one has not
-                     * (0); -1: no such type built yet */
-    int interleave; /* CLINFER_INTERLEAVE on a CPU device: 1 lay out weights for matvec_q8_il
-                     * where it exists, 2 also where only matvec_il_n does (tests) */
+    size_t mv_wg;    /* matvec_wg's work-group: GPU_WG or the device's largest power of two */
+    int q8_dots;     /* every weight type built that takes 8-bit x has matvec_q8 (1) or one has not
+                      * (0); -1: no such type built yet */
+    int interleave;  /* CLINFER_INTERLEAVE on a CPU device: 1 lay out weights for matvec_q8_il
+                      * where it exists, 2 also where only matvec_il_n does (tests) */
+    bool gpu_legacy; /* CLINFER_GPU_LEGACY: matvec_wg for every type on the GPU paths */
     type_kernels types[CLINFER_DT_ID_LIMIT]; /* by weight type */
 };
 

@@ -1,7 +1,7 @@
 /* The on-disk cache of re-laid-out weights (the backend's weight_cache_open .. _close): on CPU
  * devices that share host memory, the arenas that weight_create laid quantized weights out into
  * are written to a file beside the kernel binaries once, and later loads of the same model on
- * the same device read that file into their arenas: no re-layout.
+ * the same device make their arenas on that file's data: no re-layout.
  *
  * File <cache dir>/weights-<key>.clw, key = SHA-256 of the model's identity (device, inode, size,
  * mtime, header bytes: gguf_identity), the device, driver, clinfer version, WCACHE_LAYOUT and the
@@ -11,9 +11,15 @@
  * Written after the load by a thread of its own (the arenas mapped for reading meanwhile) to a
  * temp file and renamed; a damaged, truncated or foreign file is reported, deleted and
  * rewritten, its data checked before any weight is made on it; a record that does not match the
- * weight asked for drops the file for the rest of the load. The file is read (pread), not
- * mapped: its checksum reads every byte at each load anyway, and a copy cannot be taken away by
- * a truncation of the file later (a mapping would raise SIGBUS in whichever thread read it next).
+ * weight asked for drops the file for the rest of the load. A later load maps the file, its size
+ * checked against the header first, and hashes the data over the mapping, each chunk populated
+ * before it is read (a page past the end of a file truncated meanwhile fails the populate, not
+ * with SIGBUS); the arenas are then made on the mapping: the pages the kernels read, touched
+ * once, by the check, and shared with other processes using the file. clinfer only replaces
+ * (rename) and deletes these files, which leaves a mapping intact; a truncation in place by
+ * another program while a model uses the file would take its pages away (SIGBUS at the next
+ * kernel): CLINFER_WEIGHT_CACHE=copy reads the data into memory of the process's own instead,
+ * which no truncation reaches, at the cost of that memory and the copy (docs/PERFORMANCE.md).
  * No failure here fails a load; CLINFER_WEIGHT_CACHE=0 turns it off and CLINFER_WEIGHT_CACHE_MAX
  * caps the files' total (oldest used evicted first). */
 #include <dirent.h>
@@ -49,7 +55,10 @@
 #define MAX_PARTS (1u << 24)
 #define FREE_MARGIN ((uint64_t)1 << 30) /* disk space a write leaves free, at least */
 #define MAX_FILES 64 /* files kept; a test suite's many small models would pile up otherwise */
-#define READ_CHUNK ((size_t)8 << 20) /* hashed while still in the CPU's caches */
+#define READ_CHUNK ((size_t)4 << 20) /* hashed while still in the CPU's caches */
+#ifndef MADV_POPULATE_READ
+#define MADV_POPULATE_READ 22 /* Linux 5.14; older kernels refuse it (EINVAL) */
+#endif
 
 typedef struct {
     char magic[8];
@@ -71,7 +80,8 @@ struct cl_weight_cache {
     size_t n_parts, cap_parts, next; /* next: the record the next weight must match (WC_READ) */
     cl_arena **arenas;               /* WC_READ: read from the file; WC_WRITE: filled, in order */
     size_t n_arenas, cap_arenas;
-    cl_arena *filling; /* WC_WRITE: the arena quantized weights are laid out into */
+    cl_arena *filling;      /* WC_WRITE: the arena quantized weights are laid out into */
+    cl_host_region *region; /* WC_READ, while the file is read: the memory its data lie in */
     /* After the load: the arenas mapped for reading, the thread writing them and its cap. */
     void **mapped;
     pthread_t writer;
@@ -214,61 +224,99 @@ static const char *read_hashed(int fd, uint8_t *dst, uint64_t bytes, uint64_t at
     return NULL;
 }
 
-/* The arenas of a file whose header and tables are valid, read into c->arenas (each a buffer
- * of the device's, mapped to be written meanwhile) and checked against the header's hash of
- * them. NULL when the data are intact (or the device failed, *st saying why), else why not. */
-static const char *read_arenas(cl_backend_ctx *b, int fd, const wc_header *h, const uint64_t *used,
-                               struct cl_weight_cache *c, clinfer_status *st) {
+/* Hashes bytes at offset at of the file into xs from its mapping map, a chunk at a time, each
+ * populated first: MADV_POPULATE_READ fails where a page lies past the end of the file, where a
+ * read would raise SIGBUS. A chunk it does not populate (a kernel before 5.14, a file that
+ * shrank) is read into bounce (READ_CHUNK bytes) instead, and a short read says why. */
+static const char *hash_mapped(int fd, const uint8_t *map, uint64_t bytes, uint64_t at,
+                               uint8_t *bounce, XXH3_state_t *xs) {
+    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    for (uint64_t end = at + bytes; at < end;) {
+        size_t n = end - at < READ_CHUNK ? (size_t)(end - at) : READ_CHUNK;
+        const uint8_t *p = map + at;
+        uintptr_t lo = (uintptr_t)p / page * page; /* madvise takes whole pages */
+        if (madvise((void *)lo, (uintptr_t)p + n - lo, MADV_POPULATE_READ) == 0) {
+            XXH3_64bits_update(xs, p, n);
+        } else {
+            const char *why = read_hashed(fd, bounce, n, at, xs);
+            if (why) return why;
+        }
+        at += n;
+    }
+    return NULL;
+}
+
+/* The data of a file whose header and tables are valid, in c->region: the file's mapping, or
+ * with copy memory of the process's own read from it; hashed as they are brought in (the pages
+ * are touched once, here, before kernels read them) and checked against the header's hash
+ * before any weight is made on them. NULL when intact (or out of memory, *st saying so), else
+ * why not. */
+static const char *load_data(int fd, const wc_header *h, const uint64_t *used, bool copy,
+                             struct cl_weight_cache *c, clinfer_status *st) {
+    cl_host_region *r = calloc(1, sizeof *r);
     XXH3_state_t *xs = XXH3_createState();
-    c->arenas = calloc(h->n_arenas, sizeof *c->arenas);
-    if (!xs || !c->arenas || XXH3_64bits_reset(xs) != XXH_OK) {
-        XXH3_freeState(xs);
-        *st = err_fail(CLINFER_ERR_OUT_OF_MEMORY, "weight cache: %s", c->path);
-        return NULL;
-    }
+    uint8_t *bounce = copy ? NULL : malloc(READ_CHUNK);
+    void *addr = MAP_FAILED;
+    if (r && xs && (copy || bounce) && XXH3_64bits_reset(xs) == XXH_OK)
+        addr = copy ? mmap(NULL, h->file_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                           -1, 0)
+                    : mmap(NULL, h->file_size, PROT_READ, MAP_PRIVATE, fd, 0);
     const char *why = NULL;
-    uint64_t at = h->data_start;
-    for (size_t i = 0; i < h->n_arenas && !why && *st == CLINFER_OK; at += round_page(used[i++])) {
-        cl_arena *a = calloc(1, sizeof *a);
-        if (!a) {
-            *st = err_fail(CLINFER_ERR_OUT_OF_MEMORY, "weight cache: arena");
-            break;
-        }
-        a->size = a->used = (size_t)used[i];
-        a->holders = 1;
-        /* Memory of its own, in huge pages where the kernel has them: a buffer the driver
-         * allocates would fault in 4 KiB at a time as the file is read into it. */
-        a->host = mmap(NULL, a->size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        if (a->host == MAP_FAILED) {
-            free(a);
-            *st = err_fail(CLINFER_ERR_OUT_OF_MEMORY, "weight cache: %zu bytes for an arena",
-                           (size_t)used[i]);
-            break;
-        }
-        madvise(a->host, a->size, MADV_HUGEPAGE);
-        c->arenas[c->n_arenas++] = a;
-        why = read_hashed(fd, a->host, used[i], at, xs);
-        if (!why)
-            *st = cl_create_buffer(b, CL_MEM_READ_ONLY | CL_MEM_USE_HOST_PTR, a->size, a->host,
-                                   &a->mem);
+    if (addr == MAP_FAILED) {
+        *st = err_fail(CLINFER_ERR_OUT_OF_MEMORY, "weight cache: %s: %llu bytes to %s it into",
+                       c->path, (unsigned long long)h->file_size, copy ? "read" : "map");
+        free(r);
+    } else {
+        *r = (cl_host_region){addr, (size_t)h->file_size, 1}; /* this load's, until it ends */
+        c->region = r;
+        uint64_t at = h->data_start;
+        for (uint64_t i = 0; i < h->n_arenas && !why; at += round_page(used[i++]))
+            why = copy ? read_hashed(fd, (uint8_t *)addr + at, used[i], at, xs)
+                       : hash_mapped(fd, addr, used[i], at, bounce, xs);
+        if (!why && XXH3_64bits_digest(xs) != h->data_hash) why = "data checksum mismatch";
     }
-    if (!why && *st == CLINFER_OK && XXH3_64bits_digest(xs) != h->data_hash)
-        why = "data checksum mismatch";
+    free(bounce);
     XXH3_freeState(xs);
     return why;
 }
 
-/* Reads the file into c (WC_READ) where a valid one exists. */
+/* The arenas of a checked file: buffers of the device's on c->region (CL_MEM_USE_HOST_PTR), into
+ * c->arenas. */
+static clinfer_status make_arenas(cl_backend_ctx *b, const wc_header *h, const uint64_t *used,
+                                  struct cl_weight_cache *c) {
+    if (!(c->arenas = calloc(h->n_arenas, sizeof *c->arenas)))
+        return err_fail(CLINFER_ERR_OUT_OF_MEMORY, "weight cache: %s", c->path);
+    uint64_t at = h->data_start;
+    for (size_t i = 0; i < h->n_arenas; at += round_page(used[i++])) {
+        cl_arena *a = calloc(1, sizeof *a);
+        if (!a) return err_fail(CLINFER_ERR_OUT_OF_MEMORY, "weight cache: arena");
+        *a = (cl_arena){.size = (size_t)used[i], .used = (size_t)used[i], .holders = 1};
+        a->region = c->region;
+        c->region->holders++;
+        c->arenas[c->n_arenas++] = a;
+        clinfer_status st = cl_create_buffer(b, CL_MEM_READ_ONLY | CL_MEM_USE_HOST_PTR, a->size,
+                                             (uint8_t *)c->region->addr + at, &a->mem);
+        if (st != CLINFER_OK) return st;
+    }
+    return CLINFER_OK;
+}
+
+/* Uses the file in c (WC_READ) where a valid one exists. */
 static void try_read(cl_backend_ctx *b, struct cl_weight_cache *c) {
     int fd = open(c->path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return; /* a miss */
+    clinfer_dev_options dev;
+    dev_options_get(&dev);
     struct stat sb;
     wc_header h;
     uint64_t *used = NULL;
     clinfer_status st = CLINFER_OK;
+    /* the size as it is now, before anything is mapped: a file truncated since it was written
+     * is refused here */
     const char *why = fstat(fd, &sb) != 0 ? "cannot stat it"
                                           : check_file(fd, (uint64_t)sb.st_size, b, c, &h, &used);
-    if (!why) why = read_arenas(b, fd, &h, used, c, &st);
+    if (!why) why = load_data(fd, &h, used, dev.weight_cache_copy, c, &st);
+    if (!why && st == CLINFER_OK) st = make_arenas(b, &h, used, c);
     if (why) {
         discard(c->path, why);
     } else if (st != CLINFER_OK) {
@@ -278,8 +326,8 @@ static void try_read(cl_backend_ctx *b, struct cl_weight_cache *c) {
         c->mode = WC_READ;
         futimens(fd, NULL); /* used now: eviction goes by modification time */
         atomic_fetch_add(&wc_hits, 1);
-        cl_verbose("weight cache: read %s (%zu arenas, %zu parts)", c->path, c->n_arenas,
-                   c->n_parts);
+        cl_verbose("weight cache: %s %s (%zu arenas, %zu parts)",
+                   dev.weight_cache_copy ? "read" : "mapped", c->path, c->n_arenas, c->n_parts);
     }
     if (c->mode != WC_READ) {
         for (size_t i = 0; i < c->n_arenas; i++)
@@ -290,8 +338,10 @@ static void try_read(cl_backend_ctx *b, struct cl_weight_cache *c) {
         free(c->parts);
         c->parts = NULL;
     }
+    if (c->region) cl_release_region(c->region); /* the arenas hold it on */
+    c->region = NULL;
     free(used);
-    close(fd);
+    close(fd); /* a mapping outlives its descriptor */
 }
 
 bool cl_wcache_open(cl_backend_ctx *b, const void *id, size_t id_size) {

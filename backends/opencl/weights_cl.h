@@ -14,12 +14,20 @@ enum { ARENA_BYTES = 256 << 20 }; /* weight arenas (CPU devices), unless a part 
  * one, so that one graph launch can name every weight of a model among its few buffer
  * arguments. An arena is filled in order and released when nothing holds it: neither an array
  * in it nor the state, while it is the one being filled. */
+/* Host memory that arenas of a weight cache file lie on (weight_cache_cl.c): the file's mapping,
+ * or memory of the process's own it was read into; unmapped when its last holder goes. */
+typedef struct {
+    void *addr;
+    size_t size;
+    int holders;
+} cl_host_region;
+
 typedef struct cl_arena {
     cl_mem mem;
     const void *base; /* a window on host data (place_in_place): the host memory it is */
     size_t size, used;
     int holders;
-    void *host; /* the memory it lies on, when it is its own (weight_cache_cl.c), or NULL */
+    cl_host_region *region; /* the memory it lies on (a weight cache file's), or NULL */
 } cl_arena;
 
 /* One array of a weight part: its own buffer, or a sub-buffer at offset bytes of an arena. */
@@ -59,7 +67,8 @@ struct cl_store {
 /* arena_cl.c: the allocation limit for one array (the device's, or CLINFER_MAX_ALLOC when
  * smaller); an arena's holders. */
 uint64_t cl_alloc_limit(const cl_backend_ctx *b);
-void cl_release_arena(cl_arena *arena); /* drops a holder; the last releases it */
+void cl_release_arena(cl_arena *arena);         /* drops a holder; the last releases it */
+void cl_release_region(cl_host_region *region); /* the same for a region */
 /* Makes a a read-only sub-buffer of bytes at offset at of arena, holding it (what: for the
  * error message). */
 clinfer_status cl_arena_array(cl_arena *arena, size_t at, size_t bytes, const char *what,
@@ -98,7 +107,7 @@ void cl_wcache_mismatch(cl_backend_ctx *b);
 /* Writing one: records part p of a weight (rec's type, shape and sizes; where p lies is filled
  * in here). */
 void cl_wcache_record(cl_backend_ctx *b, cl_cached_part rec, const weight_part *p);
-/* Process-wide counts of files mapped and written, for tests. */
+/* Process-wide counts of files used (read or mapped) and written, for tests. */
 void cl_weight_cache_stats(unsigned *hits, unsigned *writes);
 
 /* weights_cl.c: the store of a backend, from cl_store_init to cl_store_free (weights still

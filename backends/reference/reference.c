@@ -123,18 +123,12 @@ static float *f32(clinfer_ref r) {
     return at(r, sizeof(float));
 }
 
+/* With x_q8, x is a ROUND_Q8's y already (backend.h): its f32 values are the 8-bit ones. */
 static clinfer_status op_matmul(ref_ctx *c, const clinfer_op *o) {
-    size_t nx = (size_t)o->matmul.n * (size_t)o->matmul.k;
-    float *x = f32(o->matmul.x);
-    /* scratch: a weight row of k floats, then with x_q8 the rounded copy of x */
-    clinfer_status st = scratch_reserve(c, (size_t)o->matmul.k + (o->matmul.x_q8 ? nx : 0));
+    clinfer_status st = scratch_reserve(c, (size_t)o->matmul.k); /* a weight row */
     if (st != CLINFER_OK) return st;
-    if (o->matmul.x_q8) {
-        ref_round_q8(x, c->scratch + o->matmul.k, nx, dtype_q8_act_block(o->matmul.w->type));
-        x = c->scratch + o->matmul.k;
-    }
-    ref_matmul(o->matmul.w, o->matmul.row0, o->matmul.m, x, f32(o->matmul.y), f32(o->matmul.bias),
-               o->matmul.n, o->matmul.accumulate, c->scratch);
+    ref_matmul(o->matmul.w, o->matmul.row0, o->matmul.m, f32(o->matmul.x), f32(o->matmul.y),
+               f32(o->matmul.bias), o->matmul.n, o->matmul.accumulate, c->scratch);
     return CLINFER_OK;
 }
 
@@ -153,7 +147,8 @@ static clinfer_status op_embed(const clinfer_op *o) {
 static void op_rope(const clinfer_op *o) {
     float *x = f32(o->rope.x);
     ref_rope(x, o->rope.n, o->rope.n_heads, o->rope.head_dim, o->rope.n_rot, o->rope.pos0,
-             o->rope.freq_base, o->rope.freq_scale, o->rope.neox);
+             o->rope.freq_base, o->rope.freq_scale, o->rope.neox,
+             o->rope.factors.buf ? f32(o->rope.factors) : NULL, o->rope.mscale);
     if (!o->rope.k_dst.buf) return;
     /* a token's keys are the tail of its row of x; the values are one contiguous run */
     size_t elem = dtype_block_bytes(o->rope.kv_type);
@@ -182,7 +177,8 @@ static clinfer_status op_attention(ref_ctx *c, const clinfer_op *o) {
     ref_attention(f32(o->attention.q), at(o->attention.k, elem), at(o->attention.v, elem),
                   f32(o->attention.out), o->attention.kv_type, o->attention.n, o->attention.n_head,
                   o->attention.n_kv_head, o->attention.head_dim, o->attention.pos0,
-                  o->attention.window, o->attention.scale, c->scratch);
+                  o->attention.window, o->attention.scale, o->attention.softcap,
+                  f32(o->attention.sinks), c->scratch);
     return CLINFER_OK;
 }
 
@@ -211,6 +207,32 @@ static clinfer_status ref_op(void *ctx, const clinfer_op *o) {
         break;
     case CLINFER_OP_ATTENTION:
         return op_attention(ctx, o);
+    case CLINFER_OP_MOE_ROUTE:
+        ref_moe_route(f32(o->moe_route.logits), at(o->moe_route.ids, sizeof(int32_t)),
+                      f32(o->moe_route.weights), o->moe_route.n, o->moe_route.n_expert,
+                      o->moe_route.n_used, o->moe_route.gating, o->moe_route.norm,
+                      o->moe_route.scale);
+        break;
+    case CLINFER_OP_MATMUL_ID:
+        st = scratch_reserve(ctx, (size_t)o->matmul_id.k);
+        if (st != CLINFER_OK) return st;
+        ref_matmul_id(o->matmul_id.w, f32(o->matmul_id.x), at(o->matmul_id.ids, sizeof(int32_t)),
+                      f32(o->matmul_id.bias), f32(o->matmul_id.y), o->matmul_id.m, o->matmul_id.n,
+                      o->matmul_id.n_used, o->matmul_id.n_expert, o->matmul_id.x_rows,
+                      ((ref_ctx *)ctx)->scratch);
+        break;
+    case CLINFER_OP_MOE_SUM:
+        ref_moe_sum(f32(o->moe_sum.x), f32(o->moe_sum.weights), f32(o->moe_sum.y), o->moe_sum.n,
+                    o->moe_sum.n_used, o->moe_sum.d, o->moe_sum.accumulate);
+        break;
+    case CLINFER_OP_ROUND_Q8:
+        ref_round_q8(f32(o->round_q8.x), f32(o->round_q8.y),
+                     (size_t)o->round_q8.n * (size_t)o->round_q8.k, (size_t)o->round_q8.block);
+        break;
+    case CLINFER_OP_SCALE:
+        ref_scale(f32(o->eltwise.a), f32(o->eltwise.y), o->eltwise.count, o->eltwise.scale,
+                  o->eltwise.cap);
+        break;
     default: /* the element-wise ops */
         ref_eltwise(o->kind, f32(o->eltwise.a), f32(o->eltwise.b), f32(o->eltwise.y),
                     o->eltwise.count, o->eltwise.b_count);

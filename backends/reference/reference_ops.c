@@ -95,15 +95,18 @@ void ref_layernorm(const float *x, const float *w, const float *b, float *y, int
 }
 
 void ref_rope(float *x, int n, int n_heads, int head_dim, int n_rot, int pos0, float freq_base,
-              float freq_scale, bool neox) {
+              float freq_scale, bool neox, const float *factors, float mscale) {
     int half = n_rot / 2;
+    double mag = mscale == 0.0f ? 1.0 : mscale;
     for (int i = 0; i < n; i++) {
         double pos = (double)pos0 + i;
         float *xt = x + (size_t)i * n_heads * head_dim;
         for (int j = 0; j < half; j++) {
-            /* theta = pos * freq_scale * freq_base^(-2j / n_rot), in double for an exact angle */
+            /* theta = pos * freq_scale * freq_base^(-2j / n_rot) / factors[j], in double for an
+             * exact angle */
             double theta = pos * freq_scale * pow(freq_base, -2.0 * j / n_rot);
-            float c = (float)cos(theta), s = (float)sin(theta);
+            if (factors) theta /= factors[j];
+            float c = (float)(mag * cos(theta)), s = (float)(mag * sin(theta));
             int i0 = neox ? j : 2 * j, i1 = neox ? j + half : 2 * j + 1;
             for (int h = 0; h < n_heads; h++) {
                 float *xh = xt + (size_t)h * head_dim;
@@ -138,7 +141,7 @@ static const float *cache_row(const void *cache, clinfer_dtype type, size_t inde
 
 void ref_attention(const float *q, const void *k_cache, const void *v_cache, float *out,
                    clinfer_dtype kv_type, int n, int n_head, int n_kv_head, int head_dim, int pos0,
-                   int window, float scale, float *scratch) {
+                   int window, float scale, float softcap, const float *sinks, float *scratch) {
     /* scratch: scores[pos0 + n], then a converted cache row and the output accumulator */
     float *scores = scratch, *tmp = scratch + pos0 + n, *acc = tmp + head_dim;
     int group = n_head / n_kv_head;
@@ -153,9 +156,12 @@ void ref_attention(const float *q, const void *k_cache, const void *v_cache, flo
                 size_t idx = (size_t)t * n_kv_head + kvh;
                 const float *kt = cache_row(k_cache, kv_type, idx, head_dim, tmp);
                 scores[t] = ref_dot(qh, kt, (size_t)head_dim) * scale;
+                if (softcap > 0.0f) scores[t] = softcap * tanhf(scores[t] / softcap);
                 max = fmaxf(max, scores[t]);
             }
-            float sum = 0.0f;
+            /* a sink joins the softmax's maximum and sum, and weighs no value */
+            if (sinks) max = fmaxf(max, sinks[h]);
+            float sum = sinks ? expf(sinks[h] - max) : 0.0f;
             for (int t = first; t < n_pos; t++) {
                 scores[t] = expf(scores[t] - max);
                 sum += scores[t];
@@ -175,6 +181,12 @@ void ref_attention(const float *q, const void *k_cache, const void *v_cache, flo
 
 static float silu(float x) {
     return x / (1.0f + expf(-x));
+}
+
+static float swiglu_oai(float a, float b) {
+    const float limit = CLINFER_SWIGLU_OAI_LIMIT;
+    float g = fminf(a, limit), u = fminf(fmaxf(b, -limit), limit);
+    return g / (1.0f + expf(-CLINFER_SWIGLU_OAI_ALPHA * g)) * (u + 1.0f);
 }
 
 static float gelu(float x) {
@@ -200,9 +212,19 @@ void ref_eltwise(clinfer_op_kind kind, const float *a, const float *b, float *y,
         case CLINFER_OP_GEGLU:
             y[i] = gelu(x) * b[i];
             break;
+        case CLINFER_OP_SWIGLU_OAI:
+            y[i] = swiglu_oai(x, b[i]);
+            break;
         default: /* reference.c only routes the kinds above here */
             break;
         }
         if (b_count && ++j == b_count) j = 0;
+    }
+}
+
+void ref_scale(const float *a, float *y, size_t count, float scale, float cap) {
+    for (size_t i = 0; i < count; i++) {
+        float v = a[i] * scale;
+        y[i] = cap > 0.0f ? cap * tanhf(v / cap) : v;
     }
 }
