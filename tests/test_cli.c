@@ -102,18 +102,28 @@ static void test_first_compile(const char *model) {
 }
 
 /* The flags llama.cpp users type: -c, -s (-1 or absent: a new seed each run, printed), -f,
- * -n -1, -dev, -ngl (ignored with a note), bench -o csv; and an empty prompt is an error. */
+ * -n -1, -dev, -ngl (refused with --reference; its splits: tests/test_split_cli.py), bench -o csv;
+ * and an empty prompt is an error. */
 static void test_llama_flags(const char *model) {
     char err[16384], prompt[sizeof dir + 16];
     snprintf(prompt, sizeof prompt, "%s/prompt.txt", dir);
     FILE *f = fopen(prompt, "w");
     if (f) fputs("hello world", f), fclose(f);
     int code = run((const char *const[]){"run", "-m", model, "--reference", "-f", prompt, "-c",
-                                         "64", "-n", "-1", "-s", "-1", "-ngl", "99", NULL},
+                                         "64", "-n", "-1", "-s", "-1", NULL},
                    err, sizeof err);
-    EXPECT(code == 0, "run -f -c -n -1 -s -1 -ngl exited %d: %s", code, err);
-    EXPECT(strstr(err, "clinfer: seed ") && strstr(err, "-ngl ignored"),
-           "no seed line or -ngl note on stderr: %s", err);
+    EXPECT(code == 0, "run -f -c -n -1 -s -1 exited %d: %s", code, err);
+    EXPECT(strstr(err, "clinfer: seed "), "no seed line on stderr: %s", err);
+    size_t n_devices = 0;
+    if (clinfer_device_count(&n_devices) == CLINFER_OK && n_devices > 0) {
+        code = run(
+            (const char *const[]){"run", "-m", model, "-p", "hi", "-n", "2", "-ngl", "99", NULL},
+            err, sizeof err);
+        EXPECT(code == 0, "run -ngl 99 exited %d: %s", code, err);
+    }
+    /* the reference backend runs on the host: an offload request there is a mistake, named */
+    ERR("--reference", "run", "-m", model, "--reference", "-p", "hi", "-ngl", "99");
+    ERR("--n-gpu-layers", "run", "-m", model, "-p", "hi", "-ngl", "many");
     ERR("no-such-device", "run", "-m", model, "-p", "hi", "-dev", "no-such-device");
     /* the tiny model's prompts start with BOS: an empty one is BOS alone */
     code = run((const char *const[]){"run", "-m", model, "--reference", "-p", "", "-n", "2", NULL},
