@@ -31,11 +31,12 @@ LAYERS = [
     # every family stands on, then the weights and activations, the op families, graph launches
     # and the interface.
     ("opencl: devices, programs, faults", ["backends/opencl/fault.*", "backends/opencl/device.*",
+                                            "backends/opencl/cache_dir.*",
                                             "backends/opencl/params.*", "backends/opencl/program.*",
                                             "backends/opencl/route_cl.*",
                                             "cl/*"]),
     ("opencl: core", ["backends/opencl/cl_backend.h", "backends/opencl/launch_cl.c",
-                      "backends/opencl/build_cl.c"]),
+                      "backends/opencl/build_cl.c", "backends/opencl/device_setup_cl.c"]),
     ("opencl: kernels per weight type", ["backends/opencl/type_kernels_cl.*"]),
     ("opencl: weight store", ["backends/opencl/repack_cl.c", "backends/opencl/arena_cl.*",
                               "backends/opencl/weight_cache_cl.*", "backends/opencl/weights_cl.*"]),

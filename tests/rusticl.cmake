@@ -3,7 +3,7 @@
 # OpenCL C 1.2). tests/rusticl_run.sh gives the ICD loader rusticl's ICD alone, so its device is
 # the only one, and skips (77) where rusticl is not installed. The device takes its own path:
 # gpu-local-reduce, since llvmpipe cuts a work-item's loops short and the backend's loop probe
-# then leaves cpu-rows (backends/opencl/backend_cl.c, docs/DEVICES.md). The matmul test runs its
+# then leaves cpu-rows (backends/opencl/device_setup_cl.c, docs/DEVICES.md). The matmul test runs its
 # small grid (CLINFER_TEST_SMALL: n 1 .. 9, 17, 33, a batch of 40, the 8-bit edge tiles, GEMM
 # tiles of 193 and 199 columns over k past a block); CLBlast stays off there as on every CPU
 # device. Caches of its own in the build tree: clinfer's kernel binaries, and Mesa's shader

@@ -19,8 +19,8 @@
 
 #include "check.h"
 #include "model.h"
+#include "opencl/cache_dir.h"
 #include "opencl/matmul_cl.h"
-#include "opencl/program.h"
 #include "tiny_model.h"
 
 #define N_PROMPT 12 /* past MATVEC_MAX_N: the prompt runs the GEMM paths */

@@ -1,11 +1,13 @@
 /* The core of the OpenCL backend, which every file of it stands on: the context, launches,
  * errors, buffers, the programs instances share. The files, each calling only the ones listed
  * before it (tests/check_layers.py checks this):
- *   fault.c, device.c, params.c, program.c  test faults; enumeration, capabilities, kernel
- *                   path; the per-device parameters; program builds and the binary cache
- *                   (these know no backend context)
+ *   fault.c, device.c, params.c, cache_dir.c, program.c  test faults; enumeration,
+ *                   capabilities, kernel path; the per-device parameters; the on-disk caches'
+ *                   directories and files; program builds and the binary cache (these know no
+ *                   backend context)
  *   launch_cl.c     the launch helper, errors, buffers, device-lost marking, kernel timing
  *   build_cl.c      the programs a backend and its instances share, each built once (cl_build)
+ *   device_setup_cl.c  a CPU device's threads as a sub-device; the loop probe (cpu-rows or not)
  *   type_kernels_cl.c  matvec.cl built per weight type (type_kernels_cl.h)
  *   repack_cl.c, arena_cl.c, weight_cache_cl.c, weights_cl.c  the weight store: GGUF blocks laid
  *                   out as arrays, the arenas they live in, the on-disk cache of laid-out
@@ -161,6 +163,12 @@ clinfer_status cl_error(cl_int err, const char *what);
 clinfer_status cl_create_buffer(cl_backend_ctx *b, cl_mem_flags flags, size_t bytes, void *host,
                                 cl_mem *out);
 clinfer_status cl_ensure_scratch(cl_backend_ctx *b, scratch *sc, size_t bytes);
+
+/* device_setup_cl.c, before the first kernel: options.threads of a CPU device as a sub-device the
+ * backend and its instances run on (the root releases it); and cpu-rows left for gpu-local-reduce
+ * where a work-item's loops are cut short, unless the path was asked for. */
+clinfer_status cl_use_threads(cl_backend_ctx *b);
+clinfer_status cl_check_loops(cl_backend_ctx *b);
 
 /* build_cl.c: what a backend shares with its instances, made and freed by the backend. */
 clinfer_status cl_shared_create(cl_shared **out);

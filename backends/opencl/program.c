@@ -20,9 +20,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
+#include "cache_dir.h"
 #include "clock.h"
 #include "error.h"
 #include "fault.h"
@@ -98,18 +98,6 @@ static bool sha256(const void *data, size_t size, unsigned char digest[DIGEST_SI
 
 /* ---- the cache ----------------------------------------------------------------------------- */
 
-bool cl_cache_dir(const char *given, char *dir, size_t size) {
-    const char *env = given && *given ? given : options_cache_dir();
-    int n = -1;
-    if (env)
-        n = snprintf(dir, size, "%s", env);
-    else if ((env = getenv("XDG_CACHE_HOME")) && *env)
-        n = snprintf(dir, size, "%s/clinfer", env);
-    else if ((env = getenv("HOME")) && *env)
-        n = snprintf(dir, size, "%s/.cache/clinfer", env);
-    return n > 0 && (size_t)n < size;
-}
-
 /* One warning per directory, not one per program. */
 static void warn_unwritable(const char *dir, int err) {
     static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -128,22 +116,6 @@ static void warn_unwritable(const char *dir, int err) {
 static void discard_entry(const char *path, const char *why) {
     log_msg(CLINFER_LOG_WARN, "kernel cache entry %s is damaged (%s); rebuilding it", path, why);
     unlink(path);
-}
-
-int cl_make_dirs(const char *dir) {
-    char buf[PATH_MAX];
-    if (snprintf(buf, sizeof buf, "%s", dir) >= (int)sizeof buf) return ENAMETOOLONG;
-    for (char *p = buf + 1;; p++) {
-        if (*p != '/' && *p != '\0') continue;
-        char c = *p;
-        *p = '\0';
-        if (mkdir(buf, 0755) != 0 && errno != EEXIST) return errno;
-        *p = c;
-        if (c == '\0') break;
-    }
-    struct stat s;
-    if (stat(dir, &s) != 0) return errno;
-    return S_ISDIR(s.st_mode) ? 0 : ENOTDIR;
 }
 
 /* The entry path for this build and its key, or false when there is no cache directory to use. */

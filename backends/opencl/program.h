@@ -43,11 +43,6 @@ clinfer_status cl_program_build_source(cl_context ctx, cl_device_id dev,
  * checkers such as Oclgrind's. */
 bool cl_program_has_kernel(cl_program program, const char *name);
 
-/* The cache directory: given, else CLINFER_CACHE_DIR, else $XDG_CACHE_HOME/clinfer, else
- * ~/.cache/clinfer (false when none fits in size); and mkdir -p, 0 or an errno value. */
-bool cl_cache_dir(const char *given, char *dir, size_t size);
-int cl_make_dirs(const char *dir);
-
 /* Process-wide counts of cache hits and of builds from source (misses), for tests and logs. */
 void cl_program_cache_stats(unsigned *hits, unsigned *misses);
 

@@ -22,7 +22,6 @@
  * which no truncation reaches, at the cost of that memory and the copy (docs/PERFORMANCE.md).
  * No failure here fails a load; CLINFER_WEIGHT_CACHE=0 turns it off and CLINFER_WEIGHT_CACHE_MAX
  * caps the files' total (oldest used evicted first). */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -34,7 +33,6 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
-#include <sys/statvfs.h>
 #include <unistd.h>
 #include <xxhash.h>
 
@@ -43,6 +41,7 @@
 #include "type_kernels_cl.h"
 #include "weights_cl.h"
 #include "options.h"
+#include "cache_dir.h"
 #include "program.h"
 
 #define WCACHE_MAGIC "CLINFWC1"
@@ -53,8 +52,6 @@
 #define WCACHE_PAGE 4096u
 #define MAX_ARENAS 65536u
 #define MAX_PARTS (1u << 24)
-#define FREE_MARGIN ((uint64_t)1 << 30) /* disk space a write leaves free, at least */
-#define MAX_FILES 64 /* files kept; a test suite's many small models would pile up otherwise */
 #define READ_CHUNK ((size_t)4 << 20) /* hashed while still in the CPU's caches */
 #ifndef MADV_POPULATE_READ
 #define MADV_POPULATE_READ 22 /* Linux 5.14; older kernels refuse it (EINVAL) */
@@ -442,59 +439,6 @@ void cl_wcache_record(cl_backend_ctx *b, cl_cached_part rec, const weight_part *
     c->parts[c->n_parts++] = rec;
 }
 
-/* Makes room for bytes more among the weight cache files in dir, oldest used first; false
- * where they cannot fit under max or on the disk. */
-static bool make_room(const char *dir, uint64_t bytes, uint64_t max) {
-    struct statvfs vfs;
-    if (bytes > max ||
-        (statvfs(dir, &vfs) == 0 && (uint64_t)vfs.f_bavail * vfs.f_frsize < bytes + FREE_MARGIN))
-        return false;
-    for (;;) {
-        DIR *d = opendir(dir);
-        if (!d) return false;
-        uint64_t total = bytes;
-        int files = 1;
-        char oldest[PATH_MAX] = "";
-        struct timespec when = {0, 0};
-        for (struct dirent *e; (e = readdir(d)) != NULL;) {
-            size_t len = strlen(e->d_name);
-            char path[PATH_MAX];
-            struct stat sb;
-            if (strncmp(e->d_name, "weights-", 8) || len < 12 ||
-                strcmp(e->d_name + len - 4, ".clw"))
-                continue;
-            if (snprintf(path, sizeof path, "%s/%s", dir, e->d_name) >= (int)sizeof path ||
-                stat(path, &sb) != 0)
-                continue;
-            total += (uint64_t)sb.st_size;
-            files++;
-            if (!oldest[0] || sb.st_mtim.tv_sec < when.tv_sec ||
-                (sb.st_mtim.tv_sec == when.tv_sec && sb.st_mtim.tv_nsec < when.tv_nsec)) {
-                snprintf(oldest, sizeof oldest, "%s", path);
-                when = sb.st_mtim;
-            }
-        }
-        closedir(d);
-        if (total <= max && files <= MAX_FILES) return true;
-        if (!oldest[0] || unlink(oldest) != 0) return false;
-        cl_verbose("weight cache: evicted %s (past %llu MiB or %d files)", oldest,
-                   (unsigned long long)(max >> 20), MAX_FILES);
-    }
-}
-
-/* write(2) of all bytes; 0 or an errno value. */
-static int write_all(int fd, const void *data, size_t bytes) {
-    const uint8_t *p = data;
-    while (bytes > 0) {
-        ssize_t n = write(fd, p, bytes > (1u << 30) ? (1u << 30) : bytes);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) return n < 0 ? errno : EIO;
-        p += n;
-        bytes -= (size_t)n;
-    }
-    return 0;
-}
-
 /* Writes the recorded arenas (mapped for reading at c->mapped) and parts to c->path through a
  * temp file, the header last (its hash of the arenas is taken as they are written); 0 or an
  * errno value. */
@@ -514,21 +458,21 @@ static int write_file(const struct cl_weight_cache *c, uint64_t max) {
     for (size_t i = 0; !err && i < c->n_arenas; i++)
         h.file_size += round_page(used[i] = c->arenas[i]->used);
     if (!err) err = cl_make_dirs(c->dir);
-    if (!err && !make_room(c->dir, h.file_size, max)) err = ENOSPC;
+    if (!err && !cl_cache_make_room(c->dir, h.file_size, max)) err = ENOSPC;
     char tmp[sizeof c->path + 48];
     snprintf(tmp, sizeof tmp, "%s.tmp.%ld.%u", c->path, (long)getpid(),
              atomic_fetch_add(&temp_counter, 1));
     int fd = err ? -1 : open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (!err && fd < 0) err = errno;
     if (fd >= 0) {
-        err = write_all(fd, &h, sizeof h); /* a placeholder until the hash is known */
-        if (!err) err = write_all(fd, used, c->n_arenas * sizeof *used);
-        if (!err) err = write_all(fd, c->parts, c->n_parts * sizeof *c->parts);
-        if (!err) err = write_all(fd, zeros, (size_t)(h.data_start - sizeof h - tables));
+        err = cl_write_all(fd, &h, sizeof h); /* a placeholder until the hash is known */
+        if (!err) err = cl_write_all(fd, used, c->n_arenas * sizeof *used);
+        if (!err) err = cl_write_all(fd, c->parts, c->n_parts * sizeof *c->parts);
+        if (!err) err = cl_write_all(fd, zeros, (size_t)(h.data_start - sizeof h - tables));
         for (size_t i = 0; !err && i < c->n_arenas; i++) {
             XXH3_64bits_update(xs, c->mapped[i], used[i]);
-            err = write_all(fd, c->mapped[i], used[i]);
-            if (!err) err = write_all(fd, zeros, (size_t)(round_page(used[i]) - used[i]));
+            err = cl_write_all(fd, c->mapped[i], used[i]);
+            if (!err) err = cl_write_all(fd, zeros, (size_t)(round_page(used[i]) - used[i]));
         }
         h.data_hash = XXH3_64bits_digest(xs);
         if (!err && !header_digest(&h, used, c->parts, h.digest)) err = EIO;
