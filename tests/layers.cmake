@@ -6,3 +6,8 @@ add_test(NAME check_layers
           $<TARGET_OBJECTS:clinfer_objects> $<TARGET_OBJECTS:clinfer_cli>
   COMMAND_EXPAND_LISTS)
 set_tests_properties(check_layers PROPERTIES LABELS quick TIMEOUT 120)
+
+# No source file outside tests/ over 600 lines (tests/check_file_lines.py).
+add_test(NAME check_file_lines
+  COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/check_file_lines.py ${PROJECT_SOURCE_DIR})
+set_tests_properties(check_file_lines PROPERTIES LABELS quick TIMEOUT 60)
