@@ -102,8 +102,8 @@ static void test_first_compile(const char *model) {
 }
 
 /* The flags llama.cpp users type: -c, -s (-1 or absent: a new seed each run, printed), -f,
- * -n -1, -dev, -ngl (refused with --reference; its splits: tests/test_split_cli.py), bench -o csv;
- * and an empty prompt is an error. */
+ * -n -1, -dev, -ctk/-ctv, -ngl (refused with --reference; its splits: tests/test_split_cli.py),
+ * bench -o csv; and an empty prompt is an error. */
 static void test_llama_flags(const char *model) {
     char err[16384], prompt[sizeof dir + 16];
     snprintf(prompt, sizeof prompt, "%s/prompt.txt", dir);
@@ -124,6 +124,12 @@ static void test_llama_flags(const char *model) {
     /* the reference backend runs on the host: an offload request there is a mistake, named */
     ERR("--reference", "run", "-m", model, "--reference", "-p", "hi", "-ngl", "99");
     ERR("--n-gpu-layers", "run", "-m", model, "-p", "hi", "-ngl", "many");
+    code = run((const char *const[]){"run", "-m", model, "--reference", "-p", "hi", "-n", "2",
+                                     "-ctk", "f32", "-ctv", "f32", NULL},
+               err, sizeof err);
+    EXPECT(code == 0, "run -ctk f32 -ctv f32 exited %d: %s", code, err);
+    ERR("q8_0", "run", "-m", model, "--reference", "-p", "hi", "-ctk", "q8_0", "-ctv", "q8_0");
+    ERR("--cache-type-v f32", "run", "-m", model, "--reference", "-p", "hi", "-ctk", "f32");
     ERR("no-such-device", "run", "-m", model, "-p", "hi", "-dev", "no-such-device");
     /* the tiny model's prompts start with BOS: an empty one is BOS alone */
     code = run((const char *const[]){"run", "-m", model, "--reference", "-p", "", "-n", "2", NULL},

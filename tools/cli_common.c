@@ -201,6 +201,15 @@ int cli_gen_option(int opt, const char *arg, cli_gen_opts *o) {
         return 1;
     case 'c':
         return cli_parse_long("-c", arg, 0, INT32_MAX, &o->n_ctx) ? 1 : -1;
+    case OPT_CACHE_TYPE_K:
+    case OPT_CACHE_TYPE_V:
+        if (strcmp(arg, "f16") && strcmp(arg, "f32")) {
+            cli_error("--cache-type-%c: '%s' is not a KV cache type clinfer keeps (f16, f32)",
+                      opt == OPT_CACHE_TYPE_K ? 'k' : 'v', arg);
+            return -1;
+        }
+        o->kv_f32[opt == OPT_CACHE_TYPE_V] = !strcmp(arg, "f32");
+        return 1;
     default:
         return cli_act_option(opt, arg, &o->act);
     }
@@ -240,6 +249,10 @@ void cli_note_seed(cli_generator *g) {
 
 int cli_generator_open(const char *command, const cli_gen_opts *o, cli_generator *g) {
     *g = (cli_generator){0};
+    if (o->kv_f32[0] != o->kv_f32[1])
+        return cli_error("%s: K and V share one cache type: --cache-type-k %s needs "
+                         "--cache-type-v %s",
+                         command, o->kv_f32[0] ? "f32" : "f16", o->kv_f32[0] ? "f32" : "f16");
     clinfer_sampler_params sampling = o->sampling;
     if (sampling.seed == RANDOM_SEED && sampling.temperature > 0) {
         sampling.seed = random_seed();
@@ -252,6 +265,7 @@ int cli_generator_open(const char *command, const cli_gen_opts *o, cli_generator
     clinfer_context_params_default(&cp);
     cp.n_ctx = (uint32_t)o->n_ctx;
     cp.activations = o->act;
+    cp.kv_f32 = o->kv_f32[0];
     clinfer_status st = clinfer_context_create(g->model, &cp, &g->ctx);
     if (st != CLINFER_OK)
         return cli_error("%s: cannot create a context: %s (%s)", command, clinfer_last_error(),

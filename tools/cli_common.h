@@ -34,6 +34,8 @@ enum {
     OPT_KERNEL_PATH,
     OPT_N_GPU_LAYERS,
     OPT_TENSOR_SPLIT,
+    OPT_CACHE_TYPE_K,
+    OPT_CACHE_TYPE_V,
 };
 
 #define CLI_MODEL_OPTIONS                                                                          \
@@ -107,8 +109,14 @@ void cli_print_placement(const clinfer_model *model, const char *prefix, FILE *o
         {"chat-template", required_argument, NULL, OPT_CHAT_TEMPLATE},                             \
         {"system", required_argument, NULL, OPT_SYSTEM},                                           \
         {"ctx-size", required_argument, NULL, 'c'}, {"ctx", required_argument, NULL, 'c'},         \
-        CLI_ACT_OPTIONS
+        {"cache-type-k", required_argument, NULL, OPT_CACHE_TYPE_K},                               \
+        {"cache-type-v", required_argument, NULL, OPT_CACHE_TYPE_V}, CLI_ACT_OPTIONS
 #define CLI_GEN_SHORT CLI_MODEL_SHORT "n:c:s:"
+/* -c and the KV cache's type (after llama.cpp's -ctk, -ctv), for the commands' help. */
+#define CLI_CTX_HELP                                                                               \
+    "  -c, --ctx-size N     context length; 0 is the model's (default 0)\n"                        \
+    "  -ctk, --cache-type-k T  the KV cache's type, f16 (default) or f32; K and V take one\n"      \
+    "  -ctv, --cache-type-v T  type, so both are given alike\n"
 
 typedef struct {
     cli_model_opts model;
@@ -116,6 +124,7 @@ typedef struct {
     const char *chat_template, *system; /* NULL: the model's template / no system message */
     long n_predict, n_ctx;
     clinfer_activations act; /* --act, --f32-act, --q8-act */
+    bool kv_f32[2];          /* --cache-type-k, --cache-type-v f32 (else f16) */
 } cli_gen_opts;
 
 void cli_gen_opts_init(cli_gen_opts *o, long n_predict);

@@ -66,12 +66,12 @@ static void version(void) {
 }
 
 /* llama.cpp's spellings that getopt_long cannot take: -dev is --device, -ngl and --gpu-layers
- * --n-gpu-layers, -ts --tensor-split. Rewrites argv in place; returns argc. */
+ * --n-gpu-layers, -ts --tensor-split, -ctk and -ctv --cache-type-k and -v. Rewrites argv in place;
+ * returns argc. */
 static int llama_cpp_flags(int argc, char **argv) {
-    static const char *const spellings[][2] = {{"-dev", "--device"},
-                                               {"-ngl", "--n-gpu-layers"},
-                                               {"--gpu-layers", "--n-gpu-layers"},
-                                               {"-ts", "--tensor-split"}};
+    static const char *const spellings[][2] = {
+        {"-dev", "--device"},      {"-ngl", "--n-gpu-layers"}, {"--gpu-layers", "--n-gpu-layers"},
+        {"-ts", "--tensor-split"}, {"-ctk", "--cache-type-k"}, {"-ctv", "--cache-type-v"}};
     for (int i = 1; i < argc; i++)
         for (size_t k = 0; k < sizeof spellings / sizeof spellings[0]; k++)
             if (!strcmp(argv[i], spellings[k][0])) argv[i] = (char *)spellings[k][1];

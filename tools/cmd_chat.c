@@ -44,9 +44,8 @@ static void usage(FILE *out) {
             "  -n, --n-predict N    at most N tokens per answer; -1: no limit (default 512)\n"
             "      --system TEXT    a system message that opens the conversation\n"
             "      --chat-template NAME  a chat template by name instead of the\n"
-            "                       model's (`clinfer --version` lists them)\n"
-            "  -c, --ctx-size N     context length; 0 is the model's (default 0)\n" CLI_ACT_HELP
-                CLI_MODEL_HELP CLI_SAMPLER_HELP,
+            "                       model's (`clinfer --version` lists them)\n" CLI_CTX_HELP
+                CLI_ACT_HELP CLI_MODEL_HELP CLI_SAMPLER_HELP,
             commands_help);
 }
 

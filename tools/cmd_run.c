@@ -6,21 +6,21 @@
 #include "cli_common.h"
 
 static void usage(FILE *out) {
-    fprintf(out,
-            "usage: clinfer run [-m MODEL] -p PROMPT [OPTIONS]\n\n"
-            "Generates text after PROMPT, streaming it to stdout; load time and prefill\n"
-            "and decode speed go to stderr.\n\n"
-            "  -p, --prompt TEXT    the prompt (required)\n"
-            "  -f, --file FILE      the prompt from a file instead of -p\n"
-            "  -n, --n-predict N    generate at most N tokens; -1: until the end of the text or\n"
-            "                       of the context (default 128)\n"
-            "      --chat           wrap the prompt in the model's chat template as a user\n"
-            "                       turn, so an instruct model answers it\n"
-            "      --chat-template NAME  a chat template by name instead of the\n"
-            "                       model's (implies --chat; `clinfer --version` lists them)\n"
-            "      --system TEXT    a system message before the prompt (implies --chat)\n"
-            "  -c, --ctx-size N     context length; 0 is the model's (default 0)\n" CLI_ACT_HELP
-                CLI_PROFILE_HELP CLI_MODEL_HELP CLI_SAMPLER_HELP);
+    fprintf(
+        out,
+        "usage: clinfer run [-m MODEL] -p PROMPT [OPTIONS]\n\n"
+        "Generates text after PROMPT, streaming it to stdout; load time and prefill\n"
+        "and decode speed go to stderr.\n\n"
+        "  -p, --prompt TEXT    the prompt (required)\n"
+        "  -f, --file FILE      the prompt from a file instead of -p\n"
+        "  -n, --n-predict N    generate at most N tokens; -1: until the end of the text or\n"
+        "                       of the context (default 128)\n"
+        "      --chat           wrap the prompt in the model's chat template as a user\n"
+        "                       turn, so an instruct model answers it\n"
+        "      --chat-template NAME  a chat template by name instead of the\n"
+        "                       model's (implies --chat; `clinfer --version` lists them)\n"
+        "      --system TEXT    a system message before the prompt (implies --chat)\n" CLI_CTX_HELP
+            CLI_ACT_HELP CLI_PROFILE_HELP CLI_MODEL_HELP CLI_SAMPLER_HELP);
 }
 
 typedef struct {
