@@ -42,7 +42,9 @@
 # 2880 in gpt-oss-20b; YaRN x32 over an original context of 64, rope base 150000, the window of
 # 16 on layer 0): its F32 file checked, its copy as llama-quantize's MXFP4_MOE writes it told
 # (MXFP4 experts, Q8_0 elsewhere, which both tools run with 8-bit x), with its clinfer verify
-# checked.
+# checked. Its greedy tokens are compared over an f32 KV cache on both sides (llama-server -ctk
+# f32 -ctv f32 -fa off): over f16 ones one step of 'Once upon a time' lay 0.109 apart in
+# log-probability, past a tie, where the f16 rounding of K and V moved a near-even expert choice.
 #
 # usage: bench/crosscheck_archs.sh [--bin CLINFER] [--force TEACHER_FORCE] [ARCH...]
 #        (ARCHs: llama qwen2 qwen3 phi3 gemma3 llama3 qwen2-yarn phi3-longrope
@@ -65,11 +67,9 @@ while [ $# -gt 0 ]; do
     esac
     shift
 done
-# gpt-oss only when named: its greedy tokens part from llama.cpp's by 0.109 in log-probability
-# at one step (token 23 of 'Once upon a time', 2026-12-02), past a tie; not yet understood.
 [ ${#archs[@]} -gt 0 ] ||
     archs=(llama qwen2 qwen3 phi3 gemma3 llama3 qwen2-yarn phi3-longrope phi3-longrope-short
-        gemma2 smollm3 granite olmo2 olmo2-swa qwen3moe olmoe mixtral)
+        gemma2 smollm3 granite olmo2 olmo2-swa qwen3moe olmoe mixtral gpt-oss)
 say() { echo "crosscheck_archs: $*" >&2; }
 for tool in llama-perplexity llama-server llama-simple llama-quantize; do
     [ -x "$peer/$tool" ] || { say "skipped: $peer/$tool is not built"; exit 77; }
@@ -87,7 +87,7 @@ echo "| arch | PPL llama.cpp | PPL clinfer | ratio | greedy texts equal | 8-bit 
 echo "|---|---|---|---|---|---|---|---|"
 for arch in "${archs[@]}"; do
     model=$work/$arch.gguf
-    shape=(--arch "$arch") n_gen=16 paths=("") run=() layers=2 q8=0 kv=2
+    shape=(--arch "$arch") n_gen=16 paths=("") run=() layers=2 q8=0 kv=2 kv_type=f16
     q8_type=Q4_K_M q8_pure=--pure # llama-quantize's type for the 8-bit copy, and its --pure
     case $arch in
     llama3) shape=(--arch llama --rope-llama3 32,1,4,64) ;;
@@ -102,7 +102,7 @@ for arch in "${archs[@]}"; do
     mixtral) shape=(--arch llama --experts 8,2) q8=1 ;;
     gpt-oss)
         shape=(--arch gpt-oss --experts 8,4 --head-dim 96 --rope-base 150000 --rope-yarn 32,64)
-        q8=1 q8_type=MXFP4_MOE q8_pure= ;;
+        q8=1 q8_type=MXFP4_MOE q8_pure= kv_type=f32 ;;
     esac
     [ "${shape[1]}" = "$arch" ] && [ $q8 = 0 ] || n_gen=32 paths=(cpu-rows gpu-local-reduce)
     "$venv/bin/python" "$root/bench/make_shape_model.py" "$model" "${shape[@]}" --type F32 \
@@ -118,7 +118,7 @@ for arch in "${archs[@]}"; do
     [ ${#run[@]} = 0 ] || ctx=${run[1]}
     paths_arg=$(IFS=,; echo "${paths[*]}")
     read -r same texts ties < <(python3 "$root/bench/greedy_compare.py" "$peer/llama-server" \
-        "$force" "$clinfer" "$model" $ctx $n_gen "$paths_arg" "${prompts[@]}" || true)
+        "$force" "$clinfer" "$model" $ctx $n_gen "$paths_arg" $kv_type "${prompts[@]}" || true)
     [ "${same:-0}" = "${texts:-}" ] || fail=1
     # the Q4_K copy with 8-bit activations on both sides, told but not checked: see the header
     scored=$model scored_act=f32 q8_ratio=- q8_same=- # the file verify runs, and its activations

@@ -1,7 +1,8 @@
 """clinfer's greedy continuations against llama-server's, token by token, for
 bench/crosscheck_archs.sh:
-    greedy_compare.py LLAMA_SERVER TEACHER_FORCE CLINFER MODEL N_CTX N PATHS PROMPT...
-(PATHS: kernel paths joined by commas, '' for the device's own). For each prompt llama-server
+    greedy_compare.py LLAMA_SERVER TEACHER_FORCE CLINFER MODEL N_CTX N PATHS KV PROMPT...
+(PATHS: kernel paths joined by commas, '' for the device's own; KV: the KV cache's type on both
+sides, f16, or f32 with llama.cpp's flash attention off, whose CPU kernel keeps f16 sums). For each prompt llama-server
 gives its greedy continuation of N tokens; clinfer takes it token by token (bench/teacher_force,
 the decode path) on each kernel path, and at every step llama.cpp's token must be clinfer's best
 or, at a tie, within TIE of it in log-probability. (The two tools' log-probabilities differ by up
@@ -20,8 +21,8 @@ from peer_server import post, serving  # noqa: E402
 
 TIE = 0.1
 server, force, clinfer, model, n_ctx, n = sys.argv[1:7]
-paths, prompts = sys.argv[7].split(","), sys.argv[8:]
-act = ["--act", "f32"]
+paths, kv, prompts = sys.argv[7].split(","), sys.argv[8], sys.argv[9:]
+act = ["--act", "f32", "-ctk", kv, "-ctv", kv]
 
 
 def say(msg):
@@ -45,7 +46,7 @@ def text_of(url, tokens):
 def forced(ids, cont, path):
     env = dict(os.environ, CLINFER_KERNEL_PATH=path)
     stdin = " ".join(map(str, ids)) + "\n" + " ".join(map(str, cont)) + "\n"
-    out = subprocess.run([force, model, n_ctx, "f32"], input=stdin, capture_output=True,
+    out = subprocess.run([force, model, n_ctx, "f32", kv], input=stdin, capture_output=True,
                          text=True, env=env, check=True).stdout.split("\n")
     return [line.split() for line in out if line]
 
@@ -80,8 +81,9 @@ def run_text(prompt, path):
 
 
 equal = texts = n_ties = 0
+peer_kv = ["-ctk", "f32", "-ctv", "f32", "-fa", "off"] if kv == "f32" else []
 with serving([server, "-m", model, "-c", n_ctx if n_ctx != "0" else "256", "-np", "1",
-              "-t", "2"]) as url:
+              "-t", "2"] + peer_kv) as url:
     taught = []  # (prompt, path, label, ties, the text clinfer run must print or start with)
     for prompt in prompts:
         ids, cont = teacher(url, prompt)

@@ -1,15 +1,17 @@
 /* A greedy continuation of another engine, fed to clinfer token by token (teacher forcing), for
- * bench/greedy_compare.py: teacher_force MODEL [N_CTX [ACT]] reads two lines of token ids on
+ * bench/greedy_compare.py: teacher_force MODEL [N_CTX [ACT [KV]]] reads two lines of token ids on
  * stdin, the prompt's (BOS included where the model takes one) and the continuation's. It
  * evaluates the prompt in one call, then each continuation token but the last in a call of its
  * own (the decode path), and prints for each continuation token the logits' best token and the
  * log-probabilities of that token and of the teacher's:
  *     STEP BEST LOGPROB_BEST LOGPROB_TEACHER
- * N_CTX 0 is the model's context; ACT is an --act mode (default f32). The kernel path and device
+ * N_CTX 0 is the model's context; ACT is an --act mode (default f32); KV the KV cache's type, f16
+ * (the default) or f32. The kernel path and device
  * come from the environment, as for the CLI. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "clinfer.h"
 
@@ -49,9 +51,9 @@ static void report(int step, const float *logits, size_t n_vocab, int32_t teache
 }
 
 int main(int argc, char **argv) {
-    if (argc < 2 || argc > 4) {
-        fprintf(stderr,
-                "usage: teacher_force MODEL [N_CTX [ACT]] < PROMPT_IDS_LINE CONT_IDS_LINE\n");
+    if (argc < 2 || argc > 5 || (argc > 4 && strcmp(argv[4], "f16") && strcmp(argv[4], "f32"))) {
+        fprintf(stderr, "usage: teacher_force MODEL [N_CTX [ACT [f16|f32]]] < PROMPT_IDS_LINE "
+                        "CONT_IDS_LINE\n");
         return 2;
     }
     static int32_t prompt[MAX_TOKENS], cont[MAX_TOKENS];
@@ -67,6 +69,7 @@ int main(int argc, char **argv) {
     clinfer_context_params_default(&cp);
     cp.n_ctx = argc > 2 ? (uint32_t)strtoul(argv[2], NULL, 10) : 0;
     cp.activations = CLINFER_ACT_F32;
+    cp.kv_f32 = argc > 4 && !strcmp(argv[4], "f32");
     clinfer_status st = argc > 3 ? clinfer_activations_parse(argv[3], &cp.activations) : CLINFER_OK;
     if (st != CLINFER_OK) return fail(st, argv[3]);
     clinfer_model *m = NULL;

@@ -13,7 +13,7 @@ set_tests_properties(quantize_compare PROPERTIES LABELS peer SKIP_RETURN_CODE 77
 add_test(NAME crosscheck_archs
   COMMAND bash ${PROJECT_SOURCE_DIR}/bench/crosscheck_archs.sh --bin $<TARGET_FILE:clinfer_cli>
     --force $<TARGET_FILE:teacher_force>)
-set_tests_properties(crosscheck_archs PROPERTIES LABELS peer SKIP_RETURN_CODE 77 TIMEOUT 600
+set_tests_properties(crosscheck_archs PROPERTIES LABELS peer SKIP_RETURN_CODE 77 TIMEOUT 900
   ENVIRONMENT "${CLINFER_TEST_ENV}")
 # Gemma 3 270M ($CLINFER_GEMMA3_MODEL) greedy against a live llama-simple on the same weights
 # (bench/gemma3_greedy.sh); skipped (77) without the model or the peer.
