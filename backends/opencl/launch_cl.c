@@ -152,7 +152,11 @@ cleanup:
 clinfer_status cl_sync(void *ctx) {
     cl_backend_ctx *b = ctx;
     clinfer_status st = cl_check_alive(b);
-    if (st != CLINFER_OK) return st;
+    if (st != CLINFER_OK) {
+        /* lost, the queue may still hold writes from host memory its caller frees next */
+        clFinish(b->queue);
+        return st;
+    }
     return cl_check(b, clFinish(b->queue), "clFinish");
 }
 
